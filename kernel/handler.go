@@ -1,0 +1,89 @@
+package kernel
+
+import (
+	"context"
+	"net"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler serves one decoded request. A returned error means "close this connection"
+// (the request was so malformed that no response fits); per-resource failures are error
+// codes inside the response.
+type Handler func(ctx context.Context, req *Request) (Response, error)
+
+// Request is one decoded request with what the kernel knows of its connection.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
+	// Body is the decoded request (kmsg.RequestForKey(Key), version set).
+	Body kmsg.Request
+	// Conn is the connection the request came on.
+	Conn *ConnInfo
+	// Authorizer answers whether Conn.Principal may act on a resource. Handlers must ask
+	// it before touching a resource. Never nil.
+	Authorizer Authorizer
+}
+
+// Allowed reports whether the request's principal may perform op on the resource.
+func (r *Request) Allowed(ctx context.Context, op Operation, typ ResourceType, name string) bool {
+	return r.Authorizer.Authorize(ctx, r.Conn.Principal, op, Resource{Type: typ, Name: name})
+}
+
+// ConnInfo is per-connection state visible to handlers.
+type ConnInfo struct {
+	ID        uint64
+	Listener  string
+	Remote    net.Addr
+	Principal Principal
+}
+
+// Response is what a handler returns. Exactly one of Msg, Body or NoResponse is set.
+type Response struct {
+	// Msg is encoded by the kernel at the request's version.
+	Msg kmsg.Response
+	// Body is a pre-encoded response body (everything after the response header),
+	// written with writev + sendfile.
+	Body *Body
+	// NoResponse sends nothing (Produce with acks=0).
+	NoResponse bool
+}
+
+// Reply wraps a kmsg response.
+func Reply(msg kmsg.Response) Response { return Response{Msg: msg} }
+
+// Body is a response body made of chunks: bytes, or ranges of files sent with sendfile
+// at explicit offsets (the file's seek position is never used or moved).
+type Body struct {
+	Chunks []Chunk
+	// Release is called once after the body was written or dropped (it unpins files).
+	Release func()
+}
+
+// Size returns the body's length in bytes.
+func (b *Body) Size() int64 {
+	var n int64
+	for i := range b.Chunks {
+		n += b.Chunks[i].Len()
+	}
+	return n
+}
+
+// Chunk is either Bytes or a File range [Off, Off+N).
+type Chunk struct {
+	Bytes []byte
+	File  *os.File
+	Off   int64
+	N     int64
+}
+
+// Len is the chunk's length in bytes.
+func (c *Chunk) Len() int64 {
+	if c.File != nil {
+		return c.N
+	}
+	return int64(len(c.Bytes))
+}

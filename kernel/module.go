@@ -1,0 +1,118 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// Module is any value a ModuleInfo.New returns. What a module can do is found by type
+// assertion against the lifecycle interfaces below and against the role interfaces in
+// seams.go (Storage, Metadata, Authorizer, ...).
+type Module any
+
+// ModuleInfo names a module implementation and says how to make one.
+//
+// ID is "<role>.<name>", e.g. "storage.segmentlog": the role is the config key under
+// `modules:` and the name is what `use:` selects.
+type ModuleInfo struct {
+	ID  string
+	New func() Module // no side effects: the config section is decoded into the result
+}
+
+// Role returns the part of the ID before the first dot.
+func (mi ModuleInfo) Role() string { r, _, _ := strings.Cut(mi.ID, "."); return r }
+
+// Name returns the part of the ID after the first dot.
+func (mi ModuleInfo) Name() string { _, n, _ := strings.Cut(mi.ID, "."); return n }
+
+// Lifecycle. New → strict decode of the config section → Provision → Validate → Start →
+// Stop → Cleanup. Cleanup must also work after a failed Provision.
+type (
+	// Provisioner sets a module up: it looks up the modules it depends on and claims
+	// API keys. It must not start goroutines.
+	Provisioner interface{ Provision(Context) error }
+	// Validator checks a provisioned module's settings.
+	Validator interface{ Validate() error }
+	// Starter starts a module's background work; it returns once the module serves.
+	Starter interface{ Start(context.Context) error }
+	// Stopper stops background work and waits for it; ctx bounds the wait.
+	Stopper interface{ Stop(context.Context) error }
+	// CleanerUpper releases what Provision acquired (files, stores).
+	CleanerUpper interface{ Cleanup() error }
+)
+
+// Registry maps module IDs to their infos. main fills one with modules/standard.Register;
+// there is no global registry, so two brokers with different module sets can share a
+// process.
+type Registry struct {
+	mods map[string]ModuleInfo
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{mods: map[string]ModuleInfo{}} }
+
+// Register adds a module. It panics on a duplicate or malformed ID: that is a programmer
+// error found at startup.
+func (r *Registry) Register(mi ModuleInfo) {
+	if mi.Role() == "" || mi.Name() == "" || mi.New == nil {
+		panic(fmt.Sprintf("kernel: malformed module info %q", mi.ID))
+	}
+	if _, dup := r.mods[mi.ID]; dup {
+		panic(fmt.Sprintf("kernel: module %q registered twice", mi.ID))
+	}
+	r.mods[mi.ID] = mi
+}
+
+// Lookup returns the module registered under id.
+func (r *Registry) Lookup(id string) (ModuleInfo, bool) { mi, ok := r.mods[id]; return mi, ok }
+
+// Names returns the registered names for a role, sorted.
+func (r *Registry) Names(role string) []string {
+	var out []string
+	for _, mi := range r.mods {
+		if mi.Role() == role {
+			out = append(out, mi.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Context is what a module sees of the kernel while it is provisioned.
+type Context interface {
+	// Logger is tagged module=<id>.
+	Logger() *slog.Logger
+	// Broker describes this broker (node id, data dir, listeners).
+	Broker() BrokerInfo
+	// Lookup returns the provisioned module for a role, provisioning it first if
+	// needed. A cycle is an error.
+	Lookup(role string) (Module, error)
+	// Handle claims an API key for versions [minV, maxV]. A second claim for a key is
+	// an error. ApiVersions advertises exactly what is claimed.
+	Handle(key, minV, maxV int16, h Handler) error
+	// HandleHTTP adds a handler to the admin HTTP listener.
+	HandleHTTP(pattern string, h http.Handler)
+	// Metrics is the broker's metrics registry, exported at /metrics.
+	Metrics() *Metrics
+}
+
+// BrokerInfo is the static identity of this broker.
+type BrokerInfo struct {
+	NodeID    int32
+	ClusterID string
+	DataDir   string
+	Rack      string
+	// Listeners are the client listeners with their bound addresses (after :0 resolves).
+	Listeners []ListenerInfo
+}
+
+// ListenerInfo is one client listener.
+type ListenerInfo struct {
+	Name string
+	Host string
+	Port int32
+}

@@ -1,0 +1,72 @@
+package kernel
+
+// Metadata is the role interface of the metadata module: it owns the cluster metadata log
+// and publishes immutable images of it.
+type Metadata interface {
+	// Image returns the current image. Never nil after Start. Callers must not modify it.
+	Image() *Image
+	// Subscribe calls fn with every new image, in order, from one goroutine, starting with
+	// the current one. The returned func unsubscribes (and waits for a running fn).
+	Subscribe(fn func(*Image)) (cancel func())
+	// Ready reports whether the metadata log has a leader and this broker is registered.
+	Ready() bool
+}
+
+// Image is an immutable, versioned view of cluster metadata: the result of applying the
+// metadata log up to Version. Modules read it without locks; a change publishes a new
+// image (copy on write), so a pointer to an image stays valid and unchanged.
+type Image struct {
+	Version      uint64 // index of the last applied metadata log entry
+	ClusterID    string
+	ControllerID int32 // -1 when unknown
+	Brokers      map[int32]*BrokerImage
+	Topics       map[string]*TopicImage
+	TopicsByID   map[[16]byte]*TopicImage
+	// BrokerConfigs are dynamic broker configs: key "" is the cluster-wide default,
+	// otherwise the node id in decimal.
+	BrokerConfigs map[string]map[string]string
+}
+
+// BrokerImage is a registered broker.
+type BrokerImage struct {
+	ID        int32
+	Rack      string
+	Endpoints []ListenerInfo
+	Fenced    bool
+}
+
+// TopicImage is a topic and its partitions.
+type TopicImage struct {
+	Name       string
+	ID         [16]byte
+	Internal   bool
+	Partitions []PartitionImage  // index == partition id
+	Configs    map[string]string // topic-level overrides only
+}
+
+// PartitionImage is one partition's placement.
+type PartitionImage struct {
+	Partition      int32
+	Leader         int32 // -1 when offline
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// Topic returns the topic by name, or nil.
+func (im *Image) Topic(name string) *TopicImage {
+	if im == nil {
+		return nil
+	}
+	return im.Topics[name]
+}
+
+// Partition returns a partition of a topic, or nil.
+func (im *Image) Partition(topic string, p int32) *PartitionImage {
+	t := im.Topic(topic)
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return nil
+	}
+	return &t.Partitions[p]
+}
