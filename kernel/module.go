@@ -108,6 +108,9 @@ type BrokerInfo struct {
 	Rack      string
 	// Listeners are the client listeners with their bound addresses (after :0 resolves).
 	Listeners []ListenerInfo
+	// StaticConfigs are the broker configs from the config file's `configs:` section,
+	// by Kafka name (e.g. "auto.create.topics.enable": "true"). Read-only.
+	StaticConfigs map[string]string
 }
 
 // ListenerInfo is one client listener.
