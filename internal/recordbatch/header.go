@@ -2,7 +2,6 @@ package recordbatch
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -64,16 +63,17 @@ const (
 	CodecZstd   = 4
 )
 
-// Errors. All wrap ErrCorrupt-like conditions; callers map them to CORRUPT_MESSAGE.
+// Errors. Every sentinel below satisfies errors.Is(err, ErrCorrupt) (callers map that to
+// CORRUPT_MESSAGE) while staying distinguishable from the others with errors.Is.
 var (
 	// ErrShort: fewer bytes than the header or the declared length.
-	ErrShort = errors.New("record batch: truncated")
+	ErrShort error = corrupt("record batch: truncated")
 	// ErrMagic: magic is not 2.
-	ErrMagic = errors.New("record batch: unsupported magic")
+	ErrMagic error = corrupt("record batch: unsupported magic")
 	// ErrCRC: the CRC does not match.
-	ErrCRC = errors.New("record batch: crc mismatch")
-	// ErrLength: BatchLength is impossible.
-	ErrLength = errors.New("record batch: bad length")
+	ErrCRC error = corrupt("record batch: crc mismatch")
+	// ErrLength: BatchLength is impossible, or disagrees with the bytes given.
+	ErrLength error = corrupt("record batch: bad length")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
