@@ -82,7 +82,8 @@ type Builder struct {
 	n     int32
 	maxTS int64
 
-	comp bytes.Buffer
+	comp bytes.Buffer // stream compressors' output
+	out  []byte       // block compressors' output
 	gz   *gzip.Writer
 	lz   *lz4.Writer
 	zs   *zstd.Encoder
@@ -199,9 +200,10 @@ func (b *Builder) compress() ([]byte, error) {
 		}
 	case CodecSnappy:
 		if !b.opts.SnappyXerial {
-			return snappy.Encode(b.comp.AvailableBuffer()[:0], b.recs), nil
+			b.out = snappy.Encode(b.out[:cap(b.out)], b.recs)
+			return b.out, nil
 		}
-		out := b.comp.AvailableBuffer()[:0]
+		out := b.out[:0]
 		out = append(out, xerialMagic[:]...)
 		out = binary.BigEndian.AppendUint32(out, 1) // version
 		out = binary.BigEndian.AppendUint32(out, 1) // compatible version
@@ -215,6 +217,7 @@ func (b *Builder) compress() ([]byte, error) {
 			binary.BigEndian.PutUint32(out[lenAt:], uint32(len(enc)))
 			out = out[:lenAt+4+len(enc)]
 		}
+		b.out = out
 		return out, nil
 	case CodecLZ4:
 		if b.lz == nil {
@@ -231,7 +234,8 @@ func (b *Builder) compress() ([]byte, error) {
 				return nil, err
 			}
 		}
-		return b.zs.EncodeAll(b.recs, b.comp.AvailableBuffer()[:0]), nil
+		b.out = b.zs.EncodeAll(b.recs, b.out[:0])
+		return b.out, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("recordbatch: build: compress: %w", err)
