@@ -1,0 +1,28 @@
+// Package memory is the "storage.memory" module: kernel.Storage and kernel.Log kept in
+// memory, for tests and the dev profile. Nothing survives the process.
+//
+// It follows the segment log's semantics exactly (modules/storage/storagetest checks
+// both): a partition is a list of segments that roll on segment.bytes and segment.ms,
+// retention and DeleteRecordsBefore delete whole segments, and Truncate drops the whole
+// batch that holds the truncation offset. Read returns kernel.Chunks with Bytes that
+// point into the stored segment buffers; they are never modified afterwards (Truncate
+// copies the kept prefix into a fresh buffer), so Release has nothing to do.
+//
+// Usage:
+//
+//	storage:
+//	  use: memory
+//	  retention_check_interval_ms: 300000
+//
+// # Invariants
+//
+//   - A segment's data is append-only: bytes a reader holds never change.
+//   - Offsets strictly increase across segments; the last segment is the active one.
+//   - A closed Log returns kernel.ErrLogClosed; its data stays in the Storage until
+//     Remove, and Open returns a new Log over it.
+//
+// # Concurrency
+//
+// Lock order: Store.mu, then partition.mu. Every Log method takes partition.mu; reads
+// take it shared. The retention loop is owned by the Module and stopped in Stop.
+package memory

@@ -1,0 +1,23 @@
+// Package storagetest is the conformance suite every kernel.Storage implementation must
+// pass, and a builder of valid magic-2 record batches for tests.
+//
+// Usage, in an implementation's test file:
+//
+//	func TestConformance(t *testing.T) {
+//		storagetest.Run(t, func(t *testing.T) kernel.Storage { return newStore(t) },
+//			storagetest.WithReopen(reopen)) // only for persistent implementations
+//	}
+//
+// Retention tests need the Log to implement RetentionEnforcer (they are skipped
+// otherwise); persistence tests need WithReopen.
+//
+// # Invariants
+//
+// Every test opens its own Storage through the open hook, so tests may run in parallel
+// and never share partitions.
+//
+// # Concurrency
+//
+// The hammer test runs appenders, readers and log-start movers on one Log at once; run
+// the suite with -race.
+package storagetest
