@@ -1,0 +1,101 @@
+// ListOffsets: v1-v11. Not implemented: tiered storage (-4 earliest-local is the log
+// start; -5 latest-tiered and -6 earliest-pending-upload answer -1); the offset's leader
+// epoch is only known for epochs led since this broker started (see doc.go).
+package replication
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Special ListOffsets timestamps.
+const (
+	listLatest              = -1
+	listEarliest            = -2
+	listMaxTimestamp        = -3
+	listEarliestLocal       = -4
+	listLatestTiered        = -5
+	listEarliestPendingUpld = -6
+)
+
+func (m *Module) handleListOffsets(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.ListOffsetsRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		allowed := req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Topic)
+		for j := range t.Partitions {
+			in := &t.Partitions[j]
+			out := kmsg.NewListOffsetsResponseTopicPartition()
+			out.Partition = in.Partition
+			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
+			if !allowed {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else {
+				m.listOffset(kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}, in, r, &out)
+			}
+			rt.Partitions = append(rt.Partitions, out)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return kernel.Reply(resp), nil
+}
+
+func (m *Module) listOffset(tp kernel.TopicPartition, in *kmsg.ListOffsetsRequestTopicPartition, r *kmsg.ListOffsetsRequest, out *kmsg.ListOffsetsResponseTopicPartition) {
+	p := m.partition(tp)
+	if p == nil {
+		if m.meta.Image().Partition(tp.Topic, tp.Partition) != nil {
+			out.ErrorCode = kerr.NotLeaderForPartition.Code
+		} else {
+			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		return
+	}
+	if _, err := p.leaderFor(in.CurrentLeaderEpoch); err != nil {
+		out.ErrorCode = errorCode(err)
+		return
+	}
+	// Consumers see up to the HW (LSO = HW until transactions exist, so both isolation
+	// levels get the same bound); a follower (replica id >= 0) sees the log end.
+	bound := p.HighWatermark()
+	if r.ReplicaID >= 0 {
+		bound = p.log.LogEndOffset()
+	}
+	switch ts := in.Timestamp; ts {
+	case listEarliest, listEarliestLocal:
+		out.Offset = p.log.LogStartOffset()
+		out.LeaderEpoch = p.epochForOffset(out.Offset)
+	case listLatest:
+		out.Offset = bound
+		out.LeaderEpoch = p.latestEpoch()
+	case listMaxTimestamp:
+		if mts, off, ok := p.log.MaxTimestamp(); ok && off < bound {
+			out.Timestamp, out.Offset = mts, off
+			out.LeaderEpoch = p.epochForOffset(off)
+		}
+	case listLatestTiered, listEarliestPendingUpld:
+		// no tiered storage: -1
+	default:
+		if ts < 0 {
+			return // unknown special value: nothing found
+		}
+		off, fts, ok, err := p.log.OffsetForTimestamp(ts)
+		if err != nil {
+			out.ErrorCode = errorCode(err)
+			return
+		}
+		if ok && off < bound {
+			out.Timestamp, out.Offset = fts, off
+			out.LeaderEpoch = p.epochForOffset(off)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+// OffsetForLeaderEpoch: v0-v4. Not implemented: follower requests (replica id >= 0) are
+// answered like consumer ones; the leader-epoch cache is in memory (see doc.go).
+package replication
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		allowed := req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Topic)
+		for j := range t.Partitions {
+			in := &t.Partitions[j]
+			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			out.Partition = in.Partition
+			out.LeaderEpoch, out.EndOffset = -1, -1
+			switch p := m.partition(kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}); {
+			case !allowed:
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case p == nil:
+				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if m.meta.Image().Partition(t.Topic, in.Partition) != nil {
+					out.ErrorCode = kerr.NotLeaderForPartition.Code
+				}
+			default:
+				if _, err := p.leaderFor(in.CurrentLeaderEpoch); err != nil {
+					out.ErrorCode = errorCode(err)
+					break
+				}
+				out.LeaderEpoch, out.EndOffset = p.endOffsetForEpoch(in.LeaderEpoch)
+			}
+			rt.Partitions = append(rt.Partitions, out)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return kernel.Reply(resp), nil
+}

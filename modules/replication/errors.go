@@ -1,0 +1,37 @@
+package replication
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// errBadBody: the kernel handed a handler a request of the wrong type (a kernel bug).
+var errBadBody = errors.New("replication: unexpected request body type")
+
+// errorCode maps a partition-level Go error to its Kafka code. It is used only at the
+// response edge.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, ErrClosed), errors.Is(err, kernel.ErrLogClosed):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, kernel.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, kernel.ErrCorrupt):
+		return kerr.CorruptMessage.Code
+	default:
+		return kerr.KafkaStorageError.Code
+	}
+}

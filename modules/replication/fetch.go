@@ -1,0 +1,371 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// fetchOp is one Fetch request being served: the partitions to read in order (from the
+// request, or from its session) and the session bookkeeping.
+type fetchOp struct {
+	m             *Module
+	req           *kernel.Request
+	version       int16
+	image         *kernel.Image
+	parts         []*fetchPart
+	keys          []kernel.TopicPartition // purgatory keys
+	maxBytes      int64
+	minBytes      int64
+	readCommitted bool
+	refuse        bool // replica fetch: refused until the ISR issue
+	authz         map[string]bool
+
+	session     *fetchSession
+	incremental bool
+}
+
+// fetch serves one Fetch request and returns its encoded body.
+func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRequest) (*kernel.Body, error) {
+	op := &fetchOp{
+		m:             m,
+		req:           req,
+		version:       req.Version,
+		image:         m.meta.Image(),
+		maxBytes:      int64(r.MaxBytes),
+		minBytes:      int64(r.MinBytes),
+		readCommitted: r.IsolationLevel == 1,
+	}
+	if op.maxBytes <= 0 {
+		op.maxBytes = 0
+	}
+	replica := r.ReplicaID
+	if req.Version >= 15 {
+		replica = r.ReplicaState.ID
+	}
+	op.refuse = replica >= 0
+
+	resp := &fetchResponse{version: req.Version}
+	if code := op.resolveSession(r); code != 0 {
+		resp.errorCode = code
+		return encodeFetch(resp), nil
+	}
+	if op.session != nil {
+		resp.sessionID = op.session.id
+	}
+
+	total, stop := op.readAll()
+	if !stop && r.MaxWaitMillis > 0 && total < op.minBytes && len(op.parts) > 0 {
+		op.releaseAll()
+		done, err := m.pg.wait(ctx, op.keys, time.Duration(r.MaxWaitMillis)*time.Millisecond, func() bool {
+			total, stop := op.readAll()
+			if stop || total >= op.minBytes {
+				return true
+			}
+			op.releaseAll()
+			return false
+		})
+		if err != nil && !errors.Is(err, errStopped) {
+			op.releaseAll()
+			return nil, err // the connection is going away
+		}
+		if !done {
+			op.readAll()
+		}
+	}
+	op.finish(resp)
+	return encodeFetch(resp), nil
+}
+
+// resolveSession applies KIP-227 to the request and fills op.parts. It returns a
+// top-level error code (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) or 0.
+func (op *fetchOp) resolveSession(r *kmsg.FetchRequest) int16 {
+	c := op.m.sessions
+	epoch, id := r.SessionEpoch, r.SessionID
+	if op.version < 7 {
+		epoch, id = sessionEpochFinal, 0
+	}
+	switch {
+	case epoch == sessionEpochFinal:
+		if id != 0 {
+			c.remove(id)
+		}
+		op.fromRequest(r, nil)
+		return 0
+	case epoch == sessionEpochInitial:
+		if id != 0 {
+			c.remove(id)
+		}
+		n := 0
+		for i := range r.Topics {
+			n += len(r.Topics[i].Partitions)
+		}
+		s := c.create(n)
+		if s != nil {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+		}
+		op.fromRequest(r, s)
+		op.session = s
+		return 0
+	}
+	s := c.get(id)
+	if s == nil {
+		return kerr.FetchSessionIDNotFound.Code
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return kerr.FetchSessionIDNotFound.Code
+	}
+	if s.nextEpoch != epoch {
+		return kerr.InvalidFetchSessionEpoch.Code
+	}
+	s.nextEpoch++
+	if s.nextEpoch <= 0 {
+		s.nextEpoch = 1
+	}
+	s.lastUsed = c.now()
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		for j := range t.Partitions {
+			rp := &t.Partitions[j]
+			s.upsert(op.key(t.Topic, t.TopicID, rp.Partition), rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch)
+		}
+	}
+	for i := range r.ForgottenTopics {
+		ft := &r.ForgottenTopics[i]
+		for _, p := range ft.Partitions {
+			s.forget(op.key(ft.Topic, ft.TopicID, p))
+		}
+	}
+	op.session = s
+	op.incremental = true
+	op.parts = make([]*fetchPart, 0, len(s.parts))
+	for _, sp := range s.parts {
+		fp := op.newPart(sp.key.topic, sp.key.topicID, sp.key.partition, sp.fetchOffset, sp.maxBytes, sp.currentEpoch)
+		fp.sp = sp
+	}
+	return 0
+}
+
+func (op *fetchOp) key(topic string, id [16]byte, p int32) sessionKey {
+	if op.version >= 13 {
+		return sessionKey{topicID: id, partition: p}
+	}
+	return sessionKey{topic: topic, partition: p}
+}
+
+// fromRequest takes the partitions of a full fetch, adding them to s if not nil (s.mu
+// held).
+func (op *fetchOp) fromRequest(r *kmsg.FetchRequest, s *fetchSession) {
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	op.parts = make([]*fetchPart, 0, n)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		for j := range t.Partitions {
+			rp := &t.Partitions[j]
+			fp := op.newPart(t.Topic, t.TopicID, rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch)
+			if s != nil {
+				k := op.key(t.Topic, t.TopicID, rp.Partition)
+				s.upsert(k, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch)
+				fp.sp = s.index[k]
+			}
+		}
+	}
+}
+
+// newPart adds a partition to read; the topic name is resolved from the ID for v13+.
+func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset int64, maxBytes, curEpoch int32) *fetchPart {
+	if op.version >= 13 {
+		topic = ""
+		if t := op.image.TopicsByID[id]; t != nil {
+			topic = t.Name
+		}
+	} else if t := op.image.Topic(topic); t != nil {
+		id = t.ID
+	}
+	fp := &fetchPart{topic: topic, topicID: id, partition: partition, fetchOffset: offset, maxBytes: maxBytes, curEpoch: curEpoch}
+	fp.reset()
+	op.parts = append(op.parts, fp)
+	if topic != "" {
+		op.keys = append(op.keys, kernel.TopicPartition{Topic: topic, Partition: partition})
+	}
+	return fp
+}
+
+// allowed answers READ on a topic, once per topic per request.
+func (op *fetchOp) allowed(ctx context.Context, topic string) bool {
+	if ok, seen := op.authz[topic]; seen {
+		return ok
+	}
+	if op.authz == nil {
+		op.authz = make(map[string]bool, 1)
+	}
+	ok := op.req.Allowed(ctx, kernel.OpRead, kernel.ResTopic, topic)
+	op.authz[topic] = ok
+	return ok
+}
+
+// readAll reads every partition in order within the response's max_bytes, with the
+// at-least-one-batch rule for the first partition that has data (KIP-74). It returns
+// the record bytes read, and stop = some partition has an error (respond at once).
+func (op *fetchOp) readAll() (total int64, stop bool) {
+	limit := op.maxBytes
+	minOne := true
+	for _, fp := range op.parts {
+		fp.reset()
+		op.readOne(fp, limit, minOne)
+		if fp.errorCode != 0 {
+			stop = true
+		}
+		if n := fp.records.Size; n > 0 {
+			minOne = false
+			total += n
+			limit = max(0, limit-n)
+		}
+	}
+	return total, stop
+}
+
+func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
+	if fp.topic == "" {
+		if op.version >= 13 {
+			fp.errorCode = kerr.UnknownTopicID.Code
+		} else {
+			fp.errorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		return
+	}
+	if !op.allowed(context.Background(), fp.topic) {
+		fp.errorCode = kerr.TopicAuthorizationFailed.Code
+		return
+	}
+	tp := kernel.TopicPartition{Topic: fp.topic, Partition: fp.partition}
+	p := op.m.partition(tp)
+	if p == nil {
+		if pi := op.image.Partition(fp.topic, fp.partition); pi != nil {
+			fp.errorCode = kerr.NotLeaderForPartition.Code
+			fp.leaderID, fp.leaderEpoch = pi.Leader, pi.LeaderEpoch
+			return
+		}
+		fp.errorCode = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	if op.refuse {
+		fp.errorCode = kerr.NotLeaderForPartition.Code
+		return
+	}
+	pl, err := p.leaderFor(fp.curEpoch)
+	if err != nil {
+		fp.errorCode = errorCode(err)
+		if op.version >= 12 {
+			fp.leaderID, fp.leaderEpoch = pl.leader, pl.epoch
+		}
+		return
+	}
+	hw := p.HighWatermark()
+	fp.hw, fp.lso = hw, hw // LSO = HW until transactions exist
+	fp.logStart = p.log.LogStartOffset()
+	if op.readCommitted {
+		fp.abortedTxns = []abortedTxn{}
+	}
+	if fp.fetchOffset < fp.logStart || fp.fetchOffset > p.log.LogEndOffset() {
+		fp.errorCode = kerr.OffsetOutOfRange.Code
+		return
+	}
+	maxBytes := min(int64(fp.maxBytes), limit)
+	if fp.fetchOffset >= hw || (maxBytes <= 0 && !minOne) {
+		return
+	}
+	res, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), hw, minOne)
+	if err != nil {
+		fp.errorCode = errorCode(err)
+		if fp.errorCode == kerr.KafkaStorageError.Code {
+			op.m.log.Error("fetch read", "topic", fp.topic, "partition", fp.partition, "err", err)
+		}
+		return
+	}
+	fp.records = res
+}
+
+func (op *fetchOp) releaseAll() {
+	for _, fp := range op.parts {
+		fp.release()
+	}
+}
+
+// finish builds the response from the partitions read: all of them for a full fetch,
+// only the changed ones for an incremental fetch. Session state is updated here, once.
+func (op *fetchOp) finish(resp *fetchResponse) {
+	var sent []*fetchPart
+	if s := op.session; s != nil {
+		s.mu.Lock()
+		var gotData map[*sessionPart]bool
+		sent = op.parts[:0:0]
+		for _, fp := range op.parts {
+			sp := fp.sp
+			changed := fp.errorCode != 0 || fp.records.Size > 0 || sp.hw != fp.hw || sp.lso != fp.lso || sp.logStart != fp.logStart
+			sp.hw, sp.lso, sp.logStart = fp.hw, fp.lso, fp.logStart
+			if fp.records.Size > 0 {
+				if gotData == nil {
+					gotData = map[*sessionPart]bool{}
+				}
+				gotData[sp] = true
+			}
+			if changed || !op.incremental {
+				sent = append(sent, fp)
+			} else {
+				fp.release()
+			}
+		}
+		s.rotate(gotData)
+		s.lastUsed = op.m.sessions.now()
+		s.mu.Unlock()
+	} else {
+		sent = op.parts
+	}
+	for _, fp := range sent {
+		n := len(resp.topics)
+		if n == 0 || resp.topics[n-1].name != fp.topic || resp.topics[n-1].id != fp.topicID {
+			resp.topics = append(resp.topics, fetchTopic{name: fp.topic, id: fp.topicID})
+			n++
+		}
+		resp.topics[n-1].parts = append(resp.topics[n-1].parts, fp)
+		if fp.errorCode == kerr.NotLeaderForPartition.Code && fp.leaderID >= 0 && op.version >= 16 {
+			resp.endpoints = op.m.addEndpoint(resp.endpoints, op.image, fp.leaderID, op.req)
+		}
+	}
+}
+
+// addEndpoint appends the listener of node id matching the request's listener, once.
+func (m *Module) addEndpoint(eps []nodeEndpoint, im *kernel.Image, id int32, req *kernel.Request) []nodeEndpoint {
+	for _, e := range eps {
+		if e.nodeID == id {
+			return eps
+		}
+	}
+	b := im.Brokers[id]
+	if b == nil {
+		return eps
+	}
+	for _, l := range b.Endpoints {
+		if req.Conn == nil || l.Name == req.Conn.Listener {
+			var rack *string
+			if b.Rack != "" {
+				r := b.Rack
+				rack = &r
+			}
+			return append(eps, nodeEndpoint{nodeID: id, host: l.Host, port: l.Port, rack: rack})
+		}
+	}
+	return eps
+}

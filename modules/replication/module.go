@@ -1,0 +1,327 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// ID is the module's ID.
+const ID = "replication.isr"
+
+// Info registers the module.
+func Info() kernel.ModuleInfo {
+	return kernel.ModuleInfo{ID: ID, New: func() kernel.Module { return New() }}
+}
+
+// Module is the partition-leader path: Produce, Fetch, ListOffsets, DeleteRecords and
+// OffsetForLeaderEpoch for the partitions this node leads.
+type Module struct {
+	// FetchSessionCacheSlots bounds the number of cached fetch sessions (KIP-227);
+	// Kafka's max.incremental.fetch.session.cache.slots. 0 disables sessions.
+	FetchSessionCacheSlots int `yaml:"fetch_session_cache_slots"`
+	// MaxIncrementalFetchSessionCacheSlots is Kafka's name for FetchSessionCacheSlots,
+	// accepted for familiarity; when set it wins.
+	MaxIncrementalFetchSessionCacheSlots int `yaml:"max_incremental_fetch_session_cache_slots"`
+	// FetchSessionEvictionMs is how long a session must be unused before a new session
+	// may evict it.
+	FetchSessionEvictionMs int64 `yaml:"fetch_session_eviction_ms"`
+	// MaxProduceRecordsBytes bounds the record bytes of one Produce request; partitions
+	// past the bound get RECORD_LIST_TOO_LARGE.
+	MaxProduceRecordsBytes int64 `yaml:"max_produce_records_bytes"`
+
+	log     *slog.Logger
+	broker  kernel.BrokerInfo
+	storage kernel.Storage
+	meta    kernel.Metadata
+	now     func() time.Time
+
+	pg       *purgatory
+	sessions *sessionCache
+
+	mu       sync.RWMutex
+	parts    map[kernel.TopicPartition]*Partition
+	applied  uint64 // newest image version acted on (subscription or lazy open)
+	unsub    func()
+	stopping bool
+}
+
+// New returns a module with default settings and no side effects.
+func New() *Module {
+	return &Module{
+		FetchSessionCacheSlots: 1000,
+		FetchSessionEvictionMs: 120_000,
+		MaxProduceRecordsBytes: 100 << 20,
+	}
+}
+
+// Provision looks up storage and metadata and claims the API keys.
+func (m *Module) Provision(ctx kernel.Context) error {
+	m.log = ctx.Logger()
+	m.broker = ctx.Broker()
+	if m.now == nil {
+		m.now = time.Now
+	}
+	st, err := ctx.Lookup("storage")
+	if err != nil {
+		return fmt.Errorf("replication: look up storage: %w", err)
+	}
+	var ok bool
+	if m.storage, ok = st.(kernel.Storage); !ok {
+		return fmt.Errorf("replication: storage module %T is not a kernel.Storage", st)
+	}
+	md, err := ctx.Lookup("metadata")
+	if err != nil {
+		return fmt.Errorf("replication: look up metadata: %w", err)
+	}
+	if m.meta, ok = md.(kernel.Metadata); !ok {
+		return fmt.Errorf("replication: metadata module %T is not a kernel.Metadata", md)
+	}
+	m.pg = newPurgatory()
+	m.parts = make(map[kernel.TopicPartition]*Partition)
+	slots := m.FetchSessionCacheSlots
+	if m.MaxIncrementalFetchSessionCacheSlots > 0 {
+		slots = m.MaxIncrementalFetchSessionCacheSlots
+	}
+	m.sessions = newSessionCache(slots, time.Duration(m.FetchSessionEvictionMs)*time.Millisecond, m.now)
+	ctx.Metrics().Gauge("sluice_fetch_sessions", "Cached fetch sessions (KIP-227).", func() float64 { return float64(m.sessions.len()) })
+	ctx.Metrics().Gauge("sluice_leader_partitions", "Partitions this broker leads.", func() float64 { return float64(m.leaderCount()) })
+
+	for _, h := range []struct {
+		key      int16
+		min, max int16
+		fn       kernel.Handler
+	}{
+		{kmsg.Produce.Int16(), 3, (&kmsg.ProduceRequest{}).MaxVersion(), m.handleProduce},
+		{kmsg.Fetch.Int16(), 4, (&kmsg.FetchRequest{}).MaxVersion(), m.handleFetch},
+		{kmsg.ListOffsets.Int16(), 1, (&kmsg.ListOffsetsRequest{}).MaxVersion(), m.handleListOffsets},
+		{kmsg.DeleteRecords.Int16(), 0, (&kmsg.DeleteRecordsRequest{}).MaxVersion(), m.handleDeleteRecords},
+		{kmsg.OffsetForLeaderEpoch.Int16(), 0, (&kmsg.OffsetForLeaderEpochRequest{}).MaxVersion(), m.handleOffsetForLeaderEpoch},
+	} {
+		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
+			return fmt.Errorf("replication: claim key %d: %w", h.key, err)
+		}
+	}
+	return nil
+}
+
+// Validate checks the settings.
+func (m *Module) Validate() error {
+	switch {
+	case m.FetchSessionCacheSlots < 0 || m.MaxIncrementalFetchSessionCacheSlots < 0:
+		return errors.New("replication: fetch session cache slots must be >= 0")
+	case m.FetchSessionEvictionMs < 0:
+		return errors.New("replication: fetch_session_eviction_ms must be >= 0")
+	case m.MaxProduceRecordsBytes <= 0:
+		return errors.New("replication: max_produce_records_bytes must be > 0")
+	}
+	return nil
+}
+
+// Start subscribes to metadata images; each image opens, reconfigures and removes
+// local partitions.
+func (m *Module) Start(context.Context) error {
+	unsub := m.meta.Subscribe(m.applyImage)
+	m.mu.Lock()
+	m.unsub = unsub
+	m.mu.Unlock()
+	return nil
+}
+
+// Stop completes waiting fetches and produces, unsubscribes and waits for both.
+func (m *Module) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	m.stopping = true
+	unsub := m.unsub
+	m.unsub = nil
+	m.mu.Unlock()
+	if m.pg != nil {
+		m.pg.close()
+	}
+	if unsub != nil {
+		unsub() // waits for a running applyImage
+	}
+	if m.pg != nil {
+		return m.pg.drain(ctx)
+	}
+	return nil
+}
+
+// Cleanup forgets the partitions; the storage module closes the logs.
+func (m *Module) Cleanup() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.parts = nil
+	return nil
+}
+
+func (m *Module) leaderCount() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, p := range m.parts {
+		if p.IsLeader() {
+			n++
+		}
+	}
+	return n
+}
+
+// brokerConfigs merges static configs, dynamic cluster defaults and this node's
+// dynamic configs (later wins).
+// TODO: use kconfig.MergeBroker once it lands.
+func (m *Module) brokerConfigs(im *kernel.Image) map[string]string {
+	out := maps.Clone(m.broker.StaticConfigs)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if im != nil {
+		maps.Copy(out, im.BrokerConfigs[""])
+		maps.Copy(out, im.BrokerConfigs[strconv.FormatInt(int64(m.broker.NodeID), 10)])
+	}
+	return out
+}
+
+func (m *Module) hosts(pi *kernel.PartitionImage) bool {
+	return pi.Leader == m.broker.NodeID || slices.Contains(pi.Replicas, m.broker.NodeID)
+}
+
+// applyImage makes the local partitions match an image. Called by the metadata
+// subscription, one image at a time, in order.
+func (m *Module) applyImage(im *kernel.Image) {
+	if im == nil {
+		return
+	}
+	bcfg := m.brokerConfigs(im)
+	var wake []kernel.TopicPartition
+	var remove []*Partition
+
+	m.mu.Lock()
+	if m.stopping || m.parts == nil || im.Version < m.applied {
+		// A lazy open already acted on a newer image; that one (or a later one) is
+		// still to come and will be applied whole.
+		m.mu.Unlock()
+		return
+	}
+	m.applied = im.Version
+	for _, t := range im.Topics {
+		var cfg *kconfig.Topic
+		for i := range t.Partitions {
+			pi := &t.Partitions[i]
+			if !m.hosts(pi) {
+				continue
+			}
+			if cfg == nil {
+				c := kconfig.ResolveTopic(t.Configs, bcfg)
+				cfg = &c
+			}
+			tp := kernel.TopicPartition{Topic: t.Name, Partition: int32(i)}
+			p, err := m.openLocked(tp, t.ID, pi, cfg)
+			if err != nil {
+				m.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				continue
+			}
+			if p.update(pi, cfg) {
+				wake = append(wake, tp)
+			}
+		}
+	}
+	for tp, p := range m.parts {
+		t := im.Topics[tp.Topic]
+		if t != nil && t.ID == p.topicID && int(tp.Partition) < len(t.Partitions) && m.hosts(&t.Partitions[tp.Partition]) {
+			continue
+		}
+		delete(m.parts, tp)
+		p.close()
+		remove = append(remove, p)
+	}
+	m.mu.Unlock()
+
+	for _, p := range remove {
+		m.pg.wake(p.tp)
+		if err := m.storage.Remove(p.tp); err != nil {
+			m.log.Error("remove partition", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
+		}
+	}
+	for _, tp := range wake {
+		m.pg.wake(tp)
+	}
+}
+
+// openLocked returns the open partition tp, opening its log if needed. A partition
+// whose topic was re-created (new ID) is replaced. m.mu is held.
+func (m *Module) openLocked(tp kernel.TopicPartition, id [16]byte, pi *kernel.PartitionImage, cfg *kconfig.Topic) (*Partition, error) {
+	if p := m.parts[tp]; p != nil {
+		if p.topicID == id {
+			return p, nil
+		}
+		// Re-created topic: drop the old incarnation first.
+		delete(m.parts, tp)
+		p.close()
+		if err := m.storage.Remove(tp); err != nil {
+			return nil, fmt.Errorf("remove old incarnation of %s: %w", tp, err)
+		}
+	}
+	l, err := m.storage.Open(tp, id, cfg.LogConfig)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	p := newPartition(tp, id, l, m.broker.NodeID, m.pg)
+	m.parts[tp] = p
+	return p, nil
+}
+
+// partition returns the local partition tp, opening it from the current image when
+// the subscription has not caught up with a just-created topic yet. nil when the image
+// has no such partition on this node.
+func (m *Module) partition(tp kernel.TopicPartition) *Partition {
+	m.mu.RLock()
+	p := m.parts[tp]
+	m.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	im := m.meta.Image()
+	pi := im.Partition(tp.Topic, tp.Partition)
+	if pi == nil || !m.hosts(pi) {
+		return nil
+	}
+	t := im.Topic(tp.Topic)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping || m.parts == nil {
+		return nil
+	}
+	if p := m.parts[tp]; p != nil && p.topicID == t.ID {
+		return p
+	}
+	cfg := kconfig.ResolveTopic(t.Configs, m.brokerConfigs(im))
+	p, err := m.openLocked(tp, t.ID, pi, &cfg)
+	if err != nil {
+		m.log.Error("open partition on demand", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		return nil
+	}
+	p.update(pi, &cfg)
+	m.applied = max(m.applied, im.Version)
+	return p
+}
+
+// Interface guards.
+var (
+	_ kernel.Provisioner  = (*Module)(nil)
+	_ kernel.Validator    = (*Module)(nil)
+	_ kernel.Starter      = (*Module)(nil)
+	_ kernel.Stopper      = (*Module)(nil)
+	_ kernel.CleanerUpper = (*Module)(nil)
+)

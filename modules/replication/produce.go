@@ -1,0 +1,334 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// errAcksZeroFailed: a partition of an acks=0 produce failed. Kafka closes the
+// connection so the producer notices and refreshes its metadata; so do we.
+var errAcksZeroFailed = errors.New("replication: acks=0 produce failed; closing the connection")
+
+// adminClientID may produce to internal topics (as in Kafka).
+const adminClientID = "__admin_client"
+
+// ackWait is a partition appended with acks=all, waiting for the HW to pass it.
+type ackWait struct {
+	p    *Partition
+	last int64
+	t, i int // index into the response
+	done bool
+}
+
+// produce serves one Produce request.
+func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.ProduceRequest) (kernel.Response, error) {
+	v := req.Version
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(r.Topics))
+	im := m.meta.Image()
+	acks := r.Acks
+	validAcks := acks == 0 || acks == 1 || acks == -1
+	txnDenied := r.TransactionID != nil && !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, *r.TransactionID)
+	budget := m.MaxProduceRecordsBytes
+	var waits []ackWait
+	failed := false
+	pc := produceCtx{m: m, version: v, now: m.now().UnixMilli()}
+
+	for tIdx := range r.Topics {
+		t := &r.Topics[tIdx]
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		name := t.Topic
+		var timg *kernel.TopicImage
+		if v >= 13 {
+			if timg = im.TopicsByID[t.TopicID]; timg != nil {
+				name = timg.Name
+			}
+		} else {
+			timg = im.Topic(name)
+		}
+		// Name-based requests are authorized before existence is revealed; ID-based
+		// ones cannot be authorized until the ID is resolved.
+		topicCode := int16(0)
+		switch {
+		case !validAcks:
+			topicCode = kerr.InvalidRequiredAcks.Code
+		case txnDenied:
+			topicCode = kerr.TransactionalIDAuthorizationFailed.Code
+		case v >= 13 && timg == nil:
+			topicCode = kerr.UnknownTopicID.Code
+		case !req.Allowed(ctx, kernel.OpWrite, kernel.ResTopic, name):
+			topicCode = kerr.TopicAuthorizationFailed.Code
+		case timg == nil:
+			topicCode = kerr.UnknownTopicOrPartition.Code
+		case timg.Internal && req.ClientID != adminClientID:
+			topicCode = kerr.InvalidTopicException.Code
+		}
+		for pi := range t.Partitions {
+			in := &t.Partitions[pi]
+			out := &rt.Partitions[pi]
+			out.Default()
+			out.Partition = in.Partition
+			if topicCode != 0 {
+				out.ErrorCode = topicCode
+				failed = true
+				continue
+			}
+			tp := kernel.TopicPartition{Topic: name, Partition: in.Partition}
+			p := pc.appendPartition(tp, im, in.Records, acks, &budget, out)
+			if out.ErrorCode != 0 {
+				failed = true
+				if out.ErrorCode == kerr.NotLeaderForPartition.Code && v >= 10 {
+					m.addProduceLeader(resp, im, tp, out, req)
+				}
+				continue
+			}
+			if acks == -1 {
+				waits = append(waits, ackWait{p: p, last: pc.last, t: len(resp.Topics), i: pi})
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+
+	switch acks {
+	case 0:
+		if failed {
+			return kernel.Response{}, errAcksZeroFailed
+		}
+		return kernel.Response{NoResponse: true}, nil
+	case -1:
+		if len(waits) > 0 {
+			if err := m.waitAcks(ctx, resp, waits, time.Duration(r.TimeoutMillis)*time.Millisecond); err != nil {
+				return kernel.Response{}, err
+			}
+		}
+	}
+	return kernel.Reply(resp), nil
+}
+
+// produceCtx carries per-request state through appendPartition.
+type produceCtx struct {
+	m       *Module
+	version int16
+	now     int64 // ms
+	last    int64 // last offset of the latest successful append
+	decBuf  []byte
+}
+
+// appendPartition validates and appends one partition's records, filling out. It
+// returns the partition (nil on error).
+func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image, records []byte, acks int16, budget *int64, out *kmsg.ProduceResponseTopicPartition) *Partition {
+	m := pc.m
+	p := m.partition(tp)
+	if p == nil {
+		if im.Partition(tp.Topic, tp.Partition) != nil {
+			out.ErrorCode = kerr.NotLeaderForPartition.Code
+		} else {
+			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		return nil
+	}
+	if !p.IsLeader() {
+		out.ErrorCode = kerr.NotLeaderForPartition.Code
+		return nil
+	}
+	cfg := p.Config()
+	size := int64(len(records))
+	if size > *budget || size > cfg.SegmentBytes {
+		out.ErrorCode = kerr.RecordListTooLarge.Code
+		pc.setMessage(out, fmt.Sprintf("records of %d bytes exceed the request or segment bound", size))
+		return nil
+	}
+	*budget -= size
+	if code, msg := pc.validate(records, cfg, out); code != 0 {
+		out.ErrorCode = code
+		pc.setMessage(out, msg)
+		return nil
+	}
+	res, err := p.appendLeader(records, acks == -1)
+	if err != nil {
+		out.ErrorCode = errorCode(err)
+		if out.ErrorCode == kerr.KafkaStorageError.Code {
+			m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+		return nil
+	}
+	out.BaseOffset = res.BaseOffset
+	out.LogStartOffset = res.LogStartOffset
+	if cfg.MessageTimestampType == "LogAppendTime" {
+		out.LogAppendTime = pc.now
+	}
+	pc.last = res.LastOffset
+	return p
+}
+
+func (pc *produceCtx) setMessage(out *kmsg.ProduceResponseTopicPartition, msg string) {
+	if pc.version >= 8 && msg != "" {
+		out.ErrorMessage = &msg
+	}
+}
+
+// validate checks every batch of records and prepares it for the append (LogAppendTime
+// stamping). It returns a Kafka error code and message, or 0.
+func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	if len(records) == 0 {
+		return kerr.InvalidRecord.Code, "produce request has no record batch"
+	}
+	logAppend := cfg.MessageTimestampType == "LogAppendTime"
+	code, msg := int16(0), ""
+	idx := 0
+	err := recordbatch.Split(records, func(h recordbatch.Header, batch []byte) error {
+		defer func() { idx++ }()
+		if int64(len(batch)) > cfg.MaxMessageBytes {
+			code, msg = kerr.MessageTooLarge.Code, fmt.Sprintf("batch %d is %d bytes, max.message.bytes is %d", idx, len(batch), cfg.MaxMessageBytes)
+			return errStopSplit
+		}
+		info, err := recordbatch.Validate(batch)
+		if err != nil {
+			code, msg = batchErrorCode(err), fmt.Sprintf("batch %d: %v", idx, err)
+			return errStopSplit
+		}
+		switch {
+		case h.IsControl():
+			code, msg = kerr.InvalidRecord.Code, "control batches may not be produced by clients"
+			return errStopSplit
+		case h.Codec() == recordbatch.CodecZstd && pc.version < 7:
+			code, msg = kerr.UnsupportedCompressionType.Code, "zstd needs produce v7+"
+			return errStopSplit
+		}
+		if logAppend {
+			return recordbatch.SetLogAppendTime(batch, pc.now)
+		}
+		if tooOld, tooNew := pc.timestampBounds(cfg); info.Records > 0 && (info.MinTimestamp < tooOld || info.MaxTimestamp > tooNew) {
+			code, msg = kerr.InvalidTimestamp.Code, fmt.Sprintf("batch %d has timestamps outside [%d, %d]", idx, tooOld, tooNew)
+			pc.recordErrors(batch, tooOld, tooNew, out)
+			return errStopSplit
+		}
+		return nil
+	})
+	if code != 0 {
+		return code, msg
+	}
+	if err != nil {
+		return batchErrorCode(err), err.Error()
+	}
+	return 0, ""
+}
+
+// errStopSplit stops recordbatch.Split after a batch failed validation.
+var errStopSplit = errors.New("stop")
+
+// batchErrorCode maps a recordbatch error: a magic other than 2 is INVALID_RECORD (as
+// Kafka's produce v3+ check), everything else CORRUPT_MESSAGE.
+func batchErrorCode(err error) int16 {
+	if errors.Is(err, recordbatch.ErrMagic) {
+		return kerr.InvalidRecord.Code
+	}
+	return kerr.CorruptMessage.Code
+}
+
+// timestampBounds returns the accepted CreateTime range [now-before, now+after],
+// saturating instead of overflowing.
+func (pc *produceCtx) timestampBounds(cfg *kconfig.Topic) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if b := cfg.MessageTimestampBeforeMaxMs; b >= 0 && b < math.MaxInt64 && pc.now >= 0 {
+		lo = pc.now - b
+	}
+	if a := cfg.MessageTimestampAfterMaxMs; a >= 0 && a < math.MaxInt64-pc.now {
+		hi = pc.now + a
+	}
+	return lo, hi
+}
+
+// recordErrors lists the records whose timestamps are out of range (KIP-467). Only on
+// the error path.
+func (pc *produceCtx) recordErrors(batch []byte, lo, hi int64, out *kmsg.ProduceResponseTopicPartition) {
+	if pc.version < 8 {
+		return
+	}
+	pc.decBuf, _ = recordbatch.Records(batch, pc.decBuf, func(r *recordbatch.Record) error {
+		if r.Timestamp < lo || r.Timestamp > hi {
+			e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			e.RelativeOffset = r.OffsetDelta
+			msg := fmt.Sprintf("timestamp %d out of range", r.Timestamp)
+			e.ErrorMessage = &msg
+			out.ErrorRecords = append(out.ErrorRecords, e)
+		}
+		return nil
+	})
+}
+
+// waitAcks parks an acks=all produce in the purgatory until the HW passes every
+// appended partition's last offset (at once with ISR = {self}), the ISR shrinks below
+// min.insync.replicas, or the request times out.
+func (m *Module) waitAcks(ctx context.Context, resp *kmsg.ProduceResponse, waits []ackWait, timeout time.Duration) error {
+	keys := make([]kernel.TopicPartition, len(waits))
+	for i := range waits {
+		keys[i] = waits[i].p.tp
+	}
+	try := func() bool {
+		all := true
+		for i := range waits {
+			w := &waits[i]
+			if w.done {
+				continue
+			}
+			out := &resp.Topics[w.t].Partitions[w.i]
+			switch {
+			case !w.p.IsLeader():
+				out.ErrorCode, w.done = kerr.NotLeaderForPartition.Code, true
+			case w.p.HighWatermark() > w.last:
+				w.done = true
+			case int32(len(w.p.ISR())) < w.p.Config().MinInsyncReplicas:
+				out.ErrorCode, w.done = kerr.NotEnoughReplicasAfterAppend.Code, true
+			default:
+				all = false
+			}
+		}
+		return all
+	}
+	done, err := m.pg.wait(ctx, keys, timeout, try)
+	if err != nil && !errors.Is(err, errStopped) {
+		return err
+	}
+	if !done {
+		for i := range waits {
+			if !waits[i].done {
+				resp.Topics[waits[i].t].Partitions[waits[i].i].ErrorCode = kerr.RequestTimedOut.Code
+			}
+		}
+	}
+	return nil
+}
+
+// addProduceLeader fills the current-leader tag and the leader's endpoint (v10+) for a
+// NOT_LEADER_OR_FOLLOWER partition, so the client can redirect without a metadata
+// round trip.
+func (m *Module) addProduceLeader(resp *kmsg.ProduceResponse, im *kernel.Image, tp kernel.TopicPartition, out *kmsg.ProduceResponseTopicPartition, req *kernel.Request) {
+	pi := im.Partition(tp.Topic, tp.Partition)
+	if pi == nil || pi.Leader < 0 {
+		return
+	}
+	out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
+	for _, b := range resp.Brokers {
+		if b.NodeID == pi.Leader {
+			return
+		}
+	}
+	for _, ep := range m.addEndpoint(nil, im, pi.Leader, req) {
+		b := kmsg.NewProduceResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = ep.nodeID, ep.host, ep.port, ep.rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
+}
