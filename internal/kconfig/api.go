@@ -1,8 +1,9 @@
 package kconfig
 
-import "errors"
-
-// STUB signatures: the config-catalogue work implements them.
+import (
+	"errors"
+	"slices"
+)
 
 // Source is where a described value comes from (kmsg DescribeConfigs ConfigSource values).
 type Source int8
@@ -18,10 +19,12 @@ const (
 )
 
 // Type is a config's type (kmsg ConfigType wire values: 1 BOOLEAN, 2 STRING, 3 INT,
-// 4 SHORT, 5 LONG, 6 DOUBLE, 7 LIST, 8 CLASS, 9 PASSWORD).
+// 4 SHORT, 5 LONG, 6 DOUBLE, 7 LIST, 8 CLASS, 9 PASSWORD; see the Type constants).
 type Type int8
 
-// Entry is one described config, ready for a DescribeConfigs response.
+// Entry is one described config, ready for a DescribeConfigs response. Synonyms is always
+// filled; a handler clears it when the request did not ask for synonyms, and clears Doc
+// when it did not ask for documentation.
 type Entry struct {
 	Name      string
 	Value     *string // nil for a sensitive or unset value
@@ -33,7 +36,8 @@ type Entry struct {
 	Synonyms  []Synonym
 }
 
-// Synonym is a lower-precedence source of the same setting.
+// Synonym is one source of the same setting, listed in precedence order: the entry's own
+// value first (when set anywhere), then lower-precedence sources and configs.
 type Synonym struct {
 	Name   string
 	Value  *string
@@ -51,18 +55,136 @@ var (
 	ErrReadOnly = errors.New("config cannot be updated dynamically")
 )
 
-// ValidateTopic checks one topic config name and value.
-func ValidateTopic(name, value string) error { return nil }
-
-// ValidateBroker checks one broker config for a dynamic update.
-func ValidateBroker(name, value string) error { return nil }
-
-// DescribeTopic returns every topic config with its effective value and source, given
-// the topic's overrides and the broker configs: static (from the config file), dynamic
-// cluster default, dynamic for this node.
-func DescribeTopic(overrides, static, dynDefault, dynNode map[string]string) []Entry {
+// ValidateTopic checks one topic config name and value. The error is a *ConfigError
+// wrapping ErrUnknownConfig or ErrInvalidValue.
+func ValidateTopic(name, value string) error {
+	d := cat.topicByName[name]
+	if d == nil {
+		return &ConfigError{Err: ErrUnknownConfig, Resource: "topic", Name: name, Value: value}
+	}
+	if _, reason := d.parse(value); reason != "" {
+		return d.invalid("topic", value, reason)
+	}
 	return nil
 }
 
-// DescribeBroker returns every broker config with its effective value and source.
-func DescribeBroker(static, dynDefault, dynNode map[string]string) []Entry { return nil }
+// ValidateBroker checks one broker config for a dynamic update (per node or cluster-wide
+// default). The error is a *ConfigError wrapping ErrUnknownConfig, ErrReadOnly (the
+// config can only come from the config file) or ErrInvalidValue.
+func ValidateBroker(name, value string) error {
+	d := cat.brokerBy[name]
+	if d == nil {
+		return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
+	}
+	if !d.dynamic {
+		return &ConfigError{Err: ErrReadOnly, Resource: "broker", Name: name, Value: value}
+	}
+	if _, reason := d.parse(value); reason != "" {
+		return d.invalid("broker", value, reason)
+	}
+	return nil
+}
+
+// DescribeTopic returns every topic config with its effective value and source, given
+// the topic's overrides and the broker configs: static (from the config file), dynamic
+// cluster default, dynamic for this node. Entries are sorted by name. The effective
+// values are the ones ResolveTopic(overrides, MergeBroker(static, dynDefault, dynNode))
+// uses.
+func DescribeTopic(overrides, static, dynDefault, dynNode map[string]string) []Entry {
+	return describeTopic(overrides, brokerLayers(static, dynDefault, dynNode))
+}
+
+// DescribeBroker returns every broker config with its effective value and source, sorted
+// by name. A config that is unset and has no default has a nil Value and DEFAULT_CONFIG
+// as its source; a sensitive (PASSWORD) config has a nil Value wherever it is set, and
+// so do its synonyms. Dynamic values of read-only configs, and invalid values, are
+// ignored, as MergeBroker ignores them.
+func DescribeBroker(static, dynDefault, dynNode map[string]string) []Entry {
+	return describeBroker(brokerLayers(static, dynDefault, dynNode))
+}
+
+// IsTopicConfig reports whether name is a topic config.
+func IsTopicConfig(name string) bool { return cat.topicByName[name] != nil }
+
+// IsBrokerConfig reports whether name is a broker config.
+func IsBrokerConfig(name string) bool { return cat.brokerBy[name] != nil }
+
+// IsDynamicBrokerConfig reports whether name is a broker config that can be changed at
+// runtime (for one node or as the cluster-wide default).
+func IsDynamicBrokerConfig(name string) bool {
+	d := cat.brokerBy[name]
+	return d != nil && d.dynamic
+}
+
+// TopicConfigType returns the type of a topic config (for IncrementalAlterConfigs
+// APPEND/SUBTRACT, which apply to LIST configs only).
+func TopicConfigType(name string) (Type, bool) {
+	if d := cat.topicByName[name]; d != nil {
+		return d.typ, true
+	}
+	return TypeUnknown, false
+}
+
+// BrokerConfigType returns the type of a broker config.
+func BrokerConfigType(name string) (Type, bool) {
+	if d := cat.brokerBy[name]; d != nil {
+		return d.typ, true
+	}
+	return TypeUnknown, false
+}
+
+// TopicConfigNames returns the names of all topic configs, sorted.
+func TopicConfigNames() []string {
+	out := make([]string, 0, len(cat.topics))
+	for _, t := range cat.topics {
+		out = append(out, t.name)
+	}
+	return out
+}
+
+// BrokerConfigNames returns the names of all broker configs, sorted.
+func BrokerConfigNames() []string {
+	out := make([]string, 0, len(cat.brokers))
+	for _, b := range cat.brokers {
+		out = append(out, b.name)
+	}
+	return out
+}
+
+// ValidateStaticBroker checks one broker config from the config file: the name must be
+// known and the value valid; read-only configs are fine.
+func ValidateStaticBroker(name, value string) error {
+	d := cat.brokerBy[name]
+	if d == nil {
+		return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
+	}
+	if _, reason := d.parse(value); reason != "" {
+		return d.invalid("broker", value, reason)
+	}
+	return nil
+}
+
+// ValidateTopicConfigs checks a topic's complete set of overrides, as CreateTopics and
+// (non-incremental) AlterConfigs carry them: each one with ValidateTopic, in name order,
+// then the rules that span configs, resolved against the merged broker configs:
+// min.compaction.lag.ms must not exceed max.compaction.lag.ms. It returns the first
+// problem found.
+func ValidateTopicConfigs(overrides, broker map[string]string) error {
+	names := make([]string, 0, len(overrides))
+	for n := range overrides {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := ValidateTopic(n, overrides[n]); err != nil {
+			return err
+		}
+	}
+	eff := effectiveTopic(overrides, []layer{{SourceStaticBroker, broker}})
+	minLag, maxLag := eff["min.compaction.lag.ms"], eff["max.compaction.lag.ms"]
+	if minLag.n > maxLag.n {
+		return cat.topicByName["min.compaction.lag.ms"].invalid("topic", minLag.s,
+			"Value must not be greater than max.compaction.lag.ms ("+maxLag.s+")")
+	}
+	return nil
+}

@@ -1,72 +1,249 @@
-// Package kconfig is the catalogue of Kafka topic and broker configs Sluice understands:
-// names, types, defaults, validation, and resolution of a topic's effective values from
-// its overrides and the broker's (static and dynamic) configs.
-//
-// STUB: the metadata work fills in the full catalogue; the API below is the contract.
 package kconfig
 
 import (
 	"math"
-	"strconv"
+	"slices"
+	"strings"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
 // Topic is a topic's effective, typed configuration.
 type Topic struct {
+	// kernel.LogConfig holds what storage honours. Its CleanupPolicy is canonical:
+	// "delete", "compact" or "compact,delete".
 	kernel.LogConfig
 	MaxMessageBytes             int64  // max.message.bytes
 	MessageTimestampType        string // message.timestamp.type: CreateTime | LogAppendTime
-	MessageTimestampBeforeMaxMs int64  // message.timestamp.before.max.ms
-	MessageTimestampAfterMaxMs  int64  // message.timestamp.after.max.ms
+	MessageTimestampBeforeMaxMs int64  // message.timestamp.before.max.ms (see below)
+	MessageTimestampAfterMaxMs  int64  // message.timestamp.after.max.ms (see below)
 	MinInsyncReplicas           int32  // min.insync.replicas
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	CompressionType             string // compression.type (producer = keep the producer's)
+
+	// MessageTimestampDifferenceMaxMs is the deprecated message.timestamp.difference.max.ms.
+	// As in Kafka, it stands in for MessageTimestampBeforeMaxMs and
+	// MessageTimestampAfterMaxMs where those are left at their default (no limit), so
+	// the Before/After fields already account for it.
+	MessageTimestampDifferenceMaxMs int64
+
+	DeleteRetentionMs           int64   // delete.retention.ms
+	MinCompactionLagMs          int64   // min.compaction.lag.ms
+	MaxCompactionLagMs          int64   // max.compaction.lag.ms
+	MinCleanableDirtyRatio      float64 // min.cleanable.dirty.ratio
+	Preallocate                 bool    // preallocate
+	MessageDownconversionEnable bool    // message.downconversion.enable
+
+	// Replication throttles: "" (none), "*" (all) or "partition:broker" pairs joined by ",".
+	LeaderReplicationThrottledReplicas   string // leader.replication.throttled.replicas
+	FollowerReplicationThrottledReplicas string // follower.replication.throttled.replicas
+
+	// Tiered storage configs are accepted and reported but have no effect.
+	RemoteStorageEnable bool  // remote.storage.enable
+	LocalRetentionMs    int64 // local.retention.ms
+	LocalRetentionBytes int64 // local.retention.bytes
 }
+
+// Compact reports whether the cleanup policy includes compaction.
+func (t Topic) Compact() bool { return strings.Contains(t.CleanupPolicy, "compact") }
+
+// Delete reports whether the cleanup policy includes deletion by retention.
+func (t Topic) Delete() bool { return strings.Contains(t.CleanupPolicy, "delete") }
 
 // ResolveTopic returns the effective configuration of a topic from its overrides
 // (topic-level names) and broker configs (broker-level names such as log.retention.ms,
-// merged static + dynamic). Values that fail to parse fall back to the default.
+// merged static + dynamic with MergeBroker). For each topic config the first usable
+// value wins: the override, then each broker synonym in order (log.retention.ms, then
+// log.retention.minutes, then log.retention.hours), each explicit value before its
+// default. Values that fail to parse or validate are skipped, so they fall back to the
+// next source and in the end to the default.
 func ResolveTopic(overrides, broker map[string]string) Topic {
-	get := func(topicName, brokerName string, def int64) int64 {
-		if v, ok := overrides[topicName]; ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return n
-			}
-		}
-		if brokerName != "" {
-			if v, ok := broker[brokerName]; ok {
-				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-					return n
-				}
-			}
-		}
-		return def
-	}
+	return topicFrom(effectiveTopic(overrides, []layer{{SourceStaticBroker, broker}}))
+}
+
+func topicFrom(eff map[string]value) Topic {
+	n := func(name string) int64 { return eff[name].n }
 	t := Topic{
 		LogConfig: kernel.LogConfig{
-			SegmentBytes:       get("segment.bytes", "log.segment.bytes", 1<<30),
-			SegmentMs:          get("segment.ms", "log.roll.ms", 7*24*3600*1000),
-			IndexIntervalBytes: get("index.interval.bytes", "log.index.interval.bytes", 4096),
-			SegmentIndexBytes:  get("segment.index.bytes", "log.index.size.max.bytes", 10<<20),
-			RetentionMs:        get("retention.ms", "log.retention.ms", 7*24*3600*1000),
-			RetentionBytes:     get("retention.bytes", "log.retention.bytes", -1),
-			FlushMessages:      get("flush.messages", "log.flush.interval.messages", math.MaxInt64),
-			FlushMs:            get("flush.ms", "log.flush.interval.ms", math.MaxInt64),
-			FileDeleteDelayMs:  get("file.delete.delay.ms", "log.segment.delete.delay.ms", 60000),
-			CleanupPolicy:      "delete",
+			SegmentBytes:       n("segment.bytes"),
+			SegmentMs:          n("segment.ms"),
+			SegmentJitterMs:    n("segment.jitter.ms"),
+			IndexIntervalBytes: n("index.interval.bytes"),
+			SegmentIndexBytes:  n("segment.index.bytes"),
+			RetentionMs:        n("retention.ms"),
+			RetentionBytes:     n("retention.bytes"),
+			FlushMessages:      n("flush.messages"),
+			FlushMs:            n("flush.ms"),
+			FileDeleteDelayMs:  n("file.delete.delay.ms"),
+			CleanupPolicy:      canonicalPolicy(eff["cleanup.policy"].l),
 		},
-		MaxMessageBytes:             get("max.message.bytes", "message.max.bytes", 1048588),
-		MessageTimestampType:        "CreateTime",
-		MessageTimestampBeforeMaxMs: get("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", math.MaxInt64),
-		MessageTimestampAfterMaxMs:  get("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", math.MaxInt64),
-		MinInsyncReplicas:           int32(get("min.insync.replicas", "min.insync.replicas", 1)),
-		CompressionType:             "producer",
+		MaxMessageBytes:                      n("max.message.bytes"),
+		MessageTimestampType:                 eff["message.timestamp.type"].s,
+		MessageTimestampBeforeMaxMs:          n("message.timestamp.before.max.ms"),
+		MessageTimestampAfterMaxMs:           n("message.timestamp.after.max.ms"),
+		MessageTimestampDifferenceMaxMs:      n("message.timestamp.difference.max.ms"),
+		MinInsyncReplicas:                    int32(n("min.insync.replicas")),
+		UncleanLeaderElectionEnable:          eff["unclean.leader.election.enable"].bool(),
+		CompressionType:                      eff["compression.type"].s,
+		DeleteRetentionMs:                    n("delete.retention.ms"),
+		MinCompactionLagMs:                   n("min.compaction.lag.ms"),
+		MaxCompactionLagMs:                   n("max.compaction.lag.ms"),
+		MinCleanableDirtyRatio:               eff["min.cleanable.dirty.ratio"].f,
+		Preallocate:                          eff["preallocate"].bool(),
+		MessageDownconversionEnable:          eff["message.downconversion.enable"].bool(),
+		LeaderReplicationThrottledReplicas:   eff["leader.replication.throttled.replicas"].s,
+		FollowerReplicationThrottledReplicas: eff["follower.replication.throttled.replicas"].s,
+		RemoteStorageEnable:                  eff["remote.storage.enable"].bool(),
+		LocalRetentionMs:                     n("local.retention.ms"),
+		LocalRetentionBytes:                  n("local.retention.bytes"),
 	}
-	if v, ok := overrides["message.timestamp.type"]; ok {
-		t.MessageTimestampType = v
-	} else if v, ok := broker["log.message.timestamp.type"]; ok {
-		t.MessageTimestampType = v
+	if t.MessageTimestampBeforeMaxMs == math.MaxInt64 {
+		t.MessageTimestampBeforeMaxMs = t.MessageTimestampDifferenceMaxMs
+	}
+	if t.MessageTimestampAfterMaxMs == math.MaxInt64 {
+		t.MessageTimestampAfterMaxMs = t.MessageTimestampDifferenceMaxMs
 	}
 	return t
+}
+
+// canonicalPolicy sorts and deduplicates a validated cleanup.policy list.
+func canonicalPolicy(l []string) string {
+	l = slices.Clone(l)
+	slices.Sort(l)
+	return strings.Join(slices.Compact(l), ",")
+}
+
+// MergeBroker merges the broker config layers into the one map ResolveTopic and
+// ResolveBroker take: dynNode over dynDefault over static. A dynamic value is dropped
+// when the config is read-only (only the config file sets it) or the value is invalid,
+// so it cannot hide a usable lower-precedence value. Unknown names are kept. The inputs
+// are not modified; nil maps are fine.
+func MergeBroker(static, dynDefault, dynNode map[string]string) map[string]string {
+	out := make(map[string]string, len(static)+len(dynDefault)+len(dynNode))
+	for k, v := range static {
+		out[k] = v
+	}
+	for _, m := range []map[string]string{dynDefault, dynNode} {
+		for k, v := range m {
+			if d := cat.brokerBy[k]; d != nil {
+				if !d.dynamic {
+					continue
+				}
+				if _, reason := d.parse(v); reason != "" {
+					continue
+				}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Broker is a broker's effective, typed configuration (see ResolveBroker).
+type Broker struct {
+	NodeID              int32    // node.id, or broker.id when node.id is unset; -1 if neither
+	LogDirs             []string // log.dirs split on commas; nil when unset
+	Listeners           string   // listeners
+	AdvertisedListeners string   // advertised.listeners; "" when unset
+
+	AutoCreateTopics         bool  // auto.create.topics.enable
+	DeleteTopicEnable        bool  // delete.topic.enable
+	NumPartitions            int32 // num.partitions
+	DefaultReplicationFactor int16 // default.replication.factor
+
+	SocketRequestMaxBytes int32 // socket.request.max.bytes
+	ConnectionsMaxIdleMs  int64 // connections.max.idle.ms
+	MessageMaxBytes       int32 // message.max.bytes
+
+	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
+	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
+
+	OffsetsTopicNumPartitions       int32 // offsets.topic.num.partitions
+	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
+	OffsetsRetentionMs              int64 // offsets.retention.minutes, in ms
+	OffsetsRetentionCheckIntervalMs int64 // offsets.retention.check.interval.ms
+
+	TransactionStateLogNumPartitions     int32 // transaction.state.log.num.partitions
+	TransactionStateLogReplicationFactor int16 // transaction.state.log.replication.factor
+	TransactionStateLogMinISR            int32 // transaction.state.log.min.isr
+	TransactionMaxTimeoutMs              int64 // transaction.max.timeout.ms
+	TransactionalIDExpirationMs          int64 // transactional.id.expiration.ms
+	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
+
+	GroupInitialRebalanceDelayMs     int64 // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeoutMs         int64 // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs         int64 // group.max.session.timeout.ms
+	GroupConsumerSessionTimeoutMs    int64 // group.consumer.session.timeout.ms
+	GroupConsumerHeartbeatIntervalMs int64 // group.consumer.heartbeat.interval.ms
+
+	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
+	MinInsyncReplicas           int32  // min.insync.replicas
+	CompressionType             string // compression.type
+	LogMessageTimestampType     string // log.message.timestamp.type
+	LogCleanupPolicy            string // log.cleanup.policy, canonical as in Topic
+
+	// TopicDefaults is what a topic without overrides gets: ResolveTopic(nil, merged).
+	TopicDefaults Topic
+}
+
+// ResolveBroker returns the typed broker configuration from merged broker configs (see
+// MergeBroker). Like ResolveTopic, an invalid value falls back to the default.
+func ResolveBroker(merged map[string]string) Broker {
+	layers := []layer{{SourceStaticBroker, merged}}
+	eff := effectiveBroker(layers)
+	n := func(name string) int64 { return eff[name].n }
+	b := Broker{
+		NodeID:              int32(n("node.id")),
+		Listeners:           eff["listeners"].s,
+		AdvertisedListeners: eff["advertised.listeners"].s,
+
+		AutoCreateTopics:         eff["auto.create.topics.enable"].bool(),
+		DeleteTopicEnable:        eff["delete.topic.enable"].bool(),
+		NumPartitions:            int32(n("num.partitions")),
+		DefaultReplicationFactor: int16(n("default.replication.factor")),
+
+		SocketRequestMaxBytes: int32(n("socket.request.max.bytes")),
+		ConnectionsMaxIdleMs:  n("connections.max.idle.ms"),
+		MessageMaxBytes:       int32(n("message.max.bytes")),
+
+		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
+		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
+
+		OffsetsTopicNumPartitions:       int32(n("offsets.topic.num.partitions")),
+		OffsetsTopicReplicationFactor:   int16(n("offsets.topic.replication.factor")),
+		OffsetsRetentionMs:              n("offsets.retention.minutes") * 60 * 1000,
+		OffsetsRetentionCheckIntervalMs: n("offsets.retention.check.interval.ms"),
+
+		TransactionStateLogNumPartitions:     int32(n("transaction.state.log.num.partitions")),
+		TransactionStateLogReplicationFactor: int16(n("transaction.state.log.replication.factor")),
+		TransactionStateLogMinISR:            int32(n("transaction.state.log.min.isr")),
+		TransactionMaxTimeoutMs:              n("transaction.max.timeout.ms"),
+		TransactionalIDExpirationMs:          n("transactional.id.expiration.ms"),
+		ProducerIDExpirationMs:               n("producer.id.expiration.ms"),
+
+		GroupInitialRebalanceDelayMs:     n("group.initial.rebalance.delay.ms"),
+		GroupMinSessionTimeoutMs:         n("group.min.session.timeout.ms"),
+		GroupMaxSessionTimeoutMs:         n("group.max.session.timeout.ms"),
+		GroupConsumerSessionTimeoutMs:    n("group.consumer.session.timeout.ms"),
+		GroupConsumerHeartbeatIntervalMs: n("group.consumer.heartbeat.interval.ms"),
+
+		UncleanLeaderElectionEnable: eff["unclean.leader.election.enable"].bool(),
+		MinInsyncReplicas:           int32(n("min.insync.replicas")),
+		CompressionType:             eff["compression.type"].s,
+		LogMessageTimestampType:     eff["log.message.timestamp.type"].s,
+		LogCleanupPolicy:            canonicalPolicy(eff["log.cleanup.policy"].l),
+
+		TopicDefaults: topicFrom(effectiveTopic(nil, layers)),
+	}
+	if b.NodeID < 0 {
+		b.NodeID = int32(n("broker.id"))
+	}
+	if dirs, ok := eff["log.dirs"]; ok {
+		for _, d := range strings.Split(dirs.s, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				b.LogDirs = append(b.LogDirs, d)
+			}
+		}
+	}
+	return b
 }

@@ -1,0 +1,420 @@
+package kconfig
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// def describes one config: the facts Kafka users rely on (name, type, default, valid
+// range) and a short description of our own.
+type def struct {
+	name  string
+	typ   Type
+	dflt  *string // nil: no default (Kafka's null); the value is then unset
+	check check   // nil: any value of the type
+	doc   string
+}
+
+// sensitive reports whether values of d must never be shown.
+func (d *def) sensitive() bool { return d.typ == TypePassword }
+
+// parse parses and checks raw for d; it returns the reason when raw is refused.
+func (d *def) parse(raw string) (value, string) {
+	v, reason := parse(d.typ, raw)
+	if reason == "" && d.check != nil {
+		reason = d.check(v)
+	}
+	return v, reason
+}
+
+// invalid builds the ErrInvalidValue error for raw.
+func (d *def) invalid(resource, raw, reason string) error {
+	if d.sensitive() {
+		raw = "[hidden]"
+	}
+	return &ConfigError{Err: ErrInvalidValue, Resource: resource, Name: d.name, Value: raw, Reason: reason}
+}
+
+// topicDef is a topic config and the broker configs that supply its default.
+type topicDef struct {
+	def
+	synonyms []synonym // broker configs, highest precedence first
+}
+
+// synonym is a broker config that supplies a topic config's default.
+type synonym struct {
+	name  string
+	scale int64 // the topic value is the broker value times scale (0 means 1)
+	// negForever: a negative broker value means "no limit" and becomes -1
+	// (log.retention.minutes and log.retention.hours).
+	negForever bool
+}
+
+// toTopic converts a broker synonym's value to the topic config's units.
+func (s synonym) toTopic(v value) value {
+	if s.scale <= 1 {
+		return v
+	}
+	n := v.n * s.scale // no overflow: scaled synonyms are INT typed
+	if s.negForever && v.n < 0 {
+		n = -1
+	}
+	return value{s: strconv.FormatInt(n, 10), n: n}
+}
+
+// brokerDef is a broker config.
+type brokerDef struct {
+	def
+	// dynamic: can be changed at runtime, for one node or as the cluster-wide default.
+	// Otherwise the config is read-only and comes only from the config file.
+	dynamic bool
+	// lower lists broker configs that set the same thing with lower precedence
+	// (log.retention.ms: log.retention.minutes, log.retention.hours).
+	lower []string
+}
+
+func ptr(s string) *string { return &s }
+
+const (
+	maxLong = "9223372036854775807"
+	week    = "604800000"
+)
+
+// topicDefs is the topic catalogue, in name order.
+var topicDefs = []topicDef{
+	{def{"cleanup.policy", TypeList, ptr("delete"), listOf("compact", "delete"),
+		"How old segments are cleaned up: delete removes segments past the retention limits, compact keeps only the latest record per key; both may be listed."},
+		[]synonym{{name: "log.cleanup.policy"}}},
+	{def{"compression.type", TypeString, ptr("producer"), oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+		"Codec batches are stored with. producer keeps whatever codec the producer used; any other value makes the broker recompress to that codec."},
+		[]synonym{{name: "compression.type"}}},
+	{def{"delete.retention.ms", TypeLong, ptr("86400000"), atLeast(0),
+		"For compacted topics, how long a tombstone (a record with a null value) is kept after compaction so that slow consumers still see the delete."},
+		[]synonym{{name: "log.cleaner.delete.retention.ms"}}},
+	{def{"file.delete.delay.ms", TypeLong, ptr("60000"), atLeast(0),
+		"How long a segment removed from the log waits before its files are deleted from disk."},
+		[]synonym{{name: "log.segment.delete.delay.ms"}}},
+	{def{"flush.messages", TypeLong, ptr(maxLong), atLeast(1),
+		"Force an fsync after this many records are appended to a partition. The default leaves flushing to the operating system and relies on replication for durability."},
+		[]synonym{{name: "log.flush.interval.messages"}}},
+	{def{"flush.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"Force an fsync when the oldest unflushed record of a partition is this old. The default leaves flushing to the operating system."},
+		[]synonym{{name: "log.flush.interval.ms"}, {name: "log.flush.scheduler.interval.ms"}}},
+	{def{"follower.replication.throttled.replicas", TypeList, ptr(""), throttledReplicas,
+		"Replicas whose follower-side replication is throttled: \"*\" for all, or partitionId:brokerId pairs."},
+		nil},
+	{def{"index.interval.bytes", TypeInt, ptr("4096"), atLeast(0),
+		"Bytes of log appended between two entries of the offset index. Smaller values give denser indexes and more precise seeks."},
+		[]synonym{{name: "log.index.interval.bytes"}}},
+	{def{"leader.replication.throttled.replicas", TypeList, ptr(""), throttledReplicas,
+		"Replicas whose leader-side replication is throttled: \"*\" for all, or partitionId:brokerId pairs."},
+		nil},
+	{def{"local.retention.bytes", TypeLong, ptr("-2"), atLeast(-2),
+		"Tiered storage: bytes kept on local disk. -2 means use retention.bytes. Accepted for compatibility; Sluice has no remote tier."},
+		[]synonym{{name: "log.local.retention.bytes"}}},
+	{def{"local.retention.ms", TypeLong, ptr("-2"), atLeast(-2),
+		"Tiered storage: time data is kept on local disk. -2 means use retention.ms. Accepted for compatibility; Sluice has no remote tier."},
+		[]synonym{{name: "log.local.retention.ms"}}},
+	{def{"max.compaction.lag.ms", TypeLong, ptr(maxLong), atLeast(1),
+		"For compacted topics, the longest a record may stay uncompacted."},
+		[]synonym{{name: "log.cleaner.max.compaction.lag.ms"}}},
+	{def{"max.message.bytes", TypeInt, ptr("1048588"), atLeast(0),
+		"Largest record batch (after compression) the broker accepts for this topic."},
+		[]synonym{{name: "message.max.bytes"}}},
+	{def{"message.downconversion.enable", TypeBoolean, ptr("true"), nil,
+		"Whether fetches from old clients may be served by converting batches to an older message format."},
+		[]synonym{{name: "log.message.downconversion.enable"}}},
+	{def{"message.timestamp.after.max.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"With CreateTime, how far in the future (relative to the broker's clock) a batch timestamp may be before the batch is rejected."},
+		[]synonym{{name: "log.message.timestamp.after.max.ms"}}},
+	{def{"message.timestamp.before.max.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"With CreateTime, how far in the past (relative to the broker's clock) a batch timestamp may be before the batch is rejected."},
+		[]synonym{{name: "log.message.timestamp.before.max.ms"}}},
+	{def{"message.timestamp.difference.max.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"Deprecated: the largest allowed distance between a batch timestamp and the broker's clock. Used for the before/after limits that are left at their defaults."},
+		[]synonym{{name: "log.message.timestamp.difference.max.ms"}}},
+	{def{"message.timestamp.type", TypeString, ptr("CreateTime"), oneOf("CreateTime", "LogAppendTime"),
+		"Which timestamp records carry: CreateTime keeps the producer's, LogAppendTime replaces it with the broker's clock at append."},
+		[]synonym{{name: "log.message.timestamp.type"}}},
+	{def{"min.cleanable.dirty.ratio", TypeDouble, ptr("0.5"), betweenFloat(0, 1),
+		"For compacted topics, the share of the log that must be uncompacted before the cleaner works on it."},
+		[]synonym{{name: "log.cleaner.min.cleanable.ratio"}}},
+	{def{"min.compaction.lag.ms", TypeLong, ptr("0"), atLeast(0),
+		"For compacted topics, the shortest time a record stays uncompacted."},
+		[]synonym{{name: "log.cleaner.min.compaction.lag.ms"}}},
+	{def{"min.insync.replicas", TypeInt, ptr("1"), atLeast(1),
+		"With acks=all, the fewest in-sync replicas that must have a write before it is acknowledged; fewer makes produce fail with NOT_ENOUGH_REPLICAS."},
+		[]synonym{{name: "min.insync.replicas"}}},
+	{def{"preallocate", TypeBoolean, ptr("false"), nil,
+		"Whether a new segment file is allocated at full size up front."},
+		[]synonym{{name: "log.preallocate"}}},
+	{def{"remote.storage.enable", TypeBoolean, ptr("false"), nil,
+		"Tiered storage switch. Accepted for compatibility; Sluice keeps all data locally."},
+		nil},
+	{def{"retention.bytes", TypeLong, ptr("-1"), nil,
+		"Per partition, the size the log may grow to before old segments are deleted (delete policy). -1 means no size limit."},
+		[]synonym{{name: "log.retention.bytes"}}},
+	{def{"retention.ms", TypeLong, ptr(week), atLeast(-1),
+		"How long a segment is kept after its newest record before it is deleted (delete policy). -1 means no time limit."},
+		[]synonym{
+			{name: "log.retention.ms"},
+			{name: "log.retention.minutes", scale: 60 * 1000, negForever: true},
+			{name: "log.retention.hours", scale: 3600 * 1000, negForever: true},
+		}},
+	{def{"segment.bytes", TypeInt, ptr("1073741824"), atLeast(14),
+		"Size at which the active segment is closed and a new one started."},
+		[]synonym{{name: "log.segment.bytes"}}},
+	{def{"segment.index.bytes", TypeInt, ptr("10485760"), atLeast(4),
+		"Size preallocated for a segment's offset and time indexes; a full index also rolls the segment."},
+		[]synonym{{name: "log.index.size.max.bytes"}}},
+	{def{"segment.jitter.ms", TypeLong, ptr("0"), atLeast(0),
+		"Largest random amount subtracted from segment.ms per segment, so that many partitions do not roll at once."},
+		[]synonym{{name: "log.roll.jitter.ms"}, {name: "log.roll.jitter.hours", scale: 3600 * 1000}}},
+	{def{"segment.ms", TypeLong, ptr(week), atLeast(1),
+		"Age at which the active segment is rolled even if not full, so that retention and compaction can act on it."},
+		[]synonym{{name: "log.roll.ms"}, {name: "log.roll.hours", scale: 3600 * 1000}}},
+	{def{"unclean.leader.election.enable", TypeBoolean, ptr("false"), nil,
+		"Whether a replica outside the ISR may become leader when no in-sync replica is left, trading possible data loss for availability."},
+		[]synonym{{name: "unclean.leader.election.enable"}}},
+}
+
+// synonymDefs are the broker configs that supply topic defaults. Those in topic units
+// accept what the topic config accepts; the hours/minutes forms are INTs.
+var synonymDefs = []brokerDef{
+	{def: def{"compression.type", TypeString, ptr("producer"), topicCheck("compression.type"),
+		"Default compression.type of topics."}},
+	{def: def{"log.cleaner.delete.retention.ms", TypeLong, ptr("86400000"), atLeast(0),
+		"Default delete.retention.ms of topics."}},
+	{def: def{"log.cleaner.max.compaction.lag.ms", TypeLong, ptr(maxLong), atLeast(1),
+		"Default max.compaction.lag.ms of topics."}},
+	{def: def{"log.cleaner.min.cleanable.ratio", TypeDouble, ptr("0.5"), betweenFloat(0, 1),
+		"Default min.cleanable.dirty.ratio of topics."}},
+	{def: def{"log.cleaner.min.compaction.lag.ms", TypeLong, ptr("0"), atLeast(0),
+		"Default min.compaction.lag.ms of topics."}},
+	{def: def{"log.cleanup.policy", TypeList, ptr("delete"), topicCheck("cleanup.policy"),
+		"Default cleanup.policy of topics."}},
+	{def: def{"log.flush.interval.messages", TypeLong, ptr(maxLong), atLeast(1),
+		"Default flush.messages of topics."}},
+	{def: def{"log.flush.interval.ms", TypeLong, nil, atLeast(0),
+		"Default flush.ms of topics; when unset, log.flush.scheduler.interval.ms is used."}},
+	{def: def{"log.flush.scheduler.interval.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"Fallback default for flush.ms when log.flush.interval.ms is unset."}},
+	{def: def{"log.index.interval.bytes", TypeInt, ptr("4096"), atLeast(0),
+		"Default index.interval.bytes of topics."}},
+	{def: def{"log.index.size.max.bytes", TypeInt, ptr("10485760"), atLeast(4),
+		"Default segment.index.bytes of topics."}},
+	{def: def{"log.local.retention.bytes", TypeLong, ptr("-2"), atLeast(-2),
+		"Default local.retention.bytes of topics (accepted, no effect)."}},
+	{def: def{"log.local.retention.ms", TypeLong, ptr("-2"), atLeast(-2),
+		"Default local.retention.ms of topics (accepted, no effect)."}},
+	{def: def{"log.message.downconversion.enable", TypeBoolean, ptr("true"), nil,
+		"Default message.downconversion.enable of topics."}},
+	{def: def{"log.message.timestamp.after.max.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"Default message.timestamp.after.max.ms of topics."}},
+	{def: def{"log.message.timestamp.before.max.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"Default message.timestamp.before.max.ms of topics."}},
+	{def: def{"log.message.timestamp.difference.max.ms", TypeLong, ptr(maxLong), atLeast(0),
+		"Default message.timestamp.difference.max.ms of topics (deprecated)."}},
+	{def: def{"log.message.timestamp.type", TypeString, ptr("CreateTime"), topicCheck("message.timestamp.type"),
+		"Default message.timestamp.type of topics."}},
+	{def: def{"log.preallocate", TypeBoolean, ptr("false"), nil,
+		"Default preallocate of topics."}},
+	{def: def{"log.retention.bytes", TypeLong, ptr("-1"), nil,
+		"Default retention.bytes of topics."}},
+	{def: def{"log.retention.hours", TypeInt, ptr("168"), nil,
+		"Default retention.ms of topics, in hours; used when log.retention.ms and log.retention.minutes are unset. Negative means no limit."}},
+	{def: def{"log.retention.minutes", TypeInt, nil, nil,
+		"Default retention.ms of topics, in minutes; used when log.retention.ms is unset. Negative means no limit."}},
+	{def: def{"log.retention.ms", TypeLong, nil, atLeast(-1),
+		"Default retention.ms of topics; takes precedence over log.retention.minutes and log.retention.hours."}},
+	{def: def{"log.roll.hours", TypeInt, ptr("168"), atLeast(1),
+		"Default segment.ms of topics, in hours; used when log.roll.ms is unset."}},
+	{def: def{"log.roll.jitter.hours", TypeInt, ptr("0"), atLeast(0),
+		"Default segment.jitter.ms of topics, in hours; used when log.roll.jitter.ms is unset."}},
+	{def: def{"log.roll.jitter.ms", TypeLong, nil, atLeast(0),
+		"Default segment.jitter.ms of topics; takes precedence over log.roll.jitter.hours."}},
+	{def: def{"log.roll.ms", TypeLong, nil, atLeast(1),
+		"Default segment.ms of topics; takes precedence over log.roll.hours."}},
+	{def: def{"log.segment.bytes", TypeInt, ptr("1073741824"), atLeast(14),
+		"Default segment.bytes of topics."}},
+	{def: def{"log.segment.delete.delay.ms", TypeLong, ptr("60000"), atLeast(0),
+		"Default file.delete.delay.ms of topics."}},
+	{def: def{"message.max.bytes", TypeInt, ptr("1048588"), atLeast(0),
+		"Default max.message.bytes of topics: the largest record batch the broker accepts."}},
+	{def: def{"min.insync.replicas", TypeInt, ptr("1"), atLeast(1),
+		"Default min.insync.replicas of topics."}},
+	{def: def{"unclean.leader.election.enable", TypeBoolean, ptr("false"), nil,
+		"Default unclean.leader.election.enable of topics."}},
+}
+
+// brokerOnlyDefs are broker configs that are not topic defaults.
+//
+// Deliberate differences from Kafka's defaults, so that a single node works out of the
+// box: offsets.topic.replication.factor and transaction.state.log.replication.factor are
+// 1 (Kafka: 3) and transaction.state.log.min.isr is 1 (Kafka: 2). A cluster sets them in
+// its config file.
+var brokerOnlyDefs = []brokerDef{
+	{def: def{"advertised.listeners", TypeString, nil, nil,
+		"Addresses given to clients in metadata, when they differ from listeners."}},
+	{def: def{"auto.create.topics.enable", TypeBoolean, ptr("true"), nil,
+		"Whether metadata requests for an unknown topic create it with the default settings."}},
+	{def: def{"broker.id", TypeInt, ptr("-1"), nil,
+		"Legacy name of node.id; used when node.id is unset."}},
+	{def: def{"connections.max.idle.ms", TypeLong, ptr("600000"), nil,
+		"Idle time after which the broker closes a client connection."}},
+	{def: def{"default.replication.factor", TypeInt, ptr("1"), between(1, math16),
+		"Replication factor of automatically created topics and of CreateTopics requests that leave it to the broker."}},
+	{def: def{"delete.topic.enable", TypeBoolean, ptr("true"), nil,
+		"Whether DeleteTopics is allowed."}},
+	{def: def{"group.consumer.heartbeat.interval.ms", TypeInt, ptr("5000"), atLeast(1),
+		"Heartbeat interval given to members of consumer-protocol (KIP-848) groups."}},
+	{def: def{"group.consumer.session.timeout.ms", TypeInt, ptr("45000"), atLeast(1),
+		"Session timeout of members of consumer-protocol (KIP-848) groups."}},
+	{def: def{"group.initial.rebalance.delay.ms", TypeInt, ptr("3000"), nil,
+		"How long the first rebalance of an empty classic group waits for more members to join."}},
+	{def: def{"group.max.session.timeout.ms", TypeInt, ptr("1800000"), nil,
+		"Largest session timeout a classic group member may ask for."}},
+	{def: def{"group.min.session.timeout.ms", TypeInt, ptr("6000"), nil,
+		"Smallest session timeout a classic group member may ask for."}},
+	{def: def{"listeners", TypeString, ptr("PLAINTEXT://:9092"), nil,
+		"The addresses the broker accepts connections on, as NAME://host:port, comma separated."}},
+	{def: def{"log.dirs", TypeString, nil, nil,
+		"Comma-separated directories that hold partition data."}},
+	{def: def{"log.retention.check.interval.ms", TypeLong, ptr("300000"), atLeast(1),
+		"How often the broker looks for segments to delete under the retention limits."}},
+	{def: def{"node.id", TypeInt, ptr("-1"), nil,
+		"This node's id in the cluster."}},
+	{def: def{"num.partitions", TypeInt, ptr("1"), atLeast(1),
+		"Partition count of automatically created topics and of CreateTopics requests that leave it to the broker."}},
+	{def: def{"offsets.retention.check.interval.ms", TypeLong, ptr("600000"), atLeast(1),
+		"How often expired committed offsets are looked for."}},
+	{def: def{"offsets.retention.minutes", TypeInt, ptr("10080"), atLeast(1),
+		"How long the committed offsets of an empty group are kept."}},
+	{def: def{"offsets.topic.num.partitions", TypeInt, ptr("50"), atLeast(1),
+		"Partition count of __consumer_offsets; fixed once the topic exists."}},
+	{def: def{"offsets.topic.replication.factor", TypeShort, ptr("1"), atLeast(1),
+		"Replication factor of __consumer_offsets. Sluice defaults to 1 (Kafka: 3) so that a single node works; set 3 for a cluster."}},
+	{def: def{"producer.id.expiration.ms", TypeInt, ptr("86400000"), atLeast(1),
+		"How long the broker remembers an idempotent producer's state after its last write."}},
+	{def: def{"replica.lag.time.max.ms", TypeLong, ptr("30000"), nil,
+		"A follower that has not caught up with the leader for this long is removed from the ISR."}},
+	{def: def{"socket.request.max.bytes", TypeInt, ptr("104857600"), atLeast(1),
+		"Largest request the broker reads; larger ones close the connection."}},
+	{def: def{"ssl.key.password", TypePassword, nil, nil,
+		"Password of the private key in the key store."}},
+	{def: def{"ssl.keystore.location", TypeString, nil, nil,
+		"Path of the key store with the broker's certificate and key."}},
+	{def: def{"ssl.keystore.password", TypePassword, nil, nil,
+		"Password of the key store."}},
+	{def: def{"ssl.truststore.location", TypeString, nil, nil,
+		"Path of the trust store used to verify client certificates."}},
+	{def: def{"ssl.truststore.password", TypePassword, nil, nil,
+		"Password of the trust store."}},
+	{def: def{"transaction.max.timeout.ms", TypeInt, ptr("900000"), atLeast(1),
+		"Largest transaction timeout a producer may ask for."}},
+	{def: def{"transaction.state.log.min.isr", TypeInt, ptr("1"), atLeast(1),
+		"min.insync.replicas of __transaction_state. Sluice defaults to 1 (Kafka: 2)."}},
+	{def: def{"transaction.state.log.num.partitions", TypeInt, ptr("50"), atLeast(1),
+		"Partition count of __transaction_state; fixed once the topic exists."}},
+	{def: def{"transaction.state.log.replication.factor", TypeShort, ptr("1"), atLeast(1),
+		"Replication factor of __transaction_state. Sluice defaults to 1 (Kafka: 3) so that a single node works; set 3 for a cluster."}},
+	{def: def{"transactional.id.expiration.ms", TypeInt, ptr("604800000"), atLeast(1),
+		"How long the coordinator keeps a transactional id it has not heard from."}},
+}
+
+const math16 = 1<<15 - 1
+
+// extraDynamic are broker configs that are not topic defaults but may still be changed
+// at runtime.
+var extraDynamic = []string{"producer.id.expiration.ms"}
+
+// topicCheck returns the check of a topic config, for a broker synonym in the same
+// units. It reads topicDefs, which is initialized first (it has no dependencies).
+func topicCheck(name string) check {
+	for i := range topicDefs {
+		if topicDefs[i].name == name {
+			return topicDefs[i].check
+		}
+	}
+	panic("kconfig: no topic config " + name)
+}
+
+// catalogue is the immutable index built once at package initialization.
+type catalogue struct {
+	topics      []*topicDef // by name
+	brokers     []*brokerDef
+	topicByName map[string]*topicDef
+	brokerBy    map[string]*brokerDef
+}
+
+var cat = buildCatalogue()
+
+// buildCatalogue indexes the definitions and derives which broker configs are dynamic
+// and which are lower-precedence forms of others. It panics on an inconsistent table:
+// that is a programmer error, caught by any test run.
+func buildCatalogue() *catalogue {
+	c := &catalogue{topicByName: map[string]*topicDef{}, brokerBy: map[string]*brokerDef{}}
+	for i := range topicDefs {
+		d := new(topicDef)
+		*d = topicDefs[i] // copies: the tables themselves are never modified
+		if c.topicByName[d.name] != nil {
+			panic("kconfig: duplicate topic config " + d.name)
+		}
+		c.topicByName[d.name] = d
+		c.topics = append(c.topics, d)
+	}
+	for _, list := range [][]brokerDef{synonymDefs, brokerOnlyDefs} {
+		for i := range list {
+			d := new(brokerDef)
+			*d = list[i]
+			if c.brokerBy[d.name] != nil {
+				panic("kconfig: duplicate broker config " + d.name)
+			}
+			c.brokerBy[d.name] = d
+			c.brokers = append(c.brokers, d)
+		}
+	}
+	for _, t := range c.topics {
+		for i, s := range t.synonyms {
+			b := c.brokerBy[s.name]
+			if b == nil {
+				panic(fmt.Sprintf("kconfig: synonym %s of %s is not a broker config", s.name, t.name))
+			}
+			// Like Kafka, only the first (most precise) synonym can be changed at runtime.
+			if i == 0 {
+				b.dynamic = true
+			}
+			for _, lower := range t.synonyms[i+1:] {
+				b.lower = append(b.lower, lower.name)
+			}
+		}
+	}
+	for _, name := range extraDynamic {
+		c.brokerBy[name].dynamic = true
+	}
+	for _, d := range c.allDefs() {
+		if d.dflt == nil {
+			continue
+		}
+		if _, reason := d.parse(*d.dflt); reason != "" {
+			panic(fmt.Sprintf("kconfig: default %q of %s: %s", *d.dflt, d.name, reason))
+		}
+	}
+	slices.SortFunc(c.topics, func(a, b *topicDef) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(c.brokers, func(a, b *brokerDef) int { return strings.Compare(a.name, b.name) })
+	return c
+}
+
+// allDefs returns the plain definitions of every topic and broker config.
+func (c *catalogue) allDefs() []*def {
+	var out []*def
+	for _, t := range c.topics {
+		out = append(out, &t.def)
+	}
+	for _, b := range c.brokers {
+		out = append(out, &b.def)
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+// Package kconfig is the catalogue of Kafka topic and broker configs Sluice understands:
+// Kafka's names, types, defaults and valid ranges, checked the way Kafka checks them and
+// described the way Kafka's DescribeConfigs reports them. It also resolves a topic's
+// effective values from its overrides and the broker's (static and dynamic) configs.
+//
+// Usage:
+//
+//	merged := kconfig.MergeBroker(info.StaticConfigs, img.BrokerConfigs[""], img.BrokerConfigs["1"])
+//	topic := kconfig.ResolveTopic(img.Topic("orders").Configs, merged)
+//	log, err := storage.Open(tp, id, topic.LogConfig)
+//
+//	if err := kconfig.ValidateTopic("retention.ms", "-5"); err != nil {
+//		// errors.Is(err, kconfig.ErrInvalidValue); err.Error() is
+//		// "Invalid value -5 for configuration retention.ms: Value must be at least -1"
+//	}
+//
+//	entries := kconfig.DescribeTopic(overrides, static, dynDefault, dynNode)
+//
+// # Precedence
+//
+// A topic config takes the first usable value of: the topic's override, then each of its
+// broker synonyms in order, e.g. for retention.ms: log.retention.ms, then
+// log.retention.minutes, then log.retention.hours. For each broker config the layers are
+// dynamic for this node, then dynamic cluster-wide default, then static (config file),
+// then the built-in default. Values in minutes or hours are converted to milliseconds;
+// for retention a negative value means "forever" (-1). DescribeTopic reports the topic
+// entry's source as DYNAMIC_TOPIC_CONFIG for an override, otherwise the source of the
+// synonym that decided it (DEFAULT_CONFIG when only defaults apply), and lists every
+// usable value in that order as synonyms, as Kafka does with include_synonyms.
+//
+// Broker configs that are topic defaults can be changed at runtime, as in Kafka, but only
+// the first synonym of each (log.retention.ms, not log.retention.hours), plus
+// producer.id.expiration.ms. All other broker configs are read-only: ValidateBroker
+// refuses them with ErrReadOnly and dynamic values for them are ignored.
+//
+// Deliberate differences from Kafka (3.9, the version whose catalogue this follows):
+// offsets.topic.replication.factor and transaction.state.log.replication.factor default
+// to 1 and transaction.state.log.min.isr to 1, so a single node works out of the box; a
+// cleanup.policy must not be empty; log.retention.ms, log.roll.ms,
+// log.roll.jitter.ms and log.flush.interval.ms accept only what their topic configs
+// accept; listeners and advertised.listeners are read-only; remote.storage.enable and
+// local.retention.* are accepted but have no effect; log.dir is not supported (log.dirs
+// is, and the kernel fills it from data_dir). For a broker entry, the value and source
+// are those of the config itself and the synonyms list its own values then the
+// lower-precedence forms (log.retention.ms: log.retention.minutes, log.retention.hours).
+//
+// # Invariants
+//
+//   - The catalogue is immutable: built once by a package variable initializer, never
+//     modified after. Every built-in default passes its own validation, every synonym
+//     names a broker config, and the broker synonyms' defaults resolve to the topic
+//     default (tested).
+//   - Describe and Resolve agree: the value DescribeTopic reports for a config is the
+//     value ResolveTopic(overrides, MergeBroker(static, dynDefault, dynNode)) uses.
+//   - Invalid stored values are never used and never reported: they are skipped in favour
+//     of the next source, down to the default. Validation happens when configs are
+//     written; resolution never fails.
+//   - Sensitive (PASSWORD) values never leave the package: Describe reports nil and
+//     errors print "[hidden]".
+//   - Entries are sorted by name; synonyms are in precedence order, the effective
+//     value's source first.
+//
+// # Concurrency
+//
+// All functions are pure and safe for concurrent use; they do not modify their inputs.
+package kconfig
