@@ -1,0 +1,277 @@
+package kconfig
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestTopicCatalogue pins Kafka's facts for every topic config: type, default and the
+// broker synonyms in precedence order.
+func TestTopicCatalogue(t *testing.T) {
+	tests := []struct {
+		name     string
+		typ      Type
+		dflt     string
+		synonyms []string
+	}{
+		{"cleanup.policy", TypeList, "delete", []string{"log.cleanup.policy"}},
+		{"compression.type", TypeString, "producer", []string{"compression.type"}},
+		{"delete.retention.ms", TypeLong, "86400000", []string{"log.cleaner.delete.retention.ms"}},
+		{"file.delete.delay.ms", TypeLong, "60000", []string{"log.segment.delete.delay.ms"}},
+		{"flush.messages", TypeLong, maxLong, []string{"log.flush.interval.messages"}},
+		{"flush.ms", TypeLong, maxLong, []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}},
+		{"follower.replication.throttled.replicas", TypeList, "", nil},
+		{"index.interval.bytes", TypeInt, "4096", []string{"log.index.interval.bytes"}},
+		{"leader.replication.throttled.replicas", TypeList, "", nil},
+		{"local.retention.bytes", TypeLong, "-2", []string{"log.local.retention.bytes"}},
+		{"local.retention.ms", TypeLong, "-2", []string{"log.local.retention.ms"}},
+		{"max.compaction.lag.ms", TypeLong, maxLong, []string{"log.cleaner.max.compaction.lag.ms"}},
+		{"max.message.bytes", TypeInt, "1048588", []string{"message.max.bytes"}},
+		{"message.downconversion.enable", TypeBoolean, "true", []string{"log.message.downconversion.enable"}},
+		{"message.timestamp.after.max.ms", TypeLong, maxLong, []string{"log.message.timestamp.after.max.ms"}},
+		{"message.timestamp.before.max.ms", TypeLong, maxLong, []string{"log.message.timestamp.before.max.ms"}},
+		{"message.timestamp.difference.max.ms", TypeLong, maxLong, []string{"log.message.timestamp.difference.max.ms"}},
+		{"message.timestamp.type", TypeString, "CreateTime", []string{"log.message.timestamp.type"}},
+		{"min.cleanable.dirty.ratio", TypeDouble, "0.5", []string{"log.cleaner.min.cleanable.ratio"}},
+		{"min.compaction.lag.ms", TypeLong, "0", []string{"log.cleaner.min.compaction.lag.ms"}},
+		{"min.insync.replicas", TypeInt, "1", []string{"min.insync.replicas"}},
+		{"preallocate", TypeBoolean, "false", []string{"log.preallocate"}},
+		{"remote.storage.enable", TypeBoolean, "false", nil},
+		{"retention.bytes", TypeLong, "-1", []string{"log.retention.bytes"}},
+		{"retention.ms", TypeLong, "604800000", []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}},
+		{"segment.bytes", TypeInt, "1073741824", []string{"log.segment.bytes"}},
+		{"segment.index.bytes", TypeInt, "10485760", []string{"log.index.size.max.bytes"}},
+		{"segment.jitter.ms", TypeLong, "0", []string{"log.roll.jitter.ms", "log.roll.jitter.hours"}},
+		{"segment.ms", TypeLong, "604800000", []string{"log.roll.ms", "log.roll.hours"}},
+		{"unclean.leader.election.enable", TypeBoolean, "false", []string{"unclean.leader.election.enable"}},
+	}
+	var names []string
+	for _, tc := range tests {
+		names = append(names, tc.name)
+		t.Run(tc.name, func(t *testing.T) {
+			d := cat.topicByName[tc.name]
+			if d == nil {
+				t.Fatal("not in the catalogue")
+			}
+			if d.typ != tc.typ {
+				t.Errorf("type = %v, want %v", d.typ, tc.typ)
+			}
+			if d.dflt == nil || *d.dflt != tc.dflt {
+				t.Errorf("default = %v, want %q", d.dflt, tc.dflt)
+			}
+			var syn []string
+			for _, s := range d.synonyms {
+				syn = append(syn, s.name)
+			}
+			if !slices.Equal(syn, tc.synonyms) {
+				t.Errorf("synonyms = %q, want %q", syn, tc.synonyms)
+			}
+			if typ, ok := TopicConfigType(tc.name); !ok || typ != tc.typ {
+				t.Errorf("TopicConfigType = %v, %v", typ, ok)
+			}
+			if !IsTopicConfig(tc.name) {
+				t.Error("IsTopicConfig = false")
+			}
+		})
+	}
+	if got := TopicConfigNames(); !slices.Equal(got, names) {
+		t.Errorf("TopicConfigNames() =\n%q\nwant\n%q", got, names)
+	}
+}
+
+// TestBrokerCatalogue pins type, default and dynamic-ness of the broker configs.
+func TestBrokerCatalogue(t *testing.T) {
+	const null = "<null>"
+	tests := []struct {
+		name    string
+		typ     Type
+		dflt    string
+		dynamic bool
+	}{
+		{"advertised.listeners", TypeString, null, false},
+		{"auto.create.topics.enable", TypeBoolean, "true", false},
+		{"broker.id", TypeInt, "-1", false},
+		{"compression.type", TypeString, "producer", true},
+		{"connections.max.idle.ms", TypeLong, "600000", false},
+		{"default.replication.factor", TypeInt, "1", false},
+		{"delete.topic.enable", TypeBoolean, "true", false},
+		{"group.consumer.heartbeat.interval.ms", TypeInt, "5000", false},
+		{"group.consumer.session.timeout.ms", TypeInt, "45000", false},
+		{"group.initial.rebalance.delay.ms", TypeInt, "3000", false},
+		{"group.max.session.timeout.ms", TypeInt, "1800000", false},
+		{"group.min.session.timeout.ms", TypeInt, "6000", false},
+		{"listeners", TypeString, "PLAINTEXT://:9092", false},
+		{"log.cleaner.delete.retention.ms", TypeLong, "86400000", true},
+		{"log.cleaner.max.compaction.lag.ms", TypeLong, maxLong, true},
+		{"log.cleaner.min.cleanable.ratio", TypeDouble, "0.5", true},
+		{"log.cleaner.min.compaction.lag.ms", TypeLong, "0", true},
+		{"log.cleanup.policy", TypeList, "delete", true},
+		{"log.dirs", TypeString, null, false},
+		{"log.flush.interval.messages", TypeLong, maxLong, true},
+		{"log.flush.interval.ms", TypeLong, null, true},
+		{"log.flush.scheduler.interval.ms", TypeLong, maxLong, false},
+		{"log.index.interval.bytes", TypeInt, "4096", true},
+		{"log.index.size.max.bytes", TypeInt, "10485760", true},
+		{"log.local.retention.bytes", TypeLong, "-2", true},
+		{"log.local.retention.ms", TypeLong, "-2", true},
+		{"log.message.downconversion.enable", TypeBoolean, "true", true},
+		{"log.message.timestamp.after.max.ms", TypeLong, maxLong, true},
+		{"log.message.timestamp.before.max.ms", TypeLong, maxLong, true},
+		{"log.message.timestamp.difference.max.ms", TypeLong, maxLong, true},
+		{"log.message.timestamp.type", TypeString, "CreateTime", true},
+		{"log.preallocate", TypeBoolean, "false", true},
+		{"log.retention.bytes", TypeLong, "-1", true},
+		{"log.retention.check.interval.ms", TypeLong, "300000", false},
+		{"log.retention.hours", TypeInt, "168", false},
+		{"log.retention.minutes", TypeInt, null, false},
+		{"log.retention.ms", TypeLong, null, true},
+		{"log.roll.hours", TypeInt, "168", false},
+		{"log.roll.jitter.hours", TypeInt, "0", false},
+		{"log.roll.jitter.ms", TypeLong, null, true},
+		{"log.roll.ms", TypeLong, null, true},
+		{"log.segment.bytes", TypeInt, "1073741824", true},
+		{"log.segment.delete.delay.ms", TypeLong, "60000", true},
+		{"message.max.bytes", TypeInt, "1048588", true},
+		{"min.insync.replicas", TypeInt, "1", true},
+		{"node.id", TypeInt, "-1", false},
+		{"num.partitions", TypeInt, "1", false},
+		{"offsets.retention.check.interval.ms", TypeLong, "600000", false},
+		{"offsets.retention.minutes", TypeInt, "10080", false},
+		{"offsets.topic.num.partitions", TypeInt, "50", false},
+		{"offsets.topic.replication.factor", TypeShort, "1", false},
+		{"producer.id.expiration.ms", TypeInt, "86400000", true},
+		{"replica.lag.time.max.ms", TypeLong, "30000", false},
+		{"socket.request.max.bytes", TypeInt, "104857600", false},
+		{"ssl.key.password", TypePassword, null, false},
+		{"ssl.keystore.location", TypeString, null, false},
+		{"ssl.keystore.password", TypePassword, null, false},
+		{"ssl.truststore.location", TypeString, null, false},
+		{"ssl.truststore.password", TypePassword, null, false},
+		{"transaction.max.timeout.ms", TypeInt, "900000", false},
+		{"transaction.state.log.min.isr", TypeInt, "1", false},
+		{"transaction.state.log.num.partitions", TypeInt, "50", false},
+		{"transaction.state.log.replication.factor", TypeShort, "1", false},
+		{"transactional.id.expiration.ms", TypeInt, "604800000", false},
+		{"unclean.leader.election.enable", TypeBoolean, "false", true},
+	}
+	var names []string
+	for _, tc := range tests {
+		names = append(names, tc.name)
+		t.Run(tc.name, func(t *testing.T) {
+			d := cat.brokerBy[tc.name]
+			if d == nil {
+				t.Fatal("not in the catalogue")
+			}
+			if d.typ != tc.typ {
+				t.Errorf("type = %v, want %v", d.typ, tc.typ)
+			}
+			got := null
+			if d.dflt != nil {
+				got = *d.dflt
+			}
+			if got != tc.dflt {
+				t.Errorf("default = %q, want %q", got, tc.dflt)
+			}
+			if d.dynamic != tc.dynamic || IsDynamicBrokerConfig(tc.name) != tc.dynamic {
+				t.Errorf("dynamic = %v, want %v", d.dynamic, tc.dynamic)
+			}
+			if typ, ok := BrokerConfigType(tc.name); !ok || typ != tc.typ {
+				t.Errorf("BrokerConfigType = %v, %v", typ, ok)
+			}
+			if !IsBrokerConfig(tc.name) {
+				t.Error("IsBrokerConfig = false")
+			}
+		})
+	}
+	if got := BrokerConfigNames(); !slices.Equal(got, names) {
+		t.Errorf("BrokerConfigNames() =\n%q\nwant\n%q", got, names)
+	}
+}
+
+func TestCatalogueInvariants(t *testing.T) {
+	t.Run("defaults pass their own validation", func(t *testing.T) {
+		for _, d := range cat.allDefs() {
+			if d.dflt == nil {
+				continue
+			}
+			if _, reason := d.parse(*d.dflt); reason != "" {
+				t.Errorf("%s default %q: %s", d.name, *d.dflt, reason)
+			}
+		}
+	})
+	t.Run("every topic config has a default", func(t *testing.T) {
+		for _, d := range cat.topics {
+			if d.dflt == nil {
+				t.Errorf("%s has no default", d.name)
+			}
+		}
+	})
+	t.Run("broker defaults resolve to the topic default", func(t *testing.T) {
+		for _, d := range cat.topics {
+			if len(d.synonyms) == 0 {
+				continue
+			}
+			cands := topicCandidates(d, nil, nil)
+			if len(cands) == 0 {
+				t.Errorf("%s: no synonym has a default", d.name)
+				continue
+			}
+			if cands[0].tv.s != *d.dflt {
+				t.Errorf("%s: synonym %s default gives %q, topic default %q", d.name, cands[0].name, cands[0].tv.s, *d.dflt)
+			}
+		}
+	})
+	t.Run("synonym types carry over", func(t *testing.T) {
+		for _, d := range cat.topics {
+			for _, s := range d.synonyms {
+				b := cat.brokerBy[s.name]
+				scaled := s.scale > 1
+				if !scaled && b.typ != d.typ {
+					t.Errorf("%s: synonym %s is %v, topic config is %v", d.name, s.name, b.typ, d.typ)
+				}
+				if scaled && b.typ != TypeInt {
+					t.Errorf("%s: scaled synonym %s must be INT (no overflow), is %v", d.name, s.name, b.typ)
+				}
+			}
+		}
+	})
+	t.Run("every config has a doc", func(t *testing.T) {
+		for _, d := range cat.allDefs() {
+			if len(d.doc) < 10 {
+				t.Errorf("%s: doc %q", d.name, d.doc)
+			}
+		}
+	})
+	t.Run("unknown names", func(t *testing.T) {
+		for _, name := range []string{"", "retention.hours", "log.retention.ms.x", "RETENTION.MS"} {
+			if IsTopicConfig(name) {
+				t.Errorf("IsTopicConfig(%q) = true", name)
+			}
+			if _, ok := TopicConfigType(name); ok {
+				t.Errorf("TopicConfigType(%q) ok", name)
+			}
+		}
+		for _, name := range []string{"", "retention.ms", "segment.bytes", "log.dir"} {
+			if IsBrokerConfig(name) || IsDynamicBrokerConfig(name) {
+				t.Errorf("IsBrokerConfig(%q) = true", name)
+			}
+			if _, ok := BrokerConfigType(name); ok {
+				t.Errorf("BrokerConfigType(%q) ok", name)
+			}
+		}
+	})
+	t.Run("lower-precedence forms", func(t *testing.T) {
+		want := map[string][]string{
+			"log.retention.ms":      {"log.retention.minutes", "log.retention.hours"},
+			"log.retention.minutes": {"log.retention.hours"},
+			"log.roll.ms":           {"log.roll.hours"},
+			"log.roll.jitter.ms":    {"log.roll.jitter.hours"},
+			"log.flush.interval.ms": {"log.flush.scheduler.interval.ms"},
+		}
+		for _, b := range cat.brokers {
+			if !slices.Equal(b.lower, want[b.name]) {
+				t.Errorf("%s lower = %q, want %q", b.name, b.lower, want[b.name])
+			}
+		}
+	})
+}
