@@ -1,0 +1,467 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Environment knobs.
+const (
+	envRequired   = "SLUICE_INTEROP_REQUIRED"   // "1": a missing client fails instead of skipping
+	envBuildFlags = "SLUICE_INTEROP_BUILDFLAGS" // extra `go build` flags for the broker, e.g. -race
+)
+
+// Set by TestMain.
+var (
+	repoRoot  string // directory holding go.mod
+	brokerBin string // path of the built broker binary, "" if the build failed
+	buildErr  error  // why the build failed
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	flag.Parse() // so testing.Short works here; m.Run parsing again is fine
+	if testing.Short() {
+		fmt.Println("interop: skipped under -short (these tests start real broker processes)")
+		return m.Run()
+	}
+	root, err := findRepoRoot()
+	if err != nil {
+		buildErr = err
+		return m.Run()
+	}
+	repoRoot = root
+	tmp, err := os.MkdirTemp("", "sluice-interop-bin-")
+	if err != nil {
+		buildErr = err
+		return m.Run()
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "sluice")
+	args := []string{"build", "-o", bin}
+	args = append(args, strings.Fields(os.Getenv(envBuildFlags))...)
+	args = append(args, "./cmd/sluice")
+	start := time.Now()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	} else {
+		brokerBin = bin
+		fmt.Printf("interop: built broker (go %s) in %s\n", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	}
+	return m.Run()
+}
+
+// findRepoRoot returns the directory of the main module's go.mod.
+func findRepoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err == nil {
+		gomod := strings.TrimSpace(string(out))
+		if gomod != "" && gomod != os.DevNull {
+			return filepath.Dir(gomod), nil
+		}
+	}
+	// The package directory is <root>/interop.
+	wd, werr := os.Getwd()
+	if werr != nil {
+		return "", werr
+	}
+	root := filepath.Dir(wd)
+	if _, serr := os.Stat(filepath.Join(root, "go.mod")); serr != nil {
+		return "", fmt.Errorf("cannot find the repository root (go env GOMOD: %v; %s has no go.mod)", err, root)
+	}
+	return root, nil
+}
+
+func required() bool { return os.Getenv(envRequired) == "1" }
+
+// need skips the test (or fails it when SLUICE_INTEROP_REQUIRED=1) because a client it
+// drives is missing.
+func need(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if required() {
+		t.Fatalf("%s (%s=1, so a missing client is a failure; scripts/test.sh installs it)", msg, envRequired)
+	}
+	t.Skipf("%s; skipping (set %s=1 to make this a failure)", msg, envRequired)
+}
+
+// needBroker skips under -short and fails when the broker binary did not build.
+func needBroker(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("interop tests start broker processes; skipped under -short")
+	}
+	if brokerBin == "" {
+		t.Fatalf("the broker did not build, nothing to test: %v", buildErr)
+	}
+}
+
+// freePort returns a 127.0.0.1 port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.1:0: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer is an io.Writer safe for concurrent use (the broker's stderr).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// broker is one broker process (and its restarts on the same data dir and ports).
+type broker struct {
+	t         *testing.T
+	name      string
+	dataDir   string
+	addr      string // Kafka listener, 127.0.0.1:PORT
+	adminAddr string // admin HTTP listener
+	stderr    *syncBuffer
+
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when cmd has been waited for
+	waitErr error
+	starts  int
+}
+
+// startBroker starts a broker on fresh ports with a fresh data dir and waits for /readyz.
+// t.Cleanup stops it with SIGTERM and checks that it exits cleanly.
+func startBroker(t *testing.T) *broker {
+	t.Helper()
+	needBroker(t)
+	b := &broker{
+		t:         t,
+		name:      t.Name(),
+		dataDir:   filepath.Join(t.TempDir(), "data"),
+		addr:      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		adminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		stderr:    &syncBuffer{},
+	}
+	t.Cleanup(func() {
+		if b.running() {
+			b.stop()
+		}
+		b.checkLog()
+		if t.Failed() {
+			t.Logf("broker stderr (%s, %d start(s)):\n%s", b.addr, b.starts, tail(b.stderr.String(), 300))
+		}
+	})
+	b.start()
+	return b
+}
+
+func (b *broker) running() bool {
+	if b.cmd == nil {
+		return false
+	}
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// start runs the broker binary and waits until it answers /readyz.
+func (b *broker) start() {
+	b.t.Helper()
+	if b.running() {
+		b.t.Fatalf("broker already running")
+	}
+	b.starts++
+	fmt.Fprintf(b.stderr, "----- interop: start #%d: sluice serve --data-dir %s --listen %s --admin-listen %s\n",
+		b.starts, b.dataDir, b.addr, b.adminAddr)
+	cmd := exec.Command(brokerBin, "serve",
+		"--data-dir", b.dataDir,
+		"--listen", b.addr,
+		"--admin-listen", b.adminAddr)
+	cmd.Stdout = b.stderr
+	cmd.Stderr = b.stderr
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		b.t.Fatalf("start broker: %v", err)
+	}
+	b.cmd = cmd
+	b.done = make(chan struct{})
+	done := b.done
+	go func() {
+		b.waitErr = cmd.Wait()
+		close(done)
+	}()
+	waitReady(b.t, b.adminAddr, done, 60*time.Second)
+}
+
+// waitReady polls GET http://admin/readyz until it answers 200. It fails early when the
+// process exits (done is closed).
+func waitReady(t *testing.T, adminAddr string, done <-chan struct{}, timeout time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	url := "http://" + adminAddr + "/readyz"
+	deadline := time.Now().Add(timeout)
+	last := "no answer yet"
+	for {
+		select {
+		case <-done:
+			t.Fatalf("broker exited before it was ready (last /readyz: %s)", last)
+		default:
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("broker not ready after %s: GET %s: %s", timeout, url, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kill SIGKILLs the broker (and its process group) and waits for it.
+func (b *broker) kill() {
+	b.t.Helper()
+	if !b.running() {
+		b.t.Fatalf("kill: broker is not running (exit: %v)", b.waitErr)
+	}
+	_ = b.cmd.Process.Kill()
+	killGroup(b.cmd.Process.Pid)
+	select {
+	case <-b.done:
+	case <-time.After(10 * time.Second):
+		b.t.Fatalf("broker still running 10s after SIGKILL")
+	}
+	fmt.Fprintf(b.stderr, "----- interop: SIGKILLed\n")
+}
+
+// stop sends SIGTERM and expects a clean exit (status 0) within 20s; past that it kills.
+func (b *broker) stop() {
+	b.t.Helper()
+	if !b.running() {
+		return
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+		killGroup(b.cmd.Process.Pid) // children left behind, if any
+		if b.waitErr != nil {
+			b.t.Errorf("broker did not exit cleanly after SIGTERM: %v", b.waitErr)
+		}
+	case <-time.After(20 * time.Second):
+		_ = b.cmd.Process.Kill()
+		killGroup(b.cmd.Process.Pid)
+		<-b.done
+		b.t.Errorf("broker did not exit within 20s of SIGTERM; killed it")
+	}
+	fmt.Fprintf(b.stderr, "----- interop: stopped (%v)\n", b.waitErr)
+}
+
+// checkLog fails the test on panics and data races in the broker's output.
+func (b *broker) checkLog() {
+	b.t.Helper()
+	log := b.stderr.String()
+	for _, bad := range []string{"WARNING: DATA RACE", "panic: ", "fatal error: "} {
+		if strings.Contains(log, bad) {
+			b.t.Errorf("broker stderr contains %q", bad)
+		}
+	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return fmt.Sprintf("[... %d lines cut ...]\n%s", len(lines)-n, strings.Join(lines[len(lines)-n:], "\n"))
+}
+
+// newClient returns a franz-go client for addr, closed in t.Cleanup.
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("sluice-interop")}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatalf("kgo.NewClient: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// createTopic creates a topic with the given partition count and replication factor 1.
+func createTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, addr))
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("kadm CreateTopic %q (%d partitions): %v", topic, partitions, err)
+	}
+}
+
+// fetchAll reads every record of the given partitions from offset 0 up to the end offsets
+// that ListOffsets reports at the time of the call, with franz-go direct partition
+// consumption (no group). It fails on a deadline or a fetch error.
+func fetchAll(t *testing.T, addr, topic string, partitions []int32, timeout time.Duration) map[int32][]*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	adm := kadm.NewClient(newClient(t, addr))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("kadm ListEndOffsets %q: %v", topic, err)
+	}
+	want := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range partitions {
+		o, ok := ends.Lookup(topic, p)
+		if !ok {
+			t.Fatalf("ListEndOffsets %q: no answer for partition %d", topic, p)
+		}
+		if o.Err != nil {
+			t.Fatalf("ListEndOffsets %q partition %d: %v", topic, p, o.Err)
+		}
+		want[p] = o.Offset
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+
+	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	got := map[int32][]*kgo.Record{}
+	next := map[int32]int64{}
+	complete := func() bool {
+		for _, p := range partitions {
+			if next[p] < want[p] {
+				return false
+			}
+		}
+		return true
+	}
+	for !complete() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("fetch %q: deadline after %s; read up to %v, end offsets %v", topic, timeout, next, want)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %q partition %d: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], r)
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return got
+}
+
+// runOpts are the optional parts of a command run by runCmd.
+type runOpts struct {
+	timeout time.Duration
+	stdin   string
+	env     []string // added to the test process's environment
+	dir     string   // default: this package's directory
+}
+
+// run runs a command with a timeout and returns its stdout; it fails the test with the
+// command's stdout and stderr when it exits non-zero or times out.
+func run(t *testing.T, timeout time.Duration, stdin string, name string, args ...string) string {
+	t.Helper()
+	return runCmd(t, runOpts{timeout: timeout, stdin: stdin}, name, args...)
+}
+
+func runCmd(t *testing.T, o runOpts, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = procAttr()
+	cmd.Cancel = func() error { killGroup(cmd.Process.Pid); return cmd.Process.Kill() }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Dir = o.dir
+	if len(o.env) > 0 {
+		cmd.Env = append(os.Environ(), o.env...)
+	}
+	if o.stdin != "" {
+		cmd.Stdin = strings.NewReader(o.stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	line := strings.TrimSpace(name + " " + strings.Join(args, " "))
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("%s: timed out after %s\nstdout:\n%s\nstderr:\n%s", line, o.timeout,
+			tail(stdout.String(), 100), tail(stderr.String(), 100))
+	}
+	if err != nil {
+		t.Fatalf("%s: %v (after %s)\nstdout:\n%s\nstderr:\n%s", line, err, time.Since(start).Round(time.Millisecond),
+			tail(stdout.String(), 100), tail(stderr.String(), 100))
+	}
+	if s := stderr.String(); s != "" {
+		t.Logf("%s: stderr:\n%s", line, tail(s, 50))
+	}
+	return stdout.String()
+}
+
+// pollUntil calls cond every 20ms until it returns true (true) or timeout passes (false).
+func pollUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,208 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// crashAck is one acknowledged record: its sequence number and the offset the broker gave it.
+type crashAck struct {
+	seq    int64
+	offset int64
+}
+
+const (
+	crashTopic      = "crash-acks1"
+	crashPartitions = 2
+	crashRounds     = 3
+	crashAcksPerRun = 3000 // acknowledged records per round before the SIGKILL
+)
+
+func crashValue(p int32, seq int64) []byte {
+	return []byte(fmt.Sprintf("p%d-seq%010d-%s", p, seq, strings.Repeat("z", 48)))
+}
+
+func crashParse(p int32, v []byte) (int64, bool) {
+	var gotP int32
+	var seq int64
+	if _, err := fmt.Sscanf(string(v), "p%d-seq%010d-", &gotP, &seq); err != nil || gotP != p {
+		return 0, false
+	}
+	return seq, string(v) == string(crashValue(p, seq))
+}
+
+// TestCrashAcks1 produces with acks=1 (no idempotence) from a goroutine, SIGKILLs the
+// broker once a few thousand records are acknowledged while the producer is still going,
+// restarts it on the same data dir and ports, and checks every partition from offset 0:
+// offsets contiguous, sequence numbers strictly increasing (no duplicate, no reordering,
+// acknowledged or not), and every acknowledged record present at the offset it was
+// acknowledged with. Three kill rounds, then a graceful restart and the same check.
+func TestCrashAcks1(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b.addr, crashTopic, crashPartitions)
+
+	var (
+		mu      sync.Mutex
+		acked   [crashPartitions][]crashAck
+		nextSeq [crashPartitions]int64
+	)
+	totalAcked := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range acked {
+			n += len(a)
+		}
+		return n
+	}
+
+	for round := 1; round <= crashRounds; round++ {
+		before := totalAcked()
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(b.addr),
+			kgo.ClientID("sluice-interop-crash"),
+			kgo.RequiredAcks(kgo.LeaderAck()),
+			kgo.DisableIdempotentWrite(),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()),
+			kgo.MaxBufferedRecords(2000),
+		)
+		if err != nil {
+			t.Fatalf("kgo.NewClient: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var (
+			inflight sync.WaitGroup
+			errMu    sync.Mutex
+			firstErr error
+			failed   int
+		)
+		produced := make(chan struct{})
+		go func() {
+			defer close(produced)
+			for i := 0; ctx.Err() == nil; i++ {
+				p := int32(i % crashPartitions)
+				seq := nextSeq[p]
+				nextSeq[p]++
+				inflight.Add(1)
+				cl.Produce(ctx, &kgo.Record{Topic: crashTopic, Partition: p, Value: crashValue(p, seq)},
+					func(r *kgo.Record, err error) {
+						defer inflight.Done()
+						if err != nil {
+							errMu.Lock()
+							failed++
+							if firstErr == nil {
+								firstErr = err
+							}
+							errMu.Unlock()
+							return
+						}
+						mu.Lock()
+						acked[p] = append(acked[p], crashAck{seq: seq, offset: r.Offset})
+						mu.Unlock()
+					})
+			}
+		}()
+		stopProducer := func() {
+			cancel()
+			<-produced
+			cl.Close() // fails whatever is still buffered; no retry can reach a restarted broker
+			inflight.Wait()
+		}
+
+		ok := pollUntil(60*time.Second, func() bool { return totalAcked()-before >= crashAcksPerRun })
+		errMu.Lock()
+		preKillFailed, preKillErr := failed, firstErr
+		errMu.Unlock()
+		if !ok {
+			stopProducer()
+			t.Fatalf("round %d: only %d records acknowledged within 60s (failures: %d, first: %v)",
+				round, totalAcked()-before, preKillFailed, preKillErr)
+		}
+		if preKillFailed > 0 {
+			t.Errorf("round %d: %d records failed before the kill, first: %v", round, preKillFailed, preKillErr)
+		}
+		b.kill()
+		stopProducer()
+		t.Logf("round %d: SIGKILL with the producer running; %d acknowledged this round, %d failed in flight",
+			round, totalAcked()-before, failed-preKillFailed)
+
+		b.start()
+		mu.Lock()
+		snapshot := [crashPartitions][]crashAck{}
+		for p := range acked {
+			snapshot[p] = append([]crashAck(nil), acked[p]...)
+		}
+		mu.Unlock()
+		verifyCrash(t, b.addr, fmt.Sprintf("after SIGKILL #%d", round), snapshot)
+		if t.Failed() {
+			return
+		}
+	}
+
+	b.stop()
+	b.start()
+	mu.Lock()
+	final := acked
+	mu.Unlock()
+	verifyCrash(t, b.addr, "after a graceful restart", final)
+}
+
+// verifyCrash reads every partition from offset 0 and checks it against the acknowledged
+// records.
+func verifyCrash(t *testing.T, addr, when string, acked [crashPartitions][]crashAck) {
+	t.Helper()
+	parts := make([]int32, crashPartitions)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	got := fetchAll(t, addr, crashTopic, parts, 60*time.Second)
+	for _, p := range parts {
+		errs := 0
+		report := func(format string, args ...any) {
+			t.Helper()
+			errs++
+			if errs <= 10 {
+				t.Errorf("%s: partition %d: %s", when, p, fmt.Sprintf(format, args...))
+			}
+		}
+		recs := got[p]
+		seqAt := map[int64]int64{} // offset → seq
+		prev := int64(-1)
+		for i, r := range recs {
+			if r.Offset != int64(i) {
+				report("record %d has offset %d: offsets are not contiguous from 0", i, r.Offset)
+				break
+			}
+			seq, ok := crashParse(p, r.Value)
+			if !ok {
+				report("offset %d: unexpected value %q", r.Offset, r.Value)
+				continue
+			}
+			if seq <= prev {
+				report("offset %d: seq %d after seq %d (duplicate or reordered)", r.Offset, seq, prev)
+			}
+			prev = seq
+			seqAt[r.Offset] = seq
+		}
+		for _, a := range acked[p] {
+			seq, ok := seqAt[a.offset]
+			switch {
+			case !ok:
+				report("acknowledged seq %d at offset %d is missing (partition has %d records)", a.seq, a.offset, len(recs))
+			case seq != a.seq:
+				report("acknowledged seq %d at offset %d, but that offset holds seq %d", a.seq, a.offset, seq)
+			}
+		}
+		if errs > 10 {
+			t.Errorf("%s: partition %d: %d more problems", when, p, errs-10)
+		}
+		t.Logf("%s: partition %d: %d records, %d acknowledged ones checked", when, p, len(recs), len(acked[p]))
+	}
+}

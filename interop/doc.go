@@ -1,0 +1,34 @@
+// Package interop drives a real Sluice broker process with real Kafka clients: kcat and
+// librdkafka (through Debian's python3-confluent-kafka), kafkajs under node, and franz-go.
+// It also kills the broker with SIGKILL mid-produce and checks that every acknowledged
+// record survives the restart.
+//
+// The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
+// directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
+// directory, waits for GET /readyz on the admin listener, and stops it with SIGTERM in
+// t.Cleanup (a broker that does not exit cleanly, panics or reports a data race fails the
+// test; its stderr goes to the test log when a test fails).
+//
+// Usage:
+//
+//	go test ./interop/                      # skips clients that are not installed
+//	SLUICE_INTEROP_REQUIRED=1 go test ./interop/   # a missing client is a failure (CI)
+//	SLUICE_INTEROP_BUILDFLAGS=-race go test ./interop/   # race-detector broker
+//
+// The tests skip under -short. scripts/test.sh installs kcat, python3-confluent-kafka and
+// the pinned kafkajs (npm ci in this directory) and runs this package with
+// SLUICE_INTEROP_REQUIRED=1.
+//
+// # Invariants
+//
+//   - Only TestReadmeFirstCommand uses the default ports 127.0.0.1:9092 and :9644; it
+//     does not run in parallel with anything, and it fails (rather than talk to a stranger)
+//     when something else already listens there.
+//   - Every process a test starts is killed and waited for in t.Cleanup, in its own
+//     process group, so a broker's children go with it.
+//
+// # Concurrency
+//
+// Tests do not call t.Parallel: brokers are cheap to start and serial runs keep failures
+// easy to attribute on a 2-core CI machine.
+package interop

@@ -1,0 +1,97 @@
+package interop
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kafkajsReport is the last stdout line of kafkajs_test.js: every message it wrote.
+type kafkajsReport struct {
+	Topic      string `json:"topic"`
+	Partitions int32  `json:"partitions"`
+	Messages   []struct {
+		Partition int32       `json:"partition"`
+		Key       *string     `json:"key"`
+		Value     string      `json:"value"`
+		Headers   [][2]string `json:"headers"`
+	} `json:"messages"`
+}
+
+// TestKafkajs runs kafkajs_test.js (admin createTopics, fetchTopicMetadata,
+// fetchTopicOffsets, deleteTopics; a gzip, acks -1, non-idempotent producer of keyed
+// messages with headers), then reads the topic back with franz-go and compares every
+// partition, offset, key, value and header with what kafkajs says it wrote.
+func TestKafkajs(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		need(t, "node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join("node_modules", "kafkajs", "package.json")); err != nil {
+		need(t, "interop/node_modules/kafkajs is missing (run `npm ci` in interop/)")
+	}
+	b := startBroker(t)
+
+	const topic = "kafkajs-keyed"
+	start := time.Now()
+	out := runCmd(t, runOpts{timeout: 90 * time.Second, env: []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}},
+		node, "kafkajs_test.js", b.addr, topic)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	t.Logf("kafkajs_test.js (%s):\n%s", time.Since(start).Round(time.Millisecond), tail(strings.Join(lines[:len(lines)-1], "\n"), 20))
+	var rep kafkajsReport
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
+		t.Fatalf("kafkajs_test.js: last line is not its JSON report: %v\n%s", err, tail(out, 20))
+	}
+	if rep.Topic != topic || rep.Partitions != 3 || len(rep.Messages) == 0 {
+		t.Fatalf("kafkajs_test.js report: topic %q, %d partitions, %d messages", rep.Topic, rep.Partitions, len(rep.Messages))
+	}
+
+	parts := make([]int32, rep.Partitions)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	got := fetchAll(t, b.addr, topic, parts, 30*time.Second)
+
+	next := map[int32]int{} // index into got[p] of the next expected record
+	for i, m := range rep.Messages {
+		recs := got[m.Partition]
+		n := next[m.Partition]
+		next[m.Partition]++
+		if n >= len(recs) {
+			t.Errorf("message %d (partition %d): missing; the partition has only %d records", i, m.Partition, len(recs))
+			continue
+		}
+		r := recs[n]
+		where := fmt.Sprintf("message %d (partition %d offset %d)", i, m.Partition, r.Offset)
+		if r.Offset != int64(n) {
+			t.Errorf("%s: offset %d, want %d", where, r.Offset, n)
+		}
+		switch {
+		case m.Key == nil && r.Key != nil:
+			t.Errorf("%s: key %q, want null", where, r.Key)
+		case m.Key != nil && (r.Key == nil || string(r.Key) != *m.Key):
+			t.Errorf("%s: key %q (nil: %v), want %q", where, r.Key, r.Key == nil, *m.Key)
+		}
+		if string(r.Value) != m.Value {
+			t.Errorf("%s: value %q, want %q", where, r.Value, m.Value)
+		}
+		var hs [][2]string
+		for _, h := range r.Headers {
+			hs = append(hs, [2]string{h.Key, string(h.Value)})
+		}
+		if !slices.Equal(hs, m.Headers) {
+			t.Errorf("%s: headers %q, want %q", where, hs, m.Headers)
+		}
+	}
+	for p, recs := range got {
+		if len(recs) != next[p] {
+			t.Errorf("partition %d: %d records, kafkajs wrote %d", p, len(recs), next[p])
+		}
+	}
+}

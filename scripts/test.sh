@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# scripts/test.sh - the one command that installs what the tests need and runs them all.
+#
+#   ./scripts/test.sh
+#
+# Steps: install (apt: kcat, python3-confluent-kafka; npm ci in interop/; staticcheck),
+# gofmt, go vet, staticcheck, go test -race (every package but interop), a short fuzz run
+# of every Fuzz target, then the interop suite (real clients against a real broker).
+# A failing check does not stop the later ones; the summary at the end lists them all and
+# the exit status is non-zero if any failed. A failing install stops the run.
+#
+# Environment:
+#   SLUICE_SKIP_INSTALL=1   skip every install step (local iteration)
+#   SLUICE_QUICK=1          skip the fuzz runs
+#   SLUICE_FUZZTIME=10s     time per fuzz target
+#   SLUICE_INTEROP_BUILDFLAGS   go build flags for the broker the interop suite runs
+#                           (default -race; set it empty for a faster run)
+#
+# Runs as root on Debian 12 (CI: fresh clone, CI=true, no stdin). Keep it under ~20 minutes
+# on 2 cores.
+set -euo pipefail
+
+STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
+FUZZTIME=${SLUICE_FUZZTIME:-10s}
+APT_PACKAGES=(kcat python3-confluent-kafka)
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+export DEBIAN_FRONTEND=noninteractive
+
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+export PATH="$(go env GOPATH)/bin:$PATH"
+
+T0=$SECONDS
+STEPS=()
+FAILED=0
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# step NAME CMD... runs CMD in a subshell with errexit on, records its result and time,
+# and carries on after a failure.
+step() {
+	local name=$1 start=$SECONDS rc
+	shift
+	log "$name"
+	set +e
+	(set -e; "$@")
+	rc=$?
+	set -e
+	local took=$((SECONDS - start))
+	if [ "$rc" -eq 0 ]; then
+		STEPS+=("$(printf '[pass] %-34s %4ds' "$name" "$took")")
+	else
+		STEPS+=("$(printf '[FAIL] %-34s %4ds  (exit %d)' "$name" "$took" "$rc")")
+		FAILED=$((FAILED + 1))
+	fi
+}
+
+skip_step() {
+	STEPS+=("$(printf '[skip] %-34s        %s' "$1" "$2")")
+}
+
+summary() {
+	printf '\n==> summary (%ds in all)\n' "$((SECONDS - T0))"
+	printf '  %s\n' "${STEPS[@]}"
+	if [ "$FAILED" -gt 0 ]; then
+		printf 'test.sh: %d step(s) failed\n' "$FAILED"
+	else
+		printf 'test.sh: all steps passed\n'
+	fi
+}
+
+# ---- install -----------------------------------------------------------------------
+
+install_apt() {
+	local missing=()
+	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+	dpkg -s python3-confluent-kafka >/dev/null 2>&1 || missing+=(python3-confluent-kafka)
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		missing+=(nodejs npm)
+	fi
+	if [ "${#missing[@]}" -eq 0 ]; then
+		echo "apt: ${APT_PACKAGES[*]} already installed"
+		return 0
+	fi
+	echo "apt: installing ${missing[*]}"
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+install_npm() {
+	cd "$ROOT/interop"
+	# The lock file must carry no download addresses (interop/.npmrc sets
+	# omit-lockfile-registry-resolved=true when it is regenerated).
+	if grep -Eq '"resolved"|://' package-lock.json; then
+		echo "interop/package-lock.json records download addresses; regenerate it with npm >= 9 (see interop/.npmrc)" >&2
+		return 1
+	fi
+	npm ci --no-audit --no-fund --loglevel=error
+	node -e 'const v = require("kafkajs/package.json").version; console.log("kafkajs " + v)'
+}
+
+install_staticcheck() {
+	local want=${STATICCHECK_VERSION#v}
+	if command -v staticcheck >/dev/null 2>&1 && staticcheck -version 2>/dev/null | grep -q "($want)"; then
+		echo "staticcheck $want already installed"
+		return 0
+	fi
+	go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+	staticcheck -version
+}
+
+install_all() {
+	install_apt
+	install_npm
+	install_staticcheck
+}
+
+if [ "${SLUICE_SKIP_INSTALL:-}" = 1 ]; then
+	skip_step install "SLUICE_SKIP_INSTALL=1"
+else
+	step install install_all
+	if [ "$FAILED" -gt 0 ]; then
+		summary
+		echo "install failed; not running the tests" >&2
+		exit 1
+	fi
+fi
+
+# ---- checks ------------------------------------------------------------------------
+
+go_files() {
+	find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*' -not -path '*/testdata/*' -print0
+}
+
+check_gofmt() {
+	local out
+	out=$(go_files | xargs -0 -r gofmt -l)
+	if [ -n "$out" ]; then
+		echo "gofmt -l lists files that need formatting (run gofmt -w):"
+		echo "$out"
+		return 1
+	fi
+	echo "gofmt: clean"
+}
+
+check_staticcheck() {
+	if ! command -v staticcheck >/dev/null 2>&1; then
+		echo "staticcheck is not installed (run without SLUICE_SKIP_INSTALL=1)" >&2
+		return 1
+	fi
+	staticcheck ./...
+}
+
+# Every package except the interop suite, which runs last on its own.
+unit_packages() {
+	go list ./... | grep -v '/interop$'
+}
+
+go_test_race() {
+	local pkgs
+	pkgs=$(unit_packages)
+	# shellcheck disable=SC2086 # one package per word
+	go test -race -count=1 -timeout=12m $pkgs
+}
+
+# fuzz_targets prints "DIR NAME" for every Fuzz function in a _test.go file.
+fuzz_targets() {
+	grep -r --include='*_test.go' --exclude-dir=node_modules --exclude-dir=.git -H '^func Fuzz' . |
+		sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#' |
+		sort -u
+}
+
+fuzz_all() {
+	local targets n=0 failed=0 dir name
+	targets=$(fuzz_targets)
+	if [ -z "$targets" ]; then
+		echo "no Fuzz targets found"
+		return 0
+	fi
+	while read -r dir name; do
+		n=$((n + 1))
+		echo "--- fuzz $name in $dir ($FUZZTIME)"
+		if ! go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -timeout=5m "$dir"; then
+			echo "--- FAIL: fuzz $name in $dir (a crasher, if any, is saved under $dir/testdata/fuzz/$name)"
+			failed=$((failed + 1))
+		fi
+	done <<<"$targets"
+	echo "fuzz: $n target(s), $failed failed"
+	[ "$failed" -eq 0 ]
+}
+
+interop() {
+	SLUICE_INTEROP_REQUIRED=1 SLUICE_INTEROP_BUILDFLAGS="${SLUICE_INTEROP_BUILDFLAGS--race}" \
+		go test -count=1 -v -timeout=10m ./interop/
+}
+
+step "gofmt -l" check_gofmt
+step "go vet ./..." go vet ./...
+step "staticcheck ./..." check_staticcheck
+step "go test -race ./... (not interop)" go_test_race
+if [ "${SLUICE_QUICK:-}" = 1 ]; then
+	skip_step "fuzz" "SLUICE_QUICK=1"
+else
+	step "fuzz ($FUZZTIME per target)" fuzz_all
+fi
+step "interop suite" interop
+
+summary
+[ "$FAILED" -eq 0 ]
