@@ -183,6 +183,11 @@ func ValidateTopicConfigs(overrides, broker map[string]string) error {
 	eff := effectiveTopic(overrides, []layer{{SourceStaticBroker, broker}})
 	minLag, maxLag := eff["min.compaction.lag.ms"], eff["max.compaction.lag.ms"]
 	if minLag.n > maxLag.n {
+		// Blame the override the request set: min unless only max was given.
+		if _, setMin := overrides["min.compaction.lag.ms"]; !setMin {
+			return cat.topicByName["max.compaction.lag.ms"].invalid("topic", maxLag.s,
+				"Value must not be less than min.compaction.lag.ms ("+minLag.s+")")
+		}
 		return cat.topicByName["min.compaction.lag.ms"].invalid("topic", minLag.s,
 			"Value must not be greater than max.compaction.lag.ms ("+maxLag.s+")")
 	}
