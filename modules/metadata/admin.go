@@ -1,0 +1,260 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// withTimeout bounds ctx by a request's timeout_ms when it is positive.
+func withTimeout(ctx context.Context, ms int32) (context.Context, context.CancelFunc) {
+	if ms <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+}
+
+// counts returns how often each key occurs.
+func counts[T comparable](keys []T) map[T]int {
+	c := make(map[T]int, len(keys))
+	for _, k := range keys {
+		c[k]++
+	}
+	return c
+}
+
+// topicConfigsOf returns a topic's described configs, for CreateTopics v5+.
+func (m *Module) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
+	return kconfig.DescribeTopic(overrides, m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
+}
+
+// createTopicsResp serves CreateTopics.
+func (m *Module) createTopicsResp(ctx context.Context, req *kernel.Request, r *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	resp.Version = r.Version
+	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(r.Topics))
+	names := make([]string, len(r.Topics))
+	for i, t := range r.Topics {
+		names[i] = t.Topic
+	}
+	dups := counts(names)
+	var trs []topicRequest
+	var at []int
+	for i, t := range r.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		var err error
+		switch {
+		case dups[t.Topic] > 1:
+			err = opErr(kerr.InvalidRequest, "topic %q appears more than once in the request", t.Topic)
+		case !mayCreateTopic(ctx, req, t.Topic):
+			err = opErr(kerr.TopicAuthorizationFailed, "")
+		default:
+			var tr topicRequest
+			if tr, err = parseCreateTopic(t); err == nil {
+				trs = append(trs, tr)
+				at = append(at, i)
+			}
+		}
+		rt.ErrorCode, rt.ErrorMessage = errCode(err)
+		resp.Topics[i] = rt
+	}
+	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+	defer cancel()
+	im, plans, errs := m.createTopics(ctx, trs, r.ValidateOnly)
+	for j, i := range at {
+		rt := &resp.Topics[i]
+		if errs[j] != nil {
+			rt.ErrorCode, rt.ErrorMessage = errCode(errs[j])
+			continue
+		}
+		p := plans[j]
+		if !r.ValidateOnly {
+			rt.TopicID = p.ID
+		}
+		rt.NumPartitions, rt.ReplicationFactor = int32(len(p.Partitions)), int16(len(p.Partitions[0].Replicas))
+		for _, e := range m.describeTopicConfigs(im, p.Configs) {
+			c := kmsg.NewCreateTopicsResponseTopicConfig()
+			c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
+			rt.Configs = append(rt.Configs, c)
+		}
+	}
+	return resp
+}
+
+// parseCreateTopic turns a request topic into a topicRequest, checking what needs no
+// image: config names unique and non-null, assignment partitions unique.
+func parseCreateTopic(t kmsg.CreateTopicsRequestTopic) (topicRequest, error) {
+	tr := topicRequest{Name: t.Topic, NumPartitions: t.NumPartitions, RF: t.ReplicationFactor}
+	for _, c := range t.Configs {
+		if tr.Configs == nil {
+			tr.Configs = map[string]string{}
+		}
+		if _, dup := tr.Configs[c.Name]; dup {
+			return tr, opErr(kerr.InvalidRequest, "config %s appears more than once", c.Name)
+		}
+		if c.Value == nil {
+			return tr, opErr(kerr.InvalidConfig, "null value for config %s", c.Name)
+		}
+		tr.Configs[c.Name] = *c.Value
+	}
+	for _, a := range t.ReplicaAssignment {
+		if tr.Assignment == nil {
+			tr.Assignment = map[int32][]int32{}
+		}
+		if _, dup := tr.Assignment[a.Partition]; dup {
+			return tr, opErr(kerr.InvalidReplicaAssignment, "partition %d is assigned more than once", a.Partition)
+		}
+		tr.Assignment[a.Partition] = a.Replicas
+	}
+	return tr, nil
+}
+
+// deleteTopicsResp serves DeleteTopics.
+func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	resp.Version = r.Version
+	wanted := r.Topics
+	if r.Version < 6 {
+		wanted = nil
+		for _, name := range r.TopicNames {
+			wanted = append(wanted, kmsg.DeleteTopicsRequestTopic{Topic: strPtr(name)})
+		}
+	}
+	im := m.hub.image()
+	settings := m.brokerSettings(im)
+	// Resolve every entry to a topic first, so duplicates by name or id are found.
+	topics := make([]*kernel.TopicImage, len(wanted))
+	keys := make([]string, len(wanted))
+	for i, w := range wanted {
+		if w.Topic != nil && *w.Topic == "" && w.TopicID != [16]byte{} {
+			w.Topic = nil
+			wanted[i] = w
+		}
+		if w.Topic != nil {
+			topics[i], keys[i] = im.Topics[*w.Topic], "n:"+*w.Topic
+		} else {
+			topics[i], keys[i] = im.TopicsByID[w.TopicID], "i:"+uuid(w.TopicID).String()
+		}
+		if topics[i] != nil {
+			keys[i] = "n:" + topics[i].Name
+		}
+	}
+	dups := counts(keys)
+	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+	defer cancel()
+	var recs []record
+	var at []int
+	for i, w := range wanted {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = w.Topic, w.TopicID
+		t := topics[i]
+		if t != nil {
+			rt.Topic, rt.TopicID = strPtr(t.Name), t.ID
+		}
+		var err error
+		switch {
+		case dups[keys[i]] > 1:
+			err = opErr(kerr.InvalidRequest, "topic appears more than once in the request")
+		case t == nil && w.Topic == nil:
+			err = opErr(kerr.UnknownTopicID, "")
+		case !req.Allowed(ctx, kernel.OpDelete, kernel.ResTopic, derefOr(rt.Topic, "")):
+			err = opErr(kerr.TopicAuthorizationFailed, "")
+		case t == nil:
+			err = opErr(kerr.UnknownTopicOrPartition, "")
+		case !settings.DeleteTopicEnable && r.Version >= 3:
+			err = opErr(kerr.TopicDeletionDisabled, "")
+		case !settings.DeleteTopicEnable:
+			err = opErr(kerr.InvalidRequest, "topic deletion is disabled (delete.topic.enable=false)")
+		case t.Internal:
+			err = opErr(kerr.InvalidRequest, "internal topic %s cannot be deleted", t.Name)
+		default:
+			recs = append(recs, &deleteTopicRecord{Name: t.Name, ID: t.ID})
+			at = append(at, len(resp.Topics))
+		}
+		rt.ErrorCode, rt.ErrorMessage = errCode(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(recs) > 0 {
+		_, errs := m.proposeAll(ctx, recs)
+		for j, i := range at {
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(errs[j])
+		}
+	}
+	if r.Version < 5 {
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = nil
+		}
+	}
+	return resp
+}
+
+func derefOr(s *string, def string) string {
+	if s == nil {
+		return def
+	}
+	return *s
+}
+
+// createPartitionsResp serves CreatePartitions.
+func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	resp.Version = r.Version
+	names := make([]string, len(r.Topics))
+	for i, t := range r.Topics {
+		names[i] = t.Topic
+	}
+	dups := counts(names)
+	im := m.hub.image()
+	var recs []record
+	var at []int
+	for _, t := range r.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		var err error
+		topic := im.Topics[t.Topic]
+		switch {
+		case dups[t.Topic] > 1:
+			err = opErr(kerr.InvalidRequest, "topic %q appears more than once in the request", t.Topic)
+		case !req.Allowed(ctx, kernel.OpAlter, kernel.ResTopic, t.Topic):
+			err = opErr(kerr.TopicAuthorizationFailed, "")
+		case topic == nil:
+			err = opErr(kerr.UnknownTopicOrPartition, "")
+		default:
+			var assignment [][]int32
+			if t.Assignment != nil {
+				assignment = make([][]int32, len(t.Assignment))
+				for i, a := range t.Assignment {
+					assignment[i] = slices.Clone(a.Replicas)
+				}
+			}
+			var rec *createPartitionsRecord
+			if rec, err = m.planPartitions(im, topic, t.Count, assignment); err == nil && !r.ValidateOnly {
+				recs = append(recs, rec)
+				at = append(at, len(resp.Topics))
+			}
+		}
+		rt.ErrorCode, rt.ErrorMessage = errCode(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(recs) > 0 {
+		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+		defer cancel()
+		_, errs := m.proposeAll(ctx, recs)
+		for j, i := range at {
+			err := errs[j]
+			if errors.Is(err, errStale) {
+				err = opErr(kerr.InvalidPartitions, "the partition count changed while the request was processed")
+			}
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err)
+		}
+	}
+	return resp
+}

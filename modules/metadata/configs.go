@@ -1,0 +1,376 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// describeConfigsResp serves DescribeConfigs.
+func (m *Module) describeConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.Version = r.Version
+	im := m.hub.image()
+	static := m.kctx.Broker().StaticConfigs
+	for _, res := range r.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		entries, err := m.describeResource(ctx, req, im, static, res.ResourceType, res.ResourceName)
+		if err != nil {
+			rr.ErrorCode, rr.ErrorMessage = errCode(err)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		var only map[string]bool
+		if res.ConfigNames != nil {
+			only = make(map[string]bool, len(res.ConfigNames))
+			for _, n := range res.ConfigNames {
+				only[n] = true
+			}
+		}
+		for _, e := range entries {
+			if only != nil && !only[e.Name] {
+				continue
+			}
+			rr.Configs = append(rr.Configs, describedConfig(e, r))
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *kernel.Image, static map[string]string,
+	typ kmsg.ConfigResourceType, name string,
+) ([]kconfig.Entry, error) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResTopic, name) {
+			return nil, opErr(kerr.TopicAuthorizationFailed, "")
+		}
+		if err := validateTopicName(name); err != nil {
+			return nil, err
+		}
+		t := im.Topics[name]
+		if t == nil {
+			return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		}
+		return m.describeTopicConfigs(im, t.Configs), nil
+	case kmsg.ConfigResourceTypeBroker:
+		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
+			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
+		}
+		key, err := m.parseBrokerResource(name)
+		if err != nil {
+			return nil, err
+		}
+		if key == "" { // the cluster default: only what is set dynamically for all brokers
+			var out []kconfig.Entry
+			for _, e := range kconfig.DescribeBroker(nil, im.BrokerConfigs[""], nil) {
+				if e.Source == kconfig.SourceDynamicDefaultBroker {
+					out = append(out, e)
+				}
+			}
+			return out, nil
+		}
+		return kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[key]), nil
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
+			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
+		}
+		if key, err := m.parseBrokerResource(name); err != nil || key == "" {
+			return nil, opErr(kerr.InvalidRequest, "broker logger resource must name this broker (%d)", m.nodeID)
+		}
+		return nil, nil // no per-logger levels yet: an empty list
+	}
+	return nil, opErr(kerr.InvalidRequest, "unsupported resource type %d", typ)
+}
+
+func describedConfig(e kconfig.Entry, r *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Sensitive
+	c.Source = kmsg.ConfigSource(e.Source)
+	c.IsDefault = e.Source == kconfig.SourceDefault
+	if r.Version >= 1 && r.IncludeSynonyms {
+		for _, s := range e.Synonyms {
+			cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			cs.Name, cs.Value, cs.Source = s.Name, s.Value, kmsg.ConfigSource(s.Source)
+			c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
+		}
+	}
+	if r.Version >= 3 {
+		c.ConfigType = kmsg.ConfigType(e.Type)
+		if r.IncludeDocumentation && e.Doc != "" {
+			c.Documentation = strPtr(e.Doc)
+		}
+	}
+	return c
+}
+
+// configEdit is one requested change to a resource's configs, after parsing.
+type configEdit struct {
+	typ  kmsg.ConfigResourceType
+	name string
+	rec  record
+}
+
+// resourceKey identifies a config resource, to find duplicates in a request.
+func resourceKey(typ kmsg.ConfigResourceType, name string) string {
+	return fmt.Sprintf("%d/%s", typ, name)
+}
+
+// configOp is one config change of an (incremental) alter request.
+type configOp struct {
+	name  string
+	op    kmsg.IncrementalAlterConfigOp
+	value *string
+}
+
+// planConfigEdit validates changes to one resource and returns the record for them.
+// replace: the request replaces every dynamic config of the resource (AlterConfigs).
+func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *kernel.Image,
+	typ kmsg.ConfigResourceType, name string, ops []configOp, replace bool,
+) (record, error) {
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if seen[o.name] {
+			return nil, opErr(kerr.InvalidRequest, "config %s appears more than once for the resource", o.name)
+		}
+		seen[o.name] = true
+		if o.value == nil && o.op != kmsg.IncrementalAlterConfigOpDelete {
+			return nil, opErr(kerr.InvalidRequest, "null value for config %s", o.name)
+		}
+	}
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResTopic, name) {
+			return nil, opErr(kerr.TopicAuthorizationFailed, "")
+		}
+		if err := validateTopicName(name); err != nil {
+			return nil, err
+		}
+		t := im.Topics[name]
+		if t == nil {
+			return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		}
+		change, after, err := m.applyOps(ops, replace, t.Configs, func(n string) (kconfig.Type, *string, bool) {
+			typ, ok := kconfig.TopicConfigType(n)
+			return typ, entryValue(m.describeTopicConfigs(im, t.Configs), n), ok
+		})
+		if err != nil {
+			return nil, err
+		}
+		for n := range change.Set {
+			if err := kconfig.ValidateTopic(n, change.Set[n]); err != nil {
+				return nil, configErr(err)
+			}
+		}
+		if err := kconfig.ValidateTopicConfigs(after, m.mergedBrokerConfigs(im)); err != nil {
+			return nil, configErr(err)
+		}
+		return &alterTopicConfigsRecord{Topic: t.Name, ID: t.ID, configChange: change}, nil
+	case kmsg.ConfigResourceTypeBroker:
+		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
+			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
+		}
+		key, err := m.parseBrokerResource(name)
+		if err != nil {
+			return nil, err
+		}
+		static := m.kctx.Broker().StaticConfigs
+		change, _, err := m.applyOps(ops, replace, im.BrokerConfigs[key], func(n string) (kconfig.Type, *string, bool) {
+			typ, ok := kconfig.BrokerConfigType(n)
+			return typ, entryValue(kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[key]), n), ok
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range slices.Sorted(maps.Keys(change.Set)) {
+			if err := kconfig.ValidateBroker(n, change.Set[n]); err != nil {
+				return nil, configErr(err)
+			}
+		}
+		return &alterBrokerConfigsRecord{Node: key, configChange: change}, nil
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		return nil, opErr(kerr.InvalidRequest, "altering broker logger levels is not supported")
+	}
+	return nil, opErr(kerr.InvalidRequest, "unsupported resource type %d", typ)
+}
+
+// entryValue returns the described value of config name, or nil.
+func entryValue(entries []kconfig.Entry, name string) *string {
+	for _, e := range entries {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return nil
+}
+
+// configErr maps a kconfig validation error to a response error.
+func configErr(err error) error {
+	switch {
+	case errors.Is(err, kconfig.ErrReadOnly):
+		return opErr(kerr.InvalidRequest, "%v", err)
+	default:
+		return opErr(kerr.InvalidConfig, "%v", err)
+	}
+}
+
+// applyOps turns ops into a configChange against current, and returns the resulting
+// map too. lookup gives a config's type, its effective value (for APPEND/SUBTRACT on an
+// unset list) and whether the config is known.
+func (m *Module) applyOps(ops []configOp, replace bool, current map[string]string,
+	lookup func(string) (kconfig.Type, *string, bool),
+) (configChange, map[string]string, error) {
+	change := configChange{Replace: replace, Set: map[string]string{}}
+	for _, o := range ops {
+		switch o.op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			change.Set[o.name] = *o.value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			change.Delete = append(change.Delete, o.name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			typ, eff, known := lookup(o.name)
+			if !known {
+				return change, nil, opErr(kerr.InvalidConfig, "unknown config %s", o.name)
+			}
+			if typ != kconfig.TypeList {
+				return change, nil, opErr(kerr.InvalidConfig, "config %s is not a list; APPEND and SUBTRACT apply to lists only", o.name)
+			}
+			base, ok := current[o.name]
+			if !ok && eff != nil {
+				base = *eff
+			}
+			change.Set[o.name] = editList(base, *o.value, o.op == kmsg.IncrementalAlterConfigOpAppend)
+		default:
+			return change, nil, opErr(kerr.InvalidRequest, "unknown operation %d for config %s", o.op, o.name)
+		}
+	}
+	slices.Sort(change.Delete)
+	return change, change.applyTo(current), nil
+}
+
+// editList appends the items of v missing from list, or removes them from it. Lists are
+// comma separated.
+func editList(list, v string, add bool) string {
+	split := func(s string) []string {
+		var out []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	items := split(list)
+	for _, it := range split(v) {
+		i := slices.Index(items, it)
+		switch {
+		case add && i < 0:
+			items = append(items, it)
+		case !add && i >= 0:
+			items = slices.Delete(items, i, i+1)
+		}
+	}
+	return strings.Join(items, ",")
+}
+
+// alterConfigs validates edits and proposes the valid ones (unless validateOnly).
+// It returns one error per edit (nil: applied or valid).
+func (m *Module) alterConfigs(ctx context.Context, edits []configEdit, errs []error, validateOnly bool) {
+	if validateOnly {
+		return
+	}
+	var recs []record
+	var at []int
+	for i, e := range edits {
+		if errs[i] == nil {
+			recs = append(recs, e.rec)
+			at = append(at, i)
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	_, perrs := m.proposeAll(ctx, recs)
+	for j, i := range at {
+		errs[i] = perrs[j]
+	}
+}
+
+// alterConfigsResp serves AlterConfigs (full replacement of a resource's dynamic configs).
+func (m *Module) alterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	resp.Version = r.Version
+	im := m.hub.image()
+	keys := make([]string, len(r.Resources))
+	for i, res := range r.Resources {
+		keys[i] = resourceKey(res.ResourceType, res.ResourceName)
+	}
+	dups := counts(keys)
+	edits := make([]configEdit, len(r.Resources))
+	errs := make([]error, len(r.Resources))
+	for i, res := range r.Resources {
+		edits[i] = configEdit{typ: res.ResourceType, name: res.ResourceName}
+		if dups[keys[i]] > 1 {
+			errs[i] = opErr(kerr.InvalidRequest, "resource appears more than once in the request")
+			continue
+		}
+		ops := make([]configOp, len(res.Configs))
+		for j, c := range res.Configs {
+			ops[j] = configOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value}
+		}
+		edits[i].rec, errs[i] = m.planConfigEdit(ctx, req, im, res.ResourceType, res.ResourceName, ops, true)
+	}
+	m.alterConfigs(ctx, edits, errs, r.ValidateOnly)
+	for i, e := range edits {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = e.typ, e.name
+		rr.ErrorCode, rr.ErrorMessage = errCode(errs[i])
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// incrementalAlterConfigsResp serves IncrementalAlterConfigs.
+func (m *Module) incrementalAlterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	resp.Version = r.Version
+	im := m.hub.image()
+	keys := make([]string, len(r.Resources))
+	for i, res := range r.Resources {
+		keys[i] = resourceKey(res.ResourceType, res.ResourceName)
+	}
+	dups := counts(keys)
+	edits := make([]configEdit, len(r.Resources))
+	errs := make([]error, len(r.Resources))
+	for i, res := range r.Resources {
+		edits[i] = configEdit{typ: res.ResourceType, name: res.ResourceName}
+		if dups[keys[i]] > 1 {
+			errs[i] = opErr(kerr.InvalidRequest, "resource appears more than once in the request")
+			continue
+		}
+		ops := make([]configOp, len(res.Configs))
+		for j, c := range res.Configs {
+			ops[j] = configOp{name: c.Name, op: c.Op, value: c.Value}
+		}
+		edits[i].rec, errs[i] = m.planConfigEdit(ctx, req, im, res.ResourceType, res.ResourceName, ops, false)
+	}
+	m.alterConfigs(ctx, edits, errs, r.ValidateOnly)
+	for i, e := range edits {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = e.typ, e.name
+		rr.ErrorCode, rr.ErrorMessage = errCode(errs[i])
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}

@@ -1,0 +1,233 @@
+package metadata
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// newUUID returns 16 random bytes that are neither all zero nor Kafka's reserved
+// metadata topic id (0...01), and whose base64 form does not start with '-' (Kafka's
+// command-line tools would take it for a flag).
+func (m *Module) newUUID() (uuid, error) {
+	var u uuid
+	for {
+		if _, err := io.ReadFull(m.rand, u[:]); err != nil {
+			return u, fmt.Errorf("random id: %w", err)
+		}
+		if u != (uuid{}) && u != (uuid{15: 1}) && base64.RawURLEncoding.EncodeToString(u[:1])[0] != '-' {
+			return u, nil
+		}
+	}
+}
+
+// randIntn returns a random int in [0, n), n > 0.
+func (m *Module) randIntn(n int) (int, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(m.rand, b[:]); err != nil {
+		return 0, fmt.Errorf("random: %w", err)
+	}
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return int(v % uint64(n)), nil
+}
+
+// proposeAll appends records to the metadata log and waits until each is applied to
+// this broker's image. errs[i] is nil when records[i] was applied and accepted;
+// otherwise it is ErrNotController, a ctx error, or the reason Apply rejected it.
+// On success the returned image includes every accepted record.
+func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, []error) {
+	errs := make([]error, len(recs))
+	fail := func(err error) (*kernel.Image, []error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return m.hub.image(), errs
+	}
+	r := m.raft.Load()
+	if r == nil {
+		return fail(ErrNotRunning)
+	}
+	if r.State() != raft.Leader {
+		return fail(ErrNotController)
+	}
+	var timeout time.Duration
+	if d, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(d); timeout <= 0 {
+			return fail(context.DeadlineExceeded)
+		}
+	}
+	futures := make([]raft.ApplyFuture, len(recs))
+	for i, rec := range recs {
+		data, err := encodeRecord(rec)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		futures[i] = r.Apply(data, timeout)
+	}
+	var last uint64
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		if err := m.await(ctx, f); err != nil {
+			errs[i] = mapRaftErr(err)
+			continue
+		}
+		res, _ := f.Response().(applyResult)
+		errs[i] = res.Err
+		last = max(last, f.Index())
+	}
+	// FSM.Apply publishes before raft resolves the future, so this returns at once;
+	// it is the check that the caller's image holds what it proposed.
+	if err := m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= last }); err != nil {
+		return fail(err)
+	}
+	return m.hub.image(), errs
+}
+
+// propose is proposeAll for one record.
+func (m *Module) propose(ctx context.Context, rec record) (*kernel.Image, error) {
+	im, errs := m.proposeAll(ctx, []record{rec})
+	return im, errs[0]
+}
+
+func mapRaftErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrAbortedByRestore):
+		return fmt.Errorf("%w: %v", ErrNotController, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %v", ErrNotRunning, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// await waits for a raft future or ctx. The waiting goroutine is tracked: raft resolves
+// every future by the time Shutdown returns, and Stop waits for it.
+func (m *Module) await(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	if !m.goTracked(func() { done <- f.Error() }) {
+		return ErrNotRunning
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// leaderLoop does the controller's one-off duties each time this node becomes the raft
+// leader: set the cluster id on a new log and record itself as controller.
+func (m *Module) leaderLoop(ctx context.Context, r *raft.Raft) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case leader := <-r.LeaderCh():
+			if leader {
+				m.becomeController(ctx, r)
+			}
+		}
+	}
+}
+
+func (m *Module) becomeController(ctx context.Context, r *raft.Raft) {
+	term := r.CurrentTerm()
+	for backoff := 10 * time.Millisecond; ctx.Err() == nil && r.State() == raft.Leader; backoff = min(2*backoff, time.Second) {
+		err := m.controllerDuties(ctx, r, term)
+		if err == nil {
+			m.log.Info("became controller", "term", term)
+			return
+		}
+		m.log.Warn("controller setup failed; retrying", "err", err, "term", term)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64) error {
+	// The barrier returns once everything before it is applied, so the image is
+	// complete before we look at it.
+	if err := m.await(ctx, r.Barrier(0)); err != nil {
+		return fmt.Errorf("barrier: %w", mapRaftErr(err))
+	}
+	if m.hub.image().ClusterID == "" {
+		id := m.kctx.Broker().ClusterID
+		if id == "" {
+			u, err := m.newUUID()
+			if err != nil {
+				return err
+			}
+			id = u.String()
+		}
+		if _, err := m.propose(ctx, &clusterIDRecord{ClusterID: id}); err != nil && !errors.Is(err, errClusterIDSet) {
+			return fmt.Errorf("set cluster id: %w", err)
+		}
+	}
+	if _, err := m.propose(ctx, &leaderChangeRecord{NodeID: m.nodeID, Term: term}); err != nil {
+		return fmt.Errorf("record leader change: %w", err)
+	}
+	return nil
+}
+
+// register writes this broker's registration (a new incarnation each start) once the
+// log has a cluster id, and returns when the image holds it.
+func (m *Module) register(ctx context.Context) error {
+	inc, err := m.newUUID()
+	if err != nil {
+		return err
+	}
+	bi := m.kctx.Broker() // now: listener ports are bound
+	rec := &registerBrokerRecord{NodeID: m.nodeID, Incarnation: inc, Rack: bi.Rack}
+	for _, l := range bi.Listeners {
+		rec.Endpoints = append(rec.Endpoints, endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+	}
+	for {
+		im := m.hub.image()
+		if im.ClusterID != "" && im.ControllerID >= 0 {
+			if bi.ClusterID != "" && bi.ClusterID != im.ClusterID {
+				return fmt.Errorf("configured %s, log has %s: %w", bi.ClusterID, im.ClusterID, ErrClusterIDMismatch)
+			}
+			_, err := m.propose(ctx, rec)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrNotController) {
+				return err
+			}
+			// TODO(cluster): forward the registration to the controller when this
+			// broker is not the raft leader.
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	err = m.hub.waitFor(ctx, func(im *kernel.Image) bool {
+		return im.Brokers[m.nodeID] != nil && m.hub.state().regs[m.nodeID].Incarnation == inc
+	})
+	if err != nil {
+		return err
+	}
+	m.registered.Store(true)
+	return nil
+}

@@ -1,0 +1,144 @@
+package metadata
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// hub holds the current state and hands every new image to subscribers. publish never
+// blocks: each subscriber has its own queue drained by its own goroutine.
+type hub struct {
+	cur atomic.Pointer[state]
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every publish
+	subs    map[*subscriber]struct{}
+}
+
+func newHub() *hub {
+	h := &hub{changed: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+	h.cur.Store(emptyState())
+	return h
+}
+
+func (h *hub) state() *state { return h.cur.Load() }
+
+func (h *hub) image() *kernel.Image { return h.cur.Load().img }
+
+// publish makes s current and queues its image for every subscriber.
+func (h *hub) publish(s *state) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cur.Store(s)
+	for sub := range h.subs {
+		sub.push(s.img)
+	}
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// waitFor returns once ok holds for the current image, or ctx is done.
+func (h *hub) waitFor(ctx context.Context, ok func(*kernel.Image) bool) error {
+	for {
+		h.mu.Lock()
+		im, ch := h.cur.Load().img, h.changed
+		h.mu.Unlock()
+		if ok(im) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// subscribe starts a goroutine calling fn with the current image and then each new one.
+func (h *hub) subscribe(fn func(*kernel.Image)) (cancel func()) {
+	s := &subscriber{fn: fn, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	h.mu.Lock()
+	s.push(h.cur.Load().img)
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	go s.run()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, s)
+			h.mu.Unlock()
+			s.stop()
+		})
+	}
+}
+
+// closeAll stops every subscriber (the module is stopping).
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	subs := h.subs
+	h.subs = map[*subscriber]struct{}{}
+	h.mu.Unlock()
+	for s := range subs {
+		s.stop()
+	}
+}
+
+type subscriber struct {
+	fn   func(*kernel.Image)
+	wake chan struct{} // capacity 1: "the queue is not empty"
+	done chan struct{} // closed when run returns
+
+	mu      sync.Mutex
+	queue   []*kernel.Image
+	stopped bool
+}
+
+func (s *subscriber) push(im *kernel.Image) {
+	s.mu.Lock()
+	s.queue = append(s.queue, im)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) run() {
+	defer close(s.done)
+	for range s.wake {
+		for {
+			s.mu.Lock()
+			if s.stopped {
+				s.mu.Unlock()
+				return
+			}
+			if len(s.queue) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			im := s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			s.fn(im)
+		}
+	}
+}
+
+// stop makes run return after the fn call in progress, and waits for it. It must not
+// be called from fn.
+func (s *subscriber) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.queue = nil
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.done
+}

@@ -1,0 +1,424 @@
+package metadata
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// ModuleID is this module's ID.
+const ModuleID = "metadata.raft"
+
+// Errors of the module.
+var (
+	// ErrNotController: this broker is not the raft leader, so it cannot write metadata.
+	ErrNotController = errors.New("metadata: this broker is not the controller")
+	// ErrNotRunning: the module is not started, or is stopping.
+	ErrNotRunning = errors.New("metadata: not running")
+	// ErrClusterIDMismatch: the configured cluster id differs from the one in the log.
+	ErrClusterIDMismatch = errors.New("metadata: cluster id mismatch")
+	// ErrConfig: the module's configuration is invalid.
+	ErrConfig = errors.New("metadata: invalid config")
+)
+
+// Info describes the module for the registry.
+func Info() kernel.ModuleInfo {
+	return kernel.ModuleInfo{ID: ModuleID, New: func() kernel.Module { return new(Module) }}
+}
+
+// Module is the raft-backed metadata module. Its exported fields are its config section.
+type Module struct {
+	// Voters is the static voter set, "id@host:port" each. Default: this node alone.
+	Voters []string `yaml:"voters"`
+	// RaftListen is host:port for raft's TCP transport. Empty with a single voter that
+	// has no address: raft's in-memory transport.
+	RaftListen string `yaml:"raft_listen"`
+	// Raft timeouts. Zero picks a default: short for a single voter, raft's own for more.
+	HeartbeatTimeout time.Duration `yaml:"heartbeat_timeout"`
+	ElectionTimeout  time.Duration `yaml:"election_timeout"`
+	LeaseTimeout     time.Duration `yaml:"lease_timeout"`
+	CommitTimeout    time.Duration `yaml:"commit_timeout"`
+	// SnapshotThreshold is how many entries since the last snapshot trigger a new one
+	// (default 8192); SnapshotInterval how often that is checked (default 2m).
+	SnapshotThreshold uint64        `yaml:"snapshot_threshold"`
+	SnapshotInterval  time.Duration `yaml:"snapshot_interval"`
+
+	kctx   kernel.Context
+	log    *slog.Logger
+	nodeID int32
+	voters []voter
+	dir    string
+	rand   io.Reader // ids and placement; crypto/rand unless a test sets it
+
+	hub   *hub
+	fsm   *fsm
+	store *boltStore
+	logs  raft.LogStore
+	snaps raft.SnapshotStore
+
+	raft       atomic.Pointer[raft.Raft]
+	trans      raft.Transport
+	registered atomic.Bool
+	stopLoops  context.CancelFunc
+	shutdown   chan struct{} // closed once raft has shut down
+
+	mu      sync.Mutex // guards stopped and wg.Add
+	stopped bool
+	wg      sync.WaitGroup // leader loop and future waiters
+}
+
+// voter is one member of the static voter set.
+type voter struct {
+	ID   int32
+	Addr string // host:port; "" = in-memory transport (single voter only)
+}
+
+func parseVoter(s string) (voter, error) {
+	id, addr, ok := strings.Cut(s, "@")
+	n, err := strconv.ParseInt(id, 10, 32)
+	if !ok || err != nil || n < 0 || addr == "" {
+		return voter{}, fmt.Errorf("voter %q: want id@host:port: %w", s, ErrConfig)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return voter{}, fmt.Errorf("voter %q: %w: %v", s, ErrConfig, err)
+	}
+	return voter{ID: int32(n), Addr: addr}, nil
+}
+
+// Provision opens the raft stores and claims the module's API keys.
+func (m *Module) Provision(ctx kernel.Context) error {
+	m.kctx = ctx
+	m.log = ctx.Logger()
+	bi := ctx.Broker()
+	m.nodeID = bi.NodeID
+	if m.rand == nil {
+		m.rand = rand.Reader
+	}
+	m.hub = newHub()
+	m.fsm = &fsm{log: m.log, hub: m.hub}
+	m.shutdown = make(chan struct{})
+	if err := m.parseVoters(); err != nil {
+		return err
+	}
+	if bi.DataDir == "" {
+		return fmt.Errorf("data_dir is empty: %w", ErrConfig)
+	}
+	m.dir = filepath.Join(bi.DataDir, "metadata")
+	store, err := openBoltStore(filepath.Join(m.dir, "raft.db"))
+	if err != nil {
+		return err
+	}
+	m.store = store
+	m.logs, err = raft.NewLogCache(512, store)
+	if err != nil {
+		return err
+	}
+	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.log))
+	if err != nil {
+		return fmt.Errorf("open snapshot store: %w", err)
+	}
+	for _, h := range []struct {
+		key      kmsg.Key
+		min, max int16
+		fn       kernel.Handler
+	}{
+		{kmsg.Metadata, 0, 12, m.handleMetadata},
+		{kmsg.CreateTopics, 0, 7, m.handleCreateTopics},
+		{kmsg.DeleteTopics, 0, 6, m.handleDeleteTopics},
+		{kmsg.DescribeConfigs, 0, 4, m.handleDescribeConfigs},
+		{kmsg.AlterConfigs, 0, 2, m.handleAlterConfigs},
+		{kmsg.CreatePartitions, 0, 3, m.handleCreatePartitions},
+		{kmsg.IncrementalAlterConfigs, 0, 1, m.handleIncrementalAlterConfigs},
+		{kmsg.DescribeCluster, 0, 2, m.handleDescribeCluster},
+	} {
+		if err := ctx.Handle(h.key.Int16(), h.min, h.max, h.fn); err != nil {
+			return fmt.Errorf("claim %s: %w", kmsg.NameForKey(h.key.Int16()), err)
+		}
+	}
+	if mt := ctx.Metrics(); mt != nil {
+		mt.Gauge("sluice_metadata_image_version", "Index of the last metadata entry applied to this broker's image.",
+			func() float64 { return float64(m.hub.image().Version) })
+		mt.Gauge("sluice_metadata_is_controller", "1 if this broker is the metadata raft leader.", func() float64 {
+			if r := m.raft.Load(); r != nil && r.State() == raft.Leader {
+				return 1
+			}
+			return 0
+		})
+	}
+	return nil
+}
+
+func (m *Module) parseVoters() error {
+	seen := map[int32]bool{}
+	for _, s := range m.Voters {
+		v, err := parseVoter(s)
+		if err != nil {
+			return err
+		}
+		if seen[v.ID] {
+			return fmt.Errorf("voter %d listed twice: %w", v.ID, ErrConfig)
+		}
+		seen[v.ID] = true
+		m.voters = append(m.voters, v)
+	}
+	if len(m.voters) == 0 {
+		m.voters = []voter{{ID: m.nodeID, Addr: m.RaftListen}}
+	}
+	return nil
+}
+
+// self returns this node's voter entry.
+func (m *Module) self() (voter, bool) {
+	for _, v := range m.voters {
+		if v.ID == m.nodeID {
+			return v, true
+		}
+	}
+	return voter{}, false
+}
+
+// Validate checks the voter set and the raft settings.
+func (m *Module) Validate() error {
+	me, ok := m.self()
+	if !ok {
+		return fmt.Errorf("node %d is not in voters %v (non-voting brokers are not supported yet): %w", m.nodeID, m.Voters, ErrConfig)
+	}
+	if len(m.voters) > 1 {
+		for _, v := range m.voters {
+			if v.Addr == "" {
+				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
+			}
+		}
+		if m.RaftListen == "" && me.Addr == "" {
+			return fmt.Errorf("raft_listen is required with several voters: %w", ErrConfig)
+		}
+	}
+	if err := raft.ValidateConfig(m.raftConfig()); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (m *Module) raftConfig() *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(strconv.FormatInt(int64(m.nodeID), 10))
+	hb, el, lease, commit := 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond, 5*time.Millisecond
+	if len(m.voters) > 1 {
+		hb, el, lease, commit = c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout
+	}
+	c.HeartbeatTimeout = orDefault(m.HeartbeatTimeout, hb)
+	c.ElectionTimeout = orDefault(m.ElectionTimeout, el)
+	c.LeaderLeaseTimeout = orDefault(m.LeaseTimeout, lease)
+	c.CommitTimeout = orDefault(m.CommitTimeout, commit)
+	c.SnapshotInterval = orDefault(m.SnapshotInterval, c.SnapshotInterval)
+	if m.SnapshotThreshold > 0 {
+		c.SnapshotThreshold = m.SnapshotThreshold
+	}
+	c.Logger = newHCLog(m.log)
+	c.NoLegacyTelemetry = true
+	return c
+}
+
+func (m *Module) newTransport() (raft.Transport, error) {
+	me, _ := m.self()
+	bind := m.RaftListen
+	if bind == "" {
+		bind = me.Addr
+	}
+	if bind == "" { // single voter, nothing to listen on
+		_, t := raft.NewInmemTransport(raft.ServerAddress("inmem-node-" + strconv.FormatInt(int64(m.nodeID), 10)))
+		return t, nil
+	}
+	var advertise net.Addr
+	if me.Addr != "" {
+		a, err := net.ResolveTCPAddr("tcp", me.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("resolve voter address %s: %w", me.Addr, err)
+		}
+		if !a.IP.IsUnspecified() && a.Port != 0 {
+			advertise = a
+		}
+	}
+	t, err := raft.NewTCPTransportWithLogger(bind, advertise, 3, 10*time.Second, newHCLog(m.log))
+	if err != nil {
+		return nil, fmt.Errorf("raft transport on %s: %w", bind, err)
+	}
+	return t, nil
+}
+
+func (m *Module) bootstrapConfiguration(trans raft.Transport) raft.Configuration {
+	var c raft.Configuration
+	for _, v := range m.voters {
+		addr := raft.ServerAddress(v.Addr)
+		if v.ID == m.nodeID {
+			addr = trans.LocalAddr()
+		}
+		c.Servers = append(c.Servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(strconv.FormatInt(int64(v.ID), 10)),
+			Address:  addr,
+		})
+	}
+	return c
+}
+
+// Start starts raft (bootstrapping a new log), waits for the log to be applied and
+// returns once this broker is registered in the image.
+func (m *Module) Start(ctx context.Context) error {
+	conf := m.raftConfig()
+	trans, err := m.newTransport()
+	if err != nil {
+		return err
+	}
+	has, err := raft.HasExistingState(m.logs, m.store, m.snaps)
+	if err != nil {
+		closeTransport(trans)
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	if !has {
+		if err := raft.BootstrapCluster(conf, m.logs, m.store, m.snaps, trans, m.bootstrapConfiguration(trans)); err != nil {
+			closeTransport(trans)
+			return fmt.Errorf("bootstrap metadata log: %w", err)
+		}
+		m.log.Info("bootstrapped metadata log", "voters", len(m.voters))
+	}
+	r, err := raft.NewRaft(conf, m.fsm, m.logs, m.store, m.snaps, trans)
+	if err != nil {
+		closeTransport(trans)
+		return fmt.Errorf("start raft: %w", err)
+	}
+	m.trans = trans
+	m.raft.Store(r)
+	loopCtx, cancel := context.WithCancel(context.Background())
+	m.stopLoops = cancel
+	if !m.goTracked(func() { m.leaderLoop(loopCtx, r) }) {
+		return ErrNotRunning
+	}
+	if err := m.register(ctx); err != nil {
+		return fmt.Errorf("register broker %d: %w", m.nodeID, err)
+	}
+	im := m.hub.image()
+	m.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", len(im.Topics))
+	return nil
+}
+
+func closeTransport(t raft.Transport) {
+	if c, ok := t.(raft.WithClose); ok {
+		_ = c.Close()
+	}
+}
+
+// goTracked runs fn on a goroutine that Stop waits for; false once stopping.
+func (m *Module) goTracked(fn func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return false
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Stop shuts raft down and waits for the module's goroutines; ctx bounds the wait
+// (Cleanup finishes it).
+func (m *Module) Stop(ctx context.Context) error {
+	m.beginStop()
+	select {
+	case <-m.shutdown:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// beginStop starts the shutdown once; m.shutdown is closed when it is complete.
+func (m *Module) beginStop() {
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	m.stopped = true
+	m.mu.Unlock()
+	if m.stopLoops != nil {
+		m.stopLoops()
+	}
+	go func() {
+		defer close(m.shutdown)
+		if r := m.raft.Load(); r != nil {
+			if err := r.Shutdown().Error(); err != nil {
+				m.log.Warn("raft shutdown", "err", err)
+			}
+			closeTransport(m.trans)
+		}
+		m.wg.Wait()
+		m.hub.closeAll()
+	}()
+}
+
+// Cleanup stops what is still running and closes the stores. It works after a failed
+// Provision too.
+func (m *Module) Cleanup() error {
+	if m.shutdown != nil {
+		m.beginStop()
+		<-m.shutdown
+	}
+	if m.store != nil {
+		err := m.store.Close()
+		m.store = nil
+		return err
+	}
+	return nil
+}
+
+// Image returns the current metadata image (an empty one before Start).
+func (m *Module) Image() *kernel.Image { return m.hub.image() }
+
+// Subscribe calls fn with the current image and then every new one, in order, from one
+// goroutine. cancel stops it and waits for a running fn; it must not be called from fn.
+func (m *Module) Subscribe(fn func(*kernel.Image)) (cancel func()) { return m.hub.subscribe(fn) }
+
+// Ready reports whether the metadata log has a leader and this broker is registered.
+func (m *Module) Ready() bool {
+	r := m.raft.Load()
+	if r == nil || !m.registered.Load() {
+		return false
+	}
+	addr, _ := r.LeaderWithID()
+	return addr != ""
+}
+
+var (
+	_ kernel.Provisioner  = (*Module)(nil)
+	_ kernel.Validator    = (*Module)(nil)
+	_ kernel.Starter      = (*Module)(nil)
+	_ kernel.Stopper      = (*Module)(nil)
+	_ kernel.CleanerUpper = (*Module)(nil)
+	_ kernel.Metadata     = (*Module)(nil)
+)

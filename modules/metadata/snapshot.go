@@ -1,0 +1,132 @@
+package metadata
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// snapshotFormatV1 is the first byte of a snapshot (see doc.go).
+const snapshotFormatV1 = 1
+
+// snapshotV1 is the serialized state. Slices are sorted (brokers by id, topics by name)
+// and encoding/json sorts map keys, so equal states give equal bytes.
+type snapshotV1 struct {
+	Version       uint64                       `json:"version"`
+	ClusterID     string                       `json:"cluster_id"`
+	ControllerID  int32                        `json:"controller_id"`
+	Brokers       []snapBroker                 `json:"brokers"`
+	Topics        []snapTopic                  `json:"topics"`
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+}
+
+type snapBroker struct {
+	ID          int32      `json:"id"`
+	Rack        string     `json:"rack,omitempty"`
+	Endpoints   []endpoint `json:"endpoints"`
+	Fenced      bool       `json:"fenced,omitempty"`
+	Incarnation uuid       `json:"incarnation"`
+	Epoch       uint64     `json:"epoch"`
+}
+
+type snapTopic struct {
+	Name       string            `json:"name"`
+	ID         uuid              `json:"id"`
+	Partitions []snapPartition   `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+type snapPartition struct {
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+}
+
+// encodeSnapshot writes | format u8 | JSON |.
+func encodeSnapshot(s *state) ([]byte, error) {
+	im := s.img
+	snap := snapshotV1{
+		Version:       im.Version,
+		ClusterID:     im.ClusterID,
+		ControllerID:  im.ControllerID,
+		Brokers:       []snapBroker{},
+		Topics:        []snapTopic{},
+		BrokerConfigs: im.BrokerConfigs,
+	}
+	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
+		b := im.Brokers[id]
+		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []endpoint{},
+			Incarnation: s.regs[id].Incarnation, Epoch: s.regs[id].Epoch}
+		for _, e := range b.Endpoints {
+			sb.Endpoints = append(sb.Endpoints, endpoint{Name: e.Name, Host: e.Host, Port: e.Port})
+		}
+		snap.Brokers = append(snap.Brokers, sb)
+	}
+	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
+		t := im.Topics[name]
+		st := snapTopic{Name: t.Name, ID: t.ID, Configs: t.Configs, Partitions: []snapPartition{}}
+		for _, p := range t.Partitions {
+			st.Partitions = append(st.Partitions, snapPartition{
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Replicas: p.Replicas, ISR: p.ISR,
+			})
+		}
+		snap.Topics = append(snap.Topics, st)
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(snapshotFormatV1)
+	if err := json.NewEncoder(&buf).Encode(&snap); err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeSnapshot reads what encodeSnapshot wrote.
+func decodeSnapshot(r io.Reader) (*state, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	if len(b) == 0 || b[0] != snapshotFormatV1 {
+		return nil, fmt.Errorf("snapshot format: %w", ErrUnknownRecord)
+	}
+	var snap snapshotV1
+	if err := json.Unmarshal(b[1:], &snap); err != nil {
+		return nil, fmt.Errorf("decode snapshot: %w: %v", ErrBadRecord, err)
+	}
+	s := emptyState()
+	im := s.img
+	im.Version, im.ClusterID, im.ControllerID = snap.Version, snap.ClusterID, snap.ControllerID
+	for _, sb := range snap.Brokers {
+		b := &kernel.BrokerImage{ID: sb.ID, Rack: sb.Rack, Fenced: sb.Fenced}
+		for _, e := range sb.Endpoints {
+			b.Endpoints = append(b.Endpoints, kernel.ListenerInfo{Name: e.Name, Host: e.Host, Port: e.Port})
+		}
+		im.Brokers[sb.ID] = b
+		s.regs[sb.ID] = brokerReg{Incarnation: sb.Incarnation, Epoch: sb.Epoch}
+	}
+	for _, st := range snap.Topics {
+		t := &kernel.TopicImage{Name: st.Name, ID: st.ID, Internal: isInternalTopic(st.Name), Configs: st.Configs}
+		for i, p := range st.Partitions {
+			t.Partitions = append(t.Partitions, kernel.PartitionImage{
+				Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR,
+			})
+		}
+		im.Topics[t.Name] = t
+		im.TopicsByID[t.ID] = t
+	}
+	for k, v := range snap.BrokerConfigs {
+		if len(v) > 0 {
+			im.BrokerConfigs[k] = v
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,319 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Topic name rules, as Kafka's.
+const (
+	maxTopicNameLen = 249
+	// maxPartitions bounds one topic's partition count: it keeps a bad request from
+	// allocating an image of billions of partitions.
+	maxPartitions = 1 << 16
+)
+
+// opError is a per-resource failure with its Kafka code and a message for the client.
+type opError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *opError) Error() string {
+	if e.msg == "" {
+		return e.code.Message
+	}
+	return e.code.Message + ": " + e.msg
+}
+
+func opErr(code *kerr.Error, format string, args ...any) *opError {
+	return &opError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// errCode maps an error to a Kafka error code and message, at the response edge.
+func errCode(err error) (int16, *string) {
+	if err == nil {
+		return 0, nil
+	}
+	var oe *opError
+	switch {
+	case errors.As(err, &oe):
+		if oe.msg == "" {
+			return oe.code.Code, nil
+		}
+		return oe.code.Code, &oe.msg
+	case errors.Is(err, ErrNotController):
+		return kerr.NotController.Code, nil
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code, nil
+	case errors.Is(err, errTopicExists):
+		msg := err.Error()
+		return kerr.TopicAlreadyExists.Code, &msg
+	case errors.Is(err, errUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code, nil
+	}
+	msg := err.Error()
+	return kerr.UnknownServerError.Code, &msg
+}
+
+// validateTopicName applies Kafka's rules: non-empty, at most 249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return opErr(kerr.InvalidTopicException, "topic name is empty")
+	case name == "." || name == "..":
+		return opErr(kerr.InvalidTopicException, "topic name cannot be %q", name)
+	case len(name) > maxTopicNameLen:
+		return opErr(kerr.InvalidTopicException, "topic name is longer than %d characters", maxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return opErr(kerr.InvalidTopicException, "topic name %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+// collidingTopic returns an existing topic whose name equals name once '.' and '_' are
+// treated alike (Kafka's metric names cannot tell them apart), or "".
+func collidingTopic(im *kernel.Image, name string) string {
+	norm := func(s string) string { return strings.ReplaceAll(s, ".", "_") }
+	if !strings.ContainsAny(name, "._") {
+		return ""
+	}
+	n := norm(name)
+	for other := range im.Topics {
+		if other != name && norm(other) == n {
+			return other
+		}
+	}
+	return ""
+}
+
+// liveBrokers returns the unfenced brokers' ids, sorted.
+func liveBrokers(im *kernel.Image) []int32 {
+	var ids []int32
+	for id, b := range im.Brokers {
+		if !b.Fenced {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// brokerSettings is what the controller reads from the broker configs.
+func (m *Module) brokerSettings(im *kernel.Image) kconfig.Broker {
+	return kconfig.ResolveBroker(m.mergedBrokerConfigs(im))
+}
+
+// mergedBrokerConfigs merges static, dynamic default and dynamic node configs.
+func (m *Module) mergedBrokerConfigs(im *kernel.Image) map[string]string {
+	return kconfig.MergeBroker(m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
+}
+
+// place assigns replicas round-robin over the live brokers (sorted by id) from a random
+// start: replica j of new partition p goes to live[(start+p+j) % n]. The leader is the
+// first replica and the ISR is every replica.
+func (m *Module) place(live []int32, count int, rf int) ([]partitionAssignment, error) {
+	start, err := m.randIntn(len(live))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]partitionAssignment, count)
+	for p := range out {
+		replicas := make([]int32, rf)
+		for j := range replicas {
+			replicas[j] = live[(start+p+j)%len(live)]
+		}
+		out[p] = partitionAssignment{Replicas: replicas, Leader: replicas[0], ISR: slices.Clone(replicas)}
+	}
+	return out, nil
+}
+
+// manualAssignment checks client-given replica lists: each non-empty, without
+// duplicates, on registered brokers, all of the same length (rf > 0: that length).
+func manualAssignment(im *kernel.Image, lists [][]int32, rf int) ([]partitionAssignment, error) {
+	out := make([]partitionAssignment, len(lists))
+	for i, replicas := range lists {
+		if len(replicas) == 0 {
+			return nil, opErr(kerr.InvalidReplicaAssignment, "partition %d has no replicas", i)
+		}
+		if rf <= 0 {
+			rf = len(replicas)
+		}
+		if len(replicas) != rf {
+			return nil, opErr(kerr.InvalidReplicaAssignment, "partition %d has %d replicas, others have %d", i, len(replicas), rf)
+		}
+		seen := map[int32]bool{}
+		for _, b := range replicas {
+			if seen[b] {
+				return nil, opErr(kerr.InvalidReplicaAssignment, "partition %d lists broker %d twice", i, b)
+			}
+			seen[b] = true
+			if im.Brokers[b] == nil {
+				return nil, opErr(kerr.InvalidReplicaAssignment, "partition %d: broker %d is not registered", i, b)
+			}
+		}
+		out[i] = partitionAssignment{Replicas: slices.Clone(replicas), Leader: replicas[0], ISR: slices.Clone(replicas)}
+	}
+	return out, nil
+}
+
+// topicRequest is one topic of a CreateTopics request (or an auto-creation).
+type topicRequest struct {
+	Name          string
+	NumPartitions int32 // -1: broker default
+	RF            int16 // -1: broker default
+	Assignment    map[int32][]int32
+	Configs       map[string]string
+}
+
+// planTopic validates a topic creation against im and returns the record to propose.
+func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecord, error) {
+	if err := validateTopicName(tr.Name); err != nil {
+		return nil, err
+	}
+	if im.Topics[tr.Name] != nil {
+		return nil, opErr(kerr.TopicAlreadyExists, "topic %q already exists", tr.Name)
+	}
+	if other := collidingTopic(im, tr.Name); other != "" {
+		return nil, opErr(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' are interchangeable in metric names)", tr.Name, other)
+	}
+	merged := m.mergedBrokerConfigs(im)
+	if err := kconfig.ValidateTopicConfigs(tr.Configs, merged); err != nil {
+		return nil, opErr(kerr.InvalidConfig, "%v", err)
+	}
+	settings := kconfig.ResolveBroker(merged)
+	var parts []partitionAssignment
+	if len(tr.Assignment) > 0 {
+		if tr.NumPartitions != -1 || tr.RF != -1 {
+			return nil, opErr(kerr.InvalidRequest, "both a replica assignment and a partition count or replication factor were given")
+		}
+		lists := make([][]int32, len(tr.Assignment))
+		for p, replicas := range tr.Assignment {
+			if p < 0 || int(p) >= len(lists) {
+				return nil, opErr(kerr.InvalidReplicaAssignment, "partitions must be numbered 0 to %d, got %d", len(lists)-1, p)
+			}
+			lists[p] = replicas
+		}
+		var err error
+		if parts, err = manualAssignment(im, lists, 0); err != nil {
+			return nil, err
+		}
+	} else {
+		np, rf := tr.NumPartitions, int(tr.RF)
+		if np == -1 {
+			np = settings.NumPartitions
+		}
+		if rf == -1 {
+			rf = int(settings.DefaultReplicationFactor)
+		}
+		if np < 1 || np > maxPartitions {
+			return nil, opErr(kerr.InvalidPartitions, "number of partitions must be between 1 and %d, got %d", maxPartitions, np)
+		}
+		live := liveBrokers(im)
+		if rf < 1 || rf > len(live) {
+			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d: must be between 1 and the number of live brokers (%d)", rf, len(live))
+		}
+		var err error
+		if parts, err = m.place(live, int(np), rf); err != nil {
+			return nil, err
+		}
+	}
+	id, err := m.newUUID()
+	if err != nil {
+		return nil, err
+	}
+	return &createTopicRecord{Name: tr.Name, ID: id, Partitions: parts, Configs: maps.Clone(tr.Configs)}, nil
+}
+
+// createTopics validates and creates topics. validateOnly plans but proposes nothing.
+// errs[i] is the outcome of trs[i]; the image holds every created topic.
+func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateOnly bool) (*kernel.Image, []*createTopicRecord, []error) {
+	im := m.hub.image()
+	errs := make([]error, len(trs))
+	plans := make([]*createTopicRecord, len(trs))
+	var recs []record
+	var idx []int
+	for i, tr := range trs {
+		plans[i], errs[i] = m.planTopic(im, tr)
+		if errs[i] == nil && !validateOnly {
+			recs = append(recs, plans[i])
+			idx = append(idx, i)
+		}
+	}
+	if len(recs) == 0 {
+		return im, plans, errs
+	}
+	im, perrs := m.proposeAll(ctx, recs)
+	for j, err := range perrs {
+		errs[idx[j]] = err
+	}
+	return im, plans, errs
+}
+
+// deleteTopic removes a topic from the metadata. Storage and replication delete its
+// data when they see it gone from the image.
+func (m *Module) deleteTopic(ctx context.Context, t *kernel.TopicImage) error {
+	_, err := m.propose(ctx, &deleteTopicRecord{Name: t.Name, ID: t.ID})
+	return err
+}
+
+// planPartitions validates growing topic t to count partitions.
+func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count int32, assignment [][]int32) (*createPartitionsRecord, error) {
+	cur := int32(len(t.Partitions))
+	switch {
+	case count < cur:
+		return nil, opErr(kerr.InvalidPartitions, "topic currently has %d partitions, which is higher than the requested %d", cur, count)
+	case count == cur:
+		return nil, opErr(kerr.InvalidPartitions, "topic already has %d partitions", cur)
+	case count > maxPartitions:
+		return nil, opErr(kerr.InvalidPartitions, "number of partitions must be at most %d, got %d", maxPartitions, count)
+	}
+	add := int(count - cur)
+	rf := len(t.Partitions[0].Replicas)
+	var parts []partitionAssignment
+	var err error
+	if assignment != nil {
+		if len(assignment) != add {
+			return nil, opErr(kerr.InvalidReplicaAssignment, "attempted to add %d partitions, but %d assignments were given", add, len(assignment))
+		}
+		parts, err = manualAssignment(im, assignment, rf)
+	} else {
+		live := liveBrokers(im)
+		if rf > len(live) {
+			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d is larger than the number of live brokers (%d)", rf, len(live))
+		}
+		parts, err = m.place(live, add, rf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &createPartitionsRecord{Topic: t.Name, ID: t.ID, From: cur, Partitions: parts}, nil
+}
+
+// parseBrokerResource checks a BROKER config resource name: "" (cluster default) or
+// this node's id. It returns the BrokerConfigs key.
+func (m *Module) parseBrokerResource(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	n, err := strconv.ParseInt(name, 10, 32)
+	if err != nil || int32(n) != m.nodeID {
+		return "", opErr(kerr.InvalidRequest, "unexpected broker id %q: expected %d or the empty string (cluster default)", name, m.nodeID)
+	}
+	return brokerConfigKey(m.nodeID), nil
+}
