@@ -86,7 +86,7 @@ func (c *fakeCtx) Handle(key, minV, maxV int16, h kernel.Handler) error {
 	return nil
 }
 func (c *fakeCtx) HandleHTTP(string, http.Handler) {}
-func (c *fakeCtx) Metrics() *kernel.Metrics         { return c.metrics }
+func (c *fakeCtx) Metrics() *kernel.Metrics        { return c.metrics }
 
 // topicSpec describes a test topic.
 type topicSpec struct {
@@ -99,10 +99,10 @@ type topicSpec struct {
 
 func image(version uint64, topics ...topicSpec) *kernel.Image {
 	im := &kernel.Image{
-		Version:      version,
-		Topics:       map[string]*kernel.TopicImage{},
-		TopicsByID:   map[[16]byte]*kernel.TopicImage{},
-		Brokers:      map[int32]*kernel.BrokerImage{1: {ID: 1, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}}, 2: {ID: 2, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.2", Port: 9092}}}},
+		Version:       version,
+		Topics:        map[string]*kernel.TopicImage{},
+		TopicsByID:    map[[16]byte]*kernel.TopicImage{},
+		Brokers:       map[int32]*kernel.BrokerImage{1: {ID: 1, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}}, 2: {ID: 2, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.2", Port: 9092}}}},
 		BrokerConfigs: map[string]map[string]string{},
 	}
 	for _, ts := range topics {

@@ -35,7 +35,7 @@ func TestPurgatoryWakeOnChange(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return pg.watching(tpA) == 1 })
 	pg.wake(kernel.TopicPartition{Topic: "other"}) // unrelated: no effect
-	pg.wake(tpA)                                     // woken, condition still false
+	pg.wake(tpA)                                   // woken, condition still false
 	ready.Store(true)
 	pg.wake(tpA)
 	select {
