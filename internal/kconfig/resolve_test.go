@@ -201,13 +201,13 @@ func flushMs(t Topic) int64   { return t.FlushMs }
 
 func TestResolveTopicStringConfigs(t *testing.T) {
 	tests := []struct {
-		name             string
-		overrides        map[string]string
-		broker           map[string]string
-		policy           string
-		compact, del bool
-		timestampType    string
-		compression      string
+		name          string
+		overrides     map[string]string
+		broker        map[string]string
+		policy        string
+		compact, del  bool
+		timestampType string
+		compression   string
 	}{
 		{"defaults", nil, nil, "delete", false, true, "CreateTime", "producer"},
 		{"broker defaults", nil, map[string]string{"log.cleanup.policy": "compact", "log.message.timestamp.type": "LogAppendTime",
