@@ -295,6 +295,11 @@ func TestCorrupt(t *testing.T) {
 			batch []byte
 			want  error
 		}{"empty section " + c.name, withSection(full, nil, 50, 49), ErrCorrupt})
+		cases = append(cases, struct {
+			name  string
+			batch []byte
+			want  error
+		}{"garbage after stream " + c.name, withSection(full, cat(body, []byte{1, 2, 3, 4, 5}), 50, 49), ErrCodec})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -466,5 +471,25 @@ func TestConcurrentValidate(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestConcatenatedStreams: gzip members, lz4 frames and zstd frames may be concatenated;
+// the records section is their concatenated output.
+func TestConcatenatedStreams(t *testing.T) {
+	plainBatch := Build(opts(codecCases[0]), sampleRecords(10, 30)...)
+	sec := plainBatch[HeaderSize:]
+	for _, c := range []codecCase{codecCases[1], codecCases[4], codecCases[5]} {
+		t.Run(c.name, func(t *testing.T) {
+			half := len(sec) / 2
+			section := append(clone(compressWith(t, c, sec[:half])), compressWith(t, c, sec[half:])...)
+			b := withSection(plainBatch, section, 10, 9)
+			binary.BigEndian.PutUint16(b[OffAttributes:], uint16(c.codec))
+			SetCRC(b)
+			in, err := Validate(b)
+			if err != nil || in.Records != 10 || in.UncompressedBytes != len(sec) {
+				t.Fatalf("Validate = %+v, %v", in, err)
+			}
+		})
 	}
 }
