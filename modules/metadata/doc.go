@@ -1,0 +1,98 @@
+// Package metadata is the "metadata.raft" module: the cluster's metadata (brokers,
+// topics, partition placement, leaders and ISRs, dynamic configs) kept in a
+// hashicorp/raft log and applied on every broker to an immutable, versioned
+// kernel.Image that other modules read without locks.
+//
+// A single-node broker is a one-voter raft quorum: the same code path as a cluster,
+// with no separate "local" mode. The module also serves the admin APIs that read or
+// write metadata: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
+// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster.
+//
+// # Usage
+//
+//	reg.Register(metadata.Info()) // in modules/standard
+//
+//	modules:
+//	  metadata: {use: raft}                      # one voter, in-memory transport
+//	  metadata: {use: raft, raft_listen: 127.0.0.1:9093,
+//	             voters: ["1@10.0.0.1:9093", "2@10.0.0.2:9093", "3@10.0.0.3:9093"]}
+//
+// Another module finds it during Provision and follows the image:
+//
+//	mod, _ := ctx.Lookup("metadata")
+//	md := mod.(kernel.Metadata)
+//	cancel := md.Subscribe(func(im *kernel.Image) { ... }) // cancel in Stop
+//	t := md.Image().Topic("orders")
+//
+// # Lifecycle
+//
+// Provision opens the stores and claims the API keys. Start starts raft, bootstraps a
+// new log with the configured voters, and waits until this broker is registered: the
+// raft leader first writes the cluster id (a fresh log only) and a LeaderChange entry
+// naming itself controller; Start then writes a RegisterBroker entry with a new
+// incarnation id and this broker's listeners and rack. Stop shuts raft down; Cleanup
+// closes the stores.
+//
+// # Storage
+//
+// Under <data_dir>/metadata: raft.db holds raft's log and stable store, snapshots/ holds
+// raft FileSnapshotStore snapshots (two retained). raft.db is a bbolt file, written by a
+// small LogStore/StableStore in store.go: bbolt is simple, keeps everything in one file,
+// commits each write in an fsync'd transaction (so a crash leaves the last committed
+// state), and is what raft's own stores are built on. raft-boltdb itself does not
+// resolve with our go-metrics version. Buckets "logs" (key: index u64 big endian) and
+// "stable" (raft's keys). A log value is
+//
+//	| enc u8 = 1 | index u64 | term u64 | type u8 | appended_at i64 ns | data_len u32 | data | ext_len u32 | ext |
+//
+// big endian; appended_at 0 means unset. A value that does not parse is reported as
+// ErrCorruptEntry; bbolt's own transactions mean there is no torn tail to repair.
+//
+// # Log entries
+//
+// Each raft command is one typed, versioned record:
+//
+//	| type u8 | version u8 | JSON payload |
+//
+// Types (frozen; never renumbered or reused): 1 ClusterID, 2 RegisterBroker,
+// 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
+// 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
+// 10 PartitionChange, 11 LeaderChange. Every type is at version 1. JSON field names are
+// frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+//
+// Bumping a version: add the field (JSON keeps unknown-to-old-readers fields
+// harmless only if ignoring them is correct; if not, that is what the bump is for),
+// raise the newest version in recordVersions, keep decoding newest-1, and write the new
+// version only once every broker runs code that reads it (a feature level in the log,
+// when we have more than one version). A broker that meets an entry it cannot read logs
+// an error and leaves its image unchanged for that entry.
+//
+// Snapshots serialize the whole state: | format u8 = 1 | JSON | with brokers sorted by
+// id and topics by name, so equal states give equal bytes.
+//
+// # Invariants
+//
+//   - Image versions only grow: an image's Version is the index of the last command
+//     entry applied, and every applied entry (accepted or rejected) publishes a new one.
+//   - Apply is deterministic: it reads no clock, no randomness and no local config.
+//     Ids (cluster, topic, incarnation), placements and timestamps are chosen by the
+//     proposer and carried in the entry. An entry that no longer fits the image (topic
+//     exists, partition count moved, unknown broker) is rejected by every broker alike.
+//   - A published image is never modified; a change copies what it touches (maps, the
+//     changed topic and its partition slice) and shares the rest.
+//   - An admin response that reports success is sent only after the entry is applied to
+//     this broker's image.
+//   - A topic is addressed by name and id together in entries, so an entry for a topic
+//     that was deleted and re-created under the same name does not touch the new one.
+//   - A new partition's leader is its first replica, its ISR all replicas, epochs 0.
+//
+// # Concurrency
+//
+// raft calls the FSM from one goroutine; it builds the next state and publishes it
+// with an atomic store (Image() is a lock-free load). Each subscriber has its own queue
+// and goroutine, so a slow subscriber delays only itself; publish never blocks. Handlers
+// run concurrently: they read one image, validate against it, and propose entries;
+// races between handlers are settled by Apply. Goroutines the module starts (the
+// leader loop, raft-future waiters, subscribers) are stopped and waited for by
+// Stop/Cleanup. Lock order: hub.mu, then subscriber.mu.
+package metadata
