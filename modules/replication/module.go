@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -180,17 +179,13 @@ func (m *Module) leaderCount() int {
 
 // brokerConfigs merges static configs, dynamic cluster defaults and this node's
 // dynamic configs (later wins).
-// TODO: use kconfig.MergeBroker once it lands.
 func (m *Module) brokerConfigs(im *kernel.Image) map[string]string {
-	out := maps.Clone(m.broker.StaticConfigs)
-	if out == nil {
-		out = map[string]string{}
-	}
+	var dynDefault, dynNode map[string]string
 	if im != nil {
-		maps.Copy(out, im.BrokerConfigs[""])
-		maps.Copy(out, im.BrokerConfigs[strconv.FormatInt(int64(m.broker.NodeID), 10)])
+		dynDefault = im.BrokerConfigs[""]
+		dynNode = im.BrokerConfigs[strconv.FormatInt(int64(m.broker.NodeID), 10)]
 	}
-	return out
+	return kconfig.MergeBroker(m.broker.StaticConfigs, dynDefault, dynNode)
 }
 
 func (m *Module) hosts(pi *kernel.PartitionImage) bool {

@@ -1,0 +1,77 @@
+// Package replication is the "replication.isr" module: the partition-leader path. It
+// owns the local replicas of partitions (a Partition holds the Log, the leader epoch,
+// the high watermark and the ISR), and serves Produce, Fetch, ListOffsets,
+// DeleteRecords and OffsetForLeaderEpoch for the partitions this node leads.
+//
+// In this issue a broker is a single node: replication factor 1, ISR = {self}, and the
+// HW moves to the log end offset at every append. The code is shaped for the ISR issue
+// that follows: acks=all already waits in the purgatory for the HW to pass the batch
+// (it is satisfied at once today), the HW is the minimum LEO over the ISR (only the
+// leader's is known today), and the leader-epoch cache answers OffsetForLeaderEpoch.
+//
+// Usage (config):
+//
+//	modules:
+//	  replication:
+//	    use: isr
+//	    fetch_session_cache_slots: 1000   # KIP-227 sessions; 0 disables
+//	    fetch_session_eviction_ms: 120000 # idle time before a session may be evicted
+//	    max_produce_records_bytes: 104857600
+//
+// The module looks up "storage" (kernel.Storage) and "metadata" (kernel.Metadata) when
+// provisioned. Start subscribes to metadata images: every partition whose leader or
+// replica set holds this node is opened with its topic's resolved config
+// (kconfig.ResolveTopic over kconfig.MergeBroker), config changes are applied with
+// Log.SetConfig, and partitions whose topic is gone (or was re-created with a new ID,
+// or moved away) are closed and removed from storage. A request for a topic that the
+// current image has but the subscription has not delivered yet opens the partition on
+// demand; images older than one acted on that way are skipped, so a late image cannot
+// remove a partition a newer image created.
+//
+// Fetch responses are encoded by hand (fetch_encode.go, all versions 4-18) into a
+// kernel.Body whose chunks interleave the encoded fields with the Log.Read chunks, so
+// record bytes go from the segment file to the socket with sendfile and are never
+// copied; what a consumer receives is byte for byte what is in the segment.
+//
+// # Invariants
+//
+//   - Offsets are assigned only by the leader, by Log.AppendLeader, under Partition.mu;
+//     the leader epoch is stamped into each batch (bytes 12-16, outside the CRC) under
+//     the same lock, so a batch carries the epoch it was written in.
+//   - HW <= LEO, and the HW never moves down. Consumers never see past the HW: Fetch
+//     reads with maxOffset = HW and ListOffsets answers at most the HW (LSO = HW until
+//     transactions exist, so read_committed gets the same bound).
+//   - A batch is validated whole (CRC, framing, record count, size, timestamps) before
+//     the append; a partition's records are appended all or nothing.
+//   - acks=all is answered only when the HW has passed the partition's last offset and
+//     the ISR is at least min.insync.replicas (NOT_ENOUGH_REPLICAS before the append
+//     when it is not).
+//   - Leader epochs only grow: an image with an older epoch does not lower ours.
+//   - Every Log.Read result is released exactly once: by Body.Release after the kernel
+//     wrote (or dropped) the response, or at once when a delayed fetch re-reads.
+//   - Per-partition failures are error codes; a handler returns a Go error only when the
+//     connection must close (acks=0 with a failed partition, as Kafka does; a request
+//     context cancelled while waiting).
+//
+// The leader-epoch cache is in memory only: it starts, when this node becomes leader,
+// with the image's epoch at the current log end offset; OffsetForLeaderEpoch and the
+// leader epoch in ListOffsets answers know only epochs led since this process started.
+// The ISR issue persists it (leader-epoch-checkpoint, owned by storage) together with
+// the HW checkpoint; today the HW at open is the log end (committed by ISR = {self}).
+//
+// # Concurrency
+//
+// Lock order: Module.mu, then Partition.mu, then fetchSession.mu / sessionCache.mu,
+// then purgatory.mu (taken last, never held while calling out). The read path takes no
+// partition lock: placement (leader, epoch, ISR, config) is an immutable value behind an
+// atomic pointer and the HW is an atomic. Module.mu is a read lock on the hot path
+// (partition lookup).
+//
+// Delayed operations (a fetch below min_bytes, an acks=all produce) wait in the
+// purgatory on the request's own goroutine: the purgatory owns no goroutines. An
+// append, HW move, log-start move or placement change wakes the operations watching
+// that partition, which re-check their condition; there is no polling. Stop closes
+// the purgatory (waiting fetches answer with what they have, waiting produces with
+// REQUEST_TIMED_OUT), unsubscribes from metadata (waiting for a running image apply)
+// and waits for the waiting operations to return.
+package replication
