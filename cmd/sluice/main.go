@@ -1,0 +1,155 @@
+// Command sluice is the Sluice broker and its command-line tools.
+//
+//	sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
+//	sluice version
+//
+// Flags override the config file; with neither, serve runs a single-node broker on
+// 127.0.0.1:9092 with data under ./data and the admin HTTP listener on 127.0.0.1:9644.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/standard"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: sluice <command> [flags]
+
+commands:
+  serve     run a broker
+  version   print the version
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "sluice %s\n", version())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (YAML)")
+	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir)")
+	listen := fs.String("listen", "", "client listener HOST:PORT (overrides the first listener)")
+	adminListen := fs.String("admin-listen", "", "admin HTTP listener HOST:PORT (overrides admin_listen)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	cfg := &kernel.Config{}
+	if *configPath != "" {
+		var err error
+		if cfg, err = kernel.LoadConfig(*configPath); err != nil {
+			fmt.Fprintf(stderr, "sluice: %v\n", err)
+			return 1
+		}
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+	}
+	if *listen != "" {
+		if len(cfg.Listeners) == 0 {
+			cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT"}}
+		}
+		cfg.Listeners[0].Address = *listen
+	}
+	if *adminListen != "" {
+		cfg.AdminListen = *adminListen
+	}
+	log, err := newLogger(cfg.Log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 1
+	}
+	reg := kernel.NewRegistry()
+	standard.Register(reg)
+	k, err := kernel.New(cfg, reg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = k.Start(startCtx)
+	cancel()
+	if err != nil {
+		log.Error("startup failed", "err", err)
+		return 1
+	}
+	<-ctx.Done()
+	stop() // a second signal now kills the process the default way
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := k.Shutdown(shutCtx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(s kernel.LogSettings, w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	switch strings.ToLower(s.Level) {
+	case "", "info":
+		lvl = slog.LevelInfo
+	case "debug":
+		lvl = slog.LevelDebug
+	case "warn", "warning":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	default:
+		return nil, fmt.Errorf("config: log.level %q: want debug, info, warn or error", s.Level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(s.Format) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("config: log.format %q: want text or json", s.Format)
+	}
+}

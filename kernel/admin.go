@@ -1,0 +1,36 @@
+package kernel
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// The admin listener is plain HTTP: /healthz (the process is up), /readyz (the broker
+// serves: modules started and ready), /metrics (Prometheus text format). Modules add
+// their own admin API routes with Context.HandleHTTP.
+func (k *Kernel) startAdmin() {
+	k.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	k.adminMux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !k.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	k.adminMux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		k.metric.WriteText(w)
+	})
+	k.adminSrv = &http.Server{Handler: k.adminMux, ReadHeaderTimeout: 10 * time.Second}
+	ln := k.adminLn
+	k.adminWG.Add(1)
+	go func() {
+		defer k.adminWG.Done()
+		if err := k.adminSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			k.log.Error("admin listener failed", "err", err)
+		}
+	}()
+}

@@ -1,0 +1,231 @@
+package kernel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the broker's configuration file. Every key has a default, so an empty file
+// (or none) runs a working single-node broker.
+//
+//	node_id: 1
+//	data_dir: ./data
+//	listeners: [{name: PLAINTEXT, address: 127.0.0.1:9092}]
+//	admin_listen: 127.0.0.1:9644
+//	configs: {auto.create.topics.enable: "true", num.partitions: "1"}
+//	modules:
+//	  storage:  {use: segmentlog}
+//	  metadata: {use: raft}
+type Config struct {
+	NodeID      int32            `yaml:"node_id"`
+	DataDir     string           `yaml:"data_dir"`
+	Rack        string           `yaml:"rack"`
+	Listeners   []ListenerConfig `yaml:"listeners"`
+	AdminListen string           `yaml:"admin_listen"`
+	// Configs are static broker configs by Kafka name. Values are strings as in
+	// server.properties.
+	Configs map[string]string `yaml:"configs"`
+	// Modules maps a role to its section; `use:` names the implementation, the other
+	// keys are that module's own config, decoded strictly into it.
+	Modules map[string]yaml.Node `yaml:"modules"`
+	Log     LogSettings          `yaml:"log"`
+}
+
+// ListenerConfig is one client listener.
+type ListenerConfig struct {
+	Name    string `yaml:"name"`
+	Address string `yaml:"address"`
+	// Advertised is the host:port clients are told to use (default: the bound address).
+	Advertised string `yaml:"advertised"`
+}
+
+// LogSettings configures the broker's own log output.
+type LogSettings struct {
+	Level  string `yaml:"level"`  // debug, info (default), warn, error
+	Format string `yaml:"format"` // text (default) or json
+}
+
+// Defaults for a config with nothing set.
+const (
+	DefaultListen      = "127.0.0.1:9092"
+	DefaultAdminListen = "127.0.0.1:9644"
+	DefaultDataDir     = "./data"
+)
+
+// defaultModules returns the implementation used for each role the config names none for.
+func defaultModules() map[string]string {
+	return map[string]string{
+		"storage":     "segmentlog",
+		"metadata":    "raft",
+		"replication": "isr",
+		"auth":        "none",
+	}
+}
+
+// ParseConfig decodes a config file strictly: unknown keys are errors.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &c, nil
+}
+
+// LoadConfig reads and parses a config file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// applyDefaults fills unset fields and checks the top-level settings.
+func (c *Config) applyDefaults() error {
+	if c.NodeID == 0 {
+		c.NodeID = 1
+	}
+	if c.NodeID < 0 {
+		return fmt.Errorf("config: node_id must be positive, got %d", c.NodeID)
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if len(c.Listeners) == 0 {
+		c.Listeners = []ListenerConfig{{Name: "PLAINTEXT", Address: DefaultListen}}
+	}
+	names := map[string]bool{}
+	for i := range c.Listeners {
+		l := &c.Listeners[i]
+		if l.Name == "" {
+			l.Name = "PLAINTEXT"
+		}
+		if names[l.Name] {
+			return fmt.Errorf("config: listener %q defined twice", l.Name)
+		}
+		names[l.Name] = true
+		if _, _, err := net.SplitHostPort(l.Address); err != nil {
+			return fmt.Errorf("config: listener %q address %q: %w", l.Name, l.Address, err)
+		}
+		if l.Advertised != "" {
+			if _, _, err := net.SplitHostPort(l.Advertised); err != nil {
+				return fmt.Errorf("config: listener %q advertised %q: %w", l.Name, l.Advertised, err)
+			}
+		}
+	}
+	if c.AdminListen == "" {
+		c.AdminListen = DefaultAdminListen
+	}
+	if c.Configs == nil {
+		c.Configs = map[string]string{}
+	}
+	return nil
+}
+
+// moduleSection is one role's section split into the chosen name and the module's own
+// keys, re-encoded for strict decoding.
+type moduleSection struct {
+	role, use string
+	raw       []byte // YAML of the section without `use`; nil when empty
+}
+
+// sections resolves each role's implementation against the registry.
+func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
+	defaults := defaultModules()
+	out := map[string]moduleSection{}
+	for role, use := range defaults {
+		// A default applies only when the registry has it, so a registry with a
+		// smaller module set (tests) composes a smaller broker.
+		if _, ok := reg.Lookup(role + "." + use); ok {
+			out[role] = moduleSection{role: role, use: use}
+		}
+	}
+	roles := make([]string, 0, len(c.Modules))
+	for r := range c.Modules {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	for _, role := range roles {
+		node := c.Modules[role]
+		sec := moduleSection{role: role, use: defaults[role]}
+		switch node.Kind {
+		case 0: // `storage:` with no value
+		case yaml.MappingNode:
+			rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				k, v := node.Content[i], node.Content[i+1]
+				if k.Value == "use" {
+					if v.Kind != yaml.ScalarNode || v.Value == "" {
+						return nil, fmt.Errorf("config: modules.%s.use must be a module name (line %d)", role, v.Line)
+					}
+					sec.use = v.Value
+					continue
+				}
+				rest.Content = append(rest.Content, k, v)
+			}
+			if len(rest.Content) > 0 {
+				b, err := yaml.Marshal(rest)
+				if err != nil {
+					return nil, fmt.Errorf("config: modules.%s: %w", role, err)
+				}
+				sec.raw = b
+			}
+		default:
+			return nil, fmt.Errorf("config: modules.%s must be a mapping with a `use:` key (line %d)", role, node.Line)
+		}
+		if sec.use == "" {
+			return nil, fmt.Errorf("config: modules.%s: no `use:` and no default implementation (known: %v)", role, reg.Names(role))
+		}
+		out[role] = sec
+	}
+	for role, sec := range out {
+		if _, ok := reg.Lookup(role + "." + sec.use); !ok {
+			known := reg.Names(role)
+			if len(known) == 0 {
+				return nil, fmt.Errorf("config: unknown module role %q", role)
+			}
+			return nil, fmt.Errorf("config: unknown module %q for modules.%s (known: %v)", sec.use, role, known)
+		}
+	}
+	return out, nil
+}
+
+// decodeModule decodes raw strictly into the module value m.
+func decodeModule(id string, raw []byte, m Module) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(m); err != nil {
+		return fmt.Errorf("config: module %s: %w", id, err)
+	}
+	return nil
+}
+
+// brokerInt reads an integer broker config with a default.
+func (c *Config) brokerInt(name string, def int64) (int64, error) {
+	v, ok := c.Configs[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("config: configs.%s: %q is not an integer", name, v)
+	}
+	return n, nil
+}

@@ -1,0 +1,268 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Connection handling.
+//
+// Each connection has two goroutines: a reader that reads and decodes frames (reading
+// ahead up to pipelineDepth requests), and a processor that runs handlers one request at
+// a time and writes each response before taking the next. So responses go out in
+// request order, and requests on one connection are applied in order (a producer's
+// pipelined batches to one partition keep their order, which idempotence relies on).
+// Clients that want concurrency open more connections, as with Kafka.
+
+const (
+	pipelineDepth = 16
+	writeTimeout  = 30 * time.Second
+)
+
+type conn struct {
+	k      *Kernel
+	nc     net.Conn
+	info   *ConnInfo
+	log    *slog.Logger
+	closed atomic.Bool
+	// stop makes the reader stop taking new requests (graceful shutdown).
+	stopOnce sync.Once
+	stop     chan struct{}
+	wbuf     []byte
+}
+
+func (k *Kernel) acceptLoop(ln net.Listener, name string) {
+	defer k.acceptWG.Done()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if k.stopping.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary failures (EMFILE): back off instead of spinning.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			k.log.Warn("accept failed", "listener", name, "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		k.mConns.Add(1)
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := &conn{
+			k:    k,
+			nc:   nc,
+			info: &ConnInfo{ID: k.connID.Add(1), Listener: name, Remote: nc.RemoteAddr(), Principal: Anonymous},
+			stop: make(chan struct{}),
+		}
+		c.log = k.log.With("conn", c.info.ID, "remote", nc.RemoteAddr().String())
+		k.conns.Store(c, struct{}{})
+		k.connWG.Add(1)
+		go c.serve()
+	}
+}
+
+// stopReading stops the reader at the next frame boundary; requests already read are
+// still processed and answered.
+func (c *conn) stopReading() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		// Wake a reader blocked waiting for the next frame.
+		_ = c.nc.SetReadDeadline(time.Now())
+	})
+}
+
+// frame is a request read off the wire, not yet decoded.
+type frame struct {
+	buf []byte
+}
+
+func (c *conn) serve() {
+	defer c.k.connWG.Done()
+	defer c.k.conns.Delete(c)
+	defer c.nc.Close()
+
+	frames := make(chan frame, pipelineDepth)
+	var readerDone sync.WaitGroup
+	readerDone.Add(1)
+	go func() {
+		defer readerDone.Done()
+		defer close(frames)
+		c.readLoop(frames)
+	}()
+	ctx := c.k.baseCtx
+	for f := range frames {
+		if err := c.process(ctx, f.buf); err != nil {
+			if !c.closed.Load() {
+				c.log.Debug("closing connection", "err", err)
+			}
+			c.closed.Store(true)
+			c.nc.Close() // unblocks the reader
+			for range frames {
+			}
+			break
+		}
+	}
+	readerDone.Wait()
+}
+
+func (c *conn) readLoop(out chan<- frame) {
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		if c.k.idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.k.idle))
+		}
+		buf, err := readFrame(c.nc, nil, c.k.maxReq)
+		if err != nil {
+			switch {
+			case errors.Is(err, ErrFrameSize):
+				c.k.mBadReqs.Add(1)
+				c.log.Warn("rejecting frame; closing connection", "err", err)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				select {
+				case <-c.stop:
+				default:
+					c.log.Debug("closing idle connection", "idle", c.k.idle)
+				}
+			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET):
+			default:
+				if !c.closed.Load() {
+					c.log.Debug("read failed", "err", err)
+				}
+			}
+			return
+		}
+		select {
+		case out <- frame{buf: buf}:
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// process decodes, dispatches and answers one request. An error closes the connection.
+func (c *conn) process(ctx context.Context, buf []byte) error {
+	c.k.mRequests.Add(1)
+	h, err := parseHeaderPrefix(buf)
+	if err != nil {
+		c.k.mBadReqs.Add(1)
+		c.log.Warn("malformed request; closing connection", "err", err)
+		return err
+	}
+	var slot *handlerSlot
+	if h.key >= 0 && int(h.key) < len(c.k.handlers) {
+		slot = c.k.handlers[h.key]
+	}
+	if slot == nil {
+		c.k.mBadReqs.Add(1)
+		c.log.Warn("unknown api key; closing connection", "api_key", h.key, "api_version", h.version)
+		return fmt.Errorf("unknown api key %d", h.key)
+	}
+	if h.version < slot.minV || h.version > slot.maxV {
+		if h.key == kmsg.ApiVersions.Int16() {
+			// KIP-511: answer an unknown ApiVersions version with v0 and
+			// UNSUPPORTED_VERSION, listing what we support, so the client can retry.
+			return c.writeMsg(h, c.k.apiVersionsFallback())
+		}
+		c.k.mBadReqs.Add(1)
+		c.log.Warn("unsupported api version; closing connection", "api_key", h.key, "api", kmsg.NameForKey(h.key), "api_version", h.version, "supported", fmt.Sprintf("%d-%d", slot.minV, slot.maxV))
+		return fmt.Errorf("unsupported version %d of api %d", h.version, h.key)
+	}
+	body := kmsg.RequestForKey(h.key)
+	body.SetVersion(h.version)
+	rest, err := parseHeaderRest(&h, buf, body.IsFlexible())
+	if err != nil {
+		c.k.mBadReqs.Add(1)
+		c.log.Warn("malformed request header; closing connection", "api_key", h.key, "err", err)
+		return err
+	}
+	if err := decodeBody(body, rest); err != nil {
+		c.k.mBadReqs.Add(1)
+		c.log.Warn("malformed request body; closing connection", "api", kmsg.NameForKey(h.key), "api_version", h.version, "client_id", h.clientID, "err", err)
+		return err
+	}
+	slot.mCount.Add(1)
+	req := &Request{Key: h.key, Version: h.version, CorrelationID: h.correlation, ClientID: h.clientID,
+		Body: body, Conn: c.info, Authorizer: c.k.authz}
+	resp, err := c.runHandler(ctx, slot, req)
+	if err != nil {
+		c.log.Warn("request failed; closing connection", "api", kmsg.NameForKey(h.key), "api_version", h.version, "client_id", h.clientID, "err", err)
+		return err
+	}
+	switch {
+	case resp.NoResponse:
+		return nil
+	case resp.Body != nil:
+		return c.writeBody(h, body.IsFlexible(), resp.Body)
+	case resp.Msg != nil:
+		resp.Msg.SetVersion(h.version)
+		return c.writeMsg(h, resp.Msg)
+	default:
+		return fmt.Errorf("handler for %s returned no response", kmsg.NameForKey(h.key))
+	}
+}
+
+// decodeBody decodes a request body, turning a decoder panic into an error: a malformed
+// request must never take the broker down.
+func decodeBody(r kmsg.Request, b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decode panicked: %v", p)
+		}
+	}()
+	return r.ReadFrom(b)
+}
+
+// runHandler calls a handler, turning a panic into a closed connection and a log line
+// with the stack, so one bad request cannot take the broker down.
+func (c *conn) runHandler(ctx context.Context, slot *handlerSlot, req *Request) (resp Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("handler panicked", "api", kmsg.NameForKey(req.Key), "api_version", req.Version, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return slot.h(ctx, req)
+}
+
+func (c *conn) writeMsg(h header, msg kmsg.Response) error {
+	flexHeader := msg.IsFlexible() && h.key != kmsg.ApiVersions.Int16()
+	b := appendResponseHeader(c.wbuf[:0], h.correlation, flexHeader)
+	b = msg.AppendTo(b)
+	setFrameSize(b, int64(len(b)-4))
+	c.wbuf = b
+	if cap(c.wbuf) > 1<<20 {
+		c.wbuf = nil // don't pin a large buffer on an idle connection
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := c.nc.Write(b)
+	return err
+}
+
+func (c *conn) writeBody(h header, flexible bool, body *Body) error {
+	if body.Release != nil {
+		defer body.Release()
+	}
+	hdr := appendResponseHeader(make([]byte, 0, 9), h.correlation, flexible && h.key != kmsg.ApiVersions.Int16())
+	setFrameSize(hdr, int64(len(hdr)-4)+body.Size())
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return writeChunks(c.nc, hdr, body.Chunks)
+}

@@ -1,0 +1,388 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kernel owns the listeners, connections, framing and dispatch, and the lifecycle of the
+// modules composed from config.
+//
+// Lifecycle: New (config checked, modules decoded) → Start (listeners bound, modules
+// provisioned, validated and started in dependency order, then connections accepted) →
+// Shutdown (stop accepting, finish in-flight requests, stop modules in reverse order,
+// clean up). A Kernel is used once.
+type Kernel struct {
+	cfg    *Config
+	reg    *Registry
+	log    *slog.Logger
+	info   BrokerInfo
+	metric *Metrics
+
+	sections map[string]moduleSection
+
+	// Written during Start (single goroutine), read-only afterwards.
+	modules   map[string]*moduleSlot
+	order     []string // roles in provision order
+	handlers  [maxAPIKey + 1]*handlerSlot
+	authz     Authorizer
+	lns       []net.Listener
+	adminLn   net.Listener
+	adminMux  *http.ServeMux
+	adminSrv  *http.Server
+	maxReq    int32
+	idle      time.Duration
+	readyFns  []func() bool
+	started   atomic.Bool
+	stopping  atomic.Bool
+	connID    atomic.Uint64
+	conns     sync.Map // *conn → struct{}
+	connWG    sync.WaitGroup
+	acceptWG  sync.WaitGroup
+	adminWG   sync.WaitGroup
+	baseCtx   context.Context
+	cancelAll context.CancelFunc
+
+	mRequests *Counter
+	mConns    *Counter
+	mBadReqs  *Counter
+}
+
+const maxAPIKey = 128
+
+type handlerSlot struct {
+	minV, maxV int16
+	h          Handler
+	owner      string
+	mCount     *Counter
+}
+
+type moduleSlot struct {
+	info         ModuleInfo
+	mod          Module
+	provisioning bool
+	provisioned  bool
+	started      bool
+}
+
+// New checks cfg and prepares the modules it names (decoding their sections strictly).
+// Nothing is bound or started.
+func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	secs, err := cfg.sections(reg)
+	if err != nil {
+		return nil, err
+	}
+	maxReq, err := cfg.brokerInt("socket.request.max.bytes", 100<<20)
+	if err != nil {
+		return nil, err
+	}
+	if maxReq <= 0 || maxReq > 1<<30 {
+		return nil, fmt.Errorf("config: socket.request.max.bytes %d out of range", maxReq)
+	}
+	idleMs, err := cfg.brokerInt("connections.max.idle.ms", 600000)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{
+		cfg:      cfg,
+		reg:      reg,
+		log:      log,
+		metric:   NewMetrics(),
+		sections: secs,
+		modules:  map[string]*moduleSlot{},
+		adminMux: http.NewServeMux(),
+		maxReq:   int32(maxReq),
+		idle:     time.Duration(idleMs) * time.Millisecond,
+	}
+	for role, sec := range secs {
+		mi, _ := reg.Lookup(role + "." + sec.use)
+		m := mi.New()
+		if err := decodeModule(mi.ID, sec.raw, m); err != nil {
+			return nil, err
+		}
+		k.modules[role] = &moduleSlot{info: mi, mod: m}
+	}
+	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
+	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
+	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
+	return k, nil
+}
+
+// Addrs returns the bound client listener addresses (after Start).
+func (k *Kernel) Addrs() []net.Addr {
+	out := make([]net.Addr, len(k.lns))
+	for i, l := range k.lns {
+		out[i] = l.Addr()
+	}
+	return out
+}
+
+// AdminAddr returns the bound admin HTTP address (after Start).
+func (k *Kernel) AdminAddr() net.Addr { return k.adminLn.Addr() }
+
+// Info returns this broker's identity (after Start binds the listeners).
+func (k *Kernel) Info() BrokerInfo { return k.info }
+
+// Module returns the module serving role (for tests and the admin API).
+func (k *Kernel) Module(role string) Module {
+	if s := k.modules[role]; s != nil {
+		return s.mod
+	}
+	return nil
+}
+
+// Start binds the listeners, provisions, validates and starts every module, then starts
+// accepting connections. On error everything started is stopped and cleaned up.
+func (k *Kernel) Start(ctx context.Context) (err error) {
+	k.baseCtx, k.cancelAll = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			k.teardown(context.Background())
+		}
+	}()
+	if err := os.MkdirAll(k.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	k.info = BrokerInfo{NodeID: k.cfg.NodeID, DataDir: k.cfg.DataDir, Rack: k.cfg.Rack, StaticConfigs: copyMap(k.cfg.Configs)}
+	for _, lc := range k.cfg.Listeners {
+		ln, err := net.Listen("tcp", lc.Address)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", lc.Name, err)
+		}
+		k.lns = append(k.lns, ln)
+		adv := lc.Advertised
+		if adv == "" {
+			adv = ln.Addr().String()
+		}
+		host, portStr, _ := net.SplitHostPort(adv)
+		port, _ := strconv.Atoi(portStr)
+		if port == 0 {
+			_, bound, _ := net.SplitHostPort(ln.Addr().String())
+			port, _ = strconv.Atoi(bound)
+		}
+		k.info.Listeners = append(k.info.Listeners, ListenerInfo{Name: lc.Name, Host: host, Port: int32(port)})
+	}
+	aln, err := net.Listen("tcp", k.cfg.AdminListen)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	k.adminLn = aln
+
+	if err := k.registerAPIVersions(); err != nil {
+		return err
+	}
+	roles := make([]string, 0, len(k.modules))
+	for r := range k.modules {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	for _, r := range roles {
+		if _, err := k.provision(r); err != nil {
+			return err
+		}
+	}
+	for _, r := range k.order {
+		if v, ok := k.modules[r].mod.(Validator); ok {
+			if err := v.Validate(); err != nil {
+				return fmt.Errorf("module %s: validate: %w", k.modules[r].info.ID, err)
+			}
+		}
+	}
+	k.authz = AllowAll{}
+	if a, ok := k.Module("auth").(Authorizer); ok {
+		k.authz = a
+	}
+	for _, r := range k.order {
+		s := k.modules[r]
+		if st, ok := s.mod.(Starter); ok {
+			if err := st.Start(ctx); err != nil {
+				return fmt.Errorf("module %s: start: %w", s.info.ID, err)
+			}
+		}
+		s.started = true
+		if rd, ok := s.mod.(interface{ Ready() bool }); ok {
+			k.readyFns = append(k.readyFns, rd.Ready)
+		}
+	}
+	k.startAdmin()
+	for i, ln := range k.lns {
+		k.acceptWG.Add(1)
+		go k.acceptLoop(ln, k.cfg.Listeners[i].Name)
+	}
+	k.started.Store(true)
+	k.log.Info("broker started", "node_id", k.info.NodeID, "listeners", k.Addrs(), "admin", k.adminLn.Addr().String(), "data_dir", k.cfg.DataDir)
+	return nil
+}
+
+// provision provisions the module of role (and, through Lookup, its dependencies).
+func (k *Kernel) provision(role string) (Module, error) {
+	s := k.modules[role]
+	if s == nil {
+		return nil, fmt.Errorf("no module for role %q", role)
+	}
+	if s.provisioned {
+		return s.mod, nil
+	}
+	if s.provisioning {
+		return nil, fmt.Errorf("module %s: dependency cycle", s.info.ID)
+	}
+	s.provisioning = true
+	if p, ok := s.mod.(Provisioner); ok {
+		if err := p.Provision(&modContext{k: k, id: s.info.ID}); err != nil {
+			s.provisioning = false
+			return nil, fmt.Errorf("module %s: provision: %w", s.info.ID, err)
+		}
+	}
+	s.provisioning = false
+	s.provisioned = true
+	k.order = append(k.order, role)
+	return s.mod, nil
+}
+
+// Ready reports whether the broker serves: started, not stopping, every module ready.
+func (k *Kernel) Ready() bool {
+	if !k.started.Load() || k.stopping.Load() {
+		return false
+	}
+	for _, f := range k.readyFns {
+		if !f() {
+			return false
+		}
+	}
+	return true
+}
+
+// Shutdown stops accepting, lets in-flight requests finish (bounded by ctx), then stops
+// modules in reverse provision order and cleans them up.
+func (k *Kernel) Shutdown(ctx context.Context) error {
+	if !k.stopping.CompareAndSwap(false, true) {
+		return nil
+	}
+	k.log.Info("broker shutting down")
+	for _, ln := range k.lns {
+		ln.Close()
+	}
+	k.acceptWG.Wait()
+	k.conns.Range(func(c, _ any) bool { c.(*conn).stopReading(); return true })
+	done := make(chan struct{})
+	go func() { k.connWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		k.log.Warn("shutdown: in-flight requests did not finish in time; closing connections")
+		k.cancelAll()
+		k.conns.Range(func(c, _ any) bool { c.(*conn).nc.Close(); return true })
+		<-done
+	}
+	err := k.teardown(ctx)
+	k.log.Info("broker stopped")
+	return err
+}
+
+// teardown stops admin HTTP and the modules, reverse order, then cleans up.
+func (k *Kernel) teardown(ctx context.Context) error {
+	if k.cancelAll != nil {
+		k.cancelAll()
+	}
+	if k.adminSrv != nil {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = k.adminSrv.Shutdown(sctx)
+		cancel()
+		k.adminWG.Wait()
+	} else if k.adminLn != nil {
+		k.adminLn.Close()
+	}
+	for _, ln := range k.lns {
+		ln.Close()
+	}
+	var errs []error
+	for i := len(k.order) - 1; i >= 0; i-- {
+		s := k.modules[k.order[i]]
+		if st, ok := s.mod.(Stopper); ok && s.started {
+			if err := st.Stop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("module %s: stop: %w", s.info.ID, err))
+			}
+		}
+		s.started = false
+	}
+	// Cleanup runs for every module, provisioned or not (it must cope with a failed
+	// Provision), in reverse order with the unprovisioned ones last.
+	cleaned := map[string]bool{}
+	cleanup := func(role string) {
+		if cleaned[role] {
+			return
+		}
+		cleaned[role] = true
+		if c, ok := k.modules[role].mod.(CleanerUpper); ok {
+			if err := c.Cleanup(); err != nil {
+				errs = append(errs, fmt.Errorf("module %s: cleanup: %w", k.modules[role].info.ID, err))
+			}
+		}
+	}
+	for i := len(k.order) - 1; i >= 0; i-- {
+		cleanup(k.order[i])
+	}
+	for role := range k.modules {
+		cleanup(role)
+	}
+	for _, e := range errs {
+		k.log.Error("shutdown", "err", e)
+	}
+	return errors.Join(errs...)
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// modContext is the Context a module gets during Provision.
+type modContext struct {
+	k  *Kernel
+	id string
+}
+
+func (c *modContext) Logger() *slog.Logger { return c.k.log.With("module", c.id) }
+func (c *modContext) Broker() BrokerInfo   { return c.k.info }
+func (c *modContext) Metrics() *Metrics    { return c.k.metric }
+func (c *modContext) Lookup(role string) (Module, error) {
+	return c.k.provision(role)
+}
+func (c *modContext) HandleHTTP(pattern string, h http.Handler) { c.k.adminMux.Handle(pattern, h) }
+func (c *modContext) Handle(key, minV, maxV int16, h Handler) error {
+	return c.k.claim(c.id, key, minV, maxV, h)
+}
+
+// claim registers a handler for an API key.
+func (k *Kernel) claim(owner string, key, minV, maxV int16, h Handler) error {
+	if key < 0 || key > maxAPIKey {
+		return fmt.Errorf("api key %d out of range", key)
+	}
+	if minV < 0 || maxV < minV {
+		return fmt.Errorf("api key %d: bad version range %d-%d", key, minV, maxV)
+	}
+	if prev := k.handlers[key]; prev != nil {
+		return fmt.Errorf("api key %d already claimed by %s", key, prev.owner)
+	}
+	k.handlers[key] = &handlerSlot{minV: minV, maxV: maxV, h: h, owner: owner,
+		mCount: k.metric.Counter(fmt.Sprintf("sluice_requests_by_api_total{api=\"%d\"}", key), "Requests by API key.")}
+	return nil
+}
+
+var _ Context = (*modContext)(nil)

@@ -1,0 +1,359 @@
+package kernel_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// echoModule claims a couple of API keys so the kernel's dispatch, ordering and
+// zero-copy writer can be tested without the real modules.
+type echoModule struct {
+	Greeting string `yaml:"greeting"`
+	file     *os.File
+	calls    atomic.Int64
+	started  bool
+	stopped  bool
+	deps     []string
+}
+
+func (m *echoModule) Provision(ctx kernel.Context) error {
+	// DescribeCluster answers with the handler's call number in ClusterID, to check order.
+	if err := ctx.Handle(kmsg.DescribeCluster.Int16(), 0, 1, func(_ context.Context, r *kernel.Request) (kernel.Response, error) {
+		n := m.calls.Add(1)
+		resp := kmsg.NewPtrDescribeClusterResponse()
+		resp.ClusterID = m.Greeting + ":" + itoa(n)
+		return kernel.Reply(resp), nil
+	}); err != nil {
+		return err
+	}
+	// Fetch answers with a pre-encoded body whose middle comes from a file (sendfile).
+	return ctx.Handle(kmsg.Fetch.Int16(), 4, 4, func(_ context.Context, r *kernel.Request) (kernel.Response, error) {
+		if m.file == nil {
+			return kernel.Response{}, errors.New("no file")
+		}
+		return kernel.Response{Body: &kernel.Body{Chunks: []kernel.Chunk{
+			{Bytes: []byte("<<")}, {File: m.file, Off: 2, N: 5}, {Bytes: []byte(">>")},
+		}}}, nil
+	})
+}
+
+func (m *echoModule) Start(context.Context) error { m.started = true; return nil }
+func (m *echoModule) Stop(context.Context) error  { m.stopped = true; return nil }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func newKernel(t *testing.T, yaml string) (*kernel.Kernel, *echoModule) {
+	t.Helper()
+	var mod *echoModule
+	reg := kernel.NewRegistry()
+	reg.Register(kernel.ModuleInfo{ID: "echo.basic", New: func() kernel.Module { mod = &echoModule{Greeting: "hi"}; return mod }})
+	cfg, err := kernel.ParseConfig([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
+	cfg.AdminListen = "127.0.0.1:0"
+	k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Shutdown(context.Background()) })
+	return k, mod
+}
+
+const echoConfig = "modules: {echo: {use: basic, greeting: hello}}\n"
+
+func TestConfigStrict(t *testing.T) {
+	reg := kernel.NewRegistry()
+	reg.Register(kernel.ModuleInfo{ID: "echo.basic", New: func() kernel.Module { return &echoModule{} }})
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"unknown top-level key", "nodeid: 3\n", "field nodeid not found"},
+		{"unknown module key", "modules: {echo: {use: basic, greting: x}}\n", "field greting not found"},
+		{"unknown module name", "modules: {echo: {use: fancy}}\n", `unknown module "fancy"`},
+		{"unknown role", "modules: {nope: {use: basic}}\n", `unknown module role "nope"`},
+		{"bad listener", "listeners: [{name: A, address: nope}]\n", "address"},
+		{"bad request max", "configs: {socket.request.max.bytes: abc}\n", "not an integer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := kernel.ParseConfig([]byte(tc.yaml))
+			if err == nil {
+				_, err = kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLifecycleAndApiVersions(t *testing.T) {
+	k, mod := newKernel(t, echoConfig)
+	if !mod.started || mod.Greeting != "hello" {
+		t.Fatalf("module not configured/started: %+v", mod)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()[0].String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int16][2]int16{}
+	for _, k := range resp.ApiKeys {
+		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	want := map[int16][2]int16{18: {0, 4}, 60: {0, 1}, 1: {4, 4}}
+	if len(got) != len(want) {
+		t.Fatalf("advertised %v, want %v", got, want)
+	}
+	for key, v := range want {
+		if got[key] != v {
+			t.Fatalf("key %d: advertised %v, want %v", key, got[key], v)
+		}
+	}
+	// Admin listener.
+	for path, code := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200} {
+		r, err := http.Get("http://" + k.AdminAddr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != code {
+			t.Fatalf("%s: %d %s", path, r.StatusCode, body)
+		}
+		if path == "/metrics" && !bytes.Contains(body, []byte("sluice_requests_total")) {
+			t.Fatalf("metrics missing counter:\n%s", body)
+		}
+	}
+	if err := k.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !mod.stopped {
+		t.Fatal("module not stopped")
+	}
+}
+
+// rawConn is a plain TCP connection for hand-made frames.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+}
+
+func dial(t *testing.T, k *kernel.Kernel) *rawConn {
+	nc, err := net.Dial("tcp", k.Addrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return &rawConn{t: t, nc: nc}
+}
+
+func (c *rawConn) send(req kmsg.Request, version int16, corr int32) {
+	req.SetVersion(version)
+	b := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, corr)
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *rawConn) writeRaw(b []byte) {
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// recv reads one response frame and returns the correlation id and the rest.
+func (c *rawConn) recv() (int32, []byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(c.nc, sz[:]); err != nil {
+		return 0, nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(sz[:]))
+	if _, err := io.ReadFull(c.nc, b); err != nil {
+		return 0, nil, err
+	}
+	return int32(binary.BigEndian.Uint32(b)), b[4:], nil
+}
+
+// expectClosed asserts the broker closed the connection without answering.
+func (c *rawConn) expectClosed() {
+	c.t.Helper()
+	if _, _, err := c.recv(); err == nil {
+		c.t.Fatal("expected the connection to be closed, got a response")
+	}
+}
+
+func TestPipelinedResponsesInOrder(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	c := dial(t, k)
+	const n = 50
+	for i := 0; i < n; i++ {
+		c.send(kmsg.NewPtrDescribeClusterRequest(), 1, int32(1000+i))
+	}
+	for i := 0; i < n; i++ {
+		corr, body, err := c.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if corr != int32(1000+i) {
+			t.Fatalf("response %d has correlation %d", i, corr)
+		}
+		resp := kmsg.NewPtrDescribeClusterResponse()
+		resp.SetVersion(1)
+		if err := resp.ReadFrom(body[1:]); err != nil { // skip the flexible header's tags
+			t.Fatal(err)
+		}
+		if want := "hello:" + itoa(int64(i+1)); resp.ClusterID != want {
+			t.Fatalf("response %d: cluster id %q, want %q", i, resp.ClusterID, want)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	frame := func(payload []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
+	}
+	hdr := func(key, ver int16) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(key))
+		b = binary.BigEndian.AppendUint16(b, uint16(ver))
+		b = binary.BigEndian.AppendUint32(b, 7)
+		return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"2GB size prefix", []byte{0x7f, 0xff, 0xff, 0xff, 1, 2, 3}},
+		{"negative size", []byte{0xff, 0xff, 0xff, 0xff}},
+		{"zero size", []byte{0, 0, 0, 0}},
+		{"short header", frame([]byte{0, 18, 0})},
+		{"garbage", frame(bytes.Repeat([]byte{0xee}, 64))},
+		{"unknown api key", frame(hdr(999, 0))},
+		{"unclaimed api key", frame(hdr(kmsg.Produce.Int16(), 9))},
+		{"unsupported version", frame(hdr(kmsg.DescribeCluster.Int16(), 9))},
+		{"truncated body", frame(append(hdr(kmsg.DescribeCluster.Int16(), 0), 0x01))},
+		{"client id longer than frame", frame(append(hdr(kmsg.DescribeCluster.Int16(), 0)[:8], 0x10, 0x00))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, k)
+			c.writeRaw(tc.b)
+			c.expectClosed()
+		})
+	}
+	// The broker goes on serving other connections.
+	c := dial(t, k)
+	c.send(kmsg.NewPtrDescribeClusterRequest(), 0, 1)
+	if _, _, err := c.recv(); err != nil {
+		t.Fatalf("broker stopped serving after bad input: %v", err)
+	}
+}
+
+func TestApiVersionsUnknownVersionFallsBackToV0(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	c := dial(t, k)
+	// A version from the future: header v2 with an (empty) tag section.
+	b := binary.BigEndian.AppendUint16(nil, 18)
+	b = binary.BigEndian.AppendUint16(b, 99)
+	b = binary.BigEndian.AppendUint32(b, 42)
+	b = binary.BigEndian.AppendUint16(b, 0xffff)
+	b = append(b, 0, 0xde, 0xad)
+	c.writeRaw(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
+	corr, body, err := c.recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if corr != 42 || resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
+		t.Fatalf("corr %d err %d keys %d", corr, resp.ErrorCode, len(resp.ApiKeys))
+	}
+}
+
+func TestZeroCopyBody(t *testing.T) {
+	k, mod := newKernel(t, echoConfig)
+	path := filepath.Join(t.TempDir(), "seg")
+	if err := os.WriteFile(path, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mod.file = f
+	c := dial(t, k)
+	for i := 0; i < 3; i++ { // the file position must not move between sends
+		c.send(kmsg.NewPtrFetchRequest(), 4, int32(i))
+		corr, body, err := c.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if corr != int32(i) || string(body) != "<<23456>>" {
+			t.Fatalf("got corr %d body %q", corr, body)
+		}
+	}
+	if pos, _ := f.Seek(0, io.SeekCurrent); pos != 0 {
+		t.Fatalf("file position moved to %d", pos)
+	}
+}
+
+func TestIdleConnectionsClosed(t *testing.T) {
+	k, _ := newKernel(t, echoConfig+"configs: {connections.max.idle.ms: \"100\"}\n")
+	c := dial(t, k)
+	start := time.Now()
+	c.expectClosed()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("idle connection closed after %v", d)
+	}
+}
+
+func TestGracefulShutdownClosesConnections(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	c := dial(t, k)
+	c.send(kmsg.NewPtrDescribeClusterRequest(), 0, 1)
+	if _, _, err := c.recv(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := k.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+	if _, err := net.Dial("tcp", k.Addrs()[0].String()); err == nil {
+		t.Fatal("listener still accepting after shutdown")
+	}
+}
