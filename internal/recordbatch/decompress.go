@@ -3,7 +3,6 @@ package recordbatch
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -219,66 +218,107 @@ func snappyBlock(block, dst []byte, limit int) ([]byte, error) {
 	return dst[:len(dst)+n], nil
 }
 
-var errZstdHeader = errors.New("short frame header")
-
-// zstdPrecheck reads the first zstd frame header and rejects a declared content size over
-// limit before the decoder allocates for it. Other problems are left to the decoder.
+// zstdPrecheck walks the zstd frames in src without decoding them and rejects, before
+// the decoder allocates anything, content sizes that add up to more than limit (a
+// single-segment frame's content size is also its window, allocated up front).
+//
+//	frame:     magic u32le 0xFD2FB528 | descriptor u8 | [window u8] | [dict id 0/1/2/4]
+//	           | [content size 0/1/2/4/8] | blocks | [checksum u32 if descriptor bit 2]
+//	block:     header u24le (bit 0 last, bits 1-2 type: raw, rle, compressed, reserved;
+//	           bits 3-23 size) | size bytes (1 for rle)
+//	skippable: magic u32le 0x184D2A5? | size u32le | size bytes
+//	descriptor bits: 7-6 content-size flag, 5 single segment, 2 checksum, 1-0 dict id flag.
+//
+// Structural errors found here are ErrCodec: the decoder would fail on them too.
 func zstdPrecheck(src []byte, limit int) error {
-	size, ok, err := zstdContentSize(src)
-	if err != nil {
-		return fmt.Errorf("%w: zstd: %v", ErrCodec, err)
-	}
-	if ok && size > uint64(limit) {
-		return fmt.Errorf("%w: zstd frame declares %d bytes, limit %d", ErrTooLarge, size, limit)
-	}
-	return nil
-}
-
-// zstdContentSize returns the frame content size declared by a zstd frame header, if any.
-//
-//	magic u32le 0xFD2FB528 | descriptor u8 | [window u8] | [dict id 0/1/2/4] | [content size 0/1/2/4/8]
-//
-// descriptor bits: 7-6 content-size flag, 5 single segment, 1-0 dict id flag.
-func zstdContentSize(src []byte) (uint64, bool, error) {
-	const magic = 0xFD2FB528
-	if len(src) < 5 || binary.LittleEndian.Uint32(src) != magic {
-		return 0, false, nil // skippable frame or garbage: the decoder decides
-	}
-	fhd := src[4]
-	single := fhd&0x20 != 0
-	p := 5
-	if !single {
+	const (
+		frameMagic     = 0xFD2FB528
+		skippableMask  = 0xFFFFFFF0
+		skippableMagic = 0x184D2A50
+	)
+	bad := func(what string) error { return fmt.Errorf("%w: zstd: %s", ErrCodec, what) }
+	total := uint64(0)
+	for p := 0; p < len(src); {
+		if len(src)-p < 4 {
+			return bad("truncated frame magic")
+		}
+		m := binary.LittleEndian.Uint32(src[p:])
+		p += 4
+		if m&skippableMask == skippableMagic {
+			if len(src)-p < 4 {
+				return bad("truncated skippable frame")
+			}
+			n := uint64(binary.LittleEndian.Uint32(src[p:]))
+			p += 4
+			if n > uint64(len(src)-p) {
+				return bad("truncated skippable frame")
+			}
+			p += int(n)
+			continue
+		}
+		if m != frameMagic {
+			return bad("bad frame magic")
+		}
+		if p >= len(src) {
+			return bad("truncated frame header")
+		}
+		fhd := src[p]
 		p++
-	}
-	p += [4]int{0, 1, 2, 4}[fhd&3]
-	var fcsLen int
-	switch fhd >> 6 {
-	case 0:
-		if single {
+		single := fhd&0x20 != 0
+		if !single {
+			p++ // window descriptor
+		}
+		p += [4]int{0, 1, 2, 4}[fhd&3]
+		fcsLen := [4]int{0, 2, 4, 8}[fhd>>6]
+		if fcsLen == 0 && single {
 			fcsLen = 1
 		}
-	case 1:
-		fcsLen = 2
-	case 2:
-		fcsLen = 4
-	case 3:
-		fcsLen = 8
+		if p+fcsLen > len(src) {
+			return bad("truncated frame header")
+		}
+		if fcsLen > 0 {
+			var size uint64
+			switch b := src[p:]; fcsLen {
+			case 1:
+				size = uint64(b[0])
+			case 2:
+				size = uint64(binary.LittleEndian.Uint16(b)) + 256
+			case 4:
+				size = uint64(binary.LittleEndian.Uint32(b))
+			default:
+				size = binary.LittleEndian.Uint64(b)
+			}
+			if size > uint64(limit) || total+size > uint64(limit) {
+				return fmt.Errorf("%w: zstd frames declare over %d bytes", ErrTooLarge, limit)
+			}
+			total += size
+		}
+		p += fcsLen
+		for last := false; !last; {
+			if len(src)-p < 3 {
+				return bad("truncated block header")
+			}
+			bh := uint32(src[p]) | uint32(src[p+1])<<8 | uint32(src[p+2])<<16
+			p += 3
+			last = bh&1 != 0
+			n := int(bh >> 3)
+			switch (bh >> 1) & 3 {
+			case 1: // RLE: one byte repeated n times
+				n = 1
+			case 3:
+				return bad("reserved block type")
+			}
+			if n > len(src)-p {
+				return bad("truncated block")
+			}
+			p += n
+		}
+		if fhd&0x04 != 0 {
+			if len(src)-p < 4 {
+				return bad("truncated checksum")
+			}
+			p += 4
+		}
 	}
-	if fcsLen == 0 {
-		return 0, false, nil
-	}
-	if len(src) < p+fcsLen {
-		return 0, false, errZstdHeader
-	}
-	b := src[p:]
-	switch fcsLen {
-	case 1:
-		return uint64(b[0]), true, nil
-	case 2:
-		return uint64(binary.LittleEndian.Uint16(b)) + 256, true, nil
-	case 4:
-		return uint64(binary.LittleEndian.Uint32(b)), true, nil
-	default:
-		return binary.LittleEndian.Uint64(b), true, nil
-	}
+	return nil
 }

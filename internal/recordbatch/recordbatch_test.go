@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -386,6 +387,12 @@ func TestBombHeadersRejectedBeforeDecoding(t *testing.T) {
 	// zstd single-segment frame declaring a 1 GiB content size, with nothing behind it.
 	zs := []byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0}
 	zs = binary.LittleEndian.AppendUint64(zs, 1<<30)
+	// A small valid frame, then a single-segment frame declaring 200 MiB.
+	zs2 := append(compressWith(t, codecCases[5], []byte("x")), 0x28, 0xb5, 0x2f, 0xfd, 0xa0)
+	zs2 = binary.LittleEndian.AppendUint32(zs2, 200<<20)
+	zs2 = append(zs2, 1, 0, 0) // last raw block of 0 bytes
+	// A frame with a 1 GiB window (descriptor exponent 20) and one empty raw block.
+	zs3 := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 20 << 3, 1, 0, 0}
 	// Raw snappy block claiming 1 GiB of output from a few bytes.
 	sn := binary.AppendUvarint(nil, 1<<30)
 	sn = append(sn, 0, 0, 0)
@@ -397,15 +404,29 @@ func TestBombHeadersRejectedBeforeDecoding(t *testing.T) {
 		want  error
 	}{
 		{"zstd content size", set(CodecZstd, zs), ErrTooLarge},
+		{"zstd second frame content size", set(CodecZstd, zs2), ErrTooLarge},
+		{"zstd window", set(CodecZstd, zs3), ErrCodec},
 		{"snappy declared length", set(CodecSnappy, sn), ErrCodec},
 		{"xerial chunk length", set(CodecSnappy, xe), ErrCodec},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			allocs := testing.AllocsPerRun(5, func() { Validate(tc.batch) })
+			d := Decoder{MaxUncompressed: 1 << 20}
+			fn := func(*Record) error { return nil }
+			d.Records(tc.batch, fn) // create the decoders first
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			_, err := d.Records(tc.batch, fn)
+			runtime.ReadMemStats(&ms)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Records = %v, want %v", err, tc.want)
+			}
+			if grew := ms.TotalAlloc - before; grew > 64<<10 {
+				t.Fatalf("allocated %d bytes rejecting a %d-byte batch", grew, len(tc.batch))
+			}
 			if _, err := Validate(tc.batch); !errors.Is(err, tc.want) {
 				t.Fatalf("Validate = %v, want %v", err, tc.want)
 			}
-			t.Logf("allocs %v", allocs)
 		})
 	}
 }
