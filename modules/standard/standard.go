@@ -5,9 +5,17 @@ package standard
 import (
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/auth"
+	"github.com/sluicehq/sluice/modules/metadata"
+	"github.com/sluicehq/sluice/modules/replication"
+	"github.com/sluicehq/sluice/modules/storage/memory"
+	"github.com/sluicehq/sluice/modules/storage/segmentlog"
 )
 
 // Register adds every standard module to reg.
 func Register(reg *kernel.Registry) {
 	reg.Register(auth.NoneInfo())
+	reg.Register(segmentlog.Info())
+	reg.Register(memory.Info())
+	reg.Register(metadata.Info())
+	reg.Register(replication.Info())
 }
