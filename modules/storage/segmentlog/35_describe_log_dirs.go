@@ -1,0 +1,76 @@
+// DescribeLogDirs: v1-v4. Not implemented: v0 (pre-flexible, below the kmsg floor we
+// advertise), v5 cordoned log dirs (KIP-1066), future replicas (AlterReplicaLogDirs), so
+// is_future is always false; offset_lag is 0 because storage does not know the high
+// watermark.
+
+package segmentlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+const (
+	describeLogDirsKey = 35
+	describeLogDirsMin = 1
+	describeLogDirsMax = 4
+)
+
+func (m *Module) describeLogDirs(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.DescribeLogDirsRequest)
+	if !ok {
+		return kernel.Response{}, fmt.Errorf("describe log dirs: unexpected body %T", req.Body)
+	}
+	resp := kmsg.NewPtrDescribeLogDirsResponse()
+	resp.SetVersion(req.Version)
+	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return kernel.Reply(resp), nil
+	}
+	resp.Dirs = describeDirs(m.store.Dirs(), r.Topics)
+	return kernel.Reply(resp), nil
+}
+
+// describeDirs builds the response dirs: every log dir, with all its partitions when
+// topics is nil, else only the requested ones it holds.
+func describeDirs(dirs []kernel.LogDir, topics []kmsg.DescribeLogDirsRequestTopic) []kmsg.DescribeLogDirsResponseDir {
+	var want map[kernel.TopicPartition]bool
+	if topics != nil {
+		want = map[kernel.TopicPartition]bool{}
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				want[kernel.TopicPartition{Topic: t.Topic, Partition: p}] = true
+			}
+		}
+	}
+	out := make([]kmsg.DescribeLogDirsResponseDir, 0, len(dirs))
+	for _, d := range dirs {
+		rd := kmsg.NewDescribeLogDirsResponseDir()
+		rd.Dir = d.Path
+		rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.UsableBytes
+		byTopic := map[string]int{}
+		for _, p := range d.Partitions {
+			if want != nil && !want[p.TP] {
+				continue
+			}
+			i, ok := byTopic[p.TP.Topic]
+			if !ok {
+				i = len(rd.Topics)
+				byTopic[p.TP.Topic] = i
+				t := kmsg.NewDescribeLogDirsResponseDirTopic()
+				t.Topic = p.TP.Topic
+				rd.Topics = append(rd.Topics, t)
+			}
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition, rp.Size = p.TP.Partition, p.Size
+			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
+		}
+		out = append(out, rd)
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package segmentlog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// offsetIndex is a segment's sparse offset index: an in-memory copy of the entries, and
+// the file they are written through to with WriteAt (one entry per pwrite). The file is
+// preallocated (Truncate, sparse) to the maximum size while the segment is active and
+// trimmed to the real entries when it is sealed.
+type offsetIndex struct {
+	f          *os.File
+	base       int64
+	rel        []uint32 // relative last offset of the indexed batch
+	pos        []uint32 // file position of that batch
+	maxEntries int
+	buf        [offsetEntrySize]byte
+}
+
+// timeIndex is a segment's time index; see offsetIndex.
+type timeIndex struct {
+	f          *os.File
+	base       int64
+	ts         []int64  // max timestamp so far (strictly increasing)
+	rel        []uint32 // relative offset of the batch that first reached it
+	maxEntries int
+	buf        [timeEntrySize]byte
+}
+
+func (x *offsetIndex) entries() int { return len(x.rel) }
+
+// full reports that no further entry fits.
+func (x *offsetIndex) full() bool { return len(x.rel) >= x.maxEntries }
+
+func (x *offsetIndex) append(lastOffset int64, pos int64) error {
+	if x.full() {
+		return nil // an index sparser than asked is still correct
+	}
+	rel := uint32(lastOffset - x.base)
+	if n := len(x.rel); n > 0 && (rel <= x.rel[n-1] || uint32(pos) <= x.pos[n-1]) {
+		return nil
+	}
+	binary.BigEndian.PutUint32(x.buf[0:], rel)
+	binary.BigEndian.PutUint32(x.buf[4:], uint32(pos))
+	if _, err := x.f.WriteAt(x.buf[:], int64(len(x.rel))*offsetEntrySize); err != nil {
+		return fmt.Errorf("write offset index: %w", err)
+	}
+	x.rel = append(x.rel, rel)
+	x.pos = append(x.pos, uint32(pos))
+	return nil
+}
+
+// lookup returns the position of the last indexed batch whose last offset is <= off,
+// or 0: a batch holding off starts there or later.
+func (x *offsetIndex) lookup(off int64) int64 {
+	if off < x.base {
+		return 0
+	}
+	r := off - x.base
+	i := sort.Search(len(x.rel), func(i int) bool { return int64(x.rel[i]) > r })
+	if i == 0 {
+		return 0
+	}
+	return int64(x.pos[i-1])
+}
+
+// cut drops entries from index n on (in memory; the file is rewritten by resize/trim).
+func (x *offsetIndex) cut(n int) {
+	x.rel, x.pos = x.rel[:n], x.pos[:n]
+}
+
+// lastPos is the position of the last entry, or 0.
+func (x *offsetIndex) lastPos() int64 {
+	if len(x.pos) == 0 {
+		return 0
+	}
+	return int64(x.pos[len(x.pos)-1])
+}
+
+func (x *timeIndex) entries() int { return len(x.ts) }
+
+// full keeps one slot free for the entry written when the segment is sealed.
+func (x *timeIndex) full() bool { return len(x.ts) >= x.maxEntries-1 }
+
+// maybeAppend adds (ts, offset) if ts is larger than the last entry's. force ignores full.
+func (x *timeIndex) maybeAppend(ts, offset int64, force bool) error {
+	if (!force && x.full()) || len(x.ts) >= x.maxEntries {
+		return nil
+	}
+	if n := len(x.ts); n > 0 && (ts <= x.ts[n-1] || uint32(offset-x.base) < x.rel[n-1]) {
+		return nil
+	}
+	if ts < 0 {
+		return nil
+	}
+	binary.BigEndian.PutUint64(x.buf[0:], uint64(ts))
+	binary.BigEndian.PutUint32(x.buf[8:], uint32(offset-x.base))
+	if _, err := x.f.WriteAt(x.buf[:], int64(len(x.ts))*timeEntrySize); err != nil {
+		return fmt.Errorf("write time index: %w", err)
+	}
+	x.ts = append(x.ts, ts)
+	x.rel = append(x.rel, uint32(offset-x.base))
+	return nil
+}
+
+// lookupBelow returns the offset of the last entry whose timestamp is < ts: every batch
+// up to and including that offset has a max timestamp < ts. ok is false if none.
+func (x *timeIndex) lookupBelow(ts int64) (int64, bool) {
+	i := sort.Search(len(x.ts), func(i int) bool { return x.ts[i] >= ts })
+	if i == 0 {
+		return 0, false
+	}
+	return x.base + int64(x.rel[i-1]), true
+}
+
+func (x *timeIndex) cut(n int) {
+	x.ts, x.rel = x.ts[:n], x.rel[:n]
+}
+
+// last returns the last entry; ok is false when there is none.
+func (x *timeIndex) last() (ts, offset int64, ok bool) {
+	n := len(x.ts)
+	if n == 0 {
+		return -1, 0, false
+	}
+	return x.ts[n-1], x.base + int64(x.rel[n-1]), true
+}
+
+// resizeFile sets an index file's length: the preallocated size while active, the used
+// size when sealed. A shrink below the used entries is a bug.
+func resizeFile(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("resize %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// maxEntriesFor is how many entries of size es fit in segment.index.bytes (at least 4,
+// as Kafka requires).
+func maxEntriesFor(indexBytes int64, es int) int {
+	n := indexBytes / int64(es)
+	if n < 4 {
+		n = 4
+	}
+	if n > 1<<28 {
+		n = 1 << 28
+	}
+	return int(n)
+}
+
+// parseOffsetIndex loads the entries of an offset index file. It stops at the first
+// entry that does not increase (the zero tail of a preallocated file) and reports
+// whether everything after it is zero; a non-zero tail means the file is damaged.
+func parseOffsetIndex(b []byte) (rel, pos []uint32, clean bool) {
+	n := len(b) / offsetEntrySize
+	i := 0
+	for ; i < n; i++ {
+		r := binary.BigEndian.Uint32(b[i*offsetEntrySize:])
+		p := binary.BigEndian.Uint32(b[i*offsetEntrySize+4:])
+		if i > 0 && (r <= rel[i-1] || p <= pos[i-1]) {
+			break
+		}
+		rel = append(rel, r)
+		pos = append(pos, p)
+	}
+	return rel, pos, allZero(b[i*offsetEntrySize:])
+}
+
+// parseTimeIndex is parseOffsetIndex for a time index.
+func parseTimeIndex(b []byte) (ts []int64, rel []uint32, clean bool) {
+	n := len(b) / timeEntrySize
+	i := 0
+	for ; i < n; i++ {
+		t := int64(binary.BigEndian.Uint64(b[i*timeEntrySize:]))
+		r := binary.BigEndian.Uint32(b[i*timeEntrySize+8:])
+		if t < 0 || (i > 0 && (t <= ts[i-1] || r < rel[i-1])) {
+			break
+		}
+		ts = append(ts, t)
+		rel = append(rel, r)
+	}
+	return ts, rel, allZero(b[i*timeEntrySize:])
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,614 @@
+package segmentlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/batches"
+)
+
+// Log is one partition's segment log.
+type Log struct {
+	store  *Store
+	tp     kernel.TopicPartition
+	dir    string
+	logger *slog.Logger
+
+	flushMu sync.Mutex // serializes Flush; taken before mu
+
+	mu            sync.RWMutex
+	cfg           kernel.LogConfig
+	segs          []*segment // by base offset; the last is the active segment
+	recoveryPoint int64
+	unflushed     int64 // records appended since the last flush
+	lastFlushMs   int64
+	dirDirty      bool // files were created since the directory was last synced
+	closed        bool
+
+	// Mirrors of the offsets for lock-free readers, written under mu.
+	logStart atomic.Int64
+	leo      atomic.Int64
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+func (l *Log) nowMs() int64 { return l.store.now().UnixMilli() }
+
+// AppendLeader implements kernel.Log.
+func (l *Log) AppendLeader(records []byte) (kernel.AppendResult, error) {
+	return l.append(records, true)
+}
+
+// AppendFollower implements kernel.Log.
+func (l *Log) AppendFollower(records []byte) (kernel.AppendResult, error) {
+	return l.append(records, false)
+}
+
+func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
+	l.mu.Lock()
+	res, flush, err := l.appendLocked(records, leader)
+	l.mu.Unlock()
+	if err == nil && flush {
+		err = l.Flush()
+	}
+	return res, err
+}
+
+func (l *Log) appendLocked(records []byte, leader bool) (res kernel.AppendResult, flush bool, err error) {
+	if l.closed {
+		return res, false, kernel.ErrLogClosed
+	}
+	if len(records) == 0 {
+		return res, false, batches.Corrupt(recordbatch.ErrShort)
+	}
+	leo := l.leo.Load()
+	next, maxTs, first, count := leo, int64(-1), int64(-1), int64(0)
+	for b := records; len(b) > 0; {
+		h, err := recordbatch.ParseHeader(b)
+		if err != nil {
+			return res, false, batches.Corrupt(err)
+		}
+		if h.Size() > len(b) || h.LastOffsetDelta < 0 {
+			return res, false, batches.Corrupt(recordbatch.ErrShort)
+		}
+		base := next
+		if !leader {
+			if h.BaseOffset < next {
+				return res, false, fmt.Errorf("%w: batch at %d, log end %d", kernel.ErrInvalidOffset, h.BaseOffset, next)
+			}
+			base = h.BaseOffset
+		}
+		if first < 0 {
+			first = base
+		}
+		next = base + int64(h.LastOffsetDelta) + 1
+		maxTs = max(maxTs, h.MaxTimestamp)
+		count += int64(h.LastOffsetDelta) + 1
+		b = b[h.Size():]
+	}
+	nowMs := l.nowMs()
+	act := l.active()
+	if act.oidx.full() || act.tidx.full() || batches.ShouldRoll(&l.cfg, batches.RollInfo{Size: act.size, FirstBatchTs: act.firstTs, CreatedMs: act.createdMs, BaseOffset: act.base}, int64(len(records)), maxTs, next-1, nowMs) {
+		if act.size > 0 {
+			if err := l.roll(first); err != nil {
+				return res, false, err
+			}
+			act = l.active()
+		}
+	}
+	if leader {
+		off := leo
+		for b := records; len(b) > 0; {
+			h, _ := recordbatch.ParseHeader(b)
+			recordbatch.SetBaseOffset(b, off)
+			off += int64(h.LastOffsetDelta) + 1
+			b = b[h.Size():]
+		}
+	}
+	if err := act.append(records, l.cfg.IndexIntervalBytes); err != nil {
+		return res, false, err
+	}
+	l.leo.Store(next)
+	l.unflushed += count
+	fm := l.cfg.FlushMessages
+	flush = fm > 0 && fm != math.MaxInt64 && l.unflushed >= fm
+	return kernel.AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: nowMs, LogStartOffset: l.logStart.Load()}, flush, nil
+}
+
+// roll seals the active segment and starts a new one at base. Called with mu held.
+func (l *Log) roll(base int64) error {
+	old := l.active()
+	if err := old.seal(); err != nil {
+		return err
+	}
+	s, err := openSegment(l.dir, base, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
+	if err != nil {
+		return err
+	}
+	if err := s.activate(l.cfg.SegmentIndexBytes); err != nil {
+		s.unref()
+		return err
+	}
+	l.segs = append(l.segs, s)
+	l.dirDirty = true
+	return nil
+}
+
+// readHandle pins the segments of one ReadResult; its scratch buffer serves the header
+// reads of that Read, so a Read allocates the handle and its Release func only.
+type readHandle struct {
+	pinned   [2]*segment
+	more     []*segment
+	chunks   [2]kernel.Chunk
+	buf      [recordbatch.LogOverhead]byte
+	released atomic.Bool
+}
+
+func (h *readHandle) pin(s *segment) {
+	s.pin()
+	if h.pinned[0] == nil {
+		h.pinned[0] = s
+	} else if h.pinned[1] == nil {
+		h.pinned[1] = s
+	} else {
+		h.more = append(h.more, s)
+	}
+}
+
+func (h *readHandle) release() {
+	if h.released.Swap(true) {
+		return
+	}
+	for _, s := range h.pinned {
+		if s != nil {
+			s.unref()
+		}
+	}
+	for _, s := range h.more {
+		s.unref()
+	}
+}
+
+func noRelease() {}
+
+// Read implements kernel.Log. It returns file ranges of the pinned segments; no record
+// bytes are copied.
+func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.ReadResult, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return kernel.ReadResult{Release: noRelease}, kernel.ErrLogClosed
+	}
+	start, leo := l.logStart.Load(), l.leo.Load()
+	if offset < start || offset > leo {
+		return kernel.ReadResult{Release: noRelease}, fmt.Errorf("%w: %d not in [%d, %d]", kernel.ErrOffsetOutOfRange, offset, start, leo)
+	}
+	if offset == leo || offset >= maxOffset {
+		return kernel.ReadResult{Release: noRelease}, nil
+	}
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	h := &readHandle{}
+	rr := kernel.ReadResult{Chunks: h.chunks[:0]}
+	for ; i < len(l.segs); i++ {
+		s := l.segs[i]
+		pos, n, full, err := s.scan(h.buf[:], offset, maxOffset, maxBytes-rr.Size, minOneBatch && rr.Size == 0)
+		if err != nil {
+			h.release()
+			return kernel.ReadResult{Release: noRelease}, fmt.Errorf("read %v at %d: %w", l.tp, offset, err)
+		}
+		if n > 0 {
+			h.pin(s)
+			rr.Chunks = append(rr.Chunks, kernel.Chunk{File: s.log, Off: pos, N: n})
+			rr.Size += n
+		}
+		if full {
+			break
+		}
+	}
+	if rr.Size == 0 {
+		return kernel.ReadResult{Release: noRelease}, nil
+	}
+	rr.Release = h.release
+	return rr, nil
+}
+
+// LogStartOffset implements kernel.Log.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset implements kernel.Log.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// OffsetForTimestamp implements kernel.Log: segments whose max timestamp is below ts are
+// skipped, the time index gives a starting point inside a segment, and batch headers
+// are scanned from there.
+func (l *Log) OffsetForTimestamp(ts int64) (int64, int64, bool, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, 0, false, kernel.ErrLogClosed
+	}
+	logStart := l.logStart.Load()
+	var hdr [recordbatch.HeaderSize]byte
+	var buf []byte
+	for _, s := range l.segs {
+		if s.size == 0 || s.maxTs < ts || s.next <= logStart {
+			continue
+		}
+		pos := int64(0)
+		if off, ok := s.tidx.lookupBelow(ts); ok {
+			pos = s.oidx.lookup(off)
+		}
+		for pos < s.size {
+			h, err := s.readHeader(hdr[:], pos)
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("offset for timestamp %v: %w", l.tp, err)
+			}
+			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart {
+				n := h.Size()
+				if cap(buf) < n {
+					buf = make([]byte, n)
+				}
+				buf = buf[:n]
+				if _, err := s.log.ReadAt(buf, pos); err != nil {
+					return 0, 0, false, fmt.Errorf("offset for timestamp %v: %w", l.tp, err)
+				}
+				if off, rts, ok := batches.FirstAtOrAfter(buf, h, ts, logStart); ok {
+					return off, rts, true, nil
+				}
+			}
+			pos += int64(h.Size())
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// MaxTimestamp implements kernel.Log. The offset is the base offset of the first batch
+// that holds the largest timestamp.
+func (l *Log) MaxTimestamp() (int64, int64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var best *segment
+	for _, s := range l.segs {
+		if s.size > 0 && (best == nil || s.maxTs > best.maxTs) {
+			best = s
+		}
+	}
+	if best == nil || l.closed {
+		return 0, 0, false
+	}
+	var buf [recordbatch.LogOverhead]byte
+	pos, err := best.startOf(buf[:], best.maxTsOff)
+	if err != nil {
+		return best.maxTs, best.maxTsOff, true
+	}
+	base, _, err := best.readPrefix(buf[:], pos)
+	if err != nil {
+		return best.maxTs, best.maxTsOff, true
+	}
+	return best.maxTs, base, true
+}
+
+// DeleteRecordsBefore implements kernel.Log. The new log start offset is checkpointed
+// before it returns.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return kernel.ErrLogClosed
+	}
+	if leo := l.leo.Load(); offset > leo {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: delete records before %d, log end %d", kernel.ErrOffsetOutOfRange, offset, leo)
+	}
+	moved := offset > l.logStart.Load()
+	if moved {
+		l.logStart.Store(offset)
+	}
+	err := l.deleteOldest(l.deletable(time.Time{}))
+	l.mu.Unlock()
+	if moved {
+		return errors.Join(err, l.store.writeCheckpoints())
+	}
+	return err
+}
+
+// EnforceRetention deletes the oldest segments that retention.ms, retention.bytes or the
+// log start offset no longer keep. The active segment is never deleted.
+func (l *Log) EnforceRetention(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return kernel.ErrLogClosed
+	}
+	n := l.deletable(now)
+	if n > 0 {
+		l.store.dirty.Store(true)
+	}
+	return l.deleteOldest(n)
+}
+
+// deletable counts deletable segments; a zero now checks only the log start offset.
+// Called with mu held.
+func (l *Log) deletable(now time.Time) int {
+	var small [16]batches.SegmentSummary
+	sums := small[:0]
+	for i, s := range l.segs {
+		next := s.next
+		if i+1 < len(l.segs) {
+			next = l.segs[i+1].base
+		}
+		sums = append(sums, batches.SegmentSummary{Size: s.size, MaxTs: s.maxTs, Next: next})
+	}
+	cfg := l.cfg
+	if now.IsZero() {
+		cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	}
+	return batches.Deletable(&cfg, sums, l.logStart.Load(), now.UnixMilli())
+}
+
+// deleteOldest deletes the n oldest segments and moves the log start offset up to the
+// new first segment. Called with mu held.
+func (l *Log) deleteOldest(n int) error {
+	if n == 0 {
+		return nil
+	}
+	gone := l.segs[:n]
+	l.segs = append(l.segs[:0:0], l.segs[n:]...)
+	if b := l.segs[0].base; b > l.logStart.Load() {
+		l.logStart.Store(b)
+	}
+	var errs []error
+	for _, s := range gone {
+		if err := s.markDeleted(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Truncate implements kernel.Log. The whole batch holding offset is removed, so the log
+// end may end up below offset; if that would be below the log start offset, the log is
+// emptied and restarted at the log start offset.
+func (l *Log) Truncate(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return kernel.ErrLogClosed
+	}
+	if offset >= l.leo.Load() {
+		return nil
+	}
+	logStart := l.logStart.Load()
+	if offset <= logStart || offset <= l.segs[0].base {
+		return l.truncateFully(offset)
+	}
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	var errs []error
+	for _, s := range l.segs[i+1:] {
+		if err := s.markDeleted(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.segs = l.segs[:i+1]
+	s := l.segs[i]
+	cut, found, err := l.cutPosition(s, offset)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if found {
+		if err := s.log.Truncate(cut); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("truncate segment %d: %w", s.base, err))...)
+		}
+		if _, err := s.recoverSegment(l.cfg.IndexIntervalBytes, l.cfg.SegmentIndexBytes); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if s.size == 0 && len(l.segs) > 1 {
+			l.segs = l.segs[:i]
+			errs = append(errs, s.markDeleted())
+			s = l.active()
+		}
+	}
+	if err := s.activate(l.cfg.SegmentIndexBytes); err != nil {
+		errs = append(errs, err)
+	}
+	l.leo.Store(s.next)
+	if s.next < logStart {
+		return errors.Join(append(errs, l.truncateFully(logStart))...)
+	}
+	l.recoveryPoint = min(l.recoveryPoint, s.next)
+	return errors.Join(errs...)
+}
+
+// cutPosition finds the first batch in s whose last offset is >= offset.
+func (l *Log) cutPosition(s *segment, offset int64) (int64, bool, error) {
+	var hdr [recordbatch.HeaderSize]byte
+	for pos := s.oidx.lookup(offset); pos < s.size; {
+		h, err := s.readHeader(hdr[:], pos)
+		if err != nil {
+			return 0, false, err
+		}
+		if h.LastOffset() >= offset {
+			return pos, true, nil
+		}
+		pos += int64(h.Size())
+	}
+	return 0, false, nil
+}
+
+// truncateFully deletes every segment and starts an empty one at offset. The old files
+// are renamed away first, so readers pinning them never see the new segment's bytes.
+// mu held.
+func (l *Log) truncateFully(offset int64) error {
+	var errs []error
+	for _, old := range l.segs {
+		if err := old.markDeleted(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.segs = nil
+	s, err := openSegment(l.dir, offset, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
+	if err != nil {
+		l.closed = true // no segment to append to: the log is unusable until reopened
+		return errors.Join(append(errs, err)...)
+	}
+	if err := s.activate(l.cfg.SegmentIndexBytes); err != nil {
+		errs = append(errs, err)
+	}
+	l.segs = []*segment{s}
+	l.logStart.Store(offset)
+	l.leo.Store(offset)
+	l.recoveryPoint = min(l.recoveryPoint, offset)
+	l.dirDirty = true
+	l.store.dirty.Store(true)
+	return errors.Join(errs...)
+}
+
+// SetConfig implements kernel.Log. Segment and index sizes apply to new segments.
+func (l *Log) SetConfig(cfg kernel.LogConfig) {
+	l.mu.Lock()
+	l.cfg = cfg
+	l.mu.Unlock()
+}
+
+// Flush implements kernel.Log: it fsyncs every segment from the one holding the
+// recovery point on, then moves the recovery point to the log end.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return kernel.ErrLogClosed
+	}
+	target, rp, dirDirty := l.leo.Load(), l.recoveryPoint, l.dirDirty
+	var segs []*segment
+	for i, s := range l.segs {
+		if i+1 < len(l.segs) && l.segs[i+1].base <= rp {
+			continue
+		}
+		s.pin()
+		segs = append(segs, s)
+	}
+	l.mu.RUnlock()
+	var err error
+	for _, s := range segs {
+		if err == nil {
+			err = s.sync()
+		}
+		s.unref()
+	}
+	if err == nil && dirDirty {
+		err = syncDir(l.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("flush %v: %w", l.tp, err)
+	}
+	l.mu.Lock()
+	if target > l.recoveryPoint {
+		l.recoveryPoint = target
+		l.store.dirty.Store(true)
+	}
+	l.unflushed = 0
+	l.lastFlushMs = l.nowMs()
+	if dirDirty {
+		l.dirDirty = false
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// maybeFlush flushes when flush.ms has passed or a rolled segment is not yet flushed.
+func (l *Log) maybeFlush(nowMs int64) error {
+	l.mu.RLock()
+	fms := l.cfg.FlushMs
+	due := !l.closed && l.recoveryPoint < l.leo.Load() &&
+		((fms > 0 && fms != math.MaxInt64 && nowMs-l.lastFlushMs >= fms) || l.recoveryPoint < l.active().base)
+	l.mu.RUnlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}
+
+// Size implements kernel.Log.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// offsets returns the recovery point and log start offset for the checkpoints.
+func (l *Log) offsets() (recoveryPoint, logStart int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recoveryPoint, l.logStart.Load()
+}
+
+// Close implements kernel.Log: it flushes, seals the indexes and closes the files
+// (files a held ReadResult points into close when it is released).
+func (l *Log) Close() error {
+	err := l.close()
+	l.store.forget(l, err == nil)
+	return err
+}
+
+// close flushes, seals and closes without telling the store. Idempotent.
+func (l *Log) close() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	for i, s := range l.segs {
+		errs = append(errs, s.seal())
+		if i+1 == len(l.segs) || l.segs[i+1].base > l.recoveryPoint {
+			errs = append(errs, s.sync())
+		}
+	}
+	if l.dirDirty {
+		errs = append(errs, syncDir(l.dir))
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		l.recoveryPoint = l.leo.Load()
+	}
+	for _, s := range l.segs {
+		s.unref()
+	}
+	return err
+}
+
+// closeForRemove closes without flushing; the files are about to be deleted.
+func (l *Log) closeForRemove() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	for _, s := range l.segs {
+		s.unref()
+	}
+	l.segs = nil
+}
+
+var _ kernel.Log = (*Log)(nil)

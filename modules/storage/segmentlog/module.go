@@ -1,0 +1,177 @@
+package segmentlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// ID is the module ID.
+const ID = "storage.segmentlog"
+
+// Info describes the module for the registry.
+func Info() kernel.ModuleInfo {
+	return kernel.ModuleInfo{ID: ID, New: func() kernel.Module { return New() }}
+}
+
+// Module is the segment-log storage module. Its exported fields are its config section.
+type Module struct {
+	// Dir is the log directory (log.dirs, one directory). Default: the broker's data_dir.
+	Dir string `yaml:"dir"`
+	// RetentionCheckIntervalMs is how often retention runs (log.retention.check.interval.ms).
+	RetentionCheckIntervalMs int64 `yaml:"retention_check_interval_ms"`
+	// FlushCheckIntervalMs is how often flush.ms deadlines and rolled-but-unflushed
+	// segments are checked, and dirty checkpoints written (log.flush.scheduler.interval.ms).
+	FlushCheckIntervalMs int64 `yaml:"flush_check_interval_ms"`
+
+	store  *Store
+	logger *slog.Logger
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New returns a Module with defaults.
+func New() *Module {
+	return &Module{RetentionCheckIntervalMs: 300000, FlushCheckIntervalMs: 1000}
+}
+
+// Provision opens the log directory and claims DescribeLogDirs.
+func (m *Module) Provision(ctx kernel.Context) error {
+	m.logger = ctx.Logger()
+	if m.Dir == "" {
+		m.Dir = ctx.Broker().DataDir
+	}
+	if m.Dir == "" {
+		return errors.New("storage.segmentlog: no dir and no broker data_dir")
+	}
+	abs, err := filepath.Abs(m.Dir)
+	if err != nil {
+		return fmt.Errorf("storage.segmentlog: %w", err)
+	}
+	m.Dir = abs
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if m.store, err = OpenStore(m.Dir, m.logger); err != nil {
+		return fmt.Errorf("storage.segmentlog: %w", err)
+	}
+	return ctx.Handle(describeLogDirsKey, describeLogDirsMin, describeLogDirsMax, m.describeLogDirs)
+}
+
+// Validate checks the settings.
+func (m *Module) Validate() error {
+	if m.RetentionCheckIntervalMs <= 0 {
+		return fmt.Errorf("storage.segmentlog: retention_check_interval_ms must be > 0, got %d", m.RetentionCheckIntervalMs)
+	}
+	if m.FlushCheckIntervalMs <= 0 {
+		return fmt.Errorf("storage.segmentlog: flush_check_interval_ms must be > 0, got %d", m.FlushCheckIntervalMs)
+	}
+	return nil
+}
+
+// Start starts the retention and flush loops.
+func (m *Module) Start(context.Context) error {
+	if m.store == nil {
+		return errors.New("storage.segmentlog: not provisioned")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.wg.Add(2)
+	go m.loop(ctx, time.Duration(m.RetentionCheckIntervalMs)*time.Millisecond, m.retentionPass)
+	go m.loop(ctx, time.Duration(m.FlushCheckIntervalMs)*time.Millisecond, m.flushPass)
+	return nil
+}
+
+func (m *Module) loop(ctx context.Context, every time.Duration, fn func(time.Time)) {
+	defer m.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			fn(now)
+		}
+	}
+}
+
+func (m *Module) retentionPass(now time.Time) {
+	for _, l := range m.store.openLogs() {
+		if err := l.EnforceRetention(now); err != nil && !errors.Is(err, kernel.ErrLogClosed) {
+			m.logger.Warn("retention failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "error", err)
+		}
+	}
+}
+
+func (m *Module) flushPass(now time.Time) {
+	for _, l := range m.store.openLogs() {
+		if err := l.maybeFlush(now.UnixMilli()); err != nil && !errors.Is(err, kernel.ErrLogClosed) {
+			m.logger.Warn("flush failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "error", err)
+		}
+	}
+	if m.store.dirty.Load() {
+		if err := m.store.writeCheckpoints(); err != nil {
+			m.logger.Warn("checkpoint failed", "error", err)
+		}
+	}
+}
+
+// Stop stops the loops, waits for them, and closes every log cleanly (checkpoints and
+// the clean-shutdown marker).
+func (m *Module) Stop(ctx context.Context) error {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if m.store == nil {
+		return nil
+	}
+	return m.store.Close()
+}
+
+// Cleanup closes the store if Stop did not (it is idempotent); it is safe after a
+// failed Provision.
+func (m *Module) Cleanup() error {
+	if m.cancel != nil {
+		m.cancel()
+		m.wg.Wait()
+	}
+	if m.store == nil {
+		return nil
+	}
+	return m.store.Close()
+}
+
+// Open implements kernel.Storage.
+func (m *Module) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
+	return m.store.Open(tp, topicID, cfg)
+}
+
+// Remove implements kernel.Storage.
+func (m *Module) Remove(tp kernel.TopicPartition) error { return m.store.Remove(tp) }
+
+// Dirs implements kernel.Storage.
+func (m *Module) Dirs() []kernel.LogDir { return m.store.Dirs() }
+
+var (
+	_ kernel.Provisioner  = (*Module)(nil)
+	_ kernel.Validator    = (*Module)(nil)
+	_ kernel.Starter      = (*Module)(nil)
+	_ kernel.Stopper      = (*Module)(nil)
+	_ kernel.CleanerUpper = (*Module)(nil)
+	_ kernel.Storage      = (*Module)(nil)
+	_ kernel.Storage      = (*Store)(nil)
+)

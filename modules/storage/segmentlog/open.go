@@ -1,0 +1,183 @@
+package segmentlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// openLog loads (or creates) the partition directory of tp. Unless clean, every
+// segment from the one holding the recovery point on is recovered: validated batch by
+// batch, cut at the first torn or corrupt batch (later segments are deleted), and
+// re-indexed. Segments below it are trusted but their indexes are checked against the
+// log and rebuilt when they disagree.
+func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, recoveryPoint int64, clean bool, ckptLogStart int64) (_ *Log, err error) {
+	dir := filepath.Join(s.dir, tp.String())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open %v: %w", tp, err)
+	}
+	stored, ok, err := readPartitionMetadata(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %v: %w", tp, err)
+	}
+	if ok && stored != topicID && topicID != ([16]byte{}) && stored != ([16]byte{}) {
+		return nil, fmt.Errorf("open %v: directory belongs to another topic id", tp)
+	}
+	if !ok && topicID != ([16]byte{}) {
+		if err := writePartitionMetadata(dir, topicID); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+	}
+	logger := s.logger.With("topic", tp.Topic, "partition", tp.Partition)
+	bases, err := listSegments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %v: %w", tp, err)
+	}
+	nowMs := s.now().UnixMilli()
+	var segs []*segment
+	defer func() {
+		if err != nil {
+			for _, sg := range segs {
+				sg.unref()
+			}
+		}
+	}()
+	for _, b := range bases {
+		sg, err := openSegment(dir, b, false, cfg.SegmentIndexBytes, nowMs, logger)
+		if err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+		segs = append(segs, sg)
+	}
+	from := len(segs)
+	if !clean {
+		from = max(sort.Search(len(segs), func(i int) bool { return segs[i].base > recoveryPoint })-1, 0)
+		if len(segs) == 0 {
+			from = 0
+		}
+	}
+	for i := 0; i < from; i++ {
+		if err := segs[i].load(); err != nil {
+			if !errors.Is(err, errRecover) {
+				return nil, fmt.Errorf("open %v: %w", tp, err)
+			}
+			logger.Warn("index disagrees with the log; rebuilding", "base_offset", segs[i].base, "error", err)
+			from = i
+			break
+		}
+	}
+	recovered := segs[from:]
+	for i := from; i < len(segs); i++ {
+		truncated, err := segs[i].recoverSegment(cfg.IndexIntervalBytes, cfg.SegmentIndexBytes)
+		if err != nil {
+			return nil, fmt.Errorf("open %v: recover: %w", tp, err)
+		}
+		if i > 0 && segs[i].size > 0 && segs[i-1].next > segs[i].base {
+			// Overlaps its predecessor: not a log we wrote. Drop it and what follows.
+			truncated = true
+			i--
+		}
+		if truncated && i+1 < len(segs) {
+			for _, later := range segs[i+1:] {
+				logger.Warn("deleting segment after a torn tail", "base_offset", later.base)
+				if err := later.markDeleted(); err != nil {
+					return nil, fmt.Errorf("open %v: %w", tp, err)
+				}
+			}
+			segs = segs[:i+1]
+			recovered = segs[min(from, len(segs)):]
+			break
+		}
+	}
+	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs}
+	if len(segs) == 0 {
+		sg, err := openSegment(dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
+		if err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+		segs = append(segs, sg)
+		l.dirDirty = true
+	}
+	l.segs = segs
+	for _, sg := range segs[:len(segs)-1] {
+		if err := sg.seal(); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+	}
+	if err := l.active().activate(cfg.SegmentIndexBytes); err != nil {
+		return nil, fmt.Errorf("open %v: %w", tp, err)
+	}
+	l.logStart.Store(max(ckptLogStart, segs[0].base))
+	l.leo.Store(l.active().next)
+	if l.logStart.Load() > l.leo.Load() {
+		logger.Warn("log start offset past the recovered log end; starting empty", "log_start_offset", l.logStart.Load(), "log_end_offset", l.leo.Load())
+		if err := l.truncateFully(l.logStart.Load()); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+		recovered = nil
+	}
+	for _, sg := range recovered {
+		if err := sg.sync(); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+	}
+	if len(recovered) > 0 || l.dirDirty {
+		if err := syncDir(dir); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+		l.dirDirty = false
+	}
+	l.recoveryPoint = l.leo.Load()
+	return l, nil
+}
+
+// listSegments removes leftovers (*.deleted, *.tmp, indexes without a log) and returns
+// the base offsets of the segments, ascending.
+func listSegments(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := map[string]bool{}
+	var bases []int64
+	for _, e := range ents {
+		name := e.Name()
+		if stem, ok := strings.CutSuffix(name, logSuffix); ok {
+			if b, ok := parseBase(stem); ok {
+				logs[stem] = true
+				bases = append(bases, b)
+			}
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		remove := strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, ".tmp")
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if stem, ok := strings.CutSuffix(name, suf); ok && !logs[stem] {
+				remove = true
+			}
+		}
+		if remove {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+// parseBase parses a 20-digit segment file stem.
+func parseBase(stem string) (int64, bool) {
+	if len(stem) != 20 {
+		return 0, false
+	}
+	b, err := strconv.ParseInt(stem, 10, 64)
+	return b, err == nil && b >= 0
+}

@@ -1,0 +1,497 @@
+package segmentlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/batches"
+)
+
+// segment is one <base>.log file with its two indexes. Its mutable fields are guarded by
+// the owning Log's mu; refs is atomic.
+type segment struct {
+	base   int64
+	dir    string
+	logger *slog.Logger
+
+	log  *os.File
+	oidx offsetIndex
+	tidx timeIndex
+
+	size            int64 // bytes of whole batches in the log file
+	next            int64 // offset after the last record
+	maxTs           int64 // largest batch MaxTimestamp; -1 when none
+	maxTsOff        int64 // last offset of the first batch that reached maxTs
+	firstTs         int64 // MaxTimestamp of the first batch; -1 when empty
+	createdMs       int64
+	bytesSinceIndex int64
+	sealed          bool // index files trimmed
+
+	// refs counts the owning Log (1 while the segment is in the log) plus every
+	// unreleased ReadResult that points into it. The files are closed, and removed if
+	// deleted, when it drops to zero.
+	refs    atomic.Int64
+	deleted atomic.Bool
+}
+
+func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base)+suffix)
+}
+
+// openSegment opens (or, with create, creates empty) the files of the segment at base.
+// The indexes are loaded but not checked; see Log.loadSegments.
+func openSegment(dir string, base int64, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
+	s := &segment{base: base, dir: dir, logger: logger, maxTs: -1, firstTs: -1, next: base, createdMs: nowMs}
+	s.oidx.base, s.tidx.base = base, base
+	s.oidx.maxEntries = maxEntriesFor(indexBytes, offsetEntrySize)
+	s.tidx.maxEntries = maxEntriesFor(indexBytes, timeEntrySize)
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE | os.O_TRUNC
+	}
+	var err error
+	if s.log, err = os.OpenFile(s.path(logSuffix), flag, 0o644); err != nil {
+		return nil, fmt.Errorf("open segment %d: %w", base, err)
+	}
+	st, err := s.log.Stat()
+	if err != nil {
+		s.closeFiles()
+		return nil, fmt.Errorf("stat segment %d: %w", base, err)
+	}
+	s.size = st.Size()
+	if !create {
+		s.createdMs = st.ModTime().UnixMilli()
+	}
+	idxFlag := os.O_RDWR | os.O_CREATE
+	if create {
+		idxFlag |= os.O_TRUNC
+	}
+	if s.oidx.f, err = os.OpenFile(s.path(indexSuffix), idxFlag, 0o644); err != nil {
+		s.closeFiles()
+		return nil, fmt.Errorf("open offset index %d: %w", base, err)
+	}
+	if s.tidx.f, err = os.OpenFile(s.path(timeIndexSuffix), idxFlag, 0o644); err != nil {
+		s.closeFiles()
+		return nil, fmt.Errorf("open time index %d: %w", base, err)
+	}
+	s.refs.Store(1)
+	return s, nil
+}
+
+func (s *segment) closeFiles() error {
+	var errs []error
+	for _, f := range []*os.File{s.log, s.oidx.f, s.tidx.f} {
+		if f != nil {
+			if err := f.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pin takes a reference for a reader. Only called while the segment is in its Log
+// (under the Log's read lock), so refs >= 1.
+func (s *segment) pin() { s.refs.Add(1) }
+
+// unref drops a reference; the last one closes the files and removes them if the
+// segment was deleted.
+func (s *segment) unref() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	if err := s.closeFiles(); err != nil {
+		s.logger.Warn("close segment", "base_offset", s.base, "error", err)
+	}
+	if s.deleted.Load() {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := os.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.logger.Warn("remove deleted segment", "base_offset", s.base, "error", err)
+			}
+		}
+	}
+}
+
+// markDeleted renames the files to *.deleted (open descriptors stay valid) and drops
+// the Log's reference; pinned readers keep the files until they release.
+func (s *segment) markDeleted() error {
+	var errs []error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	s.deleted.Store(true)
+	s.unref()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete segment %d: %w", s.base, err)
+	}
+	return nil
+}
+
+// seal writes the final time index entry and trims both index files to their entries.
+func (s *segment) seal() error {
+	if s.sealed {
+		return nil
+	}
+	if s.maxTs >= 0 {
+		if err := s.tidx.maybeAppend(s.maxTs, s.maxTsOff, true); err != nil {
+			return err
+		}
+	}
+	if err := resizeFile(s.oidx.f, int64(s.oidx.entries())*offsetEntrySize); err != nil {
+		return err
+	}
+	if err := resizeFile(s.tidx.f, int64(s.tidx.entries())*timeEntrySize); err != nil {
+		return err
+	}
+	s.sealed = true
+	return nil
+}
+
+// activate preallocates the index files for appends (segment.index.bytes).
+func (s *segment) activate(indexBytes int64) error {
+	s.oidx.maxEntries = max(maxEntriesFor(indexBytes, offsetEntrySize), s.oidx.entries())
+	s.tidx.maxEntries = max(maxEntriesFor(indexBytes, timeEntrySize), s.tidx.entries()+1)
+	if err := resizeFile(s.oidx.f, int64(s.oidx.maxEntries)*offsetEntrySize); err != nil {
+		return err
+	}
+	if err := resizeFile(s.tidx.f, int64(s.tidx.maxEntries)*timeEntrySize); err != nil {
+		return err
+	}
+	s.sealed = false
+	return nil
+}
+
+func (s *segment) sync() error {
+	for _, f := range []*os.File{s.log, s.oidx.f, s.tidx.f} {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// segState is what an append changes, kept to undo a failed one.
+type segState struct {
+	size, next, maxTs, maxTsOff, firstTs, bytesSinceIndex int64
+	oidx, tidx                                            int
+}
+
+func (s *segment) state() segState {
+	return segState{s.size, s.next, s.maxTs, s.maxTsOff, s.firstTs, s.bytesSinceIndex, s.oidx.entries(), s.tidx.entries()}
+}
+
+func (s *segment) restore(st segState) {
+	s.size, s.next, s.maxTs, s.maxTsOff, s.firstTs, s.bytesSinceIndex = st.size, st.next, st.maxTs, st.maxTsOff, st.firstTs, st.bytesSinceIndex
+	s.oidx.cut(st.oidx)
+	s.tidx.cut(st.tidx)
+}
+
+// indexBatch updates the in-memory summary and the indexes for a batch written at pos.
+// This is Kafka's rule: an offset index entry (and a time index entry if the max
+// timestamp grew) once more than index.interval.bytes were written since the last one.
+func (s *segment) indexBatch(h *recordbatch.Header, pos int64, interval int64) error {
+	if s.firstTs < 0 {
+		s.firstTs = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > s.maxTs {
+		s.maxTs, s.maxTsOff = h.MaxTimestamp, h.LastOffset()
+	}
+	if s.bytesSinceIndex > interval {
+		if err := s.oidx.append(h.LastOffset(), pos); err != nil {
+			return err
+		}
+		if err := s.tidx.maybeAppend(s.maxTs, s.maxTsOff, false); err != nil {
+			return err
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += int64(h.Size())
+	s.next = h.LastOffset() + 1
+	return nil
+}
+
+// append writes records (whole, already offset-assigned batches) at the end of the
+// segment and indexes them. On failure the segment is as before.
+func (s *segment) append(records []byte, interval int64) error {
+	st := s.state()
+	if _, err := s.log.WriteAt(records, s.size); err != nil {
+		return s.undo(st, fmt.Errorf("write segment %d: %w", s.base, err))
+	}
+	pos := s.size
+	for b := records; len(b) > 0; {
+		h, _ := recordbatch.ParseHeader(b) // validated by the caller
+		if err := s.indexBatch(&h, pos, interval); err != nil {
+			return s.undo(st, err)
+		}
+		pos += int64(h.Size())
+		b = b[h.Size():]
+	}
+	s.size = pos
+	return nil
+}
+
+func (s *segment) undo(st segState, err error) error {
+	s.restore(st)
+	if terr := s.log.Truncate(st.size); terr != nil {
+		return fmt.Errorf("%w (and truncating back failed: %v)", err, terr)
+	}
+	return err
+}
+
+// readPrefix reads the 12-byte base offset + length prefix of the batch at pos.
+func (s *segment) readPrefix(buf []byte, pos int64) (base int64, size int64, err error) {
+	if pos+recordbatch.LogOverhead > s.size {
+		return 0, 0, fmt.Errorf("%w: batch prefix at %d past segment end %d", kernel.ErrCorrupt, pos, s.size)
+	}
+	if _, err := s.log.ReadAt(buf[:recordbatch.LogOverhead], pos); err != nil {
+		return 0, 0, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+	}
+	base = int64(binary.BigEndian.Uint64(buf[recordbatch.OffBaseOffset:]))
+	size = int64(int32(binary.BigEndian.Uint32(buf[recordbatch.OffBatchLength:]))) + recordbatch.LogOverhead
+	if size < recordbatch.HeaderSize || pos+size > s.size {
+		return 0, 0, fmt.Errorf("%w: batch at %d of segment %d has length %d", kernel.ErrCorrupt, pos, s.base, size)
+	}
+	return base, size, nil
+}
+
+// readHeader reads and parses the full batch header at pos.
+func (s *segment) readHeader(buf []byte, pos int64) (recordbatch.Header, error) {
+	if pos+recordbatch.HeaderSize > s.size {
+		return recordbatch.Header{}, fmt.Errorf("%w: batch header at %d past segment end %d", kernel.ErrCorrupt, pos, s.size)
+	}
+	if _, err := s.log.ReadAt(buf[:recordbatch.HeaderSize], pos); err != nil {
+		return recordbatch.Header{}, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+	}
+	h, err := recordbatch.ParseHeader(buf[:recordbatch.HeaderSize])
+	if err != nil {
+		return h, batches.Corrupt(err)
+	}
+	if pos+int64(h.Size()) > s.size {
+		return h, fmt.Errorf("%w: batch at %d of segment %d runs past the end", kernel.ErrCorrupt, pos, s.base)
+	}
+	return h, nil
+}
+
+// startOf returns the position of the batch holding offset (the last batch whose base
+// is <= offset), or of the first batch after it. Only the 12-byte prefixes are read.
+func (s *segment) startOf(buf []byte, offset int64) (int64, error) {
+	pos := s.oidx.lookup(offset)
+	start := int64(-1)
+	for pos < s.size {
+		base, size, err := s.readPrefix(buf, pos)
+		if err != nil {
+			return 0, err
+		}
+		if base > offset {
+			break
+		}
+		start = pos
+		pos += size
+	}
+	if start < 0 {
+		return pos, nil
+	}
+	return start, nil
+}
+
+// scan collects whole batches from the one holding offset: none with a base offset >=
+// maxOffset, at most budget bytes unless minOne lets the first batch through. full
+// reports that a bound (not the end of the segment) stopped it.
+func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool) (start, n int64, full bool, err error) {
+	if offset >= s.next || s.size == 0 {
+		return 0, 0, false, nil
+	}
+	start, err = s.startOf(buf, offset)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for pos := start; pos < s.size; {
+		base, size, err := s.readPrefix(buf, pos)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if base >= maxOffset {
+			return start, n, true, nil
+		}
+		if n+size > budget && !(n == 0 && minOne) {
+			return start, n, true, nil
+		}
+		n += size
+		pos += size
+	}
+	return start, n, false, nil
+}
+
+// errRecover marks a batch that ends recovery of a segment (torn or corrupt).
+var errRecover = errors.New("segment needs recovery")
+
+// recoverSegment validates every batch of the segment (header, length, CRC, offsets
+// strictly increasing and >= the base), truncates the file at the first bad one and
+// rebuilds both indexes. It returns truncated=true when bytes were cut. An I/O error
+// fails it.
+func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bool, err error) {
+	s.oidx.cut(0)
+	s.tidx.cut(0)
+	if err := resizeFile(s.oidx.f, 0); err != nil {
+		return false, err
+	}
+	if err := resizeFile(s.tidx.f, 0); err != nil {
+		return false, err
+	}
+	if err := s.activate(indexBytes); err != nil {
+		return false, err
+	}
+	s.maxTs, s.maxTsOff, s.firstTs, s.bytesSinceIndex, s.next = -1, 0, -1, 0, s.base
+	st, err := s.log.Stat()
+	if err != nil {
+		return false, fmt.Errorf("stat segment %d: %w", s.base, err)
+	}
+	fileSize := st.Size()
+	s.size = fileSize
+	var buf []byte
+	var hdr [recordbatch.HeaderSize]byte
+	pos := int64(0)
+	for pos < fileSize {
+		h, err := s.readHeader(hdr[:], pos)
+		if err == nil && (h.BaseOffset < s.next || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxUint32) {
+			err = fmt.Errorf("%w: batch at %d has offsets %d..%d after %d", kernel.ErrCorrupt, pos, h.BaseOffset, h.LastOffset(), s.next-1)
+		}
+		if err == nil {
+			n := h.Size()
+			if cap(buf) < n {
+				buf = make([]byte, n)
+			}
+			buf = buf[:n]
+			if _, rerr := s.log.ReadAt(buf, pos); rerr != nil && !errors.Is(rerr, io.EOF) {
+				return false, fmt.Errorf("read segment %d at %d: %w", s.base, pos, rerr)
+			}
+			if cerr := recordbatch.CheckCRC(buf); cerr != nil {
+				err = batches.Corrupt(cerr)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, kernel.ErrCorrupt) {
+				return false, err
+			}
+			s.logger.Warn("truncating torn or corrupt segment tail", "segment", s.path(logSuffix), "position", pos, "dropped_bytes", fileSize-pos, "error", err)
+			break
+		}
+		if err := s.indexBatch(&h, pos, interval); err != nil {
+			return false, err
+		}
+		pos += int64(h.Size())
+	}
+	s.size = pos
+	if pos < fileSize {
+		if err := s.log.Truncate(pos); err != nil {
+			return false, fmt.Errorf("truncate segment %d: %w", s.base, err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// load reads the index files of a segment that was closed cleanly and checks them
+// against the log: entries in order, inside the file, the last offset entry pointing at
+// a batch that holds its offset. It then scans the batch headers after the last entries
+// to find the segment's next offset and max timestamp. Any disagreement returns an
+// error wrapping errRecover; an I/O failure returns it as is.
+func (s *segment) load() error {
+	var hdr [recordbatch.HeaderSize]byte
+	ob, err := os.ReadFile(s.path(indexSuffix))
+	if err != nil {
+		return fmt.Errorf("read offset index %d: %w", s.base, err)
+	}
+	tb, err := os.ReadFile(s.path(timeIndexSuffix))
+	if err != nil {
+		return fmt.Errorf("read time index %d: %w", s.base, err)
+	}
+	rel, pos, clean := parseOffsetIndex(ob)
+	if !clean || (len(rel) > 0 && int64(pos[len(pos)-1]) >= s.size) {
+		return fmt.Errorf("%w: offset index of %d disagrees with the log", errRecover, s.base)
+	}
+	ts, trel, tclean := parseTimeIndex(tb)
+	if !tclean {
+		return fmt.Errorf("%w: time index of %d is damaged", errRecover, s.base)
+	}
+	s.oidx.rel, s.oidx.pos = rel, pos
+	s.tidx.ts, s.tidx.rel = ts, trel
+	s.sealed = len(ob) == len(rel)*offsetEntrySize && len(tb) == len(ts)*timeEntrySize
+	if len(ts) > 0 {
+		s.maxTs, s.maxTsOff = ts[len(ts)-1], s.base+int64(trel[len(trel)-1])
+	}
+	// Scan from the earlier of the last entries to the end.
+	from := s.oidx.lastPos()
+	if len(ts) > 0 {
+		from = min(from, s.oidx.lookup(s.maxTsOff))
+	}
+	if len(rel) > 0 {
+		h, err := s.readHeader(hdr[:], s.oidx.lastPos())
+		if err != nil {
+			return s.recoverable(err)
+		}
+		if h.LastOffset() != s.base+int64(rel[len(rel)-1]) {
+			return fmt.Errorf("%w: offset index entry %d points at batch %d..%d", errRecover, s.base+int64(rel[len(rel)-1]), h.BaseOffset, h.LastOffset())
+		}
+	}
+	if s.size > 0 {
+		h, err := s.readHeader(hdr[:], 0)
+		if err != nil {
+			return s.recoverable(err)
+		}
+		s.firstTs = h.MaxTimestamp
+		if h.BaseOffset < s.base {
+			return fmt.Errorf("%w: first batch %d below segment base", errRecover, h.BaseOffset)
+		}
+	}
+	s.next = s.base
+	if from > 0 {
+		h, err := s.readHeader(hdr[:], from)
+		if err != nil {
+			return s.recoverable(err)
+		}
+		s.next = h.BaseOffset
+	}
+	last := int64(0)
+	for p := from; p < s.size; {
+		h, err := s.readHeader(hdr[:], p)
+		if err != nil {
+			return s.recoverable(err)
+		}
+		if h.BaseOffset < s.next || h.LastOffsetDelta < 0 {
+			return fmt.Errorf("%w: offsets go back at %d", errRecover, p)
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsOff = h.MaxTimestamp, h.LastOffset()
+		}
+		s.next = h.LastOffset() + 1
+		last = p
+		p += int64(h.Size())
+	}
+	if n := len(trel); n > 0 && s.base+int64(trel[n-1]) >= s.next {
+		return fmt.Errorf("%w: time index points past the log", errRecover)
+	}
+	s.bytesSinceIndex = s.size - s.oidx.lastPos()
+	_ = last
+	return nil
+}
+
+func (s *segment) recoverable(err error) error {
+	if errors.Is(err, kernel.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", errRecover, err)
+	}
+	return err
+}

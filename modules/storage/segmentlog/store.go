@@ -1,0 +1,410 @@
+package segmentlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Store is the segment-log kernel.Storage over one log directory.
+type Store struct {
+	dir    string
+	logger *slog.Logger
+	now    func() time.Time
+
+	ckptMu sync.Mutex // serializes checkpoint writes; taken before mu
+
+	mu     sync.Mutex
+	logs   map[kernel.TopicPartition]*Log
+	closed bool
+	// From the checkpoint files, kept for partitions that are not open.
+	recoveryPoints map[kernel.TopicPartition]int64
+	logStarts      map[kernel.TopicPartition]int64
+	// cleanAtOpen: the directory had a clean-shutdown marker when the store opened.
+	cleanAtOpen bool
+	// cleanTPs: partitions closed cleanly since.
+	cleanTPs map[kernel.TopicPartition]bool
+
+	dirty atomic.Bool // the checkpoints are behind
+}
+
+// OpenStore opens (creating if needed) the log directory dir. It reads the checkpoint
+// files and consumes the clean-shutdown marker: until the store is closed cleanly
+// again, a crash makes the next open recover every partition from its recovery point.
+func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	s := &Store{
+		dir: dir, logger: logger, now: time.Now,
+		logs:     map[kernel.TopicPartition]*Log{},
+		cleanTPs: map[kernel.TopicPartition]bool{},
+	}
+	var err error
+	if s.recoveryPoints, err = readCheckpoint(filepath.Join(dir, recoveryCheckpointFile)); err != nil {
+		return nil, err
+	}
+	if s.logStarts, err = readCheckpoint(filepath.Join(dir, logStartCheckpointFile)); err != nil {
+		return nil, err
+	}
+	marker := filepath.Join(dir, cleanShutdownFile)
+	if _, err := os.Stat(marker); err == nil {
+		s.cleanAtOpen = true
+		if err := os.Remove(marker); err != nil {
+			return nil, fmt.Errorf("remove clean shutdown marker: %w", err)
+		}
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("stat clean shutdown marker: %w", err)
+	}
+	return s, nil
+}
+
+// Open implements kernel.Storage.
+func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, kernel.ErrLogClosed
+	}
+	if l, ok := s.logs[tp]; ok {
+		l.SetConfig(cfg)
+		return l, nil
+	}
+	if !validTopic(tp.Topic) || tp.Partition < 0 {
+		return nil, fmt.Errorf("open %v: invalid topic partition", tp)
+	}
+	rp, hasRP := s.recoveryPoints[tp]
+	clean := s.cleanAtOpen || s.cleanTPs[tp]
+	l, err := openLog(s, tp, topicID, cfg, rp, hasRP && clean, s.logStarts[tp])
+	if err != nil {
+		return nil, err
+	}
+	s.logs[tp] = l
+	delete(s.cleanTPs, tp)
+	s.dirty.Store(true)
+	return l, nil
+}
+
+// validTopic rejects names that would escape the log directory.
+func validTopic(t string) bool {
+	return t != "" && t != "." && t != ".." && !strings.ContainsAny(t, "/\\\x00")
+}
+
+// forget drops a closed log from the open set, keeping its final offsets.
+func (s *Store) forget(l *Log, clean bool) {
+	s.mu.Lock()
+	if s.logs[l.tp] == l {
+		delete(s.logs, l.tp)
+		rp, ls := l.offsets()
+		s.recoveryPoints[l.tp], s.logStarts[l.tp] = rp, ls
+		if clean {
+			s.cleanTPs[l.tp] = true
+		}
+	}
+	s.mu.Unlock()
+	s.dirty.Store(true)
+}
+
+// Remove implements kernel.Storage: it closes the log and deletes its directory. Files
+// that an unreleased ReadResult points into stay readable until it is released.
+func (s *Store) Remove(tp kernel.TopicPartition) error {
+	if !validTopic(tp.Topic) {
+		return nil
+	}
+	s.mu.Lock()
+	if l, ok := s.logs[tp]; ok {
+		l.closeForRemove()
+		delete(s.logs, tp)
+	}
+	delete(s.recoveryPoints, tp)
+	delete(s.logStarts, tp)
+	delete(s.cleanTPs, tp)
+	err := os.RemoveAll(filepath.Join(s.dir, tp.String()))
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("remove %v: %w", tp, err)
+	}
+	return s.writeCheckpoints()
+}
+
+// Dirs implements kernel.Storage: the log dir with every partition directory in it.
+func (s *Store) Dirs() []kernel.LogDir {
+	d := kernel.LogDir{Path: s.dir, TotalBytes: -1, UsableBytes: -1}
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.dir, &st); err == nil {
+		d.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
+		d.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
+	}
+	s.mu.Lock()
+	open := make(map[kernel.TopicPartition]*Log, len(s.logs))
+	for tp, l := range s.logs {
+		open[tp] = l
+	}
+	s.mu.Unlock()
+	ents, _ := os.ReadDir(s.dir)
+	for _, e := range ents {
+		tp, ok := parsePartitionDir(e)
+		if !ok {
+			continue
+		}
+		var size int64
+		if l, ok := open[tp]; ok {
+			size = l.Size()
+		} else {
+			size = dirLogBytes(filepath.Join(s.dir, e.Name()))
+		}
+		d.Partitions = append(d.Partitions, kernel.LogDirPartition{TP: tp, Size: size})
+	}
+	return []kernel.LogDir{d}
+}
+
+func parsePartitionDir(e os.DirEntry) (kernel.TopicPartition, bool) {
+	if !e.IsDir() {
+		return kernel.TopicPartition{}, false
+	}
+	name := e.Name()
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return kernel.TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return kernel.TopicPartition{}, false
+	}
+	return kernel.TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+func dirLogBytes(dir string) int64 {
+	ents, _ := os.ReadDir(dir)
+	var n int64
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), logSuffix) {
+			if fi, err := e.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+	}
+	return n
+}
+
+// openLogs returns the open logs.
+func (s *Store) openLogs() []*Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Log, 0, len(s.logs))
+	for _, l := range s.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Close closes every log cleanly, writes the checkpoints and the clean-shutdown
+// marker. Idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	logs := make([]*Log, 0, len(s.logs))
+	for _, l := range s.logs {
+		logs = append(logs, l)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range logs {
+		if err := l.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %v: %w", l.tp, err))
+		}
+	}
+	errs = append(errs, s.writeCheckpoints())
+	if err := errors.Join(errs...); err != nil {
+		return err // no marker: the next open recovers
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, cleanShutdownFile), nil); err != nil {
+		return fmt.Errorf("write clean shutdown marker: %w", err)
+	}
+	return nil
+}
+
+// writeCheckpoints writes both checkpoint files from the open logs and the remembered
+// offsets of the others.
+func (s *Store) writeCheckpoints() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	s.dirty.Store(false)
+	s.mu.Lock()
+	rps := make(map[kernel.TopicPartition]int64, len(s.recoveryPoints)+len(s.logs))
+	lss := make(map[kernel.TopicPartition]int64, len(s.logStarts)+len(s.logs))
+	for tp, v := range s.recoveryPoints {
+		rps[tp] = v
+	}
+	for tp, v := range s.logStarts {
+		lss[tp] = v
+	}
+	for tp, l := range s.logs {
+		rps[tp], lss[tp] = l.offsets()
+	}
+	s.mu.Unlock()
+	if err := writeFileAtomic(filepath.Join(s.dir, recoveryCheckpointFile), formatCheckpoint(rps)); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("write recovery point checkpoint: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, logStartCheckpointFile), formatCheckpoint(lss)); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("write log start checkpoint: %w", err)
+	}
+	return nil
+}
+
+// formatCheckpoint renders Kafka's checkpoint text: version, count, "topic partition
+// offset" lines (sorted, for stable files).
+func formatCheckpoint(m map[kernel.TopicPartition]int64) []byte {
+	tps := make([]kernel.TopicPartition, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		return tps[i].Topic < tps[j].Topic || tps[i].Topic == tps[j].Topic && tps[i].Partition < tps[j].Partition
+	})
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d\n%d\n", checkpointVersion, len(tps))
+	for _, tp := range tps {
+		fmt.Fprintf(&b, "%s %d %d\n", tp.Topic, tp.Partition, m[tp])
+	}
+	return b.Bytes()
+}
+
+// readCheckpoint parses a checkpoint file; a missing file is empty.
+func readCheckpoint(path string) (map[kernel.TopicPartition]int64, error) {
+	m := map[kernel.TopicPartition]int64{}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	line := 0
+	count := -1
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		switch line {
+		case 1:
+			if text != strconv.Itoa(checkpointVersion) {
+				return nil, fmt.Errorf("%s: unsupported version %q", path, text)
+			}
+			continue
+		case 2:
+			if count, err = strconv.Atoi(text); err != nil || count < 0 {
+				return nil, fmt.Errorf("%s: bad count %q", path, text)
+			}
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: malformed line %q", path, line, text)
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s:%d: malformed line %q", path, line, text)
+		}
+		m[kernel.TopicPartition{Topic: f[0], Partition: int32(p)}] = off
+	}
+	if count != len(m) {
+		return nil, fmt.Errorf("%s: %d entries, header says %d", path, len(m), count)
+	}
+	return m, nil
+}
+
+// writeFileAtomic writes data to path via a temporary file: write, fsync, rename,
+// fsync the directory.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// partition.metadata: "version: 0\ntopic_id: <base64url, unpadded>\n".
+func writePartitionMetadata(dir string, topicID [16]byte) error {
+	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(topicID[:]))
+	return writeFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte(data))
+}
+
+func readPartitionMetadata(dir string) (id [16]byte, ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, found := strings.CutPrefix(line, "topic_id: "); found {
+			b, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
+			if err != nil || len(b) != 16 {
+				return id, false, fmt.Errorf("%s: bad topic_id %q", partitionMetadataFile, v)
+			}
+			copy(id[:], b)
+			return id, true, nil
+		}
+	}
+	return id, false, fmt.Errorf("%s: no topic_id", partitionMetadataFile)
+}
