@@ -14,6 +14,7 @@ import (
 // fetchOp is one Fetch request being served: the partitions to read in order (from the
 // request, or from its session) and the session bookkeeping.
 type fetchOp struct {
+	ctx           context.Context
 	m             *Module
 	req           *kernel.Request
 	version       int16
@@ -33,6 +34,7 @@ type fetchOp struct {
 // fetch serves one Fetch request and returns its encoded body.
 func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRequest) (*kernel.Body, error) {
 	op := &fetchOp{
+		ctx:           ctx,
 		m:             m,
 		req:           req,
 		version:       req.Version,
@@ -203,14 +205,14 @@ func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset in
 }
 
 // allowed answers READ on a topic, once per topic per request.
-func (op *fetchOp) allowed(ctx context.Context, topic string) bool {
+func (op *fetchOp) allowed(topic string) bool {
 	if ok, seen := op.authz[topic]; seen {
 		return ok
 	}
 	if op.authz == nil {
 		op.authz = make(map[string]bool, 1)
 	}
-	ok := op.req.Allowed(ctx, kernel.OpRead, kernel.ResTopic, topic)
+	ok := op.req.Allowed(op.ctx, kernel.OpRead, kernel.ResTopic, topic)
 	op.authz[topic] = ok
 	return ok
 }
@@ -245,7 +247,7 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		}
 		return
 	}
-	if !op.allowed(context.Background(), fp.topic) {
+	if !op.allowed(fp.topic) {
 		fp.errorCode = kerr.TopicAuthorizationFailed.Code
 		return
 	}
