@@ -347,6 +347,7 @@ type catalogue struct {
 	brokers     []*brokerDef
 	topicByName map[string]*topicDef
 	brokerBy    map[string]*brokerDef
+	defaults    map[*def]value // parsed defaults of the configs that have one; shared, never modified
 }
 
 var cat = buildCatalogue()
@@ -355,7 +356,7 @@ var cat = buildCatalogue()
 // and which are lower-precedence forms of others. It panics on an inconsistent table:
 // that is a programmer error, caught by any test run.
 func buildCatalogue() *catalogue {
-	c := &catalogue{topicByName: map[string]*topicDef{}, brokerBy: map[string]*brokerDef{}}
+	c := &catalogue{topicByName: map[string]*topicDef{}, brokerBy: map[string]*brokerDef{}, defaults: map[*def]value{}}
 	for i := range topicDefs {
 		d := new(topicDef)
 		*d = topicDefs[i] // copies: the tables themselves are never modified
@@ -398,9 +399,11 @@ func buildCatalogue() *catalogue {
 		if d.dflt == nil {
 			continue
 		}
-		if _, reason := d.parse(*d.dflt); reason != "" {
+		v, reason := d.parse(*d.dflt)
+		if reason != "" {
 			panic(fmt.Sprintf("kconfig: default %q of %s: %s", *d.dflt, d.name, reason))
 		}
+		c.defaults[d] = v
 	}
 	slices.SortFunc(c.topics, func(a, b *topicDef) int { return strings.Compare(a.name, b.name) })
 	slices.SortFunc(c.brokers, func(a, b *brokerDef) int { return strings.Compare(a.name, b.name) })

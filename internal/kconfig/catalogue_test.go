@@ -211,7 +211,7 @@ func TestCatalogueInvariants(t *testing.T) {
 			if len(d.synonyms) == 0 {
 				continue
 			}
-			cands := topicCandidates(d, nil, nil)
+			cands := slices.Collect(topicCandidates(d, nil, nil))
 			if len(cands) == 0 {
 				t.Errorf("%s: no synonym has a default", d.name)
 				continue

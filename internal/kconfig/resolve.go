@@ -1,5 +1,10 @@
 package kconfig
 
+import (
+	"iter"
+	"slices"
+)
+
 // layer is one map of broker config values and the source it stands for.
 type layer struct {
 	src Source
@@ -27,66 +32,78 @@ type candidate struct {
 	tv   value // converted to the topic config's units (topic candidates only)
 }
 
-// brokerCandidates returns the usable values of broker config d, highest precedence
+// brokerCandidates yields the usable values of broker config d, highest precedence
 // first, ending with its default when it has one. Invalid values are skipped, and
 // dynamic layers are ignored for a read-only config.
-func brokerCandidates(d *brokerDef, layers []layer) []candidate {
-	var out []candidate
-	for _, l := range layers {
-		if l.dynamic() && !d.dynamic {
-			continue
+func brokerCandidates(d *brokerDef, layers []layer) iter.Seq[candidate] {
+	return func(yield func(candidate) bool) {
+		for _, l := range layers {
+			if l.dynamic() && !d.dynamic {
+				continue
+			}
+			raw, ok := l.m[d.name]
+			if !ok {
+				continue
+			}
+			if v, reason := d.parse(raw); reason == "" {
+				if !yield(candidate{name: d.name, src: l.src, v: v}) {
+					return
+				}
+			}
 		}
-		raw, ok := l.m[d.name]
-		if !ok {
-			continue
-		}
-		if v, reason := d.parse(raw); reason == "" {
-			out = append(out, candidate{name: d.name, src: l.src, v: v})
+		if v, ok := cat.defaults[&d.def]; ok {
+			yield(candidate{name: d.name, src: SourceDefault, v: v})
 		}
 	}
-	if d.dflt != nil {
-		v, _ := d.parse(*d.dflt)
-		out = append(out, candidate{name: d.name, src: SourceDefault, v: v})
-	}
-	return out
 }
 
-// topicCandidates returns the usable values of topic config t, highest precedence
+// topicCandidates yields the usable values of topic config t, highest precedence
 // first: the topic's override, then each broker synonym in order, each from every
 // broker layer and then from its default. The first one is the effective value.
-func topicCandidates(t *topicDef, overrides map[string]string, layers []layer) []candidate {
-	var out []candidate
-	if raw, ok := overrides[t.name]; ok {
-		if v, reason := t.parse(raw); reason == "" {
-			out = append(out, candidate{name: t.name, src: SourceDynamicTopic, v: v, tv: v})
-		}
-	}
-	for _, s := range t.synonyms {
-		for _, c := range brokerCandidates(cat.brokerBy[s.name], layers) {
-			c.tv = s.toTopic(c.v)
-			if t.check != nil && t.check(c.tv) != "" {
-				continue // out of the topic config's range once converted
+func topicCandidates(t *topicDef, overrides map[string]string, layers []layer) iter.Seq[candidate] {
+	return func(yield func(candidate) bool) {
+		if raw, ok := overrides[t.name]; ok {
+			if v, reason := t.parse(raw); reason == "" {
+				if !yield(candidate{name: t.name, src: SourceDynamicTopic, v: v, tv: v}) {
+					return
+				}
 			}
-			out = append(out, c)
+		}
+		for _, s := range t.synonyms {
+			for c := range brokerCandidates(cat.brokerBy[s.name], layers) {
+				c.tv = s.toTopic(c.v)
+				if t.check != nil && t.check(c.tv) != "" {
+					continue // out of the topic config's range once converted
+				}
+				if !yield(c) {
+					return
+				}
+			}
 		}
 	}
-	return out
+}
+
+// first returns the first candidate of seq.
+func first(seq iter.Seq[candidate]) (candidate, bool) {
+	for c := range seq {
+		return c, true
+	}
+	return candidate{}, false
 }
 
 // topicValue returns the effective value of t and its source.
-func topicValue(t *topicDef, cands []candidate) (value, Source) {
-	if len(cands) > 0 {
-		return cands[0].tv, cands[0].src
+func topicValue(t *topicDef, overrides map[string]string, layers []layer) (value, Source) {
+	if c, ok := first(topicCandidates(t, overrides, layers)); ok {
+		return c.tv, c.src
 	}
-	v, _ := t.parse(*t.dflt) // every topic config has a default
-	return v, SourceDefault
+	return cat.defaults[&t.def], SourceDefault // every topic config has a default
 }
 
 // effectiveTopic returns the effective value of every topic config by name.
 func effectiveTopic(overrides map[string]string, layers []layer) map[string]value {
 	out := make(map[string]value, len(cat.topics))
 	for _, t := range cat.topics {
-		out[t.name], _ = topicValue(t, topicCandidates(t, overrides, layers))
+		out[t.name], _ = topicValue(t, overrides, layers)
 	}
 	return out
 }
@@ -95,8 +112,8 @@ func effectiveTopic(overrides map[string]string, layers []layer) map[string]valu
 func effectiveBroker(layers []layer) map[string]value {
 	out := make(map[string]value, len(cat.brokers))
 	for _, b := range cat.brokers {
-		if c := brokerCandidates(b, layers); len(c) > 0 {
-			out[b.name] = c[0].v
+		if c, ok := first(brokerCandidates(b, layers)); ok {
+			out[b.name] = c.v
 		}
 	}
 	return out
@@ -122,8 +139,8 @@ func synonymsOf(d *def, cands []candidate) []Synonym {
 func describeTopic(overrides map[string]string, layers []layer) []Entry {
 	out := make([]Entry, 0, len(cat.topics))
 	for _, t := range cat.topics {
-		cands := topicCandidates(t, overrides, layers)
-		v, src := topicValue(t, cands)
+		v, src := topicValue(t, overrides, layers)
+		cands := slices.Collect(topicCandidates(t, overrides, layers))
 		out = append(out, Entry{
 			Name:      t.name,
 			Value:     describedValue(&t.def, v),
@@ -140,7 +157,7 @@ func describeTopic(overrides map[string]string, layers []layer) []Entry {
 func describeBroker(layers []layer) []Entry {
 	out := make([]Entry, 0, len(cat.brokers))
 	for _, b := range cat.brokers {
-		cands := brokerCandidates(b, layers)
+		cands := slices.Collect(brokerCandidates(b, layers))
 		e := Entry{
 			Name:      b.name,
 			ReadOnly:  !b.dynamic,
@@ -154,7 +171,7 @@ func describeBroker(layers []layer) []Entry {
 			e.Source = cands[0].src
 		}
 		for _, lower := range b.lower {
-			cands = append(cands, brokerCandidates(cat.brokerBy[lower], layers)...)
+			cands = slices.AppendSeq(cands, brokerCandidates(cat.brokerBy[lower], layers))
 		}
 		e.Synonyms = synonymsOf(&b.def, cands)
 		out = append(out, e)
