@@ -65,7 +65,6 @@ type fetchPart struct {
 	errorCode          int16
 	hw, lso, logStart  int64
 	abortedTxns        []abortedTxn // nil = null (read_uncommitted)
-	readCommitted      bool
 	preferredReplica   int32
 	divergingEpoch     int32
 	divergingEndOffset int64

@@ -73,7 +73,7 @@ func TestFetchSessions(t *testing.T) {
 				t.Fatalf("incremental after produce: %+v", ps)
 			}
 			// Forgotten partitions are no longer fetched.
-			inc = h.fetch(ctx, v, sessionReq(id, 3, map[int32]int64{2: 2}, 0))
+			h.fetch(ctx, v, sessionReq(id, 3, map[int32]int64{2: 2}, 0))
 			h.produce(9, 1, "t", 0, testBatch(1, "z"))
 			inc = h.fetch(ctx, v, sessionReq(id, 4, nil))
 			if len(partsOf(inc)) != 0 {
