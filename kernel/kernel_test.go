@@ -32,7 +32,6 @@ type echoModule struct {
 	calls    atomic.Int64
 	started  bool
 	stopped  bool
-	deps     []string
 }
 
 func (m *echoModule) Provision(ctx kernel.Context) error {
