@@ -33,16 +33,22 @@
 // producer.id.expiration.ms. All other broker configs are read-only: ValidateBroker
 // refuses them with ErrReadOnly and dynamic values for them are ignored.
 //
-// Deliberate differences from Kafka (3.9, the version whose catalogue this follows):
-// offsets.topic.replication.factor and transaction.state.log.replication.factor default
-// to 1 and transaction.state.log.min.isr to 1, so a single node works out of the box; a
-// cleanup.policy must not be empty; log.retention.ms, log.roll.ms,
-// log.roll.jitter.ms and log.flush.interval.ms accept only what their topic configs
-// accept; listeners and advertised.listeners are read-only; remote.storage.enable and
-// local.retention.* are accepted but have no effect; log.dir is not supported (log.dirs
-// is, and the kernel fills it from data_dir). For a broker entry, the value and source
-// are those of the config itself and the synonyms list its own values then the
-// lower-precedence forms (log.retention.ms: log.retention.minutes, log.retention.hours).
+// Deliberate differences from Kafka (3.9, the version whose catalogue this follows;
+// segment.bytes keeps its minimum of 14, which Kafka 4 raised):
+//   - offsets.topic.replication.factor and transaction.state.log.replication.factor
+//     default to 1 (Kafka: 3) and transaction.state.log.min.isr to 1 (Kafka: 2), so a
+//     single node works out of the box.
+//   - cleanup.policy must not be empty.
+//   - A broker synonym in the topic config's units accepts exactly what the topic config
+//     accepts (Kafka leaves log.retention.ms, log.roll.ms and a few others unchecked).
+//   - listeners and advertised.listeners are read-only.
+//   - remote.storage.enable and local.retention.* are accepted and reported but have no
+//     effect.
+//   - log.dir is not a config; log.dirs is (the kernel fills it from data_dir).
+//   - A broker entry's value and source are those of the config itself, and its
+//     synonyms are its own values followed by the lower-precedence forms
+//     (log.retention.ms: log.retention.minutes, log.retention.hours); Kafka also lists
+//     the higher-precedence forms there.
 //
 // # Invariants
 //

@@ -114,7 +114,12 @@ func parse(t Type, raw string) (value, string) {
 		}
 		return value{}, "Value must be true or false"
 	case TypeShort, TypeInt, TypeLong:
-		bits := map[Type]int{TypeShort: 16, TypeInt: 32, TypeLong: 64}[t]
+		bits := 64
+		if t == TypeShort {
+			bits = 16
+		} else if t == TypeInt {
+			bits = 32
+		}
 		n, err := strconv.ParseInt(s, 10, bits)
 		if err != nil {
 			return value{}, "Not a number of type " + t.String()
