@@ -75,8 +75,20 @@ func (c *cursor) uvarint(maxLen int, lastMax byte, field string) uint64 {
 	return 0
 }
 
-// varint reads a zigzag int32.
+// varint reads a zigzag int32. Most varints in a record are one byte: that path is
+// small enough to inline.
 func (c *cursor) varint(field string) int32 {
+	if c.p < len(c.b) {
+		if v := c.b[c.p]; v < 0x80 {
+			c.p++
+			return int32(v>>1) ^ -int32(v&1)
+		}
+	}
+	return c.varintSlow(field)
+}
+
+//go:noinline
+func (c *cursor) varintSlow(field string) int32 {
 	u := uint32(c.uvarint(maxVarintLen32, 0x0f, field))
 	return int32(u>>1) ^ -int32(u&1)
 }
