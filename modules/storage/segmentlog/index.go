@@ -40,7 +40,7 @@ func (x *offsetIndex) append(lastOffset int64, pos int64) error {
 		return nil // an index sparser than asked is still correct
 	}
 	rel := uint32(lastOffset - x.base)
-	if n := len(x.rel); n > 0 && (rel <= x.rel[n-1] || uint32(pos) <= x.pos[n-1]) {
+	if n := len(x.rel); pos == 0 || n > 0 && (rel <= x.rel[n-1] || uint32(pos) <= x.pos[n-1]) {
 		return nil
 	}
 	binary.BigEndian.PutUint32(x.buf[0:], rel)
@@ -93,8 +93,8 @@ func (x *timeIndex) maybeAppend(ts, offset int64, force bool) error {
 	if n := len(x.ts); n > 0 && (ts <= x.ts[n-1] || uint32(offset-x.base) < x.rel[n-1]) {
 		return nil
 	}
-	if ts < 0 {
-		return nil
+	if ts < 0 || (ts == 0 && offset == x.base) {
+		return nil // an all-zero entry reads as the end of the file
 	}
 	binary.BigEndian.PutUint64(x.buf[0:], uint64(ts))
 	binary.BigEndian.PutUint32(x.buf[8:], uint32(offset-x.base))
@@ -152,7 +152,8 @@ func maxEntriesFor(indexBytes int64, es int) int {
 }
 
 // parseOffsetIndex loads the entries of an offset index file. It stops at the first
-// entry that does not increase (the zero tail of a preallocated file) and reports
+// entry that does not increase or has position 0 (never indexed: the first batch of a
+// segment has no entry), which is where the zero tail of a preallocated file starts, and reports
 // whether everything after it is zero; a non-zero tail means the file is damaged.
 func parseOffsetIndex(b []byte) (rel, pos []uint32, clean bool) {
 	n := len(b) / offsetEntrySize
@@ -160,7 +161,7 @@ func parseOffsetIndex(b []byte) (rel, pos []uint32, clean bool) {
 	for ; i < n; i++ {
 		r := binary.BigEndian.Uint32(b[i*offsetEntrySize:])
 		p := binary.BigEndian.Uint32(b[i*offsetEntrySize+4:])
-		if i > 0 && (r <= rel[i-1] || p <= pos[i-1]) {
+		if p == 0 || (i > 0 && (r <= rel[i-1] || p <= pos[i-1])) {
 			break
 		}
 		rel = append(rel, r)
@@ -176,7 +177,7 @@ func parseTimeIndex(b []byte) (ts []int64, rel []uint32, clean bool) {
 	for ; i < n; i++ {
 		t := int64(binary.BigEndian.Uint64(b[i*timeEntrySize:]))
 		r := binary.BigEndian.Uint32(b[i*timeEntrySize+8:])
-		if t < 0 || (i > 0 && (t <= ts[i-1] || r < rel[i-1])) {
+		if t < 0 || (t == 0 && r == 0) || (i > 0 && (t <= ts[i-1] || r < rel[i-1])) {
 			break
 		}
 		ts = append(ts, t)

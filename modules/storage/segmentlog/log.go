@@ -76,8 +76,8 @@ func (l *Log) appendLocked(records []byte, leader bool) (res kernel.AppendResult
 		if err != nil {
 			return res, false, batches.Corrupt(err)
 		}
-		if h.Size() > len(b) || h.LastOffsetDelta < 0 {
-			return res, false, batches.Corrupt(recordbatch.ErrShort)
+		if h.Size() > len(b) || h.LastOffsetDelta < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
+			return res, false, batches.Corrupt(recordbatch.ErrLength)
 		}
 		base := next
 		if !leader {

@@ -366,7 +366,7 @@ func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bo
 	pos := int64(0)
 	for pos < fileSize {
 		h, err := s.readHeader(hdr[:], pos)
-		if err == nil && (h.BaseOffset < s.next || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxUint32) {
+		if err == nil && (h.BaseOffset < s.next || h.LastOffsetDelta < 0 || h.LastOffset() < h.BaseOffset || h.LastOffset()-s.base > math.MaxUint32) {
 			err = fmt.Errorf("%w: batch at %d has offsets %d..%d after %d", kernel.ErrCorrupt, pos, h.BaseOffset, h.LastOffset(), s.next-1)
 		}
 		if err == nil {
@@ -471,7 +471,7 @@ func (s *segment) load() error {
 		if err != nil {
 			return s.recoverable(err)
 		}
-		if h.BaseOffset < s.next || h.LastOffsetDelta < 0 {
+		if h.BaseOffset < s.next || h.LastOffsetDelta < 0 || h.LastOffset() < h.BaseOffset {
 			return fmt.Errorf("%w: offsets go back at %d", errRecover, p)
 		}
 		if h.MaxTimestamp > s.maxTs {

@@ -1,0 +1,354 @@
+package segmentlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/storagetest"
+)
+
+var rtp = kernel.TopicPartition{Topic: "recover", Partition: 3}
+
+// crash closes every file of the store without flushing, sealing, checkpointing or
+// writing the clean-shutdown marker: what a killed process leaves behind (the page
+// cache survives, so all written bytes are there; damage is added by the test).
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.logs {
+		l.mu.Lock()
+		l.closed = true
+		for _, sg := range l.segs {
+			sg.unref()
+		}
+		l.mu.Unlock()
+	}
+	s.closed = true
+}
+
+// openRaw opens a store that the test does not close at cleanup.
+func openRaw(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := OpenStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func recoveryConfig() kernel.LogConfig {
+	cfg := storagetest.DefaultConfig()
+	cfg.IndexIntervalBytes = 1 // an index entry for (almost) every batch
+	cfg.SegmentBytes = 4 * int64(len(storagetest.Batch(0, 0, 2, 30)))
+	cfg.SegmentIndexBytes = 4096
+	return cfg
+}
+
+// fill appends n batches of 2 records (timestamps 1000+offset) and returns the batches'
+// base offsets.
+func fill(t *testing.T, l kernel.Log, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := l.AppendLeader(storagetest.Batch(0, 1000+int64(2*i), 2, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func segFiles(t *testing.T, dir, suffix string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*"+suffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestTornWriteRecovery(t *testing.T) {
+	batchSize := int64(len(storagetest.Batch(0, 0, 2, 30)))
+	tests := []struct {
+		name    string
+		clean   bool // shut down cleanly before the damage
+		damage  func(t *testing.T, pdir string)
+		wantLEO int64 // 10 batches of 2 records: 20 when nothing is lost
+	}{
+		{"no damage", false, func(*testing.T, string) {}, 20},
+		{"tail cut mid-batch", false, func(t *testing.T, pdir string) {
+			logs := segFiles(t, pdir, logSuffix)
+			last := logs[len(logs)-1]
+			fi, _ := os.Stat(last)
+			if err := os.Truncate(last, fi.Size()-batchSize/2); err != nil {
+				t.Fatal(err)
+			}
+		}, 18},
+		{"tail cut inside the header", false, func(t *testing.T, pdir string) {
+			logs := segFiles(t, pdir, logSuffix)
+			last := logs[len(logs)-1]
+			fi, _ := os.Stat(last)
+			if err := os.Truncate(last, fi.Size()-batchSize+20); err != nil {
+				t.Fatal(err)
+			}
+		}, 18},
+		{"garbled last batch", false, func(t *testing.T, pdir string) {
+			logs := segFiles(t, pdir, logSuffix)
+			garble(t, logs[len(logs)-1], -10)
+		}, 18},
+		{"zeroed tail (preallocated then lost)", false, func(t *testing.T, pdir string) {
+			logs := segFiles(t, pdir, logSuffix)
+			f, err := os.OpenFile(logs[len(logs)-1], os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(make([]byte, 100))
+			f.Close()
+		}, 20},
+		{"max length prefix in first segment", false, func(t *testing.T, pdir string) {
+			logs := segFiles(t, pdir, logSuffix)
+			f, err := os.OpenFile(logs[0], os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], 0x7fffffff)
+			f.WriteAt(b[:], batchSize+recordbatch.OffBatchLength) // second batch
+			f.Close()
+		}, 2},
+		{"garbled offset index", false, func(t *testing.T, pdir string) {
+			for _, p := range segFiles(t, pdir, indexSuffix) {
+				garble(t, p, 3)
+			}
+		}, 20},
+		{"garbled indexes after clean shutdown", true, func(t *testing.T, pdir string) {
+			for _, p := range append(segFiles(t, pdir, indexSuffix), segFiles(t, pdir, timeIndexSuffix)...) {
+				garble(t, p, 3)
+			}
+		}, 20},
+		{"index pointing past the end after clean shutdown", true, func(t *testing.T, pdir string) {
+			p := segFiles(t, pdir, indexSuffix)[0]
+			b, _ := os.ReadFile(p)
+			binary.BigEndian.PutUint32(b[len(b)-4:], 1<<30)
+			os.WriteFile(p, b, 0o644)
+		}, 20},
+		{"missing indexes after clean shutdown", true, func(t *testing.T, pdir string) {
+			for _, p := range append(segFiles(t, pdir, indexSuffix), segFiles(t, pdir, timeIndexSuffix)...) {
+				os.Remove(p)
+			}
+		}, 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openRaw(t, dir)
+			l, err := s.Open(rtp, [16]byte{9}, recoveryConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(t, l, 10)
+			if tc.clean {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				crash(t, s)
+			}
+			pdir := filepath.Join(dir, rtp.String())
+			tc.damage(t, pdir)
+
+			s = openTestStore(t, dir)
+			l, err = s.Open(rtp, [16]byte{9}, recoveryConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.LogEndOffset(); got != tc.wantLEO {
+				t.Fatalf("LEO %d after recovery, want %d", got, tc.wantLEO)
+			}
+			checkLog(t, l, 0)
+			checkIndexes(t, l.(*Log))
+			res, err := l.AppendLeader(storagetest.Batch(0, 9999, 2, 30))
+			if err != nil || res.BaseOffset != tc.wantLEO {
+				t.Fatalf("append after recovery: %+v %v", res, err)
+			}
+			checkLog(t, l, 0)
+			checkIndexes(t, l.(*Log))
+			if strings.Contains(tc.name, "clean") {
+				return
+			}
+			for _, p := range segFiles(t, pdir, deletedSuffix) {
+				t.Errorf("leftover %s", p)
+			}
+		})
+	}
+}
+
+func garble(t *testing.T, path string, at int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		return
+	}
+	i := at
+	if i < 0 {
+		i += int64(len(b))
+	}
+	i = min(max(i, 0), int64(len(b)-1))
+	for j := i; j < min(i+5, int64(len(b))); j++ {
+		b[j] ^= 0xa5
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLog reads every offset and checks it lands in the batch holding it, with whole
+// valid batches only.
+func checkLog(t *testing.T, l kernel.Log, from int64) {
+	t.Helper()
+	for off := max(from, l.LogStartOffset()); off < l.LogEndOffset(); off++ {
+		rr, err := l.Read(off, 1<<20, l.LogEndOffset(), true)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		b, err := storagetest.ReadAll(rr)
+		rr.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := storagetest.ParseAll(b)
+		if err != nil || len(bs) == 0 {
+			t.Fatalf("Read(%d): %v batches, %v", off, len(bs), err)
+		}
+		if bs[0].Base > off || bs[0].Last < off {
+			t.Fatalf("Read(%d) starts with batch %d..%d", off, bs[0].Base, bs[0].Last)
+		}
+		if last := bs[len(bs)-1].Last; last != l.LogEndOffset()-1 {
+			t.Fatalf("Read(%d) ends at %d, log end %d", off, last, l.LogEndOffset())
+		}
+	}
+}
+
+// checkIndexes checks every in-memory and on-disk index entry against the log.
+func checkIndexes(t *testing.T, l *Log) {
+	t.Helper()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var hdr [recordbatch.HeaderSize]byte
+	for _, s := range l.segs {
+		ob, err := os.ReadFile(s.path(indexSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, pos, clean := parseOffsetIndex(ob)
+		if !clean || len(rel) != s.oidx.entries() {
+			t.Fatalf("segment %d: offset index file has %d entries (clean %v), memory %d", s.base, len(rel), clean, s.oidx.entries())
+		}
+		for i := range rel {
+			h, err := s.readHeader(hdr[:], int64(pos[i]))
+			if err != nil {
+				t.Fatalf("segment %d: index entry %d: %v", s.base, i, err)
+			}
+			if h.LastOffset() != s.base+int64(rel[i]) {
+				t.Fatalf("segment %d: index entry %d says %d, batch is %d..%d", s.base, i, s.base+int64(rel[i]), h.BaseOffset, h.LastOffset())
+			}
+		}
+		tb, err := os.ReadFile(s.path(timeIndexSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, trel, tclean := parseTimeIndex(tb)
+		if !tclean || len(ts) != s.tidx.entries() {
+			t.Fatalf("segment %d: time index file has %d entries (clean %v), memory %d", s.base, len(ts), tclean, s.tidx.entries())
+		}
+		for i := range trel {
+			if s.base+int64(trel[i]) >= s.next {
+				t.Fatalf("segment %d: time index entry %d points past the log", s.base, i)
+			}
+		}
+	}
+}
+
+func TestCheckpointsAndMarker(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	l, err := s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10)
+	if err := l.DeleteRecordsBefore(9); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{recoveryCheckpointFile, "0\n1\nrecover 3 20\n"},
+		{logStartCheckpointFile, "0\n1\nrecover 3 9\n"},
+		{cleanShutdownFile, ""},
+		{filepath.Join(rtp.String(), partitionMetadataFile), "version: 0\ntopic_id: AQIDAAAAAAAAAAAAAAAAAA\n"},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, tc.file))
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.file, b, err, tc.want)
+		}
+	}
+	// Sealed segments have trimmed indexes; names are 20-digit base offsets.
+	for _, p := range segFiles(t, filepath.Join(dir, rtp.String()), logSuffix) {
+		if len(filepath.Base(p)) != 24 {
+			t.Errorf("segment file name %s", p)
+		}
+	}
+	s = openTestStore(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("marker not consumed at open: %v", err)
+	}
+	if _, err := s.Open(rtp, [16]byte{7}, recoveryConfig()); err == nil {
+		t.Fatal("open with another topic id succeeded")
+	}
+	l, err = s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 9 || l.LogEndOffset() != 20 {
+		t.Fatalf("start %d end %d", l.LogStartOffset(), l.LogEndOffset())
+	}
+}
+
+func TestReadPinsDeletedSegments(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10)
+	rr, err := l.Read(0, 1<<20, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(0); err != nil { // deletes every segment under the reader
+		t.Fatal(err)
+	}
+	fill(t, l, 3) // reuses the name of the first segment
+	b, err := storagetest.ReadAll(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := storagetest.ParseAll(b)
+	if err != nil || len(bs) != 10 || bs[9].Last != 19 {
+		t.Fatalf("pinned read after truncate: %d batches, %v", len(bs), err)
+	}
+	rr.Release()
+	rr.Release() // idempotent
+	if got := segFiles(t, filepath.Join(s.dir, rtp.String()), deletedSuffix); len(got) != 0 {
+		t.Fatalf("deleted files left after release: %v", got)
+	}
+}
