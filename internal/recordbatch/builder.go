@@ -262,7 +262,8 @@ func Build(opts Options, records ...Record) []byte {
 
 // SetLogAppendTime gives batch Kafka's LogAppendTime semantics: it sets the timestamp-type
 // attribute bit and MaxTimestamp to ts (every record then reads as ts) and recomputes the
-// CRC. batch must be one whole batch; records are not touched.
+// CRC. batch must be one whole batch; records are not touched. Call it only on a batch
+// that passed Validate: recomputing the CRC would otherwise bless corrupted bytes.
 func SetLogAppendTime(batch []byte, ts int64) error {
 	h, err := ParseHeader(batch)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"runtime"
 	"testing"
 
@@ -360,6 +361,9 @@ func TestDecompressionBomb(t *testing.T) {
 			}
 			if cap(d.dec.buf) > limit+1 {
 				t.Fatalf("decoder buffer grew to %d, limit %d", cap(d.dec.buf), limit)
+			}
+			if _, err := ValidateWithLimit(batch, math.MaxInt); err != nil {
+				t.Fatalf("MaxInt limit: %v", err)
 			}
 			// Exactly at the limit passes.
 			in, err := Validate(batch)

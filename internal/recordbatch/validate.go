@@ -54,11 +54,14 @@ func ValidateWithLimit(batch []byte, maxUncompressed int) (Info, error) {
 	return info(&h, res, len(data)), nil
 }
 
+// maxLimit caps any decompression limit (1 TiB), keeping limit+1 arithmetic safe.
+const maxLimit = 1 << 40
+
 func limitFor(batch []byte, maxUncompressed int) int {
 	if maxUncompressed <= 0 {
 		return DefaultMaxUncompressed(len(batch))
 	}
-	return maxUncompressed
+	return min(maxUncompressed, maxLimit)
 }
 
 func info(h *Header, res scanResult, uncompressed int) Info {
@@ -121,6 +124,9 @@ func (d *Decoder) Records(batch []byte, fn func(r *Record) error) (Info, error) 
 		d.dec.buf, err = d.dec.decompress(h.Codec(), data, d.dec.buf, limitFor(batch, d.MaxUncompressed))
 		d.dec.src.Reset(nil)
 		if err != nil {
+			if cap(d.dec.buf) > pooledBufMax {
+				d.dec.buf = nil // do not keep what a bomb made us allocate
+			}
 			return Info{Header: h}, err
 		}
 		data = d.dec.buf
