@@ -27,8 +27,8 @@ const (
 	// also bounds what a frame header alone can make us allocate.
 	zstdMaxWindow = 8 << 20
 	// zstdMaxMemory caps the size a single-segment zstd frame may declare (such frames
-	// use their content size as the window). The per-call limit is checked against the
-	// first frame's declared size before decoding; this is the hard cap for the others.
+	// use their content size as the window). zstdPrecheck already holds every frame's
+	// declared size to the per-call limit; this is a backstop in the decoder itself.
 	zstdMaxMemory = 256 << 20
 
 	// pooledBufMax: scratch buffers larger than this are not kept in the pool.

@@ -60,9 +60,9 @@
 //   - Memory is driven by bytes actually produced, never by counts or lengths read from
 //     the wire: output buffers grow by doubling up to the limit (DefaultMaxUncompressed:
 //     64 MiB + 32 x batch size, or the ValidateWithLimit argument); a raw snappy block may
-//     not claim more than 22 x its size (more than snappy can encode); a zstd frame that
-//     declares a content size over the limit is rejected before decoding, and zstd
-//     windows are capped at 8 MiB (frames without a window, at 256 MiB).
+//     not claim more than 22 x its size (more than snappy can encode); zstd frames are
+//     walked before decoding and rejected if their declared content sizes add up to more
+//     than the limit, and zstd windows are capped at 8 MiB.
 //   - No allocation per record. Validate and a reused Decoder allocate nothing in the
 //     steady state; headers go into a slice reused across records.
 //   - Builder writes offset delta i for the i-th record and MaxTimestamp as the largest
