@@ -155,6 +155,7 @@ type broker struct {
 	dataDir   string
 	addr      string // Kafka listener, 127.0.0.1:PORT
 	adminAddr string // admin HTTP listener
+	config    string // path of a config file passed with --config, "" for none
 	stderr    *syncBuffer
 
 	cmd     *exec.Cmd
@@ -167,6 +168,13 @@ type broker struct {
 // t.Cleanup stops it with SIGTERM and checks that it exits cleanly.
 func startBroker(t *testing.T) *broker {
 	t.Helper()
+	return startBrokerConfig(t, "")
+}
+
+// startBrokerConfig is startBroker with a config file holding configYAML (none if empty);
+// the flags still set the data dir and both listeners.
+func startBrokerConfig(t *testing.T, configYAML string) *broker {
+	t.Helper()
 	needBroker(t)
 	b := &broker{
 		t:         t,
@@ -175,6 +183,12 @@ func startBroker(t *testing.T) *broker {
 		addr:      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		adminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		stderr:    &syncBuffer{},
+	}
+	if configYAML != "" {
+		b.config = filepath.Join(t.TempDir(), "sluice.yaml")
+		if err := os.WriteFile(b.config, []byte(configYAML), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		if b.running() {
@@ -208,12 +222,12 @@ func (b *broker) start() {
 		b.t.Fatalf("broker already running")
 	}
 	b.starts++
-	fmt.Fprintf(b.stderr, "----- interop: start #%d: sluice serve --data-dir %s --listen %s --admin-listen %s\n",
-		b.starts, b.dataDir, b.addr, b.adminAddr)
-	cmd := exec.Command(brokerBin, "serve",
-		"--data-dir", b.dataDir,
-		"--listen", b.addr,
-		"--admin-listen", b.adminAddr)
+	args := []string{"serve", "--data-dir", b.dataDir, "--listen", b.addr, "--admin-listen", b.adminAddr}
+	if b.config != "" {
+		args = append(args, "--config", b.config)
+	}
+	fmt.Fprintf(b.stderr, "----- interop: start #%d: sluice %s\n", b.starts, strings.Join(args, " "))
+	cmd := exec.Command(brokerBin, args...)
 	cmd.Stdout = b.stderr
 	cmd.Stderr = b.stderr
 	cmd.SysProcAttr = procAttr()

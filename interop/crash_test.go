@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ type crashAck struct {
 const (
 	crashTopic      = "crash-acks1"
 	crashPartitions = 2
-	crashRounds     = 3
+	crashRounds     = 5
 	crashAcksPerRun = 3000 // acknowledged records per round before the SIGKILL
 )
 
@@ -42,9 +43,9 @@ func crashParse(p int32, v []byte) (int64, bool) {
 // restarts it on the same data dir and ports, and checks every partition from offset 0:
 // offsets contiguous, sequence numbers strictly increasing (no duplicate, no reordering,
 // acknowledged or not), and every acknowledged record present at the offset it was
-// acknowledged with. Three kill rounds, then a graceful restart and the same check.
+// acknowledged with. Five kill rounds, then a graceful restart and the same check.
 func TestCrashAcks1(t *testing.T) {
-	b := startBroker(t)
+	b := startBrokerConfig(t, os.Getenv("SLUICE_INTEROP_CRASH_CONFIG"))
 	createTopic(t, b.addr, crashTopic, crashPartitions)
 
 	var (

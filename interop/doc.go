@@ -14,6 +14,9 @@
 //	go test ./interop/                      # skips clients that are not installed
 //	SLUICE_INTEROP_REQUIRED=1 go test ./interop/   # a missing client is a failure (CI)
 //	SLUICE_INTEROP_BUILDFLAGS=-race go test ./interop/   # race-detector broker
+//	SLUICE_INTEROP_CRASH_CONFIG="$(cat cfg.yaml)" go test -run Crash ./interop/
+//	                                        # crash test on another config; with
+//	                                        # storage {use: memory} it must fail
 //
 // The tests skip under -short. scripts/test.sh installs kcat, python3-confluent-kafka and
 // the pinned kafkajs (npm ci in this directory) and runs this package with

@@ -154,3 +154,17 @@ func TestKcatProduceConsume(t *testing.T) {
 		t.Errorf("kcat -o 2 -c 2:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestKcatAutoCreate: producing to a topic nobody created works (the README promises
+// auto.create.topics.enable on by default) and the records read back.
+func TestKcatAutoCreate(t *testing.T) {
+	kcat := needKcat(t)
+	b := startBroker(t)
+	const topic = "kcat-auto-created"
+	run(t, 30*time.Second, "k1:hello\nk2:world\n", kcat, "-b", b.addr, "-P", "-t", topic, "-K:", "-H", "source=auto")
+	out := run(t, 30*time.Second, "", kcat, "-b", b.addr, "-C", "-t", topic, "-o", "beginning", "-e", "-q",
+		"-f", "%p/%o %k=%s %h\n")
+	if got, want := out, "0/0 k1=hello source=auto\n0/1 k2=world source=auto\n"; got != want {
+		t.Errorf("kcat consume of an auto-created topic:\n got %q\nwant %q", got, want)
+	}
+}
