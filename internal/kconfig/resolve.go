@@ -139,8 +139,11 @@ func synonymsOf(d *def, cands []candidate) []Synonym {
 func describeTopic(overrides map[string]string, layers []layer) []Entry {
 	out := make([]Entry, 0, len(cat.topics))
 	for _, t := range cat.topics {
-		v, src := topicValue(t, overrides, layers)
 		cands := slices.Collect(topicCandidates(t, overrides, layers))
+		v, src := cat.defaults[&t.def], SourceDefault
+		if len(cands) > 0 {
+			v, src = cands[0].tv, cands[0].src
+		}
 		out = append(out, Entry{
 			Name:      t.name,
 			Value:     describedValue(&t.def, v),
