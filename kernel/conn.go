@@ -182,6 +182,10 @@ func (c *conn) process(ctx context.Context, buf []byte) error {
 			// UNSUPPORTED_VERSION, listing what we support, so the client can retry.
 			return c.writeMsg(h, c.k.apiVersionsFallback())
 		}
+		if resp := c.decodeUnsupported(h, buf); resp != nil {
+			c.log.Warn("unsupported api version; answered UNSUPPORTED_VERSION", "api", kmsg.NameForKey(h.key), "api_version", h.version, "client_id", h.clientID)
+			return c.writeMsg(h, resp)
+		}
 		c.k.mBadReqs.Add(1)
 		c.log.Warn("unsupported api version; closing connection", "api_key", h.key, "api", kmsg.NameForKey(h.key), "api_version", h.version, "supported", fmt.Sprintf("%d-%d", slot.minV, slot.maxV))
 		return fmt.Errorf("unsupported version %d of api %d", h.version, h.key)
@@ -218,6 +222,25 @@ func (c *conn) process(ctx context.Context, buf []byte) error {
 	default:
 		return fmt.Errorf("handler for %s returned no response", kmsg.NameForKey(h.key))
 	}
+}
+
+// decodeUnsupported decodes a request at a version kmsg knows but no module claims and
+// returns the UNSUPPORTED_VERSION answer for it, or nil to close the connection.
+func (c *conn) decodeUnsupported(h header, buf []byte) kmsg.Response {
+	body := kmsg.RequestForKey(h.key)
+	if body == nil || h.version < 0 || h.version > body.MaxVersion() {
+		return nil
+	}
+	body.SetVersion(h.version)
+	rest, err := parseHeaderRest(&h, buf, body.IsFlexible())
+	if err != nil || decodeBody(body, rest) != nil {
+		return nil
+	}
+	resp := unsupportedVersionResponse(body)
+	if resp != nil {
+		resp.SetVersion(h.version)
+	}
+	return resp
 }
 
 // decodeBody decodes a request body, turning a decoder panic into an error: a malformed

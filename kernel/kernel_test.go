@@ -44,6 +44,12 @@ func (m *echoModule) Provision(ctx kernel.Context) error {
 	}); err != nil {
 		return err
 	}
+	// Produce v3+ is claimed so v0-v2 get UNSUPPORTED_VERSION from the kernel.
+	if err := ctx.Handle(kmsg.Produce.Int16(), 3, 9, func(context.Context, *kernel.Request) (kernel.Response, error) {
+		return kernel.Response{NoResponse: true}, nil
+	}); err != nil {
+		return err
+	}
 	// Fetch answers with a pre-encoded body whose middle comes from a file (sendfile).
 	return ctx.Handle(kmsg.Fetch.Int16(), 4, 4, func(_ context.Context, r *kernel.Request) (kernel.Response, error) {
 		if m.file == nil {
@@ -128,7 +134,7 @@ func TestLifecycleAndApiVersions(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{18: {0, 4}, 60: {0, 1}, 1: {4, 4}}
+	want := map[int16][2]int16{18: {0, 4}, 60: {0, 1}, 1: {4, 4}, 0: {3, 9}}
 	if len(got) != len(want) {
 		t.Fatalf("advertised %v, want %v", got, want)
 	}
@@ -258,7 +264,7 @@ func TestBadInput(t *testing.T) {
 		{"short header", frame([]byte{0, 18, 0})},
 		{"garbage", frame(bytes.Repeat([]byte{0xee}, 64))},
 		{"unknown api key", frame(hdr(999, 0))},
-		{"unclaimed api key", frame(hdr(kmsg.Produce.Int16(), 9))},
+		{"unclaimed api key", frame(hdr(kmsg.CreateTopics.Int16(), 2))},
 		{"unsupported version", frame(hdr(kmsg.DescribeCluster.Int16(), 9))},
 		{"truncated body", frame(append(hdr(kmsg.DescribeCluster.Int16(), 0), 0x01))},
 		{"client id longer than frame", frame(append(hdr(kmsg.DescribeCluster.Int16(), 0)[:8], 0x10, 0x00))},
@@ -354,5 +360,32 @@ func TestGracefulShutdownClosesConnections(t *testing.T) {
 	c.expectClosed()
 	if _, err := net.Dial("tcp", k.Addrs()[0].String()); err == nil {
 		t.Fatal("listener still accepting after shutdown")
+	}
+}
+
+func TestOldProduceGetsUnsupportedVersion(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	c := dial(t, k)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = 1
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "old"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 3
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	c.send(req, 2, 9)
+	corr, body, err := c.recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(2)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if corr != 9 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Partition != 3 ||
+		resp.Topics[0].Partitions[0].ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("corr %d resp %+v", corr, resp)
 	}
 }
