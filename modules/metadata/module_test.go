@@ -1,11 +1,15 @@
 package metadata
 
 import (
+	"errors"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
 )
 
 func TestStartRegistersBroker(t *testing.T) {
@@ -45,5 +49,112 @@ func TestCreateTopicsHandler(t *testing.T) {
 	b := m.Image().Topic("b")
 	if b == nil || len(b.Partitions) != 1 || resp.Topics[3].TopicID != b.ID {
 		t.Fatalf("topic b: %+v", b)
+	}
+}
+
+func TestRestartKeepsMetadata(t *testing.T) {
+	dir := t.TempDir()
+	m, fc := startModule(t, dir, func(m *Module, _ *fakeContext) { m.SnapshotThreshold = 1 })
+	createTopic(t, fc, "before-snapshot", 2, map[string]string{"retention.ms": "1000"})
+	if err := m.raft.Load().Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	createTopic(t, fc, "after-snapshot", 1, nil)
+	before := m.Image()
+	stopModule(t, m)
+
+	m2, _ := startModule(t, dir)
+	after := m2.Image()
+	if after.ClusterID != before.ClusterID {
+		t.Errorf("cluster id %s, was %s", after.ClusterID, before.ClusterID)
+	}
+	if after.Version <= before.Version {
+		t.Errorf("version %d, was %d", after.Version, before.Version)
+	}
+	for name, t0 := range before.Topics {
+		t1 := after.Topics[name]
+		if t1 == nil || t1.ID != t0.ID || len(t1.Partitions) != len(t0.Partitions) || !maps.Equal(t1.Configs, t0.Configs) {
+			t.Errorf("topic %s: %+v, was %+v", name, t1, t0)
+		}
+	}
+	if m2.hub.state().regs[1].Incarnation == m.hub.state().regs[1].Incarnation {
+		t.Error("restart kept the incarnation id")
+	}
+}
+
+func TestSubscribeThroughModule(t *testing.T) {
+	m, fc := startModule(t, t.TempDir())
+	got := make(chan *kernel.Image, 100)
+	cancel := m.Subscribe(func(im *kernel.Image) { got <- im })
+	defer cancel()
+	first := <-got
+	if first != m.Image() && first.Version > m.Image().Version {
+		t.Fatalf("first image %d", first.Version)
+	}
+	createTopic(t, fc, "x", 1, nil)
+	for im := range got {
+		if im.Topic("x") != nil {
+			break
+		}
+	}
+}
+
+func TestTCPTransport(t *testing.T) {
+	m, fc := startModule(t, t.TempDir(), func(m *Module, _ *fakeContext) { m.RaftListen = "127.0.0.1:0" })
+	if rt := createTopic(t, fc, "tcp", 1, nil); rt.ErrorCode != 0 || !m.Ready() {
+		t.Fatalf("create over a TCP-transport raft: %d", rt.ErrorCode)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		voters []string
+		listen string
+		hb     time.Duration
+	}{
+		{"bad voter", []string{"x@host:1"}, "", 0},
+		{"no port", []string{"1@host"}, "", 0},
+		{"duplicate", []string{"1@a:1", "1@b:1"}, "", 0},
+		{"not a voter", []string{"2@a:1"}, "", 0},
+		{"timeouts", nil, "", time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Info().New().(*Module)
+			m.Voters, m.RaftListen, m.HeartbeatTimeout = tc.voters, tc.listen, tc.hb
+			err := m.Provision(newFakeContext(t, 1, t.TempDir()))
+			if err == nil {
+				err = m.Validate()
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("err = %v", err)
+			}
+			if err := m.Cleanup(); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
+	}
+	// Cleanup after a Provision that failed before opening anything.
+	m := Info().New().(*Module)
+	if err := m.Provision(newFakeContext(t, 1, "")); !errors.Is(err, ErrConfig) {
+		t.Errorf("empty data dir: %v", err)
+	}
+	if err := m.Cleanup(); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	// Cleanup of a module that was never provisioned.
+	if err := Info().New().(*Module).Cleanup(); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+}
+
+func TestImageBeforeStart(t *testing.T) {
+	m := Info().New().(*Module)
+	if err := m.Provision(newFakeContext(t, 1, t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Cleanup()
+	if im := m.Image(); im == nil || im.ControllerID != -1 || m.Ready() {
+		t.Fatalf("image before start: %+v", im)
 	}
 }

@@ -265,13 +265,6 @@ func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateO
 	return im, plans, errs
 }
 
-// deleteTopic removes a topic from the metadata. Storage and replication delete its
-// data when they see it gone from the image.
-func (m *Module) deleteTopic(ctx context.Context, t *kernel.TopicImage) error {
-	_, err := m.propose(ctx, &deleteTopicRecord{Name: t.Name, ID: t.ID})
-	return err
-}
-
 // planPartitions validates growing topic t to count partitions.
 func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count int32, assignment [][]int32) (*createPartitionsRecord, error) {
 	cur := int32(len(t.Partitions))
