@@ -15,7 +15,10 @@ func TestTopicCatalogue(t *testing.T) {
 		synonyms []string
 	}{
 		{"cleanup.policy", TypeList, "delete", []string{"log.cleanup.policy"}},
+		{"compression.gzip.level", TypeInt, "-1", []string{"compression.gzip.level"}},
+		{"compression.lz4.level", TypeInt, "9", []string{"compression.lz4.level"}},
 		{"compression.type", TypeString, "producer", []string{"compression.type"}},
+		{"compression.zstd.level", TypeInt, "3", []string{"compression.zstd.level"}},
 		{"delete.retention.ms", TypeLong, "86400000", []string{"log.cleaner.delete.retention.ms"}},
 		{"file.delete.delay.ms", TypeLong, "60000", []string{"log.segment.delete.delay.ms"}},
 		{"flush.messages", TypeLong, maxLong, []string{"log.flush.interval.messages"}},
@@ -91,7 +94,10 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"advertised.listeners", TypeString, null, false},
 		{"auto.create.topics.enable", TypeBoolean, "true", false},
 		{"broker.id", TypeInt, "-1", false},
+		{"compression.gzip.level", TypeInt, "-1", true},
+		{"compression.lz4.level", TypeInt, "9", true},
 		{"compression.type", TypeString, "producer", true},
+		{"compression.zstd.level", TypeInt, "3", true},
 		{"connections.max.idle.ms", TypeLong, "600000", false},
 		{"default.replication.factor", TypeInt, "1", false},
 		{"delete.topic.enable", TypeBoolean, "true", false},

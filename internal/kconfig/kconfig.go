@@ -21,6 +21,11 @@ type Topic struct {
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	CompressionType             string // compression.type (producer = keep the producer's)
 
+	// Levels for broker-side compression (when CompressionType is not producer).
+	CompressionGzipLevel int32 // compression.gzip.level; -1 = codec default
+	CompressionLz4Level  int32 // compression.lz4.level
+	CompressionZstdLevel int32 // compression.zstd.level
+
 	// MessageTimestampDifferenceMaxMs is the deprecated message.timestamp.difference.max.ms.
 	// As in Kafka, it stands in for MessageTimestampBeforeMaxMs and
 	// MessageTimestampAfterMaxMs where those are left at their default (no limit), so
@@ -85,6 +90,9 @@ func topicFrom(eff map[string]value) Topic {
 		MinInsyncReplicas:                    int32(n("min.insync.replicas")),
 		UncleanLeaderElectionEnable:          eff["unclean.leader.election.enable"].bool(),
 		CompressionType:                      eff["compression.type"].s,
+		CompressionGzipLevel:                 int32(n("compression.gzip.level")),
+		CompressionLz4Level:                  int32(n("compression.lz4.level")),
+		CompressionZstdLevel:                 int32(n("compression.zstd.level")),
 		DeleteRetentionMs:                    n("delete.retention.ms"),
 		MinCompactionLagMs:                   n("min.compaction.lag.ms"),
 		MaxCompactionLagMs:                   n("max.compaction.lag.ms"),

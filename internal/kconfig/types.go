@@ -233,3 +233,11 @@ func isDigits(s string) bool {
 	}
 	return true
 }
+
+// gzipLevel accepts -1 (the codec's default) or 1 to 9.
+func gzipLevel(v value) string {
+	if v.n == -1 || (v.n >= 1 && v.n <= 9) {
+		return ""
+	}
+	return "Value must be -1 or between 1 and 9"
+}

@@ -76,6 +76,17 @@ func TestValidateTopic(t *testing.T) {
 		{"compression.type none", "compression.type", "none", ErrInvalidValue, "one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
 		{"compression.type upper", "compression.type", "GZIP", ErrInvalidValue, "one of"},
 
+		{"compression.gzip.level -1", "compression.gzip.level", "-1", nil, ""},
+		{"compression.gzip.level 1", "compression.gzip.level", "1", nil, ""},
+		{"compression.gzip.level 9", "compression.gzip.level", "9", nil, ""},
+		{"compression.gzip.level 0", "compression.gzip.level", "0", ErrInvalidValue, "-1 or between 1 and 9"},
+		{"compression.gzip.level 10", "compression.gzip.level", "10", ErrInvalidValue, "-1 or between 1 and 9"},
+		{"compression.lz4.level 0", "compression.lz4.level", "0", ErrInvalidValue, "at least 1"},
+		{"compression.lz4.level 18", "compression.lz4.level", "18", ErrInvalidValue, "at most 17"},
+		{"compression.zstd.level min", "compression.zstd.level", "-131072", nil, ""},
+		{"compression.zstd.level below min", "compression.zstd.level", "-131073", ErrInvalidValue, "at least -131072"},
+		{"compression.zstd.level 23", "compression.zstd.level", "23", ErrInvalidValue, "at most 22"},
+
 		{"message.timestamp.type CreateTime", "message.timestamp.type", "CreateTime", nil, ""},
 		{"message.timestamp.type LogAppendTime", "message.timestamp.type", "LogAppendTime", nil, ""},
 		{"message.timestamp.type lower", "message.timestamp.type", "createtime", ErrInvalidValue, "one of: CreateTime, LogAppendTime"},
