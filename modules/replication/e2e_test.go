@@ -191,7 +191,7 @@ func TestE2ELongPollWokenByProduce(t *testing.T) {
 func TestE2EFetchSessionsWithConsumer(t *testing.T) {
 	b := testbroker.Start(t)
 	createTopic(t, b, "sess", 3, nil)
-	pcl := b.Client(t, kgo.DefaultProduceTopic("sess"))
+	pcl := b.Client(t, kgo.DefaultProduceTopic("sess"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ccl := b.Client(t, kgo.ConsumeTopics("sess"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	ctx := testCtx(t)
 	seen := map[int32]int64{}
@@ -250,21 +250,24 @@ func TestE2EListOffsetsAndDeleteRecords(t *testing.T) {
 	if o, _ := after.Lookup("lo", 0); o.Offset != 4 || o.Timestamp != 5000 {
 		t.Fatalf("after 4500ms: %+v", o)
 	}
-	// -3 (max timestamp) and a timestamp past every record, raw.
-	for _, tc := range []struct{ ts, off int64 }{{-3, 9}, {99_999, -1}} {
-		req := kmsg.NewPtrListOffsetsRequest()
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = "lo"
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Timestamp = tc.ts
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+	for _, tc := range []struct {
+		name    string
+		list    func(context.Context, ...string) (kadm.ListedOffsets, error)
+		off, ts int64
+	}{
+		{"max timestamp (-3)", adm.ListMaxTimestampOffsets, 9, 10_000},
+		{"earliest local (-4)", adm.ListLocalLogStartOffsets, 0, -1},
+		{"latest tiered (-5)", adm.ListLatestRemoteOffsets, -1, -1},
+		{"after every record", func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+			return adm.ListOffsetsAfterMilli(ctx, 99_999, topics...)
+		}, 10, -1},
+	} {
+		l, err := tc.list(ctx, "lo")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if p := resp.Topics[0].Partitions[0]; p.Offset != tc.off || p.ErrorCode != 0 {
-			t.Fatalf("ts %d: %+v", tc.ts, p)
+		if o, _ := l.Lookup("lo", 0); o.Err != nil || o.Offset != tc.off || o.Timestamp != tc.ts {
+			t.Fatalf("%s: %+v", tc.name, o)
 		}
 	}
 
@@ -404,4 +407,31 @@ func TestE2ERawProduceRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestE2ERestart: records survive a restart and the HW comes back at the log end.
+func TestE2ERestart(t *testing.T) {
+	b := testbroker.Start(t)
+	createTopic(t, b, "durable", 2, nil)
+	cl := b.Client(t, kgo.DefaultProduceTopic("durable"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := 0; i < 20; i++ {
+		produceSync(t, cl, &kgo.Record{Partition: int32(i % 2), Value: []byte(strconv.Itoa(i))})
+	}
+	cl.Close()
+	b.Restart(t)
+	got := consumeN(t, b, "durable", 20)
+	if len(got) != 20 {
+		t.Fatalf("%d records after restart", len(got))
+	}
+	end, err := b.Admin(t).ListEndOffsets(testCtx(t), "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		if o, _ := end.Lookup("durable", p); o.Offset != 10 {
+			t.Fatalf("partition %d end offset %d after restart", p, o.Offset)
+		}
+	}
+	cl = b.Client(t, kgo.DefaultProduceTopic("durable"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSync(t, cl, &kgo.Record{Partition: 0, Value: []byte("after")})
 }
