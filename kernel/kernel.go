@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,6 +176,22 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 			port, _ = strconv.Atoi(bound)
 		}
 		k.info.Listeners = append(k.info.Listeners, ListenerInfo{Name: lc.Name, Host: host, Port: int32(port)})
+	}
+	// Describe the settings the config file holds outside `configs:` by their Kafka
+	// names, so DescribeConfigs shows them (read-only).
+	var lsn []string
+	for i, l := range k.info.Listeners {
+		lsn = append(lsn, fmt.Sprintf("%s://%s", l.Name, k.lns[i].Addr()))
+	}
+	abs, err := filepath.Abs(k.cfg.DataDir)
+	if err != nil {
+		abs = k.cfg.DataDir
+	}
+	for name, v := range map[string]string{
+		"node.id": strconv.Itoa(int(k.cfg.NodeID)), "broker.id": strconv.Itoa(int(k.cfg.NodeID)),
+		"log.dirs": abs, "listeners": strings.Join(lsn, ","),
+	} {
+		k.info.StaticConfigs[name] = v
 	}
 	aln, err := net.Listen("tcp", k.cfg.AdminListen)
 	if err != nil {
