@@ -37,13 +37,13 @@ func BenchmarkValidate(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%dB", c.name, size), func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(in.UncompressedBytes))
-				b.ReportMetric(float64(len(batch)), "batch-bytes")
-				b.ReportMetric(float64(in.Records), "records")
 				for b.Loop() {
 					if _, err := Validate(batch); err != nil {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(len(batch)), "batch-bytes")
+				b.ReportMetric(float64(in.Records), "records")
 			})
 		}
 	}
