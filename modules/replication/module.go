@@ -193,15 +193,12 @@ func (m *Module) hosts(pi *kernel.PartitionImage) bool {
 }
 
 // applyImage makes the local partitions match an image. Called by the metadata
-// subscription, one image at a time, in order.
+// subscription, one image at a time, in order. Logs are opened and removed without
+// holding Module.mu, so creating or deleting topics does not stall the request path.
 func (m *Module) applyImage(im *kernel.Image) {
 	if im == nil {
 		return
 	}
-	bcfg := m.brokerConfigs(im)
-	var wake []kernel.TopicPartition
-	var remove []*Partition
-
 	m.mu.Lock()
 	if m.stopping || m.parts == nil || im.Version < m.applied {
 		// A lazy open already acted on a newer image; that one (or a later one) is
@@ -210,6 +207,9 @@ func (m *Module) applyImage(im *kernel.Image) {
 		return
 	}
 	m.applied = im.Version
+	m.mu.Unlock()
+
+	bcfg := m.brokerConfigs(im)
 	for _, t := range im.Topics {
 		var cfg *kconfig.Topic
 		for i := range t.Partitions {
@@ -222,57 +222,81 @@ func (m *Module) applyImage(im *kernel.Image) {
 				cfg = &c
 			}
 			tp := kernel.TopicPartition{Topic: t.Name, Partition: int32(i)}
-			p, err := m.openLocked(tp, t.ID, pi, cfg)
+			p, err := m.open(tp, t.ID, cfg)
 			if err != nil {
-				m.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				if !errors.Is(err, errStopped) {
+					m.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				}
 				continue
 			}
 			if p.update(pi, cfg) {
-				wake = append(wake, tp)
+				m.pg.wake(tp)
 			}
 		}
 	}
-	for tp, p := range m.parts {
-		t := im.Topics[tp.Topic]
-		if t != nil && t.ID == p.topicID && int(tp.Partition) < len(t.Partitions) && m.hosts(&t.Partitions[tp.Partition]) {
-			continue
+
+	var remove []*Partition
+	m.mu.Lock()
+	if m.applied == im.Version && m.parts != nil {
+		// (A newer image acted on meanwhile by a lazy open decides removals later.)
+		for tp, p := range m.parts {
+			t := im.Topics[tp.Topic]
+			if t != nil && t.ID == p.topicID && int(tp.Partition) < len(t.Partitions) && m.hosts(&t.Partitions[tp.Partition]) {
+				continue
+			}
+			delete(m.parts, tp)
+			remove = append(remove, p)
 		}
-		delete(m.parts, tp)
-		p.close()
-		remove = append(remove, p)
 	}
 	m.mu.Unlock()
-
 	for _, p := range remove {
-		m.pg.wake(p.tp)
-		if err := m.storage.Remove(p.tp); err != nil {
-			m.log.Error("remove partition", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
-		}
-	}
-	for _, tp := range wake {
-		m.pg.wake(tp)
+		m.drop(p)
 	}
 }
 
-// openLocked returns the open partition tp, opening its log if needed. A partition
-// whose topic was re-created (new ID) is replaced. m.mu is held.
-func (m *Module) openLocked(tp kernel.TopicPartition, id [16]byte, pi *kernel.PartitionImage, cfg *kconfig.Topic) (*Partition, error) {
-	if p := m.parts[tp]; p != nil {
-		if p.topicID == id {
-			return p, nil
+// drop closes a partition that left this node (or its topic) and deletes its data.
+func (m *Module) drop(p *Partition) {
+	p.close()
+	m.pg.wake(p.tp)
+	if err := m.storage.Remove(p.tp); err != nil {
+		m.log.Error("remove partition", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
+	}
+}
+
+// open returns the open partition tp of topic incarnation id, opening its log if
+// needed (without holding Module.mu). An older incarnation of a re-created topic is
+// dropped first.
+func (m *Module) open(tp kernel.TopicPartition, id [16]byte, cfg *kconfig.Topic) (*Partition, error) {
+	m.mu.RLock()
+	p := m.parts[tp]
+	m.mu.RUnlock()
+	if p != nil && p.topicID == id {
+		return p, nil
+	}
+	if p != nil {
+		m.mu.Lock()
+		mine := m.parts[tp] == p
+		if mine {
+			delete(m.parts, tp)
 		}
-		// Re-created topic: drop the old incarnation first.
-		delete(m.parts, tp)
-		p.close()
-		if err := m.storage.Remove(tp); err != nil {
-			return nil, fmt.Errorf("remove old incarnation of %s: %w", tp, err)
+		m.mu.Unlock()
+		if mine {
+			m.drop(p)
 		}
 	}
 	l, err := m.storage.Open(tp, id, cfg.LogConfig)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	p := newPartition(tp, id, l, m.broker.NodeID, m.pg)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping || m.parts == nil {
+		return nil, errStopped
+	}
+	if q := m.parts[tp]; q != nil && q.topicID == id {
+		return q, nil // opened concurrently; Storage.Open returned the same Log
+	}
+	p = newPartition(tp, id, l, m.broker.NodeID, m.pg)
 	m.parts[tp] = p
 	return p, nil
 }
@@ -292,23 +316,24 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	if pi == nil || !m.hosts(pi) {
 		return nil
 	}
-	t := im.Topic(tp.Topic)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.stopping || m.parts == nil {
+		m.mu.Unlock()
 		return nil
 	}
-	if p := m.parts[tp]; p != nil && p.topicID == t.ID {
-		return p
-	}
+	// Images older than this one must no longer remove what we open now.
+	m.applied = max(m.applied, im.Version)
+	m.mu.Unlock()
+	t := im.Topic(tp.Topic)
 	cfg := kconfig.ResolveTopic(t.Configs, m.brokerConfigs(im))
-	p, err := m.openLocked(tp, t.ID, pi, &cfg)
+	p, err := m.open(tp, t.ID, &cfg)
 	if err != nil {
-		m.log.Error("open partition on demand", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		if !errors.Is(err, errStopped) {
+			m.log.Error("open partition on demand", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
 		return nil
 	}
 	p.update(pi, &cfg)
-	m.applied = max(m.applied, im.Version)
 	return p
 }
 
