@@ -61,11 +61,13 @@
 //
 // # Concurrency
 //
-// Lock order: Module.mu, then Partition.mu, then fetchSession.mu / sessionCache.mu,
-// then purgatory.mu (taken last, never held while calling out). The read path takes no
+// Lock order: sessionCache.mu before fetchSession.mu; purgatory.mu is taken last and
+// never held while calling out. Module.mu (the partition map) is never held while
+// opening or removing a log, nor while taking Partition.mu. The read path takes no
 // partition lock: placement (leader, epoch, ISR, config) is an immutable value behind an
 // atomic pointer and the HW is an atomic. Module.mu is a read lock on the hot path
-// (partition lookup).
+// (partition lookup). Placement updates carry their image version, so an older image
+// applied after a newer one (a lazy open racing the subscription) changes nothing.
 //
 // Delayed operations (a fetch below min_bytes, an acks=all produce) wait in the
 // purgatory on the request's own goroutine: the purgatory owns no goroutines. An

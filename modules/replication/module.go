@@ -229,7 +229,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 				}
 				continue
 			}
-			if p.update(pi, cfg) {
+			if p.update(im.Version, pi, cfg) {
 				m.pg.wake(tp)
 			}
 		}
@@ -333,7 +333,7 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 		}
 		return nil
 	}
-	p.update(pi, &cfg)
+	p.update(im.Version, pi, &cfg)
 	return p
 }
 

@@ -46,8 +46,8 @@ type epochEntry struct {
 // Partition is one local replica of a partition: its log, its placement (leader,
 // leader epoch, replicas, ISR, config) and its high watermark.
 //
-// Lock order: Module.mu before Partition.mu; purgatory.mu is taken last and never held
-// while calling out.
+// Partition.mu is never taken while holding Module.mu; purgatory.mu is taken last and
+// never held while calling out.
 type Partition struct {
 	tp      kernel.TopicPartition
 	topicID [16]byte
@@ -65,6 +65,9 @@ type Partition struct {
 	// replicaLEO holds the log end offsets of followers (empty until follower fetch
 	// exists); the leader's own LEO is the log's.
 	replicaLEO map[int32]int64
+	// version is the metadata image version of the current placement; an update from
+	// an older image (a lazy open may apply a newer one first) is ignored.
+	version uint64
 
 	place atomic.Pointer[placement]
 	hw    atomic.Int64
@@ -123,12 +126,13 @@ func (p *Partition) leaderFor(currentEpoch int32) (*placement, error) {
 
 // update applies a placement from a metadata image and reports whether anything that
 // waiting operations care about changed (leadership, epoch, ISR).
-func (p *Partition) update(pi *kernel.PartitionImage, cfg *kconfig.Topic) bool {
+func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconfig.Topic) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || version < p.version {
 		return false
 	}
+	p.version = version
 	old := p.place.Load()
 	epoch := pi.LeaderEpoch
 	if epoch < old.epoch { // epochs only grow; an older image is ignored
