@@ -309,28 +309,51 @@ func (s *segment) startOf(buf []byte, offset int64) (int64, error) {
 
 // scan collects whole batches from the one holding offset: none with a base offset >=
 // maxOffset, at most budget bytes unless minOne lets the first batch through. full
-// reports that a bound (not the end of the segment) stopped it.
+// reports that a bound (not the end of the segment) stopped it. It is one forward pass
+// over 12-byte prefixes from the index entry: the prefix that shows the previous batch
+// holds offset is also the first prefix of the collection.
 func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool) (start, n int64, full bool, err error) {
 	if offset >= s.next || s.size == 0 {
 		return 0, 0, false, nil
 	}
-	start, err = s.startOf(buf, offset)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	for pos := start; pos < s.size; {
+	pos := s.oidx.lookup(offset)
+	start = -1
+	var startBase, startSize int64
+	for pos < s.size {
 		base, size, err := s.readPrefix(buf, pos)
 		if err != nil {
 			return 0, 0, false, err
 		}
-		if base >= maxOffset {
-			return start, n, true, nil
+		if base > offset {
+			if start < 0 { // offset is below this segment's first batch
+				start, startBase, startSize = pos, base, size
+				pos += size
+			}
+			break
 		}
-		if n+size > budget && !(n == 0 && minOne) {
-			return start, n, true, nil
+		start, startBase, startSize = pos, base, size
+		pos += size
+	}
+	// add takes the batch (base, size) into the range; false means a bound stopped it.
+	add := func(base, size int64) bool {
+		if base >= maxOffset || (n+size > budget && !(n == 0 && minOne)) {
+			return false
 		}
 		n += size
-		pos += size
+		return true
+	}
+	if !add(startBase, startSize) {
+		return start, 0, true, nil
+	}
+	for p := start + startSize; p < s.size; {
+		base, size, err := s.readPrefix(buf, p)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if !add(base, size) {
+			return start, n, true, nil
+		}
+		p += size
 	}
 	return start, n, false, nil
 }
