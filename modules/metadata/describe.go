@@ -50,7 +50,7 @@ func metadataBrokers(im *kernel.Image, listener string) []kmsg.MetadataResponseB
 }
 
 // topicMetadata describes one topic for a Metadata response.
-func topicMetadata(im *kernel.Image, t *kernel.TopicImage, listener string) kmsg.MetadataResponseTopic {
+func topicMetadata(im *kernel.Image, t *kernel.TopicImage, listener string, version int16) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = strPtr(t.Name), t.ID, t.Internal
 	for _, p := range t.Partitions {
@@ -69,6 +69,9 @@ func topicMetadata(im *kernel.Image, t *kernel.TopicImage, listener string) kmsg
 		default:
 			if _, ok := endpointFor(leader, listener); !ok {
 				mp.ErrorCode, mp.Leader = kerr.ListenerNotFound.Code, -1
+				if version == 0 {
+					mp.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
 			}
 		}
 		mt.Partitions = append(mt.Partitions, mp)
@@ -103,7 +106,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 	if r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0) {
 		for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 			if req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, name) {
-				add(topicMetadata(im, im.Topics[name], listener))
+				add(topicMetadata(im, im.Topics[name], listener, r.Version))
 			}
 		}
 	} else {
@@ -120,7 +123,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 				case t == nil || !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Name):
 					add(topicError(nil, rt.TopicID, kerr.UnknownTopicID.Code))
 				default:
-					add(topicMetadata(im, t, listener))
+					add(topicMetadata(im, t, listener, r.Version))
 				}
 				continue
 			}
@@ -134,7 +137,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 				continue
 			}
 			if t := im.Topics[name]; t != nil {
-				add(topicMetadata(im, t, listener))
+				add(topicMetadata(im, t, listener, r.Version))
 				continue
 			}
 			if err := validateTopicName(name); err != nil {
@@ -159,7 +162,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 			for i, tr := range create {
 				mt := topicError(strPtr(tr.Name), [16]byte{}, 0)
 				if t := im.Topics[tr.Name]; t != nil { // created, by us or concurrently
-					mt = topicMetadata(im, t, listener)
+					mt = topicMetadata(im, t, listener, r.Version)
 				} else {
 					mt.ErrorCode, _ = errCode(errs[i])
 					if mt.ErrorCode == kerr.NotController.Code || mt.ErrorCode == kerr.RequestTimedOut.Code {

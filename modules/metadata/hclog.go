@@ -9,26 +9,30 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// hclogAdapter sends raft's hclog output to the module's slog logger. Trace goes to
-// slog Debug-4; everything else maps level for level.
+// hclogAdapter sends raft's hclog output to the module's slog logger. raft narrates its
+// state changes at Info (entering follower state, election won, ...), which is Debug
+// for a broker; Trace goes to Debug-4; Warn and Error map as they are.
 type hclogAdapter struct {
-	base *slog.Logger // without name and args
-	l    *slog.Logger // base with name and args
-	name string
-	args []any
+	singleVoter bool
+	base        *slog.Logger // without name and args
+	l           *slog.Logger // base with name and args
+	name        string
+	args        []any
 }
 
-func newHCLog(l *slog.Logger) hclog.Logger { return makeHCLog(l, "raft", nil) }
+func newHCLog(l *slog.Logger, singleVoter bool) hclog.Logger {
+	return makeHCLog(l, singleVoter, "raft", nil)
+}
 
-func makeHCLog(base *slog.Logger, name string, args []any) *hclogAdapter {
-	return &hclogAdapter{base: base, l: base.With("logger", name).With(args...), name: name, args: args}
+func makeHCLog(base *slog.Logger, singleVoter bool, name string, args []any) *hclogAdapter {
+	return &hclogAdapter{singleVoter: singleVoter, base: base, l: base.With("logger", name).With(args...), name: name, args: args}
 }
 
 func slogLevel(lv hclog.Level) slog.Level {
 	switch lv {
 	case hclog.Trace:
 		return slog.LevelDebug - 4
-	case hclog.Debug:
+	case hclog.Debug, hclog.Info:
 		return slog.LevelDebug
 	case hclog.Warn:
 		return slog.LevelWarn
@@ -39,11 +43,21 @@ func slogLevel(lv hclog.Level) slog.Level {
 	}
 }
 
+// routine reports raft warnings that are expected on every start of a single voter:
+// it waits one heartbeat timeout for a leader that does not exist, then elects itself.
+func routine(msg string) bool {
+	return msg == "heartbeat timeout reached, starting election"
+}
+
 func (a *hclogAdapter) Log(lv hclog.Level, msg string, args ...any) {
 	if lv == hclog.Off {
 		return
 	}
-	a.l.Log(context.Background(), slogLevel(lv), msg, args...)
+	level := slogLevel(lv)
+	if a.singleVoter && routine(msg) {
+		level = slog.LevelDebug
+	}
+	a.l.Log(context.Background(), level, msg, args...)
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }
@@ -65,7 +79,7 @@ func (a *hclogAdapter) IsError() bool { return a.enabled(hclog.Error) }
 func (a *hclogAdapter) ImpliedArgs() []any { return a.args }
 
 func (a *hclogAdapter) With(args ...any) hclog.Logger {
-	return makeHCLog(a.base, a.name, append(a.args[:len(a.args):len(a.args)], args...))
+	return makeHCLog(a.base, a.singleVoter, a.name, append(a.args[:len(a.args):len(a.args)], args...))
 }
 
 func (a *hclogAdapter) Name() string { return a.name }
@@ -79,7 +93,7 @@ func (a *hclogAdapter) Named(name string) hclog.Logger {
 }
 
 func (a *hclogAdapter) ResetNamed(name string) hclog.Logger {
-	return makeHCLog(a.base, name, a.args)
+	return makeHCLog(a.base, a.singleVoter, name, a.args)
 }
 
 // SetLevel does nothing: the slog handler decides what is written.

@@ -128,7 +128,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err != nil {
 		return err
 	}
-	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.log))
+	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.log, len(m.voters) == 1))
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
@@ -236,7 +236,7 @@ func (m *Module) raftConfig() *raft.Config {
 	if m.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = m.SnapshotThreshold
 	}
-	c.Logger = newHCLog(m.log)
+	c.Logger = newHCLog(m.log, len(m.voters) == 1)
 	c.NoLegacyTelemetry = true
 	return c
 }
@@ -261,7 +261,7 @@ func (m *Module) newTransport() (raft.Transport, error) {
 			advertise = a
 		}
 	}
-	t, err := raft.NewTCPTransportWithLogger(bind, advertise, 3, 10*time.Second, newHCLog(m.log))
+	t, err := raft.NewTCPTransportWithLogger(bind, advertise, 3, 10*time.Second, newHCLog(m.log, len(m.voters) == 1))
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", bind, err)
 	}

@@ -1,0 +1,105 @@
+package metadata
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestThreeVoters runs a three-voter quorum over TCP: one leader is elected, writes the
+// cluster id and registers, and every voter applies the same entries to the same image.
+// (Followers cannot register until proposals are forwarded; see skipped.md.)
+func TestThreeVoters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	var voters []string
+	for i, a := range addrs {
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, a))
+	}
+	type node struct {
+		m      *Module
+		fc     *fakeContext
+		cancel context.CancelFunc
+		done   chan error
+	}
+	nodes := make([]*node, 3)
+	for i := range nodes {
+		fc := newFakeContext(t, int32(i+1), t.TempDir())
+		m := Info().New().(*Module)
+		m.Voters, m.RaftListen = voters, addrs[i]
+		m.HeartbeatTimeout, m.ElectionTimeout, m.LeaseTimeout, m.CommitTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond, 10*time.Millisecond
+		if err := m.Provision(fc); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		n := &node{m: m, fc: fc, cancel: cancel, done: make(chan error, 1)}
+		nodes[i] = n
+		go func() { n.done <- m.Start(ctx) }()
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.cancel()
+			<-n.done
+			stopModule(t, n.m)
+		}
+	}()
+
+	var leader *node
+	select {
+	case <-time.After(15 * time.Second):
+		t.Fatal("no voter finished Start")
+	case err := <-nodes[0].done:
+		leader, nodes[0].done = nodes[0], closedErr(err)
+	case err := <-nodes[1].done:
+		leader, nodes[1].done = nodes[1], closedErr(err)
+	case err := <-nodes[2].done:
+		leader, nodes[2].done = nodes[2], closedErr(err)
+	}
+	if !leader.m.Ready() {
+		t.Fatalf("node %d started but is not ready", leader.m.nodeID)
+	}
+	if rt := createTopic(t, leader.fc, "replicated", 2, nil); rt.ErrorCode != 0 {
+		t.Fatalf("create on the leader: %d", rt.ErrorCode)
+	}
+	want := leader.m.Image()
+	for _, n := range nodes {
+		waitFor(t, 5*time.Second, func() bool { return n.m.Image().Version >= want.Version })
+		im := n.m.Image()
+		if im.ClusterID != want.ClusterID || im.ControllerID != leader.m.nodeID || im.Topic("replicated") == nil ||
+			im.Topic("replicated").ID != want.Topic("replicated").ID || im.Brokers[leader.m.nodeID] == nil {
+			t.Errorf("node %d image differs: %+v", n.m.nodeID, im)
+		}
+		if n != leader {
+			// A follower refuses writes: the client must go to the controller.
+			rt := createTopic(t, n.fc, "elsewhere", 1, nil)
+			if rt.ErrorCode != kerr.NotController.Code {
+				t.Errorf("create on follower %d: code %d", n.m.nodeID, rt.ErrorCode)
+			}
+		}
+	}
+}
+
+func closedErr(err error) chan error {
+	ch := make(chan error, 1)
+	ch <- err
+	return ch
+}
