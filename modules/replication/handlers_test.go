@@ -480,3 +480,17 @@ func TestImageLifecycle(t *testing.T) {
 		t.Fatal("re-created topic not empty")
 	}
 }
+
+func TestProduceTimestampNoneExempt(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "strict", id: 1, configs: map[string]string{"message.timestamp.before.max.ms": "1000"}})
+	b := recordbatch.Build(recordbatch.Options{ProducerID: -1, BaseTimestamp: -1}, recordbatch.Record{Value: []byte("x")})
+	if res := h.produce(9, 1, "strict", 0, b); res.ErrorCode != 0 {
+		t.Fatalf("record without timestamp rejected: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	b = recordbatch.Build(recordbatch.Options{ProducerID: -1, BaseTimestamp: -1},
+		recordbatch.Record{Value: []byte("x")}, recordbatch.Record{OffsetDelta: 1, TimestampDelta: 1001, Value: []byte("y")})
+	res := h.produce(9, 1, "strict", 0, b)
+	if res.ErrorCode != kerr.InvalidTimestamp.Code || len(res.ErrorRecords) != 1 || res.ErrorRecords[0].RelativeOffset != 1 {
+		t.Fatalf("%v %+v", kerr.ErrorForCode(res.ErrorCode), res.ErrorRecords)
+	}
+}

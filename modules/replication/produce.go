@@ -210,10 +210,13 @@ func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.Pro
 		if logAppend {
 			return recordbatch.SetLogAppendTime(batch, pc.now)
 		}
-		if tooOld, tooNew := pc.timestampBounds(cfg); info.Records > 0 && (info.MinTimestamp < tooOld || info.MaxTimestamp > tooNew) {
-			code, msg = kerr.InvalidTimestamp.Code, fmt.Sprintf("batch %d has timestamps outside [%d, %d]", idx, tooOld, tooNew)
-			pc.recordErrors(batch, tooOld, tooNew, out)
-			return errStopSplit
+		if lo, hi := pc.timestampBounds(cfg); info.Records > 0 && (info.MinTimestamp < lo || info.MaxTimestamp > hi) {
+			// The batch's range is out of bounds; records without a timestamp (-1)
+			// are exempt, as in Kafka, so look at each record (error path only).
+			if n := pc.timestampErrors(batch, lo, hi, out); n > 0 {
+				code, msg = kerr.InvalidTimestamp.Code, fmt.Sprintf("batch %d has %d records with timestamps outside [%d, %d]", idx, n, lo, hi)
+				return errStopSplit
+			}
 		}
 		return nil
 	})
@@ -251,14 +254,17 @@ func (pc *produceCtx) timestampBounds(cfg *kconfig.Topic) (lo, hi int64) {
 	return lo, hi
 }
 
-// recordErrors lists the records whose timestamps are out of range (KIP-467). Only on
-// the error path.
-func (pc *produceCtx) recordErrors(batch []byte, lo, hi int64, out *kmsg.ProduceResponseTopicPartition) {
-	if pc.version < 8 {
-		return
-	}
+// timestampErrors counts the records whose timestamps are out of range (-1, no
+// timestamp, is exempt) and lists them as record errors (KIP-467, v8+). Only on the
+// error path.
+func (pc *produceCtx) timestampErrors(batch []byte, lo, hi int64, out *kmsg.ProduceResponseTopicPartition) int {
+	n := 0
 	pc.decBuf, _ = recordbatch.Records(batch, pc.decBuf, func(r *recordbatch.Record) error {
-		if r.Timestamp < lo || r.Timestamp > hi {
+		if r.Timestamp == noTimestamp || (r.Timestamp >= lo && r.Timestamp <= hi) {
+			return nil
+		}
+		n++
+		if pc.version >= 8 {
 			e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
 			e.RelativeOffset = r.OffsetDelta
 			msg := fmt.Sprintf("timestamp %d out of range", r.Timestamp)
@@ -267,7 +273,11 @@ func (pc *produceCtx) recordErrors(batch []byte, lo, hi int64, out *kmsg.Produce
 		}
 		return nil
 	})
+	return n
 }
+
+// noTimestamp is a record timestamp of "none" (Kafka's RecordBatch.NO_TIMESTAMP).
+const noTimestamp = -1
 
 // waitAcks parks an acks=all produce in the purgatory until the HW passes every
 // appended partition's last offset (at once with ISR = {self}), the ISR shrinks below
