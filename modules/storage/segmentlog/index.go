@@ -120,15 +120,6 @@ func (x *timeIndex) cut(n int) {
 	x.ts, x.rel = x.ts[:n], x.rel[:n]
 }
 
-// last returns the last entry; ok is false when there is none.
-func (x *timeIndex) last() (ts, offset int64, ok bool) {
-	n := len(x.ts)
-	if n == 0 {
-		return -1, 0, false
-	}
-	return x.ts[n-1], x.base + int64(x.rel[n-1]), true
-}
-
 // resizeFile sets an index file's length: the preallocated size while active, the used
 // size when sealed. A shrink below the used entries is a bug.
 func resizeFile(f *os.File, size int64) error {

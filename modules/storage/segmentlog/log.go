@@ -3,6 +3,7 @@ package segmentlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"sort"
@@ -407,7 +408,15 @@ func (l *Log) Truncate(offset int64) error {
 		return errors.Join(append(errs, err)...)
 	}
 	if found {
-		if err := s.log.Truncate(cut); err != nil {
+		if s.refs.Load() > 1 {
+			// A reader pins bytes past the cut: keep its file intact and go on with a copy.
+			ns, err := l.copyPrefix(s, cut)
+			if err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			l.segs[i] = ns
+			s = ns
+		} else if err := s.log.Truncate(cut); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("truncate segment %d: %w", s.base, err))...)
 		}
 		if _, err := s.recoverSegment(l.cfg.IndexIntervalBytes, l.cfg.SegmentIndexBytes); err != nil {
@@ -428,6 +437,27 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.recoveryPoint = min(l.recoveryPoint, s.next)
 	return errors.Join(errs...)
+}
+
+// copyPrefix renames s away (it stays open for its readers) and returns a new segment
+// with the same base holding s's first cut bytes. Called with mu held.
+func (l *Log) copyPrefix(s *segment, cut int64) (*segment, error) {
+	s.pin() // keep the files open while copying
+	defer s.unref()
+	if err := s.markDeleted(); err != nil {
+		return nil, err
+	}
+	ns, err := openSegment(l.dir, s.base, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(ns.log, io.NewSectionReader(s.log, 0, cut)); err != nil {
+		ns.unref()
+		return nil, fmt.Errorf("copy segment %d: %w", s.base, err)
+	}
+	ns.createdMs = s.createdMs
+	l.dirDirty = true
+	return ns, nil
 }
 
 // cutPosition finds the first batch in s whose last offset is >= offset.

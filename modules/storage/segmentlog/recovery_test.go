@@ -352,3 +352,36 @@ func TestReadPinsDeletedSegments(t *testing.T) {
 		t.Fatalf("deleted files left after release: %v", got)
 	}
 }
+
+func TestTruncateUnderPinnedRead(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	cfg := recoveryConfig()
+	cfg.SegmentBytes = 1 << 20 // one segment
+	l, err := s.Open(rtp, [16]byte{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 6) // offsets 0..11
+	rr, err := l.Read(0, 1<<20, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(6); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 2) // new bytes where the old tail was
+	b, err := storagetest.ReadAll(rr)
+	rr.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := storagetest.ParseAll(b)
+	if err != nil || len(bs) != 6 || bs[5].Last != 11 {
+		t.Fatalf("pinned read changed under truncate: %d batches, %v", len(bs), err)
+	}
+	if l.LogEndOffset() != 10 {
+		t.Fatalf("LEO %d, want 10", l.LogEndOffset())
+	}
+	checkLog(t, l, 0)
+	checkIndexes(t, l.(*Log))
+}

@@ -488,7 +488,6 @@ func (s *segment) load() error {
 		}
 		s.next = h.BaseOffset
 	}
-	last := int64(0)
 	for p := from; p < s.size; {
 		h, err := s.readHeader(hdr[:], p)
 		if err != nil {
@@ -501,14 +500,12 @@ func (s *segment) load() error {
 			s.maxTs, s.maxTsOff = h.MaxTimestamp, h.LastOffset()
 		}
 		s.next = h.LastOffset() + 1
-		last = p
 		p += int64(h.Size())
 	}
 	if n := len(trel); n > 0 && s.base+int64(trel[n-1]) >= s.next {
 		return fmt.Errorf("%w: time index points past the log", errRecover)
 	}
 	s.bytesSinceIndex = s.size - s.oidx.lastPos()
-	_ = last
 	return nil
 }
 

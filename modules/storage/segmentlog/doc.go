@@ -1,0 +1,130 @@
+// Package segmentlog is the "storage.segmentlog" module: kernel.Storage and kernel.Log
+// over Kafka's on-disk log layout, so a log directory written by Sluice can be read by
+// Kafka's tools (kafka-dump-log.sh) and the other way round.
+//
+// Usage, in the broker config:
+//
+//	modules:
+//	  storage:
+//	    use: segmentlog
+//	    dir: /var/lib/sluice          # default: the broker's data_dir
+//	    retention_check_interval_ms: 300000
+//	    flush_check_interval_ms: 1000
+//
+// and from another module:
+//
+//	st := mod.(kernel.Storage)
+//	l, _ := st.Open(kernel.TopicPartition{Topic: "orders", Partition: 0}, topicID, cfg)
+//	res, _ := l.AppendLeader(batches)       // offsets assigned in place
+//	rr, _ := l.Read(off, 1<<20, hw, true)   // file ranges, sent with sendfile
+//	defer rr.Release()
+//
+// # On-disk format
+//
+// One directory per partition, "<topic>-<partition>", under the log dir:
+//
+//	<dir>/
+//	  .kafka_cleanshutdown                 present only after a clean shutdown
+//	  recovery-point-offset-checkpoint     | "0" | count | "topic partition offset"... |
+//	  log-start-offset-checkpoint          same format
+//	  orders-0/
+//	    partition.metadata                 "version: 0\ntopic_id: <base64url, no padding>\n"
+//	    00000000000000000000.log           segment with base offset 0
+//	    00000000000000000000.index
+//	    00000000000000000000.timeindex
+//	    00000000000000368769.log           next segment: its first offset is 368769
+//	    00000000000000368769.index
+//	    00000000000000368769.timeindex
+//
+// Segment files are named by their base offset, zero-padded to 20 digits: base 0 is
+// "00000000000000000000.log", base 368769 is "00000000000000368769.log". A .log file is
+// magic-2 record batches back to back, exactly as produced (see internal/recordbatch);
+// nothing else is in it.
+//
+// The offset index (.index) is sparse, 8 bytes per entry, big-endian:
+//
+//	| relative offset u32 | position u32 |   last offset of the batch - base, its file position
+//
+// An entry is added for a batch when more than index.interval.bytes were written since
+// the last entry (so the first batch of a segment, at position 0, never has one; an
+// all-zero entry therefore marks the end of a preallocated file).
+//
+// The time index (.timeindex), 12 bytes per entry, big-endian:
+//
+//	| timestamp i64 | relative offset u32 |   max timestamp so far, and the last offset of the
+//	                                           batch that first reached it
+//
+// An entry is added at the same points as the offset index, when the segment's max
+// timestamp grew; when a segment is sealed a final entry with its max timestamp is added.
+//
+// While a segment is active both index files are preallocated to segment.index.bytes
+// (a sparse Truncate); when it is sealed (roll, close) they are trimmed to their
+// entries. A segment rolls when the append would pass segment.bytes, when segment.ms
+// passed (measured from the first batch's timestamp, else from creation, minus
+// segment.jitter.ms), when either index is full, or when relative offsets or positions
+// would overflow 32 bits.
+//
+// Checkpoint files are Kafka's text format: a version line "0", a count line, then one
+// "topic partition offset" line per partition. They are written atomically: write a
+// .tmp file, fsync, rename, fsync the directory.
+//
+// All of the above is frozen by Kafka; there is no Sluice-specific version to bump.
+// The checkpoint version is 0; a file with another version fails the open.
+//
+// # Recovery
+//
+// Opening the store consumes .kafka_cleanshutdown. When it was present every index is
+// still checked cheaply against its log (entries in order and inside the file, the last
+// entry naming the batch at its position, the batches after the last entry readable);
+// an index that disagrees, or is missing, is rebuilt. When it was absent (a crash),
+// every segment from the one holding the partition's recovery point on is scanned batch
+// by batch: header (recordbatch.ParseHeader), length inside the file, offsets strictly
+// increasing and >= the segment base, CRC (recordbatch.CheckCRC). At the first torn or
+// corrupt batch (kernel.ErrCorrupt) the segment is truncated there and every later
+// segment is deleted; a torn tail is the expected result of a crash mid-append. Indexes
+// of recovered segments are rebuilt from the scan. Any other error (an I/O failure)
+// fails the open instead: truncating because the disk is failing would destroy data.
+//
+// # Deleting segments
+//
+// Retention, DeleteRecordsBefore and Truncate delete whole segments: the files are
+// renamed to *.deleted at once (so a crash leaves no half-deleted segment in the log;
+// *.deleted files are removed at the next open) and unlinked when the last reference
+// drops. Kafka waits file.delete.delay.ms before unlinking so that in-flight reads of
+// the old files finish; here reads pin the segment with a reference count, which gives
+// the same guarantee without a timer, so file.delete.delay.ms is not used.
+//
+// # Invariants
+//
+//   - Offsets strictly increase within and across segments; segments are sorted by base
+//     offset and the last one is the active segment, the only one appended to.
+//   - A segment's file holds only whole batches up to size; an append that fails is
+//     truncated back, so a batch is in the log whole or not at all.
+//   - LogStartOffset <= LogEndOffset; the first segment holds LogStartOffset (or the log
+//     is empty and its only segment starts there).
+//   - A segment's files stay open while a ReadResult points into them: refs counts the
+//     Log's own reference plus one per unreleased read. Bytes a ReadResult covers never
+//     change: appends write past them, deleted segments are renamed away, and Truncate
+//     cuts a segment file in place only when no reader pins it; otherwise the kept
+//     prefix is copied to a new file and the pinned one is renamed away.
+//   - The recovery point only moves up on a flush, and is persisted in the checkpoint;
+//     everything below it is on stable storage.
+//   - No per-record allocation on append or read: a Read allocates its pin handle and
+//     Release func; header reads use ReadAt (pread) on a 12-byte buffer in that handle,
+//     never the file's seek position.
+//
+// # Concurrency
+//
+// Lock order: Store.ckptMu, then Store.mu, then Log.flushMu, then Log.mu. segment.refs
+// and segment.deleted are atomic and need no lock.
+//
+// Log.mu guards the segment list, sizes and indexes. Appends, roll, truncation and
+// deletion take it exclusively; Read, OffsetForTimestamp and MaxTimestamp take it shared
+// and do their preads under it, then pin what they return. Flush pins the segments to
+// sync under the read lock and fsyncs without holding it, so appends continue during an
+// fsync. LogStartOffset and LogEndOffset are atomics, readable without the lock.
+//
+// The Module owns two goroutines, the retention loop and the flush loop (flush.ms,
+// rolled-but-unflushed segments, dirty checkpoints); Start starts them, Stop cancels
+// and waits for them before closing the store.
+package segmentlog
