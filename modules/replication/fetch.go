@@ -335,7 +335,9 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 	} else {
 		sent = op.parts
 	}
+	var bytes int64
 	for _, fp := range sent {
+		bytes += fp.records.Size
 		n := len(resp.topics)
 		if n == 0 || resp.topics[n-1].name != fp.topic || resp.topics[n-1].id != fp.topicID {
 			resp.topics = append(resp.topics, fetchTopic{name: fp.topic, id: fp.topicID})
@@ -346,6 +348,7 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 			resp.endpoints = op.m.addEndpoint(resp.endpoints, op.image, fp.leaderID, op.req)
 		}
 	}
+	op.m.fetchBytes.Add(bytes)
 }
 
 // addEndpoint appends the listener of node id matching the request's listener, once.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -492,5 +494,24 @@ func TestProduceTimestampNoneExempt(t *testing.T) {
 	res := h.produce(9, 1, "strict", 0, b)
 	if res.ErrorCode != kerr.InvalidTimestamp.Code || len(res.ErrorRecords) != 1 || res.ErrorRecords[0].RelativeOffset != 1 {
 		t.Fatalf("%v %+v", kerr.ErrorForCode(res.ErrorCode), res.ErrorRecords)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1})
+	b := testBatch(1, "x")
+	h.produce(9, 1, "t", 0, b)
+	h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0))
+	var out bytes.Buffer
+	h.ctx.metrics.WriteText(&out)
+	for _, want := range []string{
+		"sluice_produce_bytes_total " + strconv.Itoa(len(b)),
+		"sluice_fetch_bytes_total " + strconv.Itoa(len(b)),
+		"sluice_leader_partitions 1",
+		"sluice_purgatory_waiting 0",
+	} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, out.String())
+		}
 	}
 }

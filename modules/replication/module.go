@@ -49,6 +49,8 @@ type Module struct {
 	pg       *purgatory
 	sessions *sessionCache
 
+	produceBytes, fetchBytes *kernel.Counter
+
 	mu       sync.RWMutex
 	parts    map[kernel.TopicPartition]*Partition
 	applied  uint64 // newest image version acted on (subscription or lazy open)
@@ -94,8 +96,14 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		slots = m.MaxIncrementalFetchSessionCacheSlots
 	}
 	m.sessions = newSessionCache(slots, time.Duration(m.FetchSessionEvictionMs)*time.Millisecond, m.now)
-	ctx.Metrics().Gauge("sluice_fetch_sessions", "Cached fetch sessions (KIP-227).", func() float64 { return float64(m.sessions.len()) })
-	ctx.Metrics().Gauge("sluice_leader_partitions", "Partitions this broker leads.", func() float64 { return float64(m.leaderCount()) })
+	m.produceBytes, m.fetchBytes = &kernel.Counter{}, &kernel.Counter{}
+	if mt := ctx.Metrics(); mt != nil {
+		mt.Gauge("sluice_fetch_sessions", "Cached fetch sessions (KIP-227).", func() float64 { return float64(m.sessions.len()) })
+		mt.Gauge("sluice_leader_partitions", "Partitions this broker leads.", func() float64 { return float64(m.leaderCount()) })
+		mt.Gauge("sluice_purgatory_waiting", "Fetches and acks=all produces waiting in the purgatory.", func() float64 { return float64(m.pg.n.Load()) })
+		m.produceBytes = mt.Counter("sluice_produce_bytes_total", "Record batch bytes appended by Produce.")
+		m.fetchBytes = mt.Counter("sluice_fetch_bytes_total", "Record batch bytes returned by Fetch.")
+	}
 
 	for _, h := range []struct {
 		key      int16

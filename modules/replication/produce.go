@@ -164,6 +164,7 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		}
 		return nil
 	}
+	m.produceBytes.Add(size)
 	out.BaseOffset = res.BaseOffset
 	out.LogStartOffset = res.LogStartOffset
 	if cfg.MessageTimestampType == "LogAppendTime" {
