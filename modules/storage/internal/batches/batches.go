@@ -77,7 +77,8 @@ type RollInfo struct {
 // ShouldRoll reports whether an append of n bytes whose batches have the largest
 // timestamp maxTs and the last offset lastOffset must go to a new segment. An empty
 // segment is never rolled. The rule is Kafka's: segment.bytes, segment.ms measured from
-// the first batch's timestamp (or the creation time when no batch has one), and the
+// the first batch's timestamp (or the creation time when no batch has one) less the
+// segment's jitter, and the
 // 32-bit relative offsets and positions of the index files.
 func ShouldRoll(cfg *kernel.LogConfig, s RollInfo, n int64, maxTs, lastOffset, nowMs int64) bool {
 	if s.Size == 0 {
@@ -94,11 +95,21 @@ func ShouldRoll(cfg *kernel.LogConfig, s RollInfo, n int64, maxTs, lastOffset, n
 		if s.FirstBatchTs >= 0 && maxTs >= 0 {
 			waited = maxTs - s.FirstBatchTs
 		}
-		if waited > cfg.SegmentMs-max(cfg.SegmentJitterMs, 0) {
+		if waited > cfg.SegmentMs-jitter(cfg.SegmentJitterMs, s.BaseOffset) {
 			return true
 		}
 	}
 	return false
+}
+
+// jitter is the segment's share of segment.jitter.ms: Kafka draws it at random per
+// segment; here it is derived from the base offset, so it is the same after a restart
+// and in both implementations.
+func jitter(jitterMs, base int64) int64 {
+	if jitterMs <= 0 {
+		return 0
+	}
+	return int64(uint64(base) * 0x9E3779B97F4A7C15 % uint64(jitterMs))
 }
 
 // SegmentSummary is what retention needs to know about one segment.

@@ -1,0 +1,62 @@
+package batches
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+func TestShouldRoll(t *testing.T) {
+	cfg := kernel.LogConfig{SegmentBytes: 100, SegmentMs: 1000}
+	tests := []struct {
+		name string
+		cfg  kernel.LogConfig
+		s    RollInfo
+		n    int64
+		maxT int64
+		last int64
+		now  int64
+		want bool
+	}{
+		{"empty never rolls", cfg, RollInfo{Size: 0, FirstBatchTs: -1}, 1000, 0, 0, 0, false},
+		{"fits", cfg, RollInfo{Size: 50, FirstBatchTs: 10}, 50, 10, 1, 0, false},
+		{"bytes", cfg, RollInfo{Size: 51, FirstBatchTs: 10}, 50, 10, 1, 0, true},
+		{"time from first batch", cfg, RollInfo{Size: 1, FirstBatchTs: 10}, 1, 1011, 1, 0, true},
+		{"time not yet", cfg, RollInfo{Size: 1, FirstBatchTs: 10}, 1, 1010, 1, 0, false},
+		{"time from creation", cfg, RollInfo{Size: 1, FirstBatchTs: -1, CreatedMs: 5}, 1, -1, 1, 1006, true},
+		{"relative offset overflow", cfg, RollInfo{Size: 1, FirstBatchTs: 10}, 1, 10, 1 << 32, 0, true},
+		{"jitter shortens", kernel.LogConfig{SegmentMs: 1000, SegmentJitterMs: 1000}, RollInfo{Size: 1, FirstBatchTs: 0, BaseOffset: 1}, 1, 999, 1, 0, jitter(1000, 1) > 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ShouldRoll(&tc.cfg, tc.s, tc.n, tc.maxT, tc.last, tc.now); got != tc.want {
+				t.Fatalf("ShouldRoll = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeletable(t *testing.T) {
+	segs := []SegmentSummary{{Size: 10, MaxTs: 100, Next: 5}, {Size: 10, MaxTs: 200, Next: 10}, {Size: 10, MaxTs: 50, Next: 15}, {Size: 10, MaxTs: 300, Next: 20}}
+	tests := []struct {
+		name     string
+		cfg      kernel.LogConfig
+		logStart int64
+		now      int64
+		want     int
+	}{
+		{"nothing", kernel.LogConfig{RetentionMs: -1, RetentionBytes: -1}, 0, 1000, 0},
+		{"below log start", kernel.LogConfig{RetentionMs: -1, RetentionBytes: -1}, 10, 1000, 2},
+		{"never the active", kernel.LogConfig{RetentionMs: -1, RetentionBytes: -1}, 20, 1000, 3},
+		{"time stops at a young segment", kernel.LogConfig{RetentionMs: 850, RetentionBytes: -1}, 0, 1000, 1},
+		{"size", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 25}, 0, 1000, 1},
+		{"size zero keeps the active", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 0}, 0, 1000, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Deletable(&tc.cfg, segs, tc.logStart, tc.now); got != tc.want {
+				t.Fatalf("Deletable = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
