@@ -1,0 +1,5 @@
+//go:build !race
+
+package recordbatch
+
+const raceEnabled = false
