@@ -144,7 +144,9 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 				add(topicError(strPtr(name), [16]byte{}, kerr.InvalidTopicException.Code))
 				continue
 			}
-			if (r.Version >= 4 && !r.AllowAutoTopicCreation) || !m.brokerSettings(im).AutoCreateTopics {
+			// Internal topics are created by the modules that own them, with their own
+			// partition counts and configs, never by a client's Metadata request.
+			if (r.Version >= 4 && !r.AllowAutoTopicCreation) || !m.brokerSettings(im).AutoCreateTopics || isInternalTopic(name) {
 				add(topicError(strPtr(name), [16]byte{}, kerr.UnknownTopicOrPartition.Code))
 				continue
 			}

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"testing"
@@ -156,5 +157,27 @@ func TestImageBeforeStart(t *testing.T) {
 	defer m.Cleanup()
 	if im := m.Image(); im == nil || im.ControllerID != -1 || m.Ready() {
 		t.Fatalf("image before start: %+v", im)
+	}
+}
+
+func TestCreateTopicForModules(t *testing.T) {
+	m, fc := startModule(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	topic, err := m.CreateTopic(ctx, "__consumer_offsets", 5, 1, map[string]string{"cleanup.policy": "compact"})
+	if err != nil || len(topic.Partitions) != 5 || !topic.Internal || topic.Configs["cleanup.policy"] != "compact" {
+		t.Fatalf("create: %+v %v", topic, err)
+	}
+	again, err := m.CreateTopic(ctx, "__consumer_offsets", 7, 1, nil)
+	if err != nil || again.ID != topic.ID {
+		t.Fatalf("create again: %+v %v", again, err)
+	}
+	if _, err := m.CreateTopic(ctx, "bad name", 1, 1, nil); err == nil {
+		t.Fatal("bad name accepted")
+	}
+	// Clients cannot auto-create internal topics through Metadata.
+	resp := call[*kmsg.MetadataResponse](t, fc, nil, req2(12, "__transaction_state"))
+	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || m.Image().Topic("__transaction_state") != nil {
+		t.Errorf("auto-created an internal topic: %d", resp.Topics[0].ErrorCode)
 	}
 }

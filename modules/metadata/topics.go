@@ -310,3 +310,22 @@ func (m *Module) parseBrokerResource(name string) (string, error) {
 	}
 	return brokerConfigKey(m.nodeID), nil
 }
+
+// CreateTopic creates a topic for another module (the group and transaction
+// coordinators create their internal topics with it), found by type assertion on the
+// metadata module. partitions and rf of -1 take the broker defaults. It returns the
+// topic once this broker's image has it; an existing topic is returned as it is, with
+// no error, so concurrent creators agree.
+func (m *Module) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*kernel.TopicImage, error) {
+	if t := m.hub.image().Topic(name); t != nil {
+		return t, nil
+	}
+	im, _, errs := m.createTopics(ctx, []topicRequest{{Name: name, NumPartitions: partitions, RF: rf, Configs: configs}}, false)
+	if t := im.Topic(name); t != nil {
+		return t, nil
+	}
+	if errs[0] == nil {
+		errs[0] = fmt.Errorf("topic %s: %w", name, errUnknownTopic)
+	}
+	return nil, fmt.Errorf("create topic %s: %w", name, errs[0])
+}
