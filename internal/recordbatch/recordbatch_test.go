@@ -518,3 +518,23 @@ func TestConcatenatedStreams(t *testing.T) {
 		})
 	}
 }
+
+// TestNoGoroutines: decoders run synchronously; validating starts no goroutines.
+func TestNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var d Decoder
+	for _, c := range codecCases {
+		b := Build(opts(c), sampleRecords(50, 100)...)
+		for range 5 {
+			if _, err := Validate(b); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Records(b, func(*Record) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("goroutines: %d before, %d after", before, after)
+	}
+}
