@@ -1,12 +1,15 @@
 package interop
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kcatMetadata is the part of `kcat -L -J` output the test checks.
@@ -166,5 +169,61 @@ func TestKcatAutoCreate(t *testing.T) {
 		"-f", "%p/%o %k=%s %h\n")
 	if got, want := out, "0/0 k1=hello source=auto\n0/1 k2=world source=auto\n"; got != want {
 		t.Errorf("kcat consume of an auto-created topic:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestKcatOffsets: kcat start positions that need ListOffsets: by timestamp (s@ms, over
+// records franz-go wrote with explicit create times), relative to the end (-o -N), and
+// the end itself (nothing to read).
+func TestKcatOffsets(t *testing.T) {
+	kcat := needKcat(t)
+	b := startBroker(t)
+	const topic = "kcat-offsets"
+	createTopic(t, b.addr, topic, 1)
+
+	cl := newClient(t, b.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var recs []*kgo.Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Key: []byte(fmt.Sprintf("t%d", i)),
+			Value: []byte(fmt.Sprintf("at+%ds", i)), Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce with explicit timestamps: %v", err)
+	}
+
+	consume := func(offset string) string {
+		t.Helper()
+		return run(t, 30*time.Second, "", kcat, "-b", b.addr, "-C", "-t", topic, "-p", "0", "-o", offset,
+			"-e", "-q", "-f", "%o %T %k=%s\n")
+	}
+	line := func(i int) string {
+		return fmt.Sprintf("%d %d t%d=at+%ds\n", i, base.Add(time.Duration(i)*time.Second).UnixMilli(), i, i)
+	}
+	lines := func(from, to int) string {
+		var sb strings.Builder
+		for i := from; i < to; i++ {
+			sb.WriteString(line(i))
+		}
+		return sb.String()
+	}
+	tests := []struct{ name, offset, want string }{
+		{"beginning", "beginning", lines(0, 10)},
+		{"exact timestamp", fmt.Sprintf("s@%d", base.Add(4*time.Second).UnixMilli()), lines(4, 10)},
+		{"between timestamps", fmt.Sprintf("s@%d", base.Add(6500*time.Millisecond).UnixMilli()), lines(7, 10)},
+		{"before the first", fmt.Sprintf("s@%d", base.Add(-time.Hour).UnixMilli()), lines(0, 10)},
+		{"after the last", fmt.Sprintf("s@%d", base.Add(time.Hour).UnixMilli()), ""},
+		{"relative to the end", "-3", lines(7, 10)},
+		{"absolute", "5", lines(5, 10)},
+		{"end", "end", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := consume(tc.offset); got != tc.want {
+				t.Errorf("kcat -o %s:\n got %q\nwant %q", tc.offset, got, tc.want)
+			}
+		})
 	}
 }

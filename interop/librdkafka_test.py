@@ -156,6 +156,68 @@ def consume(bootstrap, topic, codec):
         check(got_headers == headers, "%s: offset %d headers %r, want %r" % (codec, i, got_headers, headers))
 
 
+LARGE_SIZES = [1, 1000, 300000, 900000, 5, 600000]
+
+
+def large_value(i, size):
+    """Deterministic, poorly compressible bytes."""
+    seed = bytes((i * 31 + j * 17 + (j >> 8)) % 256 for j in range(256))
+    return (seed * (size // 256 + 1))[:size]
+
+
+def large_messages(bootstrap, topic):
+    """Messages up to 900 KB, read back with fetch limits far below their size: the broker
+    must return a whole first batch however small the limits are."""
+    reports = []
+    p = Producer({
+        "bootstrap.servers": bootstrap,
+        "client.id": "sluice-interop-librdkafka",
+        "acks": "all",
+        "compression.type": "none",
+        "message.max.bytes": 1000000,
+    })
+    for i, size in enumerate(LARGE_SIZES):
+        p.produce(topic, value=large_value(i, size), key=b"large-%d" % i, partition=0,
+                  on_delivery=lambda err, msg: reports.append((err, msg)))
+    left = p.flush(TIMEOUT)
+    check(left == 0, "large: %d messages undelivered" % left)
+    failed = [err for err, _ in reports if err is not None]
+    check(not failed, "large: deliveries failed: %r" % failed[:2])
+
+    c = Consumer({
+        "bootstrap.servers": bootstrap,
+        "client.id": "sluice-interop-librdkafka",
+        "group.id": "sluice-interop-unused",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "message.max.bytes": 65536,  # librdkafka wants fetch.max.bytes >= this
+        "fetch.max.bytes": 65536,
+        "max.partition.fetch.bytes": 16384,
+    })
+    got = []
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.time() + TIMEOUT
+        while len(got) < len(LARGE_SIZES):
+            check(time.time() < deadline, "large: consumed %d of %d messages before the deadline (sizes %r)"
+                  % (len(got), len(LARGE_SIZES), LARGE_SIZES))
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise CheckFailed("large: consume error: %s" % m.error())
+            got.append(m)
+    finally:
+        c.close()
+    for i, m in enumerate(got):
+        want = large_value(i, LARGE_SIZES[i])
+        check(m.offset() == i and m.key() == b"large-%d" % i and m.value() == want,
+              "large: offset %d: key %r, %d value bytes (match: %s), want offset %d, %d bytes"
+              % (m.offset(), m.key(), len(m.value() or b""), m.value() == want, i, len(want)))
+
+
 def describe(admin, topic):
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     futs = admin.describe_configs([res])
@@ -248,7 +310,8 @@ def main():
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "sluice-interop-librdkafka"})
         step = "create codec topics"
-        wait_futures(admin.create_topics([NewTopic(prefix + c, num_partitions=1, replication_factor=1) for c in CODECS],
+        wait_futures(admin.create_topics([NewTopic(prefix + c, num_partitions=1, replication_factor=1)
+                                          for c in CODECS + ["large"]],
                                          request_timeout=TIMEOUT), "create_topics")
         for codec in CODECS:
             wait_for(lambda: topic_partitions(admin, prefix + codec) is not None, "topic %s%s in metadata" % (prefix, codec))
@@ -257,6 +320,11 @@ def main():
             step = "consume " + codec
             consume(bootstrap, prefix + codec, codec)
             print("ok  %-6s %d messages produced (acks=all) and consumed back exactly" % (codec, MESSAGES), flush=True)
+        step = "large messages"
+        wait_for(lambda: topic_partitions(admin, prefix + "large") is not None, "topic %slarge in metadata" % prefix)
+        large_messages(bootstrap, prefix + "large")
+        print("ok  large  messages of %s bytes, fetched with max.partition.fetch.bytes=16384"
+              % "/".join(str(n) for n in LARGE_SIZES), flush=True)
         step = "admin"
         done = admin_checks(bootstrap, prefix)
         print("ok  admin: " + ", ".join(done), flush=True)
