@@ -24,8 +24,11 @@ type fetchOp struct {
 	maxBytes      int64
 	minBytes      int64
 	readCommitted bool
-	refuse        bool // replica fetch: refused until the ISR issue
-	authz         map[string]bool
+	refuse        bool            // replica fetch: refused until the ISR issue
+	authz         map[string]bool // topics authorized so far, past the last one
+	lastTopic     string
+	lastAllowed   bool
+	lastSet       bool
 
 	session     *fetchSession
 	incremental bool
@@ -204,16 +207,23 @@ func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset in
 	return fp
 }
 
-// allowed answers READ on a topic, once per topic per request.
+// allowed answers READ on a topic, once per topic per request. Partitions of a topic
+// are usually consecutive, so the last answer is kept outside the map.
 func (op *fetchOp) allowed(topic string) bool {
-	if ok, seen := op.authz[topic]; seen {
-		return ok
+	if op.lastSet && topic == op.lastTopic {
+		return op.lastAllowed
 	}
-	if op.authz == nil {
-		op.authz = make(map[string]bool, 1)
+	if op.lastSet {
+		if op.authz == nil {
+			op.authz = make(map[string]bool, 2)
+		}
+		op.authz[op.lastTopic] = op.lastAllowed
 	}
-	ok := op.req.Allowed(op.ctx, kernel.OpRead, kernel.ResTopic, topic)
-	op.authz[topic] = ok
+	ok, seen := op.authz[topic]
+	if !seen {
+		ok = op.req.Allowed(op.ctx, kernel.OpRead, kernel.ResTopic, topic)
+	}
+	op.lastTopic, op.lastAllowed, op.lastSet = topic, ok, true
 	return ok
 }
 

@@ -515,3 +515,28 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+type countingAuthz struct{ calls map[string]int }
+
+func (c *countingAuthz) Authorize(_ context.Context, _ kernel.Principal, _ kernel.Operation, r kernel.Resource) bool {
+	c.calls[r.Name]++
+	return r.Name != "b"
+}
+
+func TestFetchAuthorizesEachTopicOnce(t *testing.T) {
+	az := &countingAuthz{calls: map[string]int{}}
+	op := &fetchOp{ctx: context.Background(), req: &kernel.Request{Conn: &kernel.ConnInfo{}, Authorizer: az}}
+	for _, tc := range []struct {
+		topic string
+		want  bool
+	}{{"a", true}, {"a", true}, {"b", false}, {"a", true}, {"c", true}, {"b", false}, {"", true}, {"c", true}} {
+		if got := op.allowed(tc.topic); got != tc.want {
+			t.Fatalf("%q: %v", tc.topic, got)
+		}
+	}
+	for topic, n := range az.calls {
+		if n != 1 {
+			t.Errorf("topic %q authorized %d times", topic, n)
+		}
+	}
+}
