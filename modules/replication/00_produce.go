@@ -2,6 +2,7 @@
 // transaction state (idempotent and transactional batches are stored as they come; the
 // transactions issue adds both); recompression to a topic's compression.type;
 // compacted-topic key checks; per-record indices for errors of compressed batches.
+
 package replication
 
 import (

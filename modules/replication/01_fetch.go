@@ -1,6 +1,7 @@
 // Fetch: v4-v18. Not implemented: replica (follower) fetches, refused with
 // NOT_LEADER_OR_FOLLOWER until the ISR issue; aborted transactions (always empty, LSO =
 // HW); preferred read replica (KIP-392, always -1); diverging epoch detection.
+
 package replication
 
 import (

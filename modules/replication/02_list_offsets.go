@@ -1,6 +1,7 @@
 // ListOffsets: v1-v11. Not implemented: tiered storage (-4 earliest-local is the log
 // start; -5 latest-tiered and -6 earliest-pending-upload answer -1); the offset's leader
 // epoch is only known for epochs led since this broker started (see doc.go).
+
 package replication
 
 import (

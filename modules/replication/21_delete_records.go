@@ -1,5 +1,6 @@
 // DeleteRecords: v0-v2. Not implemented: waiting for followers' low watermarks (with
 // RF=1 the leader's is final at once).
+
 package replication
 
 import (

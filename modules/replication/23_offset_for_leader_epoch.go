@@ -1,5 +1,6 @@
 // OffsetForLeaderEpoch: v0-v4. Not implemented: follower requests (replica id >= 0) are
 // answered like consumer ones; the leader-epoch cache is in memory (see doc.go).
+
 package replication
 
 import (
