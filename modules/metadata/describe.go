@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,6 +86,9 @@ func topicError(name *string, id [16]byte, code int16) kmsg.MetadataResponseTopi
 	return mt
 }
 
+// autoCreateTimeout bounds the wait for topics a Metadata request creates.
+const autoCreateTimeout = 15 * time.Second
+
 // metadata answers a Metadata request: brokers, cluster, and the requested topics,
 // auto-creating missing ones when the request and the broker configs allow it.
 func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.MetadataRequest) *kmsg.MetadataResponse {
@@ -160,7 +164,9 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 		}
 		if len(create) > 0 {
 			var errs []error
-			im, _, errs = m.createTopics(ctx, create, false)
+			cctx, cancel := context.WithTimeout(ctx, autoCreateTimeout)
+			im, _, errs = m.createTopics(cctx, create, false)
+			cancel()
 			for i, tr := range create {
 				mt := topicError(strPtr(tr.Name), [16]byte{}, 0)
 				if t := im.Topics[tr.Name]; t != nil { // created, by us or concurrently

@@ -310,3 +310,33 @@ func TestE2ERestart(t *testing.T) {
 		t.Errorf("cluster default after restart: %+v", c)
 	}
 }
+
+// TestE2EConfigSection starts the module from its YAML section (strictly decoded by the
+// kernel), with the TCP transport on a kernel-chosen port, and restarts it: a single
+// voter finds itself by id even though its raft address changed.
+func TestE2EConfigSection(t *testing.T) {
+	cfg := `
+modules:
+  metadata:
+    use: raft
+    raft_listen: 127.0.0.1:0
+    heartbeat_timeout: 40ms
+    election_timeout: 40ms
+    lease_timeout: 20ms
+    commit_timeout: 2ms
+    snapshot_threshold: 4
+    snapshot_interval: 50ms
+`
+	b := testbroker.Start(t, testbroker.WithConfig(cfg))
+	ctx := testCtx(t)
+	for _, name := range []string{"t1", "t2", "t3", "t4", "t5"} {
+		if _, err := b.Admin(t).CreateTopic(ctx, 1, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Restart(t)
+	topics, err := b.Admin(t).ListTopics(ctx)
+	if err != nil || len(topics) != 5 {
+		t.Fatalf("after restart: %v %v", err, topics.Names())
+	}
+}

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"encoding"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -232,3 +233,8 @@ func decodeRecord(b []byte) (record, error) {
 	}
 	return r, nil
 }
+
+var (
+	_ encoding.TextMarshaler   = uuid{}
+	_ encoding.TextUnmarshaler = (*uuid)(nil)
+)
