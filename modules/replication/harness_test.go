@@ -163,12 +163,18 @@ func (h *harness) do(ctx context.Context, v int16, body kmsg.Request) (kernel.Re
 
 func (h *harness) doAs(ctx context.Context, v int16, body kmsg.Request, az kernel.Authorizer) (kernel.Response, error) {
 	h.t.Helper()
+	return h.call(h.t, ctx, v, body, az)
+}
+
+// call is doAs reporting to tb (inside a fuzz target, the target's *testing.T).
+func (h *harness) call(tb testing.TB, ctx context.Context, v int16, body kmsg.Request, az kernel.Authorizer) (kernel.Response, error) {
+	tb.Helper()
 	claim, ok := h.ctx.handlers[body.Key()]
 	if !ok {
-		h.t.Fatalf("key %d not claimed", body.Key())
+		tb.Fatalf("key %d not claimed", body.Key())
 	}
 	if v < claim.min || v > claim.max {
-		h.t.Fatalf("key %d v%d outside claimed %d-%d", body.Key(), v, claim.min, claim.max)
+		tb.Fatalf("key %d v%d outside claimed %d-%d", body.Key(), v, claim.min, claim.max)
 	}
 	body.SetVersion(v)
 	req := &kernel.Request{Key: body.Key(), Version: v, Body: body, ClientID: "test",
