@@ -186,9 +186,13 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 			return nil, err
 		}
 		static := m.kctx.Broker().StaticConfigs
+		var node map[string]string // the node layer; none for the cluster default
+		if key != "" {
+			node = im.BrokerConfigs[key]
+		}
 		change, _, err := m.applyOps(ops, replace, im.BrokerConfigs[key], func(n string) (kconfig.Type, *string, bool) {
 			typ, ok := kconfig.BrokerConfigType(n)
-			return typ, entryValue(kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[key]), n), ok
+			return typ, entryValue(kconfig.DescribeBroker(static, im.BrokerConfigs[""], node), n), ok
 		})
 		if err != nil {
 			return nil, err
@@ -237,6 +241,9 @@ func (m *Module) applyOps(ops []configOp, replace bool, current map[string]strin
 		case kmsg.IncrementalAlterConfigOpSet:
 			change.Set[o.name] = *o.value
 		case kmsg.IncrementalAlterConfigOpDelete:
+			if _, _, known := lookup(o.name); !known {
+				return change, nil, opErr(kerr.InvalidConfig, "unknown config %s", o.name)
+			}
 			change.Delete = append(change.Delete, o.name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			typ, eff, known := lookup(o.name)

@@ -194,6 +194,7 @@ func TestIncrementalAlterConfigsHandler(t *testing.T) {
 		{"bad value", []kmsg.IncrementalAlterConfigsRequestResourceConfig{op("retention.ms", set, strPtr("-5"))}, kerr.InvalidConfig},
 		{"bad list value", []kmsg.IncrementalAlterConfigsRequestResourceConfig{op("cleanup.policy", app, strPtr("shred"))}, kerr.InvalidConfig},
 		{"duplicate", []kmsg.IncrementalAlterConfigsRequestResourceConfig{op("retention.ms", set, strPtr("1")), op("retention.ms", del, nil)}, kerr.InvalidRequest},
+		{"delete unknown", []kmsg.IncrementalAlterConfigsRequestResourceConfig{op("retention.mss", del, nil)}, kerr.InvalidConfig},
 		{"unknown op", []kmsg.IncrementalAlterConfigsRequestResourceConfig{op("retention.ms", 9, strPtr("1"))}, kerr.InvalidRequest},
 	} {
 		if r := incremental(t, fc, topic, "t", false, tc.ops...); r.ErrorCode != tc.want.Code {

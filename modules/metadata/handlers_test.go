@@ -385,3 +385,26 @@ func TestDescribeClusterHandler(t *testing.T) {
 		t.Errorf("controllers: %d", resp.ErrorCode)
 	}
 }
+
+func TestDeleteTopicsDisabled(t *testing.T) {
+	m, fc := startModule(t, t.TempDir(), func(_ *Module, fc *fakeContext) {
+		fc.info.StaticConfigs = map[string]string{"delete.topic.enable": "false"}
+	})
+	createTopic(t, fc, "kept", 1, nil)
+	for _, tc := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{6, kerr.TopicDeletionDisabled}, {2, kerr.InvalidRequest}} {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version, req.TopicNames = tc.version, []string{"kept"}
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = strPtr("kept")
+		req.Topics = append(req.Topics, rt)
+		if got := call[*kmsg.DeleteTopicsResponse](t, fc, nil, req).Topics[0]; got.ErrorCode != tc.want.Code {
+			t.Errorf("v%d: code %d, want %v", tc.version, got.ErrorCode, tc.want)
+		}
+	}
+	if m.Image().Topic("kept") == nil {
+		t.Error("topic deleted")
+	}
+}
