@@ -67,6 +67,20 @@ func (x *offsetIndex) lookup(off int64) int64 {
 	return int64(x.pos[i-1])
 }
 
+// jump returns the position of the furthest indexed batch after p that can end a
+// read range: its position is <= limit, and its last offset is <= maxOffset, so every
+// batch before it has a base offset < maxOffset. Positions of index entries are batch
+// boundaries, so [p, jump) is whole batches. It returns p when there is none.
+func (x *offsetIndex) jump(p, limit, maxOffset int64) int64 {
+	i := sort.Search(len(x.pos), func(i int) bool {
+		return int64(x.pos[i]) > limit || x.base+int64(x.rel[i]) > maxOffset
+	})
+	if i == 0 || int64(x.pos[i-1]) <= p {
+		return p
+	}
+	return int64(x.pos[i-1])
+}
+
 // cut drops entries from index n on (in memory; the file is rewritten by resize/trim).
 func (x *offsetIndex) cut(n int) {
 	x.rel, x.pos = x.rel[:n], x.pos[:n]

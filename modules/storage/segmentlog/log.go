@@ -192,7 +192,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.
 	if offset < start || offset > leo {
 		return kernel.ReadResult{Release: noRelease}, fmt.Errorf("%w: %d not in [%d, %d]", kernel.ErrOffsetOutOfRange, offset, start, leo)
 	}
-	if offset == leo || offset >= maxOffset {
+	if offset == leo {
 		return kernel.ReadResult{Release: noRelease}, nil
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1

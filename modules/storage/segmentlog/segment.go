@@ -311,7 +311,8 @@ func (s *segment) startOf(buf []byte, offset int64) (int64, error) {
 // maxOffset, at most budget bytes unless minOne lets the first batch through. full
 // reports that a bound (not the end of the segment) stopped it. It is one forward pass
 // over 12-byte prefixes from the index entry: the prefix that shows the previous batch
-// holds offset is also the first prefix of the collection.
+// holds offset is also the first prefix of the collection, and stretches between index
+// entries that fit both bounds are taken whole without reading their prefixes.
 func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool) (start, n int64, full bool, err error) {
 	if offset >= s.next || s.size == 0 {
 		return 0, 0, false, nil
@@ -346,6 +347,10 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 		return start, 0, true, nil
 	}
 	for p := start + startSize; p < s.size; {
+		if q := s.oidx.jump(p, start+budget, maxOffset); q > p {
+			n, p = q-start, q
+			continue
+		}
 		base, size, err := s.readPrefix(buf, p)
 		if err != nil {
 			return 0, 0, false, err

@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"AppendRead", testAppendRead},
 		{"MaxOffset", testMaxOffset},
 		{"MaxBytesAndMinOneBatch", testMaxBytes},
+		{"ReadBoundsModel", testReadModel},
 		{"OutOfRange", testOutOfRange},
 		{"OffsetForTimestamp", testOffsetForTimestamp},
 		{"MaxTimestamp", testMaxTimestamp},
@@ -784,5 +785,40 @@ func testHammer(t *testing.T, s kernel.Storage) {
 	}
 	if got, want := l.LogEndOffset(), int64(appenders*loops*3); got != want {
 		t.Fatalf("LEO %d, want %d", got, want)
+	}
+}
+
+// testReadModel checks Read against a brute-force model for every start offset and a
+// grid of bounds, with a dense index (implementations may skip over indexed stretches)
+// and a segment boundary in the middle.
+func testReadModel(t *testing.T, s kernel.Storage) {
+	cfg := DefaultConfig()
+	bs := int64(len(Batch(0, 0, 2, 30)))
+	cfg.IndexIntervalBytes = 1
+	cfg.SegmentBytes = 12 * bs
+	l := mustOpen(t, s, tp0, cfg)
+	for i := 0; i < 20; i++ { // bases 0, 2, ..., 38; second segment at 24
+		if _, err := l.AppendLeader(Batch(0, 1000, 2, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for off := int64(0); off <= 40; off++ {
+		for _, maxOffset := range []int64{0, 1, 7, 8, 23, 24, 25, 39, 40} {
+			for _, maxBytes := range []int64{0, bs - 1, bs, 3*bs + 1, 13 * bs, 100 * bs} {
+				for _, minOne := range []bool{false, true} {
+					var want []int64
+					var total int64
+					for b := off / 2 * 2; b < 40 && b < maxOffset; b += 2 {
+						if total+bs > maxBytes && !(total == 0 && minOne) {
+							break
+						}
+						total += bs
+						want = append(want, b)
+					}
+					what := fmt.Sprintf("Read(%d, %d, %d, %v)", off, maxBytes, maxOffset, minOne)
+					eqBases(t, what, read(t, l, off, maxBytes, maxOffset, minOne), want...)
+				}
+			}
+		}
 	}
 }
