@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -89,6 +92,9 @@ func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, 
 		res, _ := f.Response().(applyResult)
 		errs[i] = res.Err
 		last = max(last, f.Index())
+		if res.Err == nil {
+			m.logApplied(recs[i], f.Index())
+		}
 	}
 	// FSM.Apply publishes before raft resolves the future, so this returns at once;
 	// it is the check that the caller's image holds what it proposed.
@@ -230,4 +236,25 @@ func (m *Module) register(ctx context.Context) error {
 	}
 	m.registered.Store(true)
 	return nil
+}
+
+// logApplied notes an admin change this broker proposed. Config values are left out:
+// some are secrets.
+func (m *Module) logApplied(rec record, index uint64) {
+	switch r := rec.(type) {
+	case *createTopicRecord:
+		m.log.Info("created topic", "topic", r.Name, "topic_id", r.ID.String(), "partitions", len(r.Partitions), "index", index)
+	case *deleteTopicRecord:
+		m.log.Info("deleted topic", "topic", r.Name, "topic_id", r.ID.String(), "index", index)
+	case *createPartitionsRecord:
+		m.log.Info("added partitions", "topic", r.Topic, "from", r.From, "to", int(r.From)+len(r.Partitions), "index", index)
+	case *alterTopicConfigsRecord:
+		m.log.Info("altered topic configs", "topic", r.Topic, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
+	case *alterBrokerConfigsRecord:
+		m.log.Info("altered broker configs", "node", r.Node, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
+	default:
+		if m.log.Enabled(context.Background(), slog.LevelDebug) {
+			m.log.Debug("applied metadata entry", "type", fmt.Sprintf("%T", rec), "index", index)
+		}
+	}
 }

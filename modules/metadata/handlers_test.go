@@ -1,7 +1,9 @@
 package metadata
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -406,5 +408,43 @@ func TestDeleteTopicsDisabled(t *testing.T) {
 	}
 	if m.Image().Topic("kept") == nil {
 		t.Error("topic deleted")
+	}
+}
+
+// TestCreateTopicsHammer creates the same names from many goroutines: each name is
+// created exactly once and every other attempt gets TOPIC_ALREADY_EXISTS.
+func TestCreateTopicsHammer(t *testing.T) {
+	m, fc := startModule(t, t.TempDir())
+	const goroutines, loops, names = 8, 10, 5
+	var mu sync.Mutex
+	wins := map[string]int{}
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < loops; i++ {
+				name := fmt.Sprintf("h%d", (g+i)%names)
+				rt := createTopic(t, fc, name, 2, nil)
+				switch rt.ErrorCode {
+				case 0:
+					mu.Lock()
+					wins[name]++
+					mu.Unlock()
+				case kerr.TopicAlreadyExists.Code:
+				default:
+					t.Errorf("%s: code %d", name, rt.ErrorCode)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(wins) != names || len(m.Image().Topics) != names {
+		t.Fatalf("wins %v, topics %d", wins, len(m.Image().Topics))
+	}
+	for name, n := range wins {
+		if n != 1 {
+			t.Errorf("%s created %d times", name, n)
+		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 func TestStartRegistersBroker(t *testing.T) {
 	start := time.Now()
 	m, _ := startModule(t, t.TempDir())
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > 2*time.Second { // ~0.1s when idle; slack for loaded CI
 		t.Errorf("start took %v", d)
 	}
 	im := m.Image()
