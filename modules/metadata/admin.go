@@ -30,7 +30,7 @@ func counts[T comparable](keys []T) map[T]int {
 	return c
 }
 
-// topicConfigsOf returns a topic's described configs, for CreateTopics v5+.
+// describeTopicConfigs describes a topic's configs (CreateTopics v5+, DescribeConfigs).
 func (m *Module) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
 	return kconfig.DescribeTopic(overrides, m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
 }

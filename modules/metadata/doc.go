@@ -60,12 +60,13 @@
 // 10 PartitionChange, 11 LeaderChange. Every type is at version 1. JSON field names are
 // frozen; ids are 22-character unpadded base64url, as Kafka prints them.
 //
-// Bumping a version: add the field (JSON keeps unknown-to-old-readers fields
-// harmless only if ignoring them is correct; if not, that is what the bump is for),
-// raise the newest version in recordVersions, keep decoding newest-1, and write the new
-// version only once every broker runs code that reads it (a feature level in the log,
-// when we have more than one version). A broker that meets an entry it cannot read logs
-// an error and leaves its image unchanged for that entry.
+// Bumping a version: a new optional field that old readers may safely ignore needs no
+// bump (encoding/json skips unknown fields). A change old readers would misapply (a new
+// field they must not ignore, a changed meaning) bumps that type's version: raise
+// newest in recordVersions, keep reading newest-1, and write the new version only once
+// every broker can read it (gated by a feature level in the log, once there is a second
+// version). A broker that meets an entry it cannot read logs an error and keeps its
+// image unchanged for that entry.
 //
 // Snapshots serialize the whole state: | format u8 = 1 | JSON | with brokers sorted by
 // id and topics by name, so equal states give equal bytes.
