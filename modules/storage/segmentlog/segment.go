@@ -346,8 +346,12 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 	if !add(startBase, startSize) {
 		return start, 0, true, nil
 	}
+	limit := s.size // furthest end of the range; budget may be near MaxInt64
+	if budget < s.size-start {
+		limit = start + budget
+	}
 	for p := start + startSize; p < s.size; {
-		if q := s.oidx.jump(p, start+budget, maxOffset); q > p {
+		if q := s.oidx.jump(p, limit, maxOffset); q > p {
 			n, p = q-start, q
 			continue
 		}

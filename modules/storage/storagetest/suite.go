@@ -804,7 +804,7 @@ func testReadModel(t *testing.T, s kernel.Storage) {
 	}
 	for off := int64(0); off <= 40; off++ {
 		for _, maxOffset := range []int64{0, 1, 7, 8, 23, 24, 25, 39, 40} {
-			for _, maxBytes := range []int64{0, bs - 1, bs, 3*bs + 1, 13 * bs, 100 * bs} {
+			for _, maxBytes := range []int64{0, bs - 1, bs, 3*bs + 1, 13 * bs, 100 * bs, math.MaxInt64} {
 				for _, minOne := range []bool{false, true} {
 					var want []int64
 					var total int64
