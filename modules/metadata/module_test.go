@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"runtime"
 	"testing"
 	"time"
 
@@ -179,5 +180,36 @@ func TestCreateTopicForModules(t *testing.T) {
 	resp := call[*kmsg.MetadataResponse](t, fc, nil, req2(12, "__transaction_state"))
 	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || m.Image().Topic("__transaction_state") != nil {
 		t.Errorf("auto-created an internal topic: %d", resp.Topics[0].ErrorCode)
+	}
+}
+
+// TestStopLeavesNoGoroutines starts and stops modules (in-memory and TCP transports,
+// with a subscriber left subscribed) and checks every goroutine is gone.
+func TestStopLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, listen := range []string{"", "127.0.0.1:0"} {
+		fc := newFakeContext(t, 1, t.TempDir())
+		m := Info().New().(*Module)
+		m.RaftListen = listen
+		if err := m.Provision(fc); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := m.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		m.Subscribe(func(*kernel.Image) {}) // never cancelled: Stop must end it
+		createTopic(t, fc, "g", 1, nil)
+		stopModule(t, m)
+	}
+	var now int
+	deadline := time.Now().Add(5 * time.Second)
+	for now = runtime.NumGoroutine(); now > before && time.Now().Before(deadline); now = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if now > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, now, buf[:runtime.Stack(buf, true)])
 	}
 }
