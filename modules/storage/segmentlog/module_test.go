@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/storagetest"
@@ -245,5 +247,29 @@ func TestFlushMessagesAndSegmentMs(t *testing.T) {
 	fill(t, l, 3)
 	if rp, _ := lg.offsets(); rp != 8 {
 		t.Fatalf("page-cache mode flushed: recovery point %d", rp)
+	}
+}
+
+func TestConfigDecodesStrictly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		ok   bool
+	}{
+		{"all keys", "dir: /x\nretention_check_interval_ms: 5\nflush_check_interval_ms: 7\n", true},
+		{"unknown key", "retention_ms: 5\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New()
+			dec := yaml.NewDecoder(strings.NewReader(tc.yaml))
+			dec.KnownFields(true)
+			err := dec.Decode(m)
+			if (err == nil) != tc.ok {
+				t.Fatalf("decode: %v", err)
+			}
+			if tc.ok && (m.Dir != "/x" || m.RetentionCheckIntervalMs != 5 || m.FlushCheckIntervalMs != 7) {
+				t.Fatalf("decoded %+v", m)
+			}
+		})
 	}
 }
