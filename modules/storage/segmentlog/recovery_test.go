@@ -385,3 +385,33 @@ func TestTruncateUnderPinnedRead(t *testing.T) {
 	checkLog(t, l, 0)
 	checkIndexes(t, l.(*Log))
 }
+
+// TestIOErrorFailsOpen: an unreadable segment is an I/O failure, not a torn tail: the
+// open fails and nothing is truncated or deleted.
+func TestIOErrorFailsOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10)
+	crash(t, s)
+	pdir := filepath.Join(dir, rtp.String())
+	logs := segFiles(t, pdir, logSuffix)
+	// A directory where a later segment's index should be: reading it fails with EISDIR.
+	idx := strings.TrimSuffix(logs[1], logSuffix) + indexSuffix
+	if err := os.Remove(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(idx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	if _, err := s.Open(rtp, [16]byte{}, recoveryConfig()); err == nil || errors.Is(err, kernel.ErrCorrupt) {
+		t.Fatalf("open over an unreadable index: %v, want an I/O error", err)
+	}
+	if got := segFiles(t, pdir, logSuffix); len(got) != len(logs) {
+		t.Fatalf("segments deleted after an I/O error: %v", got)
+	}
+}
