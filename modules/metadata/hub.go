@@ -16,6 +16,7 @@ type hub struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every publish
 	subs    map[*subscriber]struct{}
+	closed  bool // after closeAll: no new subscribers
 }
 
 func newHub() *hub {
@@ -58,9 +59,14 @@ func (h *hub) waitFor(ctx context.Context, ok func(*kernel.Image) bool) error {
 }
 
 // subscribe starts a goroutine calling fn with the current image and then each new one.
+// After closeAll it does nothing.
 func (h *hub) subscribe(fn func(*kernel.Image)) (cancel func()) {
 	s := &subscriber{fn: fn, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.mu.Lock()
+	if h.closed { // the module stopped: no goroutine nobody would stop
+		h.mu.Unlock()
+		return func() {}
+	}
 	s.push(h.cur.Load().img)
 	h.subs[s] = struct{}{}
 	h.mu.Unlock()
@@ -81,6 +87,7 @@ func (h *hub) closeAll() {
 	h.mu.Lock()
 	subs := h.subs
 	h.subs = map[*subscriber]struct{}{}
+	h.closed = true
 	h.mu.Unlock()
 	for s := range subs {
 		s.stop()

@@ -128,3 +128,15 @@ func TestHubHammer(t *testing.T) {
 	pub.Wait()
 	h.closeAll()
 }
+
+func TestSubscribeAfterClose(t *testing.T) {
+	h := newHub()
+	h.closeAll()
+	called := false
+	cancel := h.subscribe(func(*kernel.Image) { called = true })
+	publishN(h, 1, 1)
+	cancel()
+	if called {
+		t.Error("subscriber of a stopped hub was called")
+	}
+}
