@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
@@ -256,16 +257,8 @@ type Log struct {
 	p      *partition
 	store  *Store
 	tp     kernel.TopicPartition
-	closed atomicBool
+	closed atomic.Bool
 }
-
-type atomicBool struct {
-	mu sync.Mutex
-	v  bool
-}
-
-func (b *atomicBool) Store(v bool) { b.mu.Lock(); b.v = v; b.mu.Unlock() }
-func (b *atomicBool) Load() bool   { b.mu.Lock(); defer b.mu.Unlock(); return b.v }
 
 // AppendLeader implements kernel.Log.
 func (l *Log) AppendLeader(records []byte) (kernel.AppendResult, error) {
@@ -530,16 +523,26 @@ func (l *Log) Truncate(offset int64) error {
 		p.logStart = offset
 		return nil
 	}
+	p.truncate(offset)
+	if p.leo() < p.logStart {
+		// The cut batch straddled the log start: start empty at the log start.
+		p.segs = []*segment{p.newSegment(p.logStart)}
+	}
+	return nil
+}
+
+// truncate cuts the log before the batch holding offset. mu held.
+func (p *partition) truncate(offset int64) {
 	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base > offset }) - 1
 	s := p.segs[i]
 	j := sort.Search(len(s.batches), func(j int) bool { return s.batches[j].last >= offset })
 	p.segs = p.segs[:i+1]
 	if j == len(s.batches) {
-		return nil
+		return
 	}
 	if j == 0 && i > 0 {
 		p.segs = p.segs[:i]
-		return nil
+		return
 	}
 	ns := p.newSegment(s.base)
 	ns.createdMs = s.createdMs
@@ -555,7 +558,6 @@ func (l *Log) Truncate(offset int64) error {
 		}
 	}
 	p.segs[i] = ns
-	return nil
 }
 
 // SetConfig implements kernel.Log.

@@ -412,6 +412,22 @@ func testTruncate(t *testing.T, s kernel.Storage) {
 	if _, _, ok := l.MaxTimestamp(); ok {
 		t.Fatal("empty log has a max timestamp")
 	}
+	// A cut through the batch that holds the log start empties the log at the log start.
+	if _, err := l.AppendLeader(Batch(0, 1, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteRecordsBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(3); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 2 || l.LogEndOffset() != 2 {
+		t.Fatalf("truncate through the log start: start %d end %d, want 2 2", l.LogStartOffset(), l.LogEndOffset())
+	}
+	if res, err := l.AppendLeader(Batch(0, 1, 1, 1)); err != nil || res.BaseOffset != 2 {
+		t.Fatalf("append after: %+v %v", res, err)
+	}
 }
 
 func testAppendFollower(t *testing.T, s kernel.Storage) {
