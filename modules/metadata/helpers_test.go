@@ -18,6 +18,7 @@ type fakeContext struct {
 	info     kernel.BrokerInfo
 	log      *slog.Logger
 	handlers map[int16]kernel.Handler
+	versions map[int16][2]int16
 	metrics  *kernel.Metrics
 }
 
@@ -30,6 +31,7 @@ func newFakeContext(t testing.TB, node int32, dir string) *fakeContext {
 		},
 		log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		handlers: map[int16]kernel.Handler{},
+		versions: map[int16][2]int16{},
 		metrics:  kernel.NewMetrics(),
 	}
 }
@@ -39,8 +41,9 @@ func (c *fakeContext) Broker() kernel.BrokerInfo            { return c.info }
 func (c *fakeContext) Lookup(string) (kernel.Module, error) { return nil, nil }
 func (c *fakeContext) HandleHTTP(string, http.Handler)      {}
 func (c *fakeContext) Metrics() *kernel.Metrics             { return c.metrics }
-func (c *fakeContext) Handle(key, _, _ int16, h kernel.Handler) error {
+func (c *fakeContext) Handle(key, minV, maxV int16, h kernel.Handler) error {
 	c.handlers[key] = h
+	c.versions[key] = [2]int16{minV, maxV}
 	return nil
 }
 

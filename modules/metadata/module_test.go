@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,5 +212,23 @@ func TestStopLeavesNoGoroutines(t *testing.T) {
 	if now > before {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, now, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func TestClaimedVersions(t *testing.T) {
+	m := Info().New().(*Module)
+	fc := newFakeContext(t, 1, t.TempDir())
+	if err := m.Provision(fc); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Cleanup()
+	want := map[int16][2]int16{3: {0, 12}, 19: {0, 7}, 20: {0, 6}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 44: {0, 1}, 60: {0, 2}}
+	if !maps.Equal(fc.versions, want) {
+		t.Errorf("claimed %v, want %v", fc.versions, want)
+	}
+	var buf strings.Builder
+	fc.metrics.WriteText(&buf)
+	if !strings.Contains(buf.String(), "sluice_metadata_image_version 0") {
+		t.Errorf("metrics:\n%s", buf.String())
 	}
 }
