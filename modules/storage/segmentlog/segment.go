@@ -267,6 +267,14 @@ func (s *segment) readPrefix(buf []byte, pos int64) (base int64, size int64, err
 	return base, size, nil
 }
 
+// readLastOffset reads the LastOffsetDelta of the batch at pos (4 bytes).
+func (s *segment) readLastOffset(buf []byte, pos, base int64) (int64, error) {
+	if _, err := s.log.ReadAt(buf[:4], pos+recordbatch.OffLastOffsetDelta); err != nil {
+		return 0, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+	}
+	return base + int64(int32(binary.BigEndian.Uint32(buf[:4]))), nil
+}
+
 // readHeader reads and parses the full batch header at pos.
 func (s *segment) readHeader(buf []byte, pos int64) (recordbatch.Header, error) {
 	if pos+recordbatch.HeaderSize > s.size {
@@ -326,9 +334,19 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 			return 0, 0, false, err
 		}
 		if base > offset {
-			if start < 0 { // offset is below this segment's first batch
+			if start >= 0 && startBase < offset {
+				// offset may sit in a gap after the candidate (a follower's log can have
+				// gaps): read its last offset delta, and start here if it ends below.
+				last, err := s.readLastOffset(buf, start, startBase)
+				if err != nil {
+					return 0, 0, false, err
+				}
+				if last < offset {
+					start = -1
+				}
+			}
+			if start < 0 { // offset is below this batch
 				start, startBase, startSize = pos, base, size
-				pos += size
 			}
 			break
 		}

@@ -453,6 +453,8 @@ func testAppendFollower(t *testing.T, s kernel.Storage) {
 		t.Fatalf("append with gap: %+v %v LEO %d", res, err, l.LogEndOffset())
 	}
 	eqBases(t, "follower log", read(t, l, 0, 1<<20, 100, false), 0, 10)
+	eqBases(t, "read in a gap", read(t, l, 5, 1<<20, 100, false), 10)
+	eqBases(t, "read at the gap's start", read(t, l, 3, 1<<20, 100, false), 10)
 	// Garbage is rejected as corrupt and changes nothing.
 	bad := Batch(12, 1000, 1, 1)
 	bad[len(bad)-1] ^= 0xff
