@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -114,6 +116,18 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.shutdown = make(chan struct{})
 	if err := m.parseVoters(); err != nil {
 		return err
+	}
+	// The config file's `configs:` section holds Kafka broker configs: an unknown name
+	// or a bad value is a startup error, not a silently ignored setting.
+	names := make([]string, 0, len(bi.StaticConfigs))
+	for name := range bi.StaticConfigs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := kconfig.ValidateStaticBroker(name, bi.StaticConfigs[name]); err != nil {
+			return fmt.Errorf("configs: %w", err)
+		}
 	}
 	if bi.DataDir == "" {
 		return fmt.Errorf("data_dir is empty: %w", ErrConfig)
