@@ -13,6 +13,7 @@ package batches
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
@@ -22,16 +23,33 @@ import (
 // FirstAtOrAfter returns the offset and timestamp of the first record in batch (a whole
 // v2 batch with header h) whose timestamp is >= ts and whose offset is >= minOffset.
 //
-// Records of an uncompressed batch are decoded one by one (only their framing). A
-// compressed batch is not decompressed: its records are approximated by the batch's
-// first eligible offset with the batch's MaxTimestamp, which is exact for LogAppendTime
-// batches and for batches whose records share one timestamp. ok is false when no record
-// qualifies.
+// Records of an uncompressed batch are walked by their framing only. A compressed batch
+// is decompressed with a recordbatch.Decoder (this is not a hot path). A LogAppendTime
+// batch needs neither: every record has the batch's MaxTimestamp. If the records cannot
+// be decoded, the batch's first eligible offset and its MaxTimestamp are returned. ok is
+// false when no record qualifies.
 func FirstAtOrAfter(batch []byte, h recordbatch.Header, ts, minOffset int64) (offset, timestamp int64, ok bool) {
 	if h.MaxTimestamp < ts || h.LastOffset() < minOffset {
 		return 0, 0, false
 	}
-	if h.Codec() != recordbatch.CodecNone || h.Attributes&recordbatch.AttrLogAppendTime != 0 {
+	if h.Attributes&recordbatch.AttrLogAppendTime != 0 {
+		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
+	}
+	if h.Codec() != recordbatch.CodecNone {
+		var d recordbatch.Decoder
+		_, err := d.Records(batch, func(r *recordbatch.Record) error {
+			if r.Offset >= minOffset && r.Timestamp >= ts {
+				offset, timestamp, ok = r.Offset, r.Timestamp, true
+				return errFound
+			}
+			return nil
+		})
+		if ok {
+			return offset, timestamp, true
+		}
+		if err == nil {
+			return 0, 0, false
+		}
 		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
 	}
 	b := batch[recordbatch.HeaderSize:]
@@ -62,6 +80,9 @@ func FirstAtOrAfter(batch []byte, h recordbatch.Header, ts, minOffset int64) (of
 	// Framing we cannot follow: fall back to the batch as a whole.
 	return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
 }
+
+// errFound stops a record iteration early.
+var errFound = errors.New("found")
 
 // Corrupt wraps err (a recordbatch parse error) so that errors.Is(err, kernel.ErrCorrupt).
 func Corrupt(err error) error { return fmt.Errorf("%w: %w", kernel.ErrCorrupt, err) }

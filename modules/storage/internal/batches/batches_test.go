@@ -1,8 +1,10 @@
 package batches
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -58,5 +60,40 @@ func TestDeletable(t *testing.T) {
 				t.Fatalf("Deletable = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestFirstAtOrAfter(t *testing.T) {
+	recs := []recordbatch.Record{
+		{TimestampDelta: 0, OffsetDelta: 0, Value: []byte("a")},
+		{TimestampDelta: 5, OffsetDelta: 1, Value: []byte("b")},
+		{TimestampDelta: 3, OffsetDelta: 2, Value: []byte("c")},
+		{TimestampDelta: 9, OffsetDelta: 3, Value: []byte("d")},
+	}
+	for _, codec := range []int{recordbatch.CodecNone, recordbatch.CodecGzip, recordbatch.CodecSnappy, recordbatch.CodecLZ4, recordbatch.CodecZstd} {
+		batch := recordbatch.Build(recordbatch.Options{BaseOffset: 100, Codec: codec, BaseTimestamp: 1000, ProducerID: -1, BaseSequence: -1}, recs...)
+		h, err := recordbatch.ParseHeader(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			ts, minOff      int64
+			wantOff, wantTs int64
+			ok              bool
+		}{
+			{0, 0, 100, 1000, true},
+			{1004, 0, 101, 1005, true},
+			{1006, 0, 103, 1009, true},
+			{1003, 102, 102, 1003, true},
+			{1010, 0, 0, 0, false},
+			{0, 104, 0, 0, false},
+		} {
+			t.Run(fmt.Sprintf("codec%d/ts%d/min%d", codec, tc.ts, tc.minOff), func(t *testing.T) {
+				off, ts, ok := FirstAtOrAfter(batch, h, tc.ts, tc.minOff)
+				if ok != tc.ok || (ok && (off != tc.wantOff || ts != tc.wantTs)) {
+					t.Fatalf("= %d %d %v; want %d %d %v", off, ts, ok, tc.wantOff, tc.wantTs, tc.ok)
+				}
+			})
+		}
 	}
 }
