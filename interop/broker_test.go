@@ -349,15 +349,28 @@ func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 // createTopic creates a topic with the given partition count and replication factor 1.
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
+	createTopicConfigs(t, addr, topic, partitions, nil)
+}
+
+// createTopicConfigs is createTopic with topic configs (name → value).
+func createTopicConfigs(t *testing.T, addr, topic string, partitions int32, configs map[string]string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(newClient(t, addr))
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	var cfg map[string]*string
+	for k, v := range configs {
+		if cfg == nil {
+			cfg = map[string]*string{}
+		}
+		cfg[k] = &v
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
-		t.Fatalf("kadm CreateTopic %q (%d partitions): %v", topic, partitions, err)
+		t.Fatalf("kadm CreateTopic %q (%d partitions, configs %v): %v", topic, partitions, configs, err)
 	}
 }
 

@@ -3,7 +3,9 @@ package interop
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -43,11 +45,13 @@ func crashParse(p int32, v []byte) (int64, bool) {
 // restarts it on the same data dir and ports, and checks every partition from offset 0:
 // offsets contiguous, sequence numbers strictly increasing (no duplicate, no reordering,
 // acknowledged or not), and every acknowledged record present at the offset it was
-// acknowledged with. Five kill rounds (uncompressed, gzip, snappy, lz4, zstd), then a
-// graceful restart and the same check.
+// acknowledged with. Five kill rounds (uncompressed, gzip, snappy, lz4, zstd) on a topic
+// with 64 KiB segments, then a graceful restart and the same check.
 func TestCrashAcks1(t *testing.T) {
 	b := startBrokerConfig(t, os.Getenv("SLUICE_INTEROP_CRASH_CONFIG"))
-	createTopic(t, b.addr, crashTopic, crashPartitions)
+	// Small segments and indexes: the kills land in a log of many rolled segments.
+	createTopicConfigs(t, b.addr, crashTopic, crashPartitions,
+		map[string]string{"segment.bytes": "65536", "segment.index.bytes": "4096"})
 
 	var (
 		mu      sync.Mutex
@@ -158,6 +162,21 @@ func TestCrashAcks1(t *testing.T) {
 	final := acked
 	mu.Unlock()
 	verifyCrash(t, b.addr, "after a graceful restart", final)
+
+	// The log really is many segments (Kafka layout: <topic>-<partition>/<base>.log).
+	segments := 0
+	_ = filepath.WalkDir(b.dataDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".log") &&
+			filepath.Base(filepath.Dir(path)) == crashTopic+"-0" {
+			segments++
+		}
+		return nil
+	})
+	t.Logf("partition 0: %d segment files with segment.bytes=65536", segments)
+	if segments < 3 {
+		t.Errorf("partition 0 has %d .log segment files under %s, want several (segment.bytes=65536)",
+			segments, b.dataDir)
+	}
 }
 
 // verifyCrash reads every partition from offset 0 and checks it against the acknowledged
