@@ -2,12 +2,15 @@ package replication
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
 )
 
 // TestProduceFetchHammer: P producers × N appends on two partitions, with long-polling
@@ -74,4 +77,37 @@ func TestProduceFetchHammer(t *testing.T) {
 	wg.Wait()
 	fwg.Wait()
 	cancel()
+}
+
+// TestNewTopicRace: a partition is never visible in the module's map before it has
+// its placement (a produce racing the subscription's apply of the image that created
+// the topic would otherwise get NOT_LEADER_OR_FOLLOWER, and acks=0 data would be lost).
+func TestNewTopicRace(t *testing.T) {
+	h := newHarness(t, nil)
+	var specs []topicSpec
+	for i := 0; i < 100; i++ {
+		specs = append(specs, topicSpec{name: "n" + strconv.Itoa(i), id: byte(i + 1)})
+		img := image(uint64(i+2), specs...)
+		h.meta.set(img)
+		tp := kernel.TopicPartition{Topic: specs[i].name}
+		seen := make(chan bool)
+		go func() {
+			for {
+				h.m.mu.RLock()
+				p := h.m.parts[tp]
+				h.m.mu.RUnlock()
+				if p != nil {
+					seen <- p.IsLeader()
+					return
+				}
+			}
+		}()
+		h.m.applyImage(img)
+		if !<-seen {
+			t.Fatalf("topic %d: partition published before its placement", i)
+		}
+		if res := h.produce(9, 1, specs[i].name, 0, testBatch(1, "x")); res.ErrorCode != 0 {
+			t.Fatalf("topic %d: %v", i, kerr.ErrorForCode(res.ErrorCode))
+		}
+	}
 }

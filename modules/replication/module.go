@@ -230,7 +230,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 				cfg = &c
 			}
 			tp := kernel.TopicPartition{Topic: t.Name, Partition: int32(i)}
-			p, err := m.open(tp, t.ID, cfg)
+			p, err := m.open(tp, t.ID, im.Version, pi, cfg)
 			if err != nil {
 				if !errors.Is(err, errStopped) {
 					m.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -273,8 +273,9 @@ func (m *Module) drop(p *Partition) {
 
 // open returns the open partition tp of topic incarnation id, opening its log if
 // needed (without holding Module.mu). An older incarnation of a re-created topic is
-// dropped first.
-func (m *Module) open(tp kernel.TopicPartition, id [16]byte, cfg *kconfig.Topic) (*Partition, error) {
+// dropped first. A new partition gets its placement before it is published in the
+// map, so no request ever sees a partition without a leader.
+func (m *Module) open(tp kernel.TopicPartition, id [16]byte, version uint64, pi *kernel.PartitionImage, cfg *kconfig.Topic) (*Partition, error) {
 	m.mu.RLock()
 	p := m.parts[tp]
 	m.mu.RUnlock()
@@ -296,6 +297,8 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, cfg *kconfig.Topic)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
+	p = newPartition(tp, id, l, m.broker.NodeID, m.pg)
+	p.update(version, pi, cfg)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopping || m.parts == nil {
@@ -304,7 +307,6 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, cfg *kconfig.Topic)
 	if q := m.parts[tp]; q != nil && q.topicID == id {
 		return q, nil // opened concurrently; Storage.Open returned the same Log
 	}
-	p = newPartition(tp, id, l, m.broker.NodeID, m.pg)
 	m.parts[tp] = p
 	return p, nil
 }
@@ -334,7 +336,7 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	m.mu.Unlock()
 	t := im.Topic(tp.Topic)
 	cfg := kconfig.ResolveTopic(t.Configs, m.brokerConfigs(im))
-	p, err := m.open(tp, t.ID, &cfg)
+	p, err := m.open(tp, t.ID, im.Version, pi, &cfg)
 	if err != nil {
 		if !errors.Is(err, errStopped) {
 			m.log.Error("open partition on demand", "topic", tp.Topic, "partition", tp.Partition, "err", err)
