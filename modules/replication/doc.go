@@ -47,6 +47,10 @@
 //     the ISR is at least min.insync.replicas (NOT_ENOUGH_REPLICAS before the append
 //     when it is not).
 //   - Leader epochs only grow: an image with an older epoch does not lower ours.
+//   - A partition is published in the module's map only after its placement is set,
+//     so a request never finds a partition that does not know its leader (a produce
+//     racing a topic's creation would get NOT_LEADER_OR_FOLLOWER, and with acks=0 the
+//     producer would lose the records).
 //   - Every Log.Read result is released exactly once: by Body.Release after the kernel
 //     wrote (or dropped) the response, or at once when a delayed fetch re-reads.
 //   - Per-partition failures are error codes; a handler returns a Go error only when the
