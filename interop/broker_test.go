@@ -26,6 +26,7 @@ import (
 const (
 	envRequired   = "SLUICE_INTEROP_REQUIRED"   // "1": a missing client fails instead of skipping
 	envBuildFlags = "SLUICE_INTEROP_BUILDFLAGS" // extra `go build` flags for the broker, e.g. -race
+	envLog        = "SLUICE_INTEROP_LOG"        // "1": broker stderr in the log of passing tests too
 )
 
 // Set by TestMain.
@@ -195,7 +196,7 @@ func startBrokerConfig(t *testing.T, configYAML string) *broker {
 			b.stop()
 		}
 		b.checkLog()
-		if t.Failed() {
+		if t.Failed() || os.Getenv(envLog) == "1" {
 			t.Logf("broker stderr (%s, %d start(s)):\n%s", b.addr, b.starts, tail(b.stderr.String(), 300))
 		}
 	})

@@ -14,6 +14,7 @@
 //	go test ./interop/                      # skips clients that are not installed
 //	SLUICE_INTEROP_REQUIRED=1 go test ./interop/   # a missing client is a failure (CI)
 //	SLUICE_INTEROP_BUILDFLAGS=-race go test ./interop/   # race-detector broker
+//	SLUICE_INTEROP_LOG=1 go test -v ./interop/   # broker stderr even when tests pass
 //	SLUICE_INTEROP_CRASH_CONFIG="$(cat cfg.yaml)" go test -run Crash ./interop/
 //	                                        # crash test on another config; with
 //	                                        # storage {use: memory} it must fail
