@@ -77,7 +77,10 @@ type Log interface {
 	// If the first batch alone exceeds maxBytes it is returned whole when minOneBatch.
 	// offset == LogEndOffset yields an empty result; an offset outside
 	// [LogStartOffset, LogEndOffset] yields ErrOffsetOutOfRange.
-	// The caller must call ReadResult.Release when done with the chunks.
+	// A batch that starts below maxOffset is returned whole even if it ends above it;
+	// callers pass a maxOffset that lies on a batch boundary (the HW always does: every
+	// replica appends whole batches). Chunks may span several segments (several file
+	// ranges). The caller must call ReadResult.Release when done with the chunks.
 	Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error)
 	LogStartOffset() int64
 	LogEndOffset() int64
@@ -91,6 +94,8 @@ type Log interface {
 	// deleting whole segments that fall below it. It never moves it down.
 	DeleteRecordsBefore(offset int64) error
 	// Truncate removes every record at or above offset (replication's divergence repair).
+	// It removes the whole batch holding offset, so the log end may fall below it; below
+	// the log start the log is emptied and restarts at the log start.
 	Truncate(offset int64) error
 	// SetConfig applies a changed configuration (retention, flush, segment size).
 	SetConfig(cfg LogConfig)
