@@ -152,7 +152,6 @@ func (s *syncBuffer) String() string {
 // broker is one broker process (and its restarts on the same data dir and ports).
 type broker struct {
 	t         *testing.T
-	name      string
 	dataDir   string
 	addr      string // Kafka listener, 127.0.0.1:PORT
 	adminAddr string // admin HTTP listener
@@ -179,7 +178,6 @@ func startBrokerConfig(t *testing.T, configYAML string) *broker {
 	needBroker(t)
 	b := &broker{
 		t:         t,
-		name:      t.Name(),
 		dataDir:   filepath.Join(t.TempDir(), "data"),
 		addr:      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		adminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -249,7 +247,8 @@ func (b *broker) start() {
 // process exits (done is closed).
 func waitReady(t *testing.T, adminAddr string, done <-chan struct{}, timeout time.Duration) {
 	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second}
+	// No keep-alive: no idle connection (and its goroutines) outlives the poll.
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	url := "http://" + adminAddr + "/readyz"
 	deadline := time.Now().Add(timeout)
 	last := "no answer yet"
