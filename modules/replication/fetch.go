@@ -46,9 +46,7 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 		minBytes:      int64(r.MinBytes),
 		readCommitted: r.IsolationLevel == 1,
 	}
-	if op.maxBytes <= 0 {
-		op.maxBytes = 0
-	}
+	op.maxBytes = min(max(op.maxBytes, 0), m.fetchMaxBytes.Load())
 	replica := r.ReplicaID
 	if req.Version >= 15 {
 		replica = r.ReplicaState.ID

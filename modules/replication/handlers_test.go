@@ -540,3 +540,22 @@ func TestFetchAuthorizesEachTopicOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestFetchMaxBytesBrokerCap(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1, parts: 2})
+	h.produce(9, 1, "t", 0, testBatch(1, "x"))
+	h.produce(9, 1, "t", 1, testBatch(1, "x"))
+	h.m.setBrokerLimits(map[string]string{"fetch.max.bytes": "10"})
+	r := fetchReq("t", 1, 0, 0)
+	p1 := kmsg.NewFetchRequestTopicPartition()
+	p1.Partition, p1.PartitionMaxBytes = 1, 1<<20
+	r.Topics[0].Partitions = append(r.Topics[0].Partitions, p1)
+	resp := h.fetch(context.Background(), 11, r)
+	if len(resp.Topics[0].Partitions[0].RecordBatches) == 0 || len(resp.Topics[0].Partitions[1].RecordBatches) != 0 {
+		t.Fatal("fetch.max.bytes does not cap the response (past the first batch)")
+	}
+	h.m.setBrokerLimits(map[string]string{})
+	if got := h.m.fetchMaxBytes.Load(); got != defaultFetchMaxBytes {
+		t.Fatalf("default %d", got)
+	}
+}

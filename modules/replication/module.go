@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,6 +51,9 @@ type Module struct {
 	sessions *sessionCache
 
 	produceBytes, fetchBytes *kernel.Counter
+	// fetchMaxBytes is the broker's fetch.max.bytes (caps a Fetch's max_bytes),
+	// refreshed from every image.
+	fetchMaxBytes atomic.Int64
 
 	mu       sync.RWMutex
 	parts    map[kernel.TopicPartition]*Partition
@@ -90,6 +94,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("replication: metadata module %T is not a kernel.Metadata", md)
 	}
 	m.pg = newPurgatory()
+	m.setBrokerLimits(m.brokerConfigs(nil))
 	m.parts = make(map[kernel.TopicPartition]*Partition)
 	slots := m.FetchSessionCacheSlots
 	if m.MaxIncrementalFetchSessionCacheSlots > 0 {
@@ -196,6 +201,18 @@ func (m *Module) brokerConfigs(im *kernel.Image) map[string]string {
 	return kconfig.MergeBroker(m.broker.StaticConfigs, dynDefault, dynNode)
 }
 
+// defaultFetchMaxBytes is Kafka's fetch.max.bytes default (55 MiB).
+const defaultFetchMaxBytes = 55 << 20
+
+// setBrokerLimits reads the broker configs this module honours directly.
+func (m *Module) setBrokerLimits(bcfg map[string]string) {
+	n := int64(defaultFetchMaxBytes)
+	if v, err := strconv.ParseInt(bcfg["fetch.max.bytes"], 10, 32); err == nil && v > 0 {
+		n = v
+	}
+	m.fetchMaxBytes.Store(n)
+}
+
 func (m *Module) hosts(pi *kernel.PartitionImage) bool {
 	return pi.Leader == m.broker.NodeID || slices.Contains(pi.Replicas, m.broker.NodeID)
 }
@@ -218,6 +235,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 	m.mu.Unlock()
 
 	bcfg := m.brokerConfigs(im)
+	m.setBrokerLimits(bcfg)
 	for _, t := range im.Topics {
 		var cfg *kconfig.Topic
 		for i := range t.Partitions {
