@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,7 +73,25 @@ func runMain(m *testing.M) int {
 		brokerBin = bin
 		fmt.Printf("interop: built broker (go %s) in %s\n", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
 	}
-	return m.Run()
+	before := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 && !goroutinesSettle(before, 10*time.Second) {
+		return 1
+	}
+	return code
+}
+
+// goroutinesSettle waits for the goroutine count to fall back to n (what it was before the
+// tests) and prints the stacks of what is left over if it does not.
+func goroutinesSettle(n int, timeout time.Duration) bool {
+	if pollUntil(timeout, func() bool { return runtime.NumGoroutine() <= n }) {
+		return true
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	fmt.Printf("interop: FAIL: %d goroutines still running %s after the tests (%d before): leaked?\n%s\n",
+		runtime.NumGoroutine(), timeout, n, buf)
+	return false
 }
 
 // findRepoRoot returns the directory of the main module's go.mod.
