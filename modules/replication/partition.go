@@ -204,6 +204,25 @@ func (p *Partition) appendLeader(records []byte, acksAll bool) (kernel.AppendRes
 	return res, nil
 }
 
+// updateFollower records a follower's log end offset (what its fetch position says it
+// has) and advances the HW, waking operations waiting for it (acks=all produces,
+// fetches). The follower fetch path of the ISR issue calls it; today only tests do.
+func (p *Partition) updateFollower(replica int32, leo int64) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.replicaLEO[replica] = leo
+	old := p.hw.Load()
+	p.advanceHWLocked()
+	moved := p.hw.Load() != old
+	p.mu.Unlock()
+	if moved {
+		p.pg.wake(p.tp)
+	}
+}
+
 // advanceHWLocked moves the HW to the smallest LEO among the ISR. With ISR = {self}
 // that is the log end offset. It never moves the HW down.
 func (p *Partition) advanceHWLocked() {

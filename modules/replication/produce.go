@@ -296,15 +296,18 @@ func (m *Module) waitAcks(ctx context.Context, resp *kmsg.ProduceResponse, waits
 				continue
 			}
 			out := &resp.Topics[w.t].Partitions[w.i]
+			// As Kafka: once the HW passes the batch, the write is acknowledged if the
+			// ISR is still at least min.insync.replicas, else NOT_ENOUGH_REPLICAS_AFTER_APPEND
+			// (the data stays; the producer may retry and duplicate).
 			switch {
 			case !w.p.IsLeader():
 				out.ErrorCode, w.done = kerr.NotLeaderForPartition.Code, true
-			case w.p.HighWatermark() > w.last:
-				w.done = true
+			case w.p.HighWatermark() <= w.last:
+				all = false
 			case int32(len(w.p.ISR())) < w.p.Config().MinInsyncReplicas:
 				out.ErrorCode, w.done = kerr.NotEnoughReplicasAfterAppend.Code, true
 			default:
-				all = false
+				w.done = true
 			}
 		}
 		return all

@@ -1,0 +1,101 @@
+package replication
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// twoReplicas returns an image where node 1 leads "t" with ISR isr and min.insync.replicas 2.
+func twoReplicas(version uint64, isr ...int32) *kernel.Image {
+	im := image(version, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
+	pi := &im.Topics["t"].Partitions[0]
+	pi.Replicas, pi.ISR = []int32{1, 2}, isr
+	return im
+}
+
+// TestAcksAllWaitsForFollower drives the purgatory path acks=all takes with a real
+// follower in the ISR: the produce is answered only when the follower's LEO moves the
+// HW past the batch (the ISR issue feeds updateFollower from follower fetches).
+func TestAcksAllWaitsForFollower(t *testing.T) {
+	h := newHarness(t, nil)
+	h.meta.publish(twoReplicas(2, 1, 2))
+	tp := kernel.TopicPartition{Topic: "t"}
+	p := h.m.partition(tp)
+
+	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() {
+		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(3, "x")))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}()
+	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("HW %d before the follower has the batch", hw)
+	}
+	p.updateFollower(2, 2) // not yet past the last offset (2)
+	select {
+	case r := <-got:
+		t.Fatalf("answered before the HW passed the batch: %+v", r)
+	default:
+	}
+	p.updateFollower(2, 3)
+	select {
+	case r := <-got:
+		if r.ErrorCode != 0 || r.BaseOffset != 0 {
+			t.Fatalf("%+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("acks=all not completed when the follower caught up")
+	}
+	if hw := p.HighWatermark(); hw != 3 {
+		t.Fatalf("HW %d, want 3", hw)
+	}
+}
+
+func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
+	h := newHarness(t, nil)
+	h.meta.publish(twoReplicas(2, 1, 2))
+	tp := kernel.TopicPartition{Topic: "t"}
+
+	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
+	r.TimeoutMillis = 20
+	resp, err := h.do(context.Background(), 9, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.RequestTimedOut.Code {
+		t.Fatalf("timeout: %v", kerr.ErrorForCode(c))
+	}
+
+	got := make(chan int16, 1)
+	go func() {
+		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}()
+	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	h.meta.publish(twoReplicas(3, 1)) // follower drops out of the ISR
+	select {
+	case c := <-got:
+		if c != kerr.NotEnoughReplicasAfterAppend.Code {
+			t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(c))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ISR shrink did not complete the waiting produce")
+	}
+	// And now the ISR is too small before the append.
+	resp, _ = h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
+	if c := resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("small ISR: %v", kerr.ErrorForCode(c))
+	}
+}
