@@ -40,6 +40,14 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("HW %d before the follower has the batch", hw)
 	}
+	// Consumers never see past the HW, though the leader's log has the batch.
+	f := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0))
+	if fp := f.Topics[0].Partitions[0]; fp.ErrorCode != 0 || fp.HighWatermark != 0 || len(fp.RecordBatches) != 0 {
+		t.Fatalf("fetch past the HW: err %d hw %d %d bytes", fp.ErrorCode, fp.HighWatermark, len(fp.RecordBatches))
+	}
+	if leo := p.log.LogEndOffset(); leo != 3 {
+		t.Fatalf("LEO %d", leo)
+	}
 	p.updateFollower(2, 2) // not yet past the last offset (2)
 	select {
 	case r := <-got:
@@ -57,6 +65,10 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 	}
 	if hw := p.HighWatermark(); hw != 3 {
 		t.Fatalf("HW %d, want 3", hw)
+	}
+	f = h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0))
+	if fp := f.Topics[0].Partitions[0]; fp.HighWatermark != 3 || len(fp.RecordBatches) == 0 {
+		t.Fatalf("fetch after the HW moved: hw %d %d bytes", fp.HighWatermark, len(fp.RecordBatches))
 	}
 }
 
