@@ -23,8 +23,8 @@ type crashAck struct {
 const (
 	crashTopic      = "crash-acks1"
 	crashPartitions = 2
-	crashRounds     = 5
-	crashAcksPerRun = 3000 // acknowledged records per round before the SIGKILL
+	crashRounds     = 6    // SIGKILL in rounds 1-5, SIGTERM under load in the last one
+	crashAcksPerRun = 3000 // acknowledged records per round before the kill
 )
 
 func crashValue(p int32, seq int64) []byte {
@@ -45,8 +45,9 @@ func crashParse(p int32, v []byte) (int64, bool) {
 // restarts it on the same data dir and ports, and checks every partition from offset 0:
 // offsets contiguous, sequence numbers strictly increasing (no duplicate, no reordering,
 // acknowledged or not), and every acknowledged record present at the offset it was
-// acknowledged with. Five kill rounds (uncompressed, gzip, snappy, lz4, zstd) on a topic
-// with 64 KiB segments, then a graceful restart and the same check.
+// acknowledged with. Five kill rounds (uncompressed, gzip, snappy, lz4, zstd) and one
+// SIGTERM round, all under load, on a topic with 64 KiB segments; then an idle graceful
+// restart and the same check.
 func TestCrashAcks1(t *testing.T) {
 	b := startBrokerConfig(t, os.Getenv("SLUICE_INTEROP_CRASH_CONFIG"))
 	// Small segments and indexes: the kills land in a log of many rolled segments.
@@ -138,10 +139,16 @@ func TestCrashAcks1(t *testing.T) {
 		if preKillFailed > 0 {
 			t.Errorf("round %d: %d records failed before the kill, first: %v", round, preKillFailed, preKillErr)
 		}
-		b.kill()
+		how := "SIGKILL"
+		if round == crashRounds {
+			how = "SIGTERM"
+			b.stop() // fails the test unless the broker exits 0 within 20s
+		} else {
+			b.kill()
+		}
 		stopProducer()
-		t.Logf("round %d: SIGKILL with the producer running; %d acknowledged this round, %d failed in flight",
-			round, totalAcked()-before, failed-preKillFailed)
+		t.Logf("round %d: %s with the producer running; %d acknowledged this round, %d failed in flight",
+			round, how, totalAcked()-before, failed-preKillFailed)
 
 		b.start()
 		mu.Lock()
@@ -150,7 +157,7 @@ func TestCrashAcks1(t *testing.T) {
 			snapshot[p] = append([]crashAck(nil), acked[p]...)
 		}
 		mu.Unlock()
-		verifyCrash(t, b.addr, fmt.Sprintf("after SIGKILL #%d", round), snapshot)
+		verifyCrash(t, b.addr, fmt.Sprintf("after %s (round %d)", how, round), snapshot)
 		if t.Failed() {
 			return
 		}
