@@ -111,3 +111,28 @@ func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
 		t.Fatalf("small ISR: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// TestLeaderChangeCompletesWaitingFetch: a long-polling fetch answers at once when the
+// partition's leadership moves away (the placement change wakes the purgatory).
+func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1})
+	tp := kernel.TopicPartition{Topic: "t"}
+	r := fetchReq("t", 1, 0, 0)
+	r.MinBytes, r.MaxWaitMillis = 1, 600_000
+	got := make(chan *kmsg.FetchResponse, 1)
+	go func() { got <- h.fetch(context.Background(), 12, r) }()
+	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	im := image(2, topicSpec{name: "t", id: 1})
+	pi := &im.Topics["t"].Partitions[0]
+	pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = 2, 6, []int32{1, 2}, []int32{2}
+	h.meta.publish(im)
+	select {
+	case resp := <-got:
+		fp := resp.Topics[0].Partitions[0]
+		if fp.ErrorCode != kerr.NotLeaderForPartition.Code || fp.CurrentLeader.LeaderID != 2 || fp.CurrentLeader.LeaderEpoch != 6 {
+			t.Fatalf("%+v", fp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("leader change did not complete the waiting fetch")
+	}
+}
