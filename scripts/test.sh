@@ -129,6 +129,17 @@ else
 	fi
 fi
 
+# ---- what we run with (information only) -----------------------------------------------
+
+log "versions"
+{
+	go version
+	command -v kcat >/dev/null 2>&1 && kcat -V 2>&1 | grep -m1 '^Version'
+	/usr/bin/python3 -c 'import confluent_kafka as c; print("confluent-kafka", c.version()[0], "librdkafka", c.libversion()[0])' 2>/dev/null
+	command -v node >/dev/null 2>&1 && echo "node $(node --version), npm $(npm --version)"
+	command -v staticcheck >/dev/null 2>&1 && staticcheck -version
+} || true
+
 # ---- checks ------------------------------------------------------------------------
 
 go_files() {
