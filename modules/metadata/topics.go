@@ -202,6 +202,9 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecor
 		if tr.NumPartitions != -1 || tr.RF != -1 {
 			return nil, opErr(kerr.InvalidRequest, "both a replica assignment and a partition count or replication factor were given")
 		}
+		if len(tr.Assignment) > maxPartitions {
+			return nil, opErr(kerr.InvalidPartitions, "number of partitions must be at most %d, got %d", maxPartitions, len(tr.Assignment))
+		}
 		lists := make([][]int32, len(tr.Assignment))
 		for p, replicas := range tr.Assignment {
 			if p < 0 || int(p) >= len(lists) {
