@@ -267,7 +267,7 @@ func (m *Module) applyOps(ops []configOp, replace bool, current map[string]strin
 }
 
 // editList appends the items of v missing from list, or removes them from it. Lists are
-// comma separated.
+// comma separated. It runs in time linear in the lengths (v comes from the client).
 func editList(list, v string, add bool) string {
 	split := func(s string) []string {
 		var out []string
@@ -279,16 +279,34 @@ func editList(list, v string, add bool) string {
 		return out
 	}
 	items := split(list)
-	for _, it := range split(v) {
-		i := slices.Index(items, it)
-		switch {
-		case add && i < 0:
-			items = append(items, it)
-		case !add && i >= 0:
-			items = slices.Delete(items, i, i+1)
+	edits := split(v)
+	if add {
+		present := make(map[string]bool, len(items))
+		for _, it := range items {
+			present[it] = true
 		}
+		for _, it := range edits {
+			if !present[it] {
+				present[it] = true
+				items = append(items, it)
+			}
+		}
+		return strings.Join(items, ",")
 	}
-	return strings.Join(items, ",")
+	// A multiset difference: each item of v removes one occurrence, the first.
+	remove := make(map[string]int, len(edits))
+	for _, it := range edits {
+		remove[it]++
+	}
+	out := items[:0]
+	for _, it := range items {
+		if remove[it] > 0 {
+			remove[it]--
+			continue
+		}
+		out = append(out, it)
+	}
+	return strings.Join(out, ",")
 }
 
 // alterConfigs validates edits and proposes the valid ones (unless validateOnly).

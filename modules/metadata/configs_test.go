@@ -240,6 +240,9 @@ func TestEditList(t *testing.T) {
 		{"a, b ,c", "b", false, "a,c"},
 		{"a", "a", false, ""},
 		{"a", "z", false, "a"},
+		{"a,b,a,c", "a", false, "b,a,c"},
+		{"a,b,a,c", "a,a,c", false, "b"},
+		{"a", "b,b", true, "a,b"},
 	} {
 		if got := editList(tc.list, tc.v, tc.add); got != tc.want {
 			t.Errorf("editList(%q, %q, %v) = %q, want %q", tc.list, tc.v, tc.add, got, tc.want)
