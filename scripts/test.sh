@@ -250,7 +250,7 @@ fuzz_all() {
 
 interop() {
 	SLUICE_INTEROP_REQUIRED=1 SLUICE_INTEROP_BUILDFLAGS="${SLUICE_INTEROP_BUILDFLAGS--race}" \
-		go test -count=1 -v -timeout=10m ./interop/
+		go test -race -count=1 -v -timeout=10m ./interop/
 }
 
 step "gofmt -l" check_gofmt
