@@ -41,6 +41,12 @@ type conn struct {
 	stopOnce sync.Once
 	stop     chan struct{}
 	wbuf     []byte
+	// dmu guards the read deadline, so the reader, the processor and stopReading
+	// cannot overwrite each other's choice (a stop must not be undone by the reader
+	// arming the idle timer).
+	dmu      sync.Mutex
+	stopped  bool // stopReading was called
+	inflight int  // requests read and not yet answered
 }
 
 func (k *Kernel) acceptLoop(ln net.Listener, name string) {
@@ -81,9 +87,35 @@ func (k *Kernel) acceptLoop(ln net.Listener, name string) {
 func (c *conn) stopReading() {
 	c.stopOnce.Do(func() {
 		close(c.stop)
+		c.dmu.Lock()
+		defer c.dmu.Unlock()
+		c.stopped = true
 		// Wake a reader blocked waiting for the next frame.
 		_ = c.nc.SetReadDeadline(time.Now())
 	})
+}
+
+// armReadDeadline sets the read deadline for the frame the reader waits for: now once
+// stopping; none while a request is in flight (a connection waiting for its answer is
+// not idle, however long the handler takes); otherwise connections.max.idle.ms.
+func (c *conn) armReadDeadline() {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	switch {
+	case c.stopped:
+		_ = c.nc.SetReadDeadline(time.Now())
+	case c.inflight > 0 || c.k.idle <= 0:
+		_ = c.nc.SetReadDeadline(time.Time{})
+	default:
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.k.idle))
+	}
+}
+
+// addInflight counts requests read but not yet answered.
+func (c *conn) addInflight(n int) {
+	c.dmu.Lock()
+	c.inflight += n
+	c.dmu.Unlock()
 }
 
 // frame is a request read off the wire, not yet decoded.
@@ -106,7 +138,12 @@ func (c *conn) serve() {
 	}()
 	ctx := c.k.baseCtx
 	for f := range frames {
-		if err := c.process(ctx, f.buf); err != nil {
+		err := c.process(ctx, f.buf)
+		if err == nil {
+			c.addInflight(-1)
+			c.armReadDeadline() // the idle clock starts again once nothing is in flight
+		}
+		if err != nil {
 			if !c.closed.Load() {
 				c.log.Debug("closing connection", "err", err)
 			}
@@ -127,9 +164,7 @@ func (c *conn) readLoop(out chan<- frame) {
 			return
 		default:
 		}
-		if c.k.idle > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(c.k.idle))
-		}
+		c.armReadDeadline()
 		buf, err := readFrame(c.nc, nil, c.k.maxReq)
 		if err != nil {
 			switch {
@@ -150,6 +185,7 @@ func (c *conn) readLoop(out chan<- frame) {
 			}
 			return
 		}
+		c.addInflight(1)
 		select {
 		case out <- frame{buf: buf}:
 		case <-c.stop:

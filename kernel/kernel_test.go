@@ -32,6 +32,8 @@ type echoModule struct {
 	calls    atomic.Int64
 	started  bool
 	stopped  bool
+	// slow is how long ListGroups takes (a long-running handler, like a fetch long-poll).
+	slow time.Duration
 }
 
 func (m *echoModule) Provision(ctx kernel.Context) error {
@@ -41,6 +43,15 @@ func (m *echoModule) Provision(ctx kernel.Context) error {
 		resp := kmsg.NewPtrDescribeClusterResponse()
 		resp.ClusterID = m.Greeting + ":" + itoa(n)
 		return kernel.Reply(resp), nil
+	}); err != nil {
+		return err
+	}
+	if err := ctx.Handle(kmsg.ListGroups.Int16(), 0, 4, func(ctx context.Context, r *kernel.Request) (kernel.Response, error) {
+		select {
+		case <-time.After(m.slow):
+		case <-ctx.Done():
+		}
+		return kernel.Reply(kmsg.NewPtrListGroupsResponse()), nil
 	}); err != nil {
 		return err
 	}
@@ -134,7 +145,7 @@ func TestLifecycleAndApiVersions(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{18: {0, 4}, 60: {0, 1}, 1: {4, 4}, 0: {3, 9}}
+	want := map[int16][2]int16{18: {0, 4}, 60: {0, 1}, 1: {4, 4}, 0: {3, 9}, 16: {0, 4}}
 	if len(got) != len(want) {
 		t.Fatalf("advertised %v, want %v", got, want)
 	}
@@ -338,6 +349,29 @@ func TestZeroCopyBody(t *testing.T) {
 func TestIdleConnectionsClosed(t *testing.T) {
 	k, _ := newKernel(t, echoConfig+"configs: {connections.max.idle.ms: \"100\"}\n")
 	c := dial(t, k)
+	start := time.Now()
+	c.expectClosed()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("idle connection closed after %v", d)
+	}
+}
+
+// A connection waiting for a slow answer is not idle: the idle timer must not close it
+// while its request runs, nor right after the answer.
+func TestIdleTimerPausedWhileRequestInFlight(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	k, mod := newKernel(t, echoConfig+"configs: {connections.max.idle.ms: \"100\"}\n")
+	mod.slow = 5 * idle
+	c := dial(t, k)
+	c.send(kmsg.NewPtrListGroupsRequest(), 4, 1)
+	if corr, _, err := c.recv(); err != nil || corr != 1 {
+		t.Fatalf("slow request: corr %d err %v", corr, err)
+	}
+	// The connection is still usable, and idle again only from now.
+	c.send(kmsg.NewPtrDescribeClusterRequest(), 0, 2)
+	if corr, _, err := c.recv(); err != nil || corr != 2 {
+		t.Fatalf("request after a slow one: corr %d err %v", corr, err)
+	}
 	start := time.Now()
 	c.expectClosed()
 	if d := time.Since(start); d > 5*time.Second {
