@@ -20,10 +20,12 @@ import (
 // Connection handling.
 //
 // Each connection has two goroutines: a reader that reads and decodes frames (reading
-// ahead up to pipelineDepth requests), and a processor that runs handlers one request at
-// a time and writes each response before taking the next. So responses go out in
-// request order, and requests on one connection are applied in order (a producer's
-// pipelined batches to one partition keep their order, which idempotence relies on).
+// ahead up to pipelineDepth requests, and no more unanswered bytes than
+// socket.request.max.bytes unless one request alone is that big), and a processor that
+// runs handlers one request at a time and writes each response before taking the next.
+// So responses go out in request order, and requests on one connection are applied in
+// order (a producer's pipelined batches to one partition keep their order, which
+// idempotence relies on).
 // Clients that want concurrency open more connections, as with Kafka.
 
 const (
@@ -47,6 +49,13 @@ type conn struct {
 	dmu      sync.Mutex
 	stopped  bool // stopReading was called
 	inflight int  // requests read and not yet answered
+	// queued is the bytes of requests read (or being read) and not yet answered,
+	// bounded by the max request size so one connection pins at most about that much
+	// (a client that pipelines big requests and never reads its answers). Guarded by
+	// dmu; freed wakes a reader waiting for room; quit closes when the processor ends.
+	queued int
+	freed  chan struct{}
+	quit   chan struct{}
 }
 
 func (k *Kernel) acceptLoop(ln net.Listener, name string) {
@@ -70,10 +79,12 @@ func (k *Kernel) acceptLoop(ln net.Listener, name string) {
 			_ = tc.SetNoDelay(true)
 		}
 		c := &conn{
-			k:    k,
-			nc:   nc,
-			info: &ConnInfo{ID: k.connID.Add(1), Listener: name, Remote: nc.RemoteAddr(), Principal: Anonymous},
-			stop: make(chan struct{}),
+			k:     k,
+			nc:    nc,
+			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Remote: nc.RemoteAddr(), Principal: Anonymous},
+			stop:  make(chan struct{}),
+			freed: make(chan struct{}, 1),
+			quit:  make(chan struct{}),
 		}
 		c.log = k.log.With("conn", c.info.ID, "remote", nc.RemoteAddr().String())
 		k.conns.Store(c, struct{}{})
@@ -118,6 +129,43 @@ func (c *conn) addInflight(n int) {
 	c.dmu.Unlock()
 }
 
+// errStopped: the reader stopped while waiting for room for the next request.
+var errStopped = errors.New("connection stopping")
+
+// admit waits until a frame of n bytes fits in the connection's request budget (a frame
+// always fits when nothing else is queued), then counts it.
+func (c *conn) admit(n int) error {
+	for {
+		c.dmu.Lock()
+		ok := c.queued == 0 || c.queued+n <= int(c.k.maxReq)
+		if ok {
+			c.queued += n
+		}
+		c.dmu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-c.freed:
+		case <-c.stop:
+			return errStopped
+		case <-c.quit:
+			return net.ErrClosed
+		}
+	}
+}
+
+// release returns a frame's bytes to the budget.
+func (c *conn) release(n int) {
+	c.dmu.Lock()
+	c.queued -= n
+	c.dmu.Unlock()
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
+}
+
 // frame is a request read off the wire, not yet decoded.
 type frame struct {
 	buf []byte
@@ -139,6 +187,7 @@ func (c *conn) serve() {
 	ctx := c.k.baseCtx
 	for f := range frames {
 		err := c.process(ctx, f.buf)
+		c.release(len(f.buf))
 		if err == nil {
 			c.addInflight(-1)
 			c.armReadDeadline() // the idle clock starts again once nothing is in flight
@@ -148,6 +197,7 @@ func (c *conn) serve() {
 				c.log.Debug("closing connection", "err", err)
 			}
 			c.closed.Store(true)
+			close(c.quit)
 			c.nc.Close() // unblocks the reader
 			for range frames {
 			}
@@ -165,9 +215,10 @@ func (c *conn) readLoop(out chan<- frame) {
 		default:
 		}
 		c.armReadDeadline()
-		buf, err := readFrame(c.nc, nil, c.k.maxReq)
+		buf, err := readFrame(c.nc, nil, c.k.maxReq, c.admit)
 		if err != nil {
 			switch {
+			case errors.Is(err, errStopped):
 			case errors.Is(err, ErrFrameSize):
 				c.k.mBadReqs.Add(1)
 				c.log.Warn("rejecting frame; closing connection", "err", err)

@@ -379,6 +379,34 @@ func TestIdleTimerPausedWhileRequestInFlight(t *testing.T) {
 	}
 }
 
+// A client that pipelines big requests behind a slow one must not make the broker
+// buffer pipelineDepth of them: the requests a connection has read and not answered are
+// bounded by socket.request.max.bytes, so the broker stops reading and the client's
+// writes stall.
+func TestPipelinedBytesBounded(t *testing.T) {
+	const maxReq = 4 << 20
+	k, mod := newKernel(t, echoConfig+"configs: {socket.request.max.bytes: \""+itoa(maxReq)+"\"}\n")
+	mod.slow = 2 * time.Second
+	c := dial(t, k)
+	c.send(kmsg.NewPtrListGroupsRequest(), 4, 1)
+	big := make([]byte, maxReq)
+	binary.BigEndian.PutUint32(big, maxReq-4)
+	var written int
+	for range 20 { // 80 MB; before the bound the broker read ~70 MB of it
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		n, err := c.nc.Write(big)
+		written += n
+		if err != nil {
+			break
+		}
+	}
+	// Socket buffers on loopback hold some MB; the broker itself at most maxReq more.
+	if written > 40<<20 {
+		t.Fatalf("the broker took %d MB of pipelined requests from one connection", written>>20)
+	}
+	c.nc.Close()
+}
+
 func TestGracefulShutdownClosesConnections(t *testing.T) {
 	k, _ := newKernel(t, echoConfig)
 	c := dial(t, k)

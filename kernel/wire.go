@@ -35,8 +35,9 @@ var (
 
 // readFrame reads one size-prefixed frame into buf (reused when large enough). It grows
 // the buffer as bytes arrive rather than trusting the prefix, so a peer that claims a
-// large size but sends nothing costs no memory.
-func readFrame(r io.Reader, buf []byte, maxSize int32) ([]byte, error) {
+// large size but sends nothing costs no memory. admit, when not nil, is called with the
+// frame's size before its payload is read; an error from it is returned.
+func readFrame(r io.Reader, buf []byte, maxSize int32, admit func(n int) error) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return buf, err
@@ -44,6 +45,11 @@ func readFrame(r io.Reader, buf []byte, maxSize int32) ([]byte, error) {
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n <= 0 || n > maxSize {
 		return buf, fmt.Errorf("%w: %d (max %d)", ErrFrameSize, n, maxSize)
+	}
+	if admit != nil {
+		if err := admit(int(n)); err != nil {
+			return buf, err
+		}
 	}
 	const step = 1 << 20
 	buf = buf[:0]
