@@ -317,7 +317,11 @@ func (k *Kernel) teardown(ctx context.Context) error {
 	}
 	if k.adminSrv != nil {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = k.adminSrv.Shutdown(sctx)
+		if k.adminSrv.Shutdown(sctx) != nil {
+			// Connections still active (or half-sent) after the grace period are closed,
+			// so no admin goroutine outlives the kernel.
+			_ = k.adminSrv.Close()
+		}
 		cancel()
 		k.adminWG.Wait()
 	} else if k.adminLn != nil {

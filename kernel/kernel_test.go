@@ -407,6 +407,33 @@ func TestPipelinedBytesBounded(t *testing.T) {
 	c.nc.Close()
 }
 
+// An admin connection that never finishes its request must not outlive Shutdown.
+func TestShutdownClosesHalfSentAdminRequest(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	nc, err := net.Dial("tcp", k.AdminAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the server is reading the request: a full request on another
+	// connection is answered after this one was accepted.
+	r, err := http.Get("http://" + k.AdminAddr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if err := k.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("admin connection still open after Shutdown returned")
+	}
+}
+
 func TestGracefulShutdownClosesConnections(t *testing.T) {
 	k, _ := newKernel(t, echoConfig)
 	c := dial(t, k)
