@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -133,10 +134,21 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 	// Resolve every entry to a topic first, so duplicates by name or id are found.
 	topics := make([]*kernel.TopicImage, len(wanted))
 	keys := make([]string, len(wanted))
+	invalid := make([]error, len(wanted)) // as Kafka: a name or an id, exactly one
 	for i, w := range wanted {
 		if w.Topic != nil && *w.Topic == "" && w.TopicID != [16]byte{} {
 			w.Topic = nil
 			wanted[i] = w
+		}
+		switch {
+		case w.Topic != nil && w.TopicID != [16]byte{}:
+			invalid[i] = opErr(kerr.InvalidRequest, "a topic may be named by name or by id, not both")
+		case w.Topic == nil && w.TopicID == [16]byte{}:
+			invalid[i] = opErr(kerr.InvalidRequest, "neither a topic name nor a topic id was given")
+		}
+		if invalid[i] != nil {
+			keys[i] = "x:" + strconv.Itoa(i) // never a duplicate of another entry
+			continue
 		}
 		if w.Topic != nil {
 			topics[i], keys[i] = im.Topics[*w.Topic], "n:"+*w.Topic
@@ -161,6 +173,8 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		}
 		var err error
 		switch {
+		case invalid[i] != nil:
+			err = invalid[i]
 		case dups[keys[i]] > 1:
 			err = opErr(kerr.InvalidRequest, "topic appears more than once in the request")
 		case t == nil && w.Topic == nil:
