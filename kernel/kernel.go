@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -97,6 +98,10 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	idleMs, err := cfg.brokerInt("connections.max.idle.ms", 600000)
 	if err != nil {
 		return nil, err
+	}
+	if idleMs > int64(math.MaxInt64/time.Millisecond) {
+		// In nanoseconds it would wrap, to anything (a huge value became 0.45s).
+		return nil, fmt.Errorf("config: connections.max.idle.ms %d out of range", idleMs)
 	}
 	k := &Kernel{
 		cfg:      cfg,

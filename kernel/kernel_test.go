@@ -114,6 +114,7 @@ func TestConfigStrict(t *testing.T) {
 		{"unknown role", "modules: {nope: {use: basic}}\n", `unknown module role "nope"`},
 		{"bad listener", "listeners: [{name: A, address: nope}]\n", "address"},
 		{"bad request max", "configs: {socket.request.max.bytes: abc}\n", "not an integer"},
+		{"idle time overflowing nanoseconds", "configs: {connections.max.idle.ms: \"18446744073710\"}\n", "connections.max.idle.ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := kernel.ParseConfig([]byte(tc.yaml))
