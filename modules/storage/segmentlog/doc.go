@@ -108,7 +108,9 @@
 //     cuts a segment file in place only when no reader pins it; otherwise the kept
 //     prefix is copied to a new file and the pinned one is renamed away.
 //   - The recovery point only moves up on a flush, and is persisted in the checkpoint;
-//     everything below it is on stable storage.
+//     everything below it is on stable storage. Truncate moves it down (under flushMu,
+//     so a concurrent Flush cannot move it back up past the cut) and writes the
+//     checkpoints before returning.
 //   - No per-record allocation on append or read: a Read allocates its pin handle and
 //     Release func; header reads use ReadAt (pread) on a 12-byte buffer in that handle,
 //     never the file's seek position.

@@ -381,9 +381,27 @@ func (l *Log) deleteOldest(n int) error {
 // Truncate implements kernel.Log. The whole batch holding offset is removed, so the log
 // end may end up below offset; if that would be below the log start offset, the log is
 // emptied and restarted at the log start offset.
+//
+// It holds flushMu, so a Flush that started before the cut cannot move the recovery
+// point past the new log end afterwards, and it writes the checkpoints before it
+// returns when the recovery point went down: otherwise a crash after new (unflushed)
+// appends would make the next open trust segments past the cut that were never synced.
 func (l *Log) Truncate(offset int64) error {
+	l.flushMu.Lock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	rp := l.recoveryPoint
+	err := l.truncateLocked(offset)
+	lowered := l.recoveryPoint < rp
+	l.mu.Unlock()
+	l.flushMu.Unlock()
+	if lowered {
+		return errors.Join(err, l.store.writeCheckpoints())
+	}
+	return err
+}
+
+// truncateLocked is Truncate with flushMu and mu held.
+func (l *Log) truncateLocked(offset int64) error {
 	if l.closed {
 		return kernel.ErrLogClosed
 	}

@@ -415,3 +415,41 @@ func TestIOErrorFailsOpen(t *testing.T) {
 		t.Fatalf("segments deleted after an I/O error: %v", got)
 	}
 }
+
+// A Truncate lowers the recovery point; the checkpoint must say so before the log is
+// written again, or a crash makes the next open trust (and skip checking) segments
+// appended after the cut that were never flushed.
+func TestTruncatePersistsRecoveryPoint(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10) // segments 0, 8, 16; LEO 20
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 8) // back to LEO 20, never flushed
+	if l.LogEndOffset() != 20 {
+		t.Fatalf("LEO %d", l.LogEndOffset())
+	}
+	crash(t, s)
+	// The unflushed batch at 8 did not survive the crash intact.
+	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), 17)
+	s = openTestStore(t, dir)
+	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 8 {
+		t.Errorf("LEO after recovery %d, want 8 (cut at the damaged batch)", l.LogEndOffset())
+	}
+	checkLog(t, l, 0)
+}
