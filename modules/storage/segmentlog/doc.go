@@ -36,6 +36,11 @@
 //	    00000000000000368769.index
 //	    00000000000000368769.timeindex
 //
+// A partition directory whose partition.metadata names another (non-zero) topic id than
+// the one Open is given is from an older incarnation of the topic, whose deletion this
+// broker missed: it is renamed to "<topic>-<partition>.<old id, 32 hex digits>-stray"
+// (kept for the operator, never read again) and the partition starts empty.
+//
 // Segment files are named by their base offset, zero-padded to 20 digits: base 0 is
 // "00000000000000000000.log", base 368769 is "00000000000000368769.log". A .log file is
 // magic-2 record batches back to back, exactly as produced (see internal/recordbatch);

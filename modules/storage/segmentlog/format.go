@@ -7,6 +7,9 @@ const (
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
 	deletedSuffix   = ".deleted"
+	// straySuffix ends the name a partition directory of an older topic id is moved
+	// to: "<topic>-<partition>.<old id, hex>-stray", as Kafka's stray logs.
+	straySuffix = "-stray"
 
 	offsetEntrySize = 8  // | relative offset u32 | position u32 |
 	timeEntrySize   = 12 // | timestamp i64 | relative offset u32 |

@@ -27,7 +27,21 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		return nil, fmt.Errorf("open %v: %w", tp, err)
 	}
 	if ok && stored != topicID && topicID != ([16]byte{}) && stored != ([16]byte{}) {
-		return nil, fmt.Errorf("open %v: directory belongs to another topic id", tp)
+		// The directory is left from an older incarnation of the topic (deleted and
+		// re-created while this broker missed the deletion). The caller's id wins: the
+		// old data is moved aside, never served as the new topic's, never deleted.
+		stray := filepath.Join(s.dir, fmt.Sprintf("%s.%x%s", tp, stored, straySuffix))
+		if err := os.Rename(dir, stray); err != nil {
+			return nil, fmt.Errorf("open %v: move aside the log of topic id %x: %w", tp, stored, err)
+		}
+		if err := syncDir(s.dir); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+		s.logger.Warn("partition directory belongs to an older topic id; moved aside", "topic", tp.Topic, "partition", tp.Partition, "stray_dir", stray)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+		ok, clean, recoveryPoint, ckptLogStart = false, false, 0, 0
 	}
 	if !ok && topicID != ([16]byte{}) {
 		if err := writePartitionMetadata(dir, topicID); err != nil {

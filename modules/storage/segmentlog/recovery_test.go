@@ -3,6 +3,7 @@ package segmentlog
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -311,9 +312,6 @@ func TestCheckpointsAndMarker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("marker not consumed at open: %v", err)
 	}
-	if _, err := s.Open(rtp, [16]byte{7}, recoveryConfig()); err == nil {
-		t.Fatal("open with another topic id succeeded")
-	}
 	l, err = s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -452,4 +450,47 @@ func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 		t.Errorf("LEO after recovery %d, want 8 (cut at the damaged batch)", l.LogEndOffset())
 	}
 	checkLog(t, l, 0)
+}
+
+// A partition directory left by an older incarnation of a topic (the broker missed its
+// deletion) must not be served as the re-created topic's log, nor block its open, nor
+// lend it the old log start offset; the old data is kept aside.
+func TestOlderTopicIDMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	l, err := s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10)
+	if err := l.DeleteRecordsBefore(9); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	newID := [16]byte{7}
+	l, err = s.Open(rtp, newID, recoveryConfig())
+	if err != nil {
+		t.Fatalf("open with the re-created topic's id: %v", err)
+	}
+	if l.LogStartOffset() != 0 || l.LogEndOffset() != 0 || l.Size() != 0 {
+		t.Fatalf("re-created topic: start %d end %d size %d, want an empty log at 0", l.LogStartOffset(), l.LogEndOffset(), l.Size())
+	}
+	if id, ok, err := readPartitionMetadata(filepath.Join(dir, rtp.String())); err != nil || !ok || id != newID {
+		t.Fatalf("partition.metadata = %x %v %v, want %x", id, ok, err, newID)
+	}
+	stray := filepath.Join(dir, fmt.Sprintf("%s.%x%s", rtp, [16]byte{1, 2, 3}, straySuffix))
+	if got := segFiles(t, stray, logSuffix); len(got) == 0 {
+		t.Fatalf("old segments not kept in %s", stray)
+	}
+	for _, d := range s.Dirs()[0].Partitions {
+		if d.TP != rtp {
+			t.Errorf("Dirs lists %v", d.TP)
+		}
+	}
+	if res, err := l.AppendLeader(storagetest.Batch(0, 1, 1, 1)); err != nil || res.BaseOffset != 0 {
+		t.Fatalf("append: %+v %v", res, err)
+	}
 }
