@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Kernel owns the listeners, connections, framing and dispatch, and the lifecycle of the
@@ -403,6 +405,13 @@ func (k *Kernel) claim(owner string, key, minV, maxV int16, h Handler) error {
 	}
 	if minV < 0 || maxV < minV {
 		return fmt.Errorf("api key %d: bad version range %d-%d", key, minV, maxV)
+	}
+	// The connection decodes with kmsg: a key or version it cannot decode would panic
+	// there, outside any handler.
+	if body := kmsg.RequestForKey(key); body == nil {
+		return fmt.Errorf("api key %d: unknown to the protocol decoder", key)
+	} else if maxV > body.MaxVersion() {
+		return fmt.Errorf("api key %d: version %d is past the newest the decoder knows (%d)", key, maxV, body.MaxVersion())
 	}
 	if prev := k.handlers[key]; prev != nil {
 		return fmt.Errorf("api key %d already claimed by %s", key, prev.owner)

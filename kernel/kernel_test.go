@@ -479,3 +479,44 @@ func TestOldProduceGetsUnsupportedVersion(t *testing.T) {
 		t.Fatalf("corr %d resp %+v", corr, resp)
 	}
 }
+
+// claimModule claims one API key and version range.
+type claimModule struct{ key, maxV int16 }
+
+func (m *claimModule) Provision(ctx kernel.Context) error {
+	return ctx.Handle(m.key, 0, m.maxV, func(context.Context, *kernel.Request) (kernel.Response, error) {
+		return kernel.Response{NoResponse: true}, nil
+	})
+}
+
+// A claim the connection's decoder could not serve is a startup error, not a panic on
+// the first request that uses it.
+func TestClaimBeyondDecoderRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		key, maxV int16
+	}{
+		{"unknown key", 127, 0},
+		{"version past the decoder", kmsg.DescribeCluster.Int16(), 99},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := kernel.NewRegistry()
+			reg.Register(kernel.ModuleInfo{ID: "echo.claim", New: func() kernel.Module { return &claimModule{key: tc.key, maxV: tc.maxV} }})
+			cfg, err := kernel.ParseConfig([]byte("modules: {echo: {use: claim}}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.DataDir = t.TempDir()
+			cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
+			cfg.AdminListen = "127.0.0.1:0"
+			k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Start(context.Background()); err == nil {
+				_ = k.Shutdown(context.Background())
+				t.Fatal("start accepted the claim")
+			}
+		})
+	}
+}

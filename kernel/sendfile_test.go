@@ -88,7 +88,9 @@ func TestSendFileLargeRangeSlowReader(t *testing.T) {
 	w, r := tcpPair(t)
 	_ = w.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	errc := make(chan error, 1)
-	go func() { errc <- writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: 1, N: int64(len(data) - 2)}, {Bytes: []byte("end")}}) }()
+	go func() {
+		errc <- writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: 1, N: int64(len(data) - 2)}, {Bytes: []byte("end")}})
+	}()
 	var got bytes.Buffer
 	buf := make([]byte, 4096)
 	for got.Len() < len(data)-2+6 {
