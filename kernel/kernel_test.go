@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -518,5 +519,49 @@ func TestClaimBeyondDecoderRefused(t *testing.T) {
 				t.Fatal("start accepted the claim")
 			}
 		})
+	}
+}
+
+// Shutdown with connections in every state (idle, mid-frame, a slow request in
+// flight, pipelined requests never read) leaves no kernel goroutine behind.
+func TestShutdownLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	k, mod := newKernel(t, echoConfig)
+	mod.slow = time.Minute // ends when Shutdown cancels the handlers' context
+	var conns []*rawConn
+	for i := range 40 {
+		c := dial(t, k)
+		conns = append(conns, c)
+		switch i % 4 {
+		case 1: // half a frame
+			c.writeRaw([]byte{0, 0, 1, 0, 0, 60})
+		case 2: // a slow request in flight
+			c.send(kmsg.NewPtrListGroupsRequest(), 4, 1)
+		case 3: // pipelined requests whose answers are never read
+			for j := range 50 {
+				c.send(kmsg.NewPtrDescribeClusterRequest(), 0, int32(j))
+			}
+		}
+	}
+	// Every connection has been accepted once a fresh one is answered.
+	c := dial(t, k)
+	c.send(kmsg.NewPtrDescribeClusterRequest(), 0, 1)
+	if _, _, err := c.recv(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_ = k.Shutdown(ctx)
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	c.nc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after Shutdown:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
