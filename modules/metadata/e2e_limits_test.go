@@ -1,6 +1,7 @@
 package metadata_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,5 +37,61 @@ func TestE2ECreateTopicsAssignmentPartitionCap(t *testing.T) {
 	}
 	if topics, err := b.Admin(t).ListTopics(ctx, "huge-assign"); err != nil || topics.Has("huge-assign") {
 		t.Fatalf("topic created anyway: %v", err)
+	}
+}
+
+// Absurd numbers and names in admin requests get Kafka error codes, never a topic.
+func TestE2EAbsurdAdminRequests(t *testing.T) {
+	b := testbroker.Start(t)
+	cl := b.Client(t)
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		name       string
+		topic      string
+		partitions int32
+		rf         int16
+		want       *kerr.Error
+	}{
+		{"2^31-1 partitions", "p", 1<<31 - 1, 1, kerr.InvalidPartitions},
+		{"replication factor 32767", "r", 1, 32767, kerr.InvalidReplicationFactor},
+		{"zero partitions", "z", 0, 1, kerr.InvalidPartitions},
+		{"unicode name", "tøpic", 1, 1, kerr.InvalidTopicException},
+		{"250-character name", strings.Repeat("n", 250), 1, 1, kerr.InvalidTopicException},
+		{"empty name", "", 1, 1, kerr.InvalidTopicException},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tc.topic, tc.partitions, tc.rf
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Topics[0].ErrorCode; got != tc.want.Code {
+				t.Fatalf("code %d, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := b.Admin(t).CreateTopic(ctx, 1, 1, nil, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "grow", 10_000_000
+	cp.Topics = append(cp.Topics, cpt)
+	resp, err := cp.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Topics[0].ErrorCode != kerr.InvalidPartitions.Code {
+		t.Fatalf("10M partitions: code %d", resp.Topics[0].ErrorCode)
+	}
+	topics, err := b.Admin(t).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); len(names) != 1 || names[0] != "grow" || len(topics["grow"].Partitions) != 1 {
+		t.Fatalf("topics after refused requests: %v", names)
 	}
 }
