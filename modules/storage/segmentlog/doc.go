@@ -78,7 +78,11 @@
 //
 // # Recovery
 //
-// Opening the store consumes .kafka_cleanshutdown. When it was present every index is
+// Opening the store consumes .kafka_cleanshutdown. Closing the store writes it only when
+// every partition directory is known clean: after a crash, a partition is recovered when
+// its log is first opened, so a run that never opened one (or whose Close of a log
+// failed) writes no marker, and the next open recovers each partition from its
+// recovery point. When it was present every index is
 // still checked cheaply against its log (entries in order and inside the file, the last
 // entry naming the batch at its position, the batches after the last entry readable);
 // an index that disagrees, or is missing, is rebuilt. When it was absent (a crash),

@@ -494,3 +494,45 @@ func TestOlderTopicIDMovedAside(t *testing.T) {
 		t.Fatalf("append: %+v %v", res, err)
 	}
 }
+
+// After a crash, a partition that the next run never opens is not recovered by it; the
+// clean-shutdown marker that run writes must not vouch for that partition.
+func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
+	dir := t.TempDir()
+	other := kernel.TopicPartition{Topic: "other", Partition: 0}
+	s := openRaw(t, dir)
+	la, err := s.Open(other, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, la, 2)
+	fill(t, lb, 6) // segments 0 and 8; LEO 12
+	if err := s.writeCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	// The last batch of rtp did not reach the disk intact.
+	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), int64(len(storagetest.Batch(0, 0, 2, 30)))+17)
+
+	s = openRaw(t, dir) // this run opens only the other partition
+	if _, err := s.Open(other, [16]byte{}, recoveryConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openTestStore(t, dir)
+	lb, err = s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.LogEndOffset() != 10 {
+		t.Errorf("LEO %d, want 10 (cut at the damaged batch)", lb.LogEndOffset())
+	}
+	checkLog(t, lb, 0)
+}

@@ -35,10 +35,12 @@ type Store struct {
 	// From the checkpoint files, kept for partitions that are not open.
 	recoveryPoints map[kernel.TopicPartition]int64
 	logStarts      map[kernel.TopicPartition]int64
-	// cleanAtOpen: the directory had a clean-shutdown marker when the store opened.
-	cleanAtOpen bool
-	// cleanTPs: partitions closed cleanly since.
-	cleanTPs map[kernel.TopicPartition]bool
+	// unclean: partitions whose files may hold a torn or unflushed tail and that were
+	// not recovered since: every partition directory when the store opened without a
+	// clean-shutdown marker (until its log is opened, which recovers it), and any log
+	// whose Close failed. The marker is written only when it is empty, so it never
+	// vouches for a partition this run did not recover.
+	unclean map[kernel.TopicPartition]bool
 
 	dirty atomic.Bool // the checkpoints are behind
 }
@@ -56,7 +58,7 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	s := &Store{
 		dir: dir, logger: logger, now: time.Now,
 		logs:     map[kernel.TopicPartition]*Log{},
-		cleanTPs: map[kernel.TopicPartition]bool{},
+		unclean:  map[kernel.TopicPartition]bool{},
 	}
 	var err error
 	if s.recoveryPoints, err = readCheckpoint(filepath.Join(dir, recoveryCheckpointFile)); err != nil {
@@ -67,7 +69,6 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
 	if _, err := os.Stat(marker); err == nil {
-		s.cleanAtOpen = true
 		if err := os.Remove(marker); err != nil {
 			return nil, fmt.Errorf("remove clean shutdown marker: %w", err)
 		}
@@ -76,6 +77,16 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("stat clean shutdown marker: %w", err)
+	} else {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("list log dir: %w", err)
+		}
+		for _, e := range ents {
+			if tp, ok := parsePartitionDir(e); ok {
+				s.unclean[tp] = true
+			}
+		}
 	}
 	return s, nil
 }
@@ -95,13 +106,13 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 		return nil, fmt.Errorf("open %v: invalid topic partition", tp)
 	}
 	rp, hasRP := s.recoveryPoints[tp]
-	clean := s.cleanAtOpen || s.cleanTPs[tp]
+	clean := !s.unclean[tp]
 	l, err := openLog(s, tp, topicID, cfg, rp, hasRP && clean, s.logStarts[tp])
 	if err != nil {
 		return nil, err
 	}
 	s.logs[tp] = l
-	delete(s.cleanTPs, tp)
+	delete(s.unclean, tp)
 	s.dirty.Store(true)
 	return l, nil
 }
@@ -118,8 +129,8 @@ func (s *Store) forget(l *Log, clean bool) {
 		delete(s.logs, l.tp)
 		rp, ls := l.offsets()
 		s.recoveryPoints[l.tp], s.logStarts[l.tp] = rp, ls
-		if clean {
-			s.cleanTPs[l.tp] = true
+		if !clean {
+			s.unclean[l.tp] = true
 		}
 	}
 	s.mu.Unlock()
@@ -139,7 +150,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	}
 	delete(s.recoveryPoints, tp)
 	delete(s.logStarts, tp)
-	delete(s.cleanTPs, tp)
+	delete(s.unclean, tp)
 	err := os.RemoveAll(filepath.Join(s.dir, tp.String()))
 	s.mu.Unlock()
 	if err != nil {
@@ -242,6 +253,15 @@ func (s *Store) Close() error {
 	errs = append(errs, s.writeCheckpoints())
 	if err := errors.Join(errs...); err != nil {
 		return err // no marker: the next open recovers
+	}
+	s.mu.Lock()
+	unclean := len(s.unclean)
+	s.mu.Unlock()
+	if unclean > 0 {
+		// Partitions left unrecovered (not opened since a crash, or whose close
+		// failed): no marker, so the next open recovers each from its recovery point.
+		s.logger.Info("not writing the clean shutdown marker: partitions not recovered since a crash", "partitions", unclean)
+		return nil
 	}
 	if err := writeFileAtomic(filepath.Join(s.dir, cleanShutdownFile), nil); err != nil {
 		return fmt.Errorf("write clean shutdown marker: %w", err)
