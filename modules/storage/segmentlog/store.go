@@ -57,8 +57,8 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, logger: logger, now: time.Now,
-		logs:     map[kernel.TopicPartition]*Log{},
-		unclean:  map[kernel.TopicPartition]bool{},
+		logs:    map[kernel.TopicPartition]*Log{},
+		unclean: map[kernel.TopicPartition]bool{},
 	}
 	var err error
 	if s.recoveryPoints, err = readCheckpoint(filepath.Join(dir, recoveryCheckpointFile)); err != nil {
