@@ -95,3 +95,33 @@ func TestE2EAbsurdAdminRequests(t *testing.T) {
 		t.Fatalf("topics after refused requests: %v", names)
 	}
 }
+
+// Two topics of one CreateTopics request whose names differ only in '.' versus '_'
+// must not both be created, as with an existing topic.
+func TestE2ECreateTopicsCollisionInOneRequest(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx := testCtx(t)
+	for _, validateOnly := range []bool{true, false} {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.ValidateOnly = validateOnly
+		for _, name := range []string{"metrics.cpu", "metrics_cpu"} {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, b.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Topics[0].ErrorCode != 0 || resp.Topics[1].ErrorCode != kerr.InvalidTopicException.Code {
+			t.Fatalf("validate only %v: codes %d, %d", validateOnly, resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode)
+		}
+	}
+	topics, err := b.Admin(t).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); len(names) != 1 || names[0] != "metrics.cpu" {
+		t.Fatalf("topics: %v", names)
+	}
+}

@@ -251,8 +251,19 @@ func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateO
 	plans := make([]*createTopicRecord, len(trs))
 	var recs []record
 	var idx []int
+	planned := map[string]string{} // collision form ('.' as '_') → name, in this request
 	for i, tr := range trs {
 		plans[i], errs[i] = m.planTopic(im, tr)
+		if errs[i] == nil && strings.ContainsAny(tr.Name, "._") {
+			// planTopic checked the image; topics of one request must not collide
+			// with each other either.
+			n := strings.ReplaceAll(tr.Name, ".", "_")
+			if other, ok := planned[n]; ok {
+				plans[i], errs[i] = nil, opErr(kerr.InvalidTopicException, "topic %q collides with topic %q of the same request ('.' and '_' are interchangeable in metric names)", tr.Name, other)
+			} else {
+				planned[n] = tr.Name
+			}
+		}
 		if errs[i] == nil && !validateOnly {
 			recs = append(recs, plans[i])
 			idx = append(idx, i)
