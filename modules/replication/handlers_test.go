@@ -559,3 +559,50 @@ func TestFetchMaxBytesBrokerCap(t *testing.T) {
 		t.Fatalf("default %d", got)
 	}
 }
+
+// A transactional batch without a transactional id is refused for the whole request
+// (Kafka: TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and nothing is appended; one behind a
+// plain batch in the same records field is found too.
+func TestProduceTransactionalBatchNeedsTransactionalID(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1, parts: 2})
+	txn := recordbatch.Build(recordbatch.Options{Transactional: true, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0}, recordbatch.Record{Value: []byte("x")})
+	for _, tc := range []struct {
+		name    string
+		records []byte
+	}{
+		{"alone", txn},
+		{"behind a plain batch", append(append([]byte{}, testBatch(1, "x")...), txn...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := produceReq(1, "t", 1, 1, tc.records)
+			plain := kmsg.NewProduceRequestTopicPartition()
+			plain.Partition, plain.Records = 0, testBatch(1, "y")
+			r.Topics[0].Partitions = append([]kmsg.ProduceRequestTopicPartition{plain}, r.Topics[0].Partitions...)
+			resp, err := h.do(context.Background(), 9, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions {
+				if p.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+					t.Errorf("partition %d: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+				}
+			}
+			for p := int32(0); p < 2; p++ {
+				if leo := h.m.partition(kernel.TopicPartition{Topic: "t", Partition: p}).log.LogEndOffset(); leo != 0 {
+					t.Errorf("partition %d: log end %d, want nothing appended", p, leo)
+				}
+			}
+		})
+	}
+	// With a transactional id the batch is accepted (transactions are not checked yet).
+	r := produceReq(1, "t", 1, 0, txn)
+	id := "tx"
+	r.TransactionID = &id
+	resp, err := h.do(context.Background(), 9, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("with a transactional id: %v", kerr.ErrorForCode(c))
+	}
+}

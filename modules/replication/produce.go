@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -38,7 +39,11 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 	im := m.meta.Image()
 	acks := r.Acks
 	validAcks := acks == 0 || acks == 1 || acks == -1
-	txnDenied := r.TransactionID != nil && !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, *r.TransactionID)
+	// As Kafka: transactional batches need a transactional id the principal may write;
+	// without one the whole request is refused (else any client could store
+	// transactional batches around the transactional-id ACLs).
+	txnDenied := r.TransactionID != nil && !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, *r.TransactionID) ||
+		r.TransactionID == nil && hasTransactionalBatch(r)
 	budget := m.MaxProduceRecordsBytes
 	var waits []ackWait
 	failed := false
@@ -228,6 +233,27 @@ func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.Pro
 		return batchErrorCode(err), err.Error()
 	}
 	return 0, ""
+}
+
+// hasTransactionalBatch reports whether any batch in the request has the transactional
+// attribute. It reads batch headers only, walking by their lengths, and stops at a
+// malformed one (validation reports that later).
+func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			for b := r.Topics[i].Partitions[j].Records; len(b) >= recordbatch.HeaderSize; {
+				if binary.BigEndian.Uint16(b[recordbatch.OffAttributes:])&recordbatch.AttrTransactional != 0 {
+					return true
+				}
+				n := int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffBatchLength:]))) + recordbatch.LogOverhead
+				if n < recordbatch.HeaderSize || n > int64(len(b)) {
+					break
+				}
+				b = b[n:]
+			}
+		}
+	}
+	return false
 }
 
 // errStopSplit stops recordbatch.Split after a batch failed validation.
