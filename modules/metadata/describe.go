@@ -117,9 +117,16 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 		var create []topicRequest
 		var createAt []int // index in resp.Topics of each placeholder
 		seen := map[string]bool{}
+		seenID := map[[16]byte]bool{}
 		for _, rt := range r.Topics {
 			if rt.Topic == nil || *rt.Topic == "" {
-				// v10+ lookup by id.
+				// v10+ lookup by id; each id answered once, as names are.
+				if rt.TopicID != ([16]byte{}) {
+					if seenID[rt.TopicID] {
+						continue
+					}
+					seenID[rt.TopicID] = true
+				}
 				t := im.TopicsByID[rt.TopicID]
 				switch {
 				case rt.TopicID == [16]byte{} || r.Version < 10:

@@ -125,3 +125,26 @@ func TestE2ECreateTopicsCollisionInOneRequest(t *testing.T) {
 		t.Fatalf("topics: %v", names)
 	}
 }
+
+// A Metadata request naming one topic id twice is answered once for it, as for names.
+func TestE2EMetadataDuplicateTopicID(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx := testCtx(t)
+	created, err := b.Admin(t).CreateTopic(ctx, 1, 1, nil, "dup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	for range 3 {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.TopicID = created.ID
+		req.Topics = append(req.Topics, mt)
+	}
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].Topic == nil || *resp.Topics[0].Topic != "dup" || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("topics: %+v", resp.Topics)
+	}
+}
