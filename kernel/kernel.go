@@ -50,6 +50,7 @@ type Kernel struct {
 	readyFns  []func() bool
 	started   atomic.Bool
 	stopping  atomic.Bool
+	tornDown  atomic.Bool // teardown ran (a failed Start, or Shutdown)
 	connID    atomic.Uint64
 	conns     sync.Map // *conn → struct{}
 	connWG    sync.WaitGroup
@@ -319,6 +320,11 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 
 // teardown stops admin HTTP and the modules, reverse order, then cleans up.
 func (k *Kernel) teardown(ctx context.Context) error {
+	// Once only: a Shutdown after a failed Start (a deferred Shutdown) must not stop or
+	// clean up the modules a second time.
+	if !k.tornDown.CompareAndSwap(false, true) {
+		return nil
+	}
 	if k.cancelAll != nil {
 		k.cancelAll()
 	}

@@ -565,3 +565,35 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// failModule fails Validate and counts Cleanup calls.
+type failModule struct{ cleanups *atomic.Int64 }
+
+func (m *failModule) Validate() error { return errors.New("bad config") }
+func (m *failModule) Cleanup() error  { m.cleanups.Add(1); return nil }
+
+// A Shutdown after a failed Start (say, deferred) cleans nothing up a second time:
+// Start's own teardown already did.
+func TestShutdownAfterFailedStartCleansUpOnce(t *testing.T) {
+	var cleanups atomic.Int64
+	reg := kernel.NewRegistry()
+	reg.Register(kernel.ModuleInfo{ID: "echo.fail", New: func() kernel.Module { return &failModule{cleanups: &cleanups} }})
+	cfg, err := kernel.ParseConfig([]byte("modules: {echo: {use: fail}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
+	cfg.AdminListen = "127.0.0.1:0"
+	k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Start(context.Background()); err == nil {
+		t.Fatal("start succeeded")
+	}
+	_ = k.Shutdown(context.Background())
+	if n := cleanups.Load(); n != 1 {
+		t.Fatalf("Cleanup called %d times", n)
+	}
+}
