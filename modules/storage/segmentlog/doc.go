@@ -41,6 +41,11 @@
 // broker missed: it is renamed to "<topic>-<partition>.<old id, 32 hex digits>-stray"
 // (kept for the operator, never read again) and the partition starts empty.
 //
+// Remove renames a partition directory to "<topic>-<partition>.<16 hex digits>-delete"
+// and syncs the log dir before deleting it; a leftover of a crash part way through is
+// deleted at the next open. A partition whose directory does not exist starts empty at
+// offset 0 whatever the checkpoints say (their entry is from a removed incarnation).
+//
 // Segment files are named by their base offset, zero-padded to 20 digits: base 0 is
 // "00000000000000000000.log", base 368769 is "00000000000000368769.log". A .log file is
 // magic-2 record batches back to back, exactly as produced (see internal/recordbatch);

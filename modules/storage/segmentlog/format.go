@@ -10,6 +10,10 @@ const (
 	// straySuffix ends the name a partition directory of an older topic id is moved
 	// to: "<topic>-<partition>.<old id, hex>-stray", as Kafka's stray logs.
 	straySuffix = "-stray"
+	// deleteDirSuffix ends the name Remove renames a partition directory to before
+	// deleting it: "<topic>-<partition>.<random, 16 hex>-delete"; leftovers of a crash
+	// are deleted at the next open.
+	deleteDirSuffix = "-delete"
 
 	offsetEntrySize = 8  // | relative offset u32 | position u32 |
 	timeEntrySize   = 12 // | timestamp i64 | relative offset u32 |

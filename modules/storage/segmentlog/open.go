@@ -19,6 +19,13 @@ import (
 // log and rebuilt when they disagree.
 func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, recoveryPoint int64, clean bool, ckptLogStart int64) (_ *Log, err error) {
 	dir := filepath.Join(s.dir, tp.String())
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		// A new partition. Checkpoint entries for it are left from a removed
+		// incarnation (a crash between the Remove and its checkpoint write): not ours.
+		clean, recoveryPoint, ckptLogStart = false, 0, 0
+	} else if err != nil {
+		return nil, fmt.Errorf("open %v: %w", tp, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
 	}

@@ -536,3 +536,55 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	}
 	checkLog(t, lb, 0)
 }
+
+// A crash part way through a Remove must not let the removed partition's state reach
+// a re-created topic of the same name: not its checkpointed log start (the crash came
+// before the checkpoint write), not a half-deleted directory.
+func TestCrashDuringRemove(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	l, err := s.Open(rtp, [16]byte{1}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10)
+	if err := l.DeleteRecordsBefore(9); err != nil { // checkpoints log start 9
+		t.Fatal(err)
+	}
+	crash(t, s)
+	// The crash came after the directory left but before the checkpoints were
+	// rewritten, with part of the renamed directory still there.
+	partial := filepath.Join(dir, rtp.String()+".00000000000000ab"+deleteDirSuffix)
+	if err := os.Rename(filepath.Join(dir, rtp.String()), partial); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(partial, partitionMetadataFile)); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openTestStore(t, dir)
+	if _, err := os.Stat(partial); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("leftover of an unfinished remove still there: %v", err)
+	}
+	l, err = s.Open(rtp, [16]byte{2}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 0 || l.LogEndOffset() != 0 {
+		t.Fatalf("re-created partition: start %d end %d, want 0 0", l.LogStartOffset(), l.LogEndOffset())
+	}
+	// And a finished Remove leaves nothing behind.
+	fill(t, l, 1)
+	if err := s.Remove(rtp); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			t.Errorf("left after Remove: %s", e.Name())
+		}
+	}
+}

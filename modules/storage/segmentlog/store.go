@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,7 +69,9 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
+	clean := false
 	if _, err := os.Stat(marker); err == nil {
+		clean = true
 		if err := os.Remove(marker); err != nil {
 			return nil, fmt.Errorf("remove clean shutdown marker: %w", err)
 		}
@@ -77,15 +80,22 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("stat clean shutdown marker: %w", err)
-	} else {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, fmt.Errorf("list log dir: %w", err)
-		}
-		for _, e := range ents {
-			if tp, ok := parsePartitionDir(e); ok {
-				s.unclean[tp] = true
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list log dir: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasSuffix(e.Name(), deleteDirSuffix) {
+			// A Remove that did not finish: the directory was renamed away, so no
+			// partition owns it any more.
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("remove leftover %s: %w", e.Name(), err)
 			}
+			continue
+		}
+		if tp, ok := parsePartitionDir(e); ok && !clean {
+			s.unclean[tp] = true
 		}
 	}
 	return s, nil
@@ -151,10 +161,25 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	delete(s.recoveryPoints, tp)
 	delete(s.logStarts, tp)
 	delete(s.unclean, tp)
-	err := os.RemoveAll(filepath.Join(s.dir, tp.String()))
+	// Rename the directory away first, durably, so that a crash part way through the
+	// deletion leaves no partial partition directory to be taken for the partition
+	// (or for a re-created topic of the same name); leftovers go at the next open.
+	dir := filepath.Join(s.dir, tp.String())
+	gone := fmt.Sprintf("%s.%016x%s", dir, rand.Uint64(), deleteDirSuffix)
+	err := os.Rename(dir, gone)
+	if errors.Is(err, os.ErrNotExist) {
+		err, gone = nil, ""
+	} else if err == nil {
+		err = syncDir(s.dir)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("remove %v: %w", tp, err)
+	}
+	if gone != "" {
+		if err := os.RemoveAll(gone); err != nil {
+			return fmt.Errorf("remove %v: %w", tp, err)
+		}
 	}
 	return s.writeCheckpoints()
 }
