@@ -597,3 +597,40 @@ func TestShutdownAfterFailedStartCleansUpOnce(t *testing.T) {
 		t.Fatalf("Cleanup called %d times", n)
 	}
 }
+
+// ApiVersions v3+ carries the client's software name and version. Kafka answers
+// INVALID_REQUEST only when one does not match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+// (an empty string, notably); what real clients send must be accepted.
+func TestApiVersionsClientSoftware(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	for _, tc := range []struct {
+		name, version string
+		want          int16
+	}{
+		{"apache-kafka-java", "3.7.0", 0},
+		{"librdkafka", "2.3.0", 0},
+		{"confluent-kafka-python", "2.3.0-rdkafka-2.3.0", 0},
+		{"kgo", "v1.17.1", 0},
+		{"kgo", "unknown", 0},
+		{"sarama", "dev", 0},
+		{"", "1.0", kerr.InvalidRequest.Code},
+		{"x", "", kerr.InvalidRequest.Code},
+	} {
+		c := dial(t, k)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = tc.name, tc.version
+		c.send(req, 3, 5)
+		_, body, err := c.recv()
+		if err != nil {
+			t.Fatalf("%q/%q: %v", tc.name, tc.version, err)
+		}
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(3)
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != tc.want || len(resp.ApiKeys) == 0 {
+			t.Errorf("%q/%q: code %d (want %d), %d keys", tc.name, tc.version, resp.ErrorCode, tc.want, len(resp.ApiKeys))
+		}
+	}
+}
