@@ -152,12 +152,14 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 		return l, nil
 	}
 	p, ok := s.parts[tp]
+	if ok && p.topicID != topicID && topicID != ([16]byte{}) && p.topicID != ([16]byte{}) {
+		// An older incarnation of a re-created topic: the new id wins, start empty.
+		ok = false
+	}
 	if !ok {
 		p = &partition{topicID: topicID, now: s.now}
 		p.segs = []*segment{p.newSegment(0)}
 		s.parts[tp] = p
-	} else if p.topicID != topicID && topicID != ([16]byte{}) && p.topicID != ([16]byte{}) {
-		return nil, fmt.Errorf("open %v: topic id mismatch", tp)
 	}
 	p.mu.Lock()
 	p.cfg = cfg

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"RetentionByTime", testRetentionByTime},
 		{"ConfigChange", testConfigChange},
 		{"OpenTwice", testOpenTwice},
+		{"ReopenWithNewTopicID", testReopenWithNewTopicID},
 		{"RemoveAndDirs", testRemoveAndDirs},
 		{"Close", testClose},
 		{"Hammer", testHammer},
@@ -585,6 +586,40 @@ func testOpenTwice(t *testing.T, s kernel.Storage) {
 	appendN(t, a, 1, 1, 1)
 	if other.LogEndOffset() != 0 {
 		t.Fatal("partitions share a log")
+	}
+}
+
+// testReopenWithNewTopicID: a closed partition opened again under another (non-zero)
+// topic id is a re-created topic whose deletion this storage missed; the new id wins and
+// the log starts empty at 0, without the old incarnation's records or log start.
+func testReopenWithNewTopicID(t *testing.T, s kernel.Storage) {
+	l := mustOpen(t, s, tp0, DefaultConfig())
+	appendN(t, l, 3, 2, 1000)
+	if err := l.DeleteRecordsBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	newID := [16]byte{0xfe, 1}
+	l, err := s.Open(tp0, newID, DefaultConfig())
+	if err != nil {
+		t.Fatalf("open with the re-created topic's id: %v", err)
+	}
+	if l.LogStartOffset() != 0 || l.LogEndOffset() != 0 || l.Size() != 0 {
+		t.Fatalf("re-created topic: start %d end %d size %d, want an empty log at 0", l.LogStartOffset(), l.LogEndOffset(), l.Size())
+	}
+	appendN(t, l, 1, 1, 5000)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The same id again keeps the data.
+	l, err = s.Open(tp0, newID, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 1 {
+		t.Fatalf("reopened with the same id: log end %d, want 1", l.LogEndOffset())
 	}
 }
 
