@@ -606,3 +606,45 @@ func TestProduceTransactionalBatchNeedsTransactionalID(t *testing.T) {
 		t.Fatalf("with a transactional id: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// The stored batch's max timestamp is its records' (as Kafka's validator sets it), not
+// what the client wrote in the header: storage keys retention and the time index on it.
+func TestProduceRewritesBatchMaxTimestamp(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1})
+	now := time.Now().UnixMilli()
+	for _, tc := range []struct {
+		name   string
+		header int64
+		attrs  uint16
+	}{
+		{"far past", 0, 0},
+		{"far future", now + 100*365*24*3600*1000, 0},
+		{"log append time bit on a CreateTime topic", 0, recordbatch.AttrLogAppendTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := recordbatch.Build(recordbatch.Options{ProducerID: -1, BaseTimestamp: now},
+				recordbatch.Record{OffsetDelta: 0, TimestampDelta: 0, Value: []byte("a")},
+				recordbatch.Record{OffsetDelta: 1, TimestampDelta: 5, Value: []byte("b")})
+			binary.BigEndian.PutUint64(b[recordbatch.OffMaxTimestamp:], uint64(tc.header))
+			a := binary.BigEndian.Uint16(b[recordbatch.OffAttributes:]) | tc.attrs
+			binary.BigEndian.PutUint16(b[recordbatch.OffAttributes:], a)
+			recordbatch.SetCRC(b)
+			res := h.produce(9, 1, "t", 0, b)
+			if res.ErrorCode != 0 {
+				t.Fatalf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
+			fr := h.fetch(context.Background(), 11, fetchReq("t", 1, 0, res.BaseOffset))
+			stored := fr.Topics[0].Partitions[0].RecordBatches
+			hd, err := recordbatch.ParseHeader(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := recordbatch.CheckCRC(stored[:hd.Size()]); err != nil {
+				t.Fatalf("stored batch: %v", err)
+			}
+			if hd.MaxTimestamp != now+5 || hd.Attributes&recordbatch.AttrLogAppendTime != 0 {
+				t.Fatalf("stored max timestamp %d attributes %#x, want %d and CreateTime", hd.MaxTimestamp, hd.Attributes, now+5)
+			}
+		})
+	}
+}

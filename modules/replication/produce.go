@@ -224,6 +224,15 @@ func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.Pro
 				return errStopSplit
 			}
 		}
+		// As Kafka, the stored max timestamp is the records' (CreateTime): retention,
+		// the time index and segment.ms trust the header, so a client's wrong value
+		// would keep a segment forever or delete fresh records at once.
+		if info.Records > 0 && (h.MaxTimestamp != info.MaxTimestamp || h.Attributes&recordbatch.AttrLogAppendTime != 0) {
+			binary.BigEndian.PutUint64(batch[recordbatch.OffMaxTimestamp:], uint64(info.MaxTimestamp))
+			attrs := binary.BigEndian.Uint16(batch[recordbatch.OffAttributes:]) &^ recordbatch.AttrLogAppendTime
+			binary.BigEndian.PutUint16(batch[recordbatch.OffAttributes:], attrs)
+			recordbatch.SetCRC(batch)
+		}
 		return nil
 	})
 	if code != 0 {
