@@ -30,7 +30,9 @@ import (
 
 const (
 	pipelineDepth = 16
-	writeTimeout  = 30 * time.Second
+	// defaultWriteTimeout bounds how long a response write may make no progress
+	// (per writeStep bytes, not per response).
+	defaultWriteTimeout = 30 * time.Second
 )
 
 type conn struct {
@@ -362,9 +364,20 @@ func (c *conn) writeMsg(h header, msg kmsg.Response) error {
 	if cap(c.wbuf) > 1<<20 {
 		c.wbuf = nil // don't pin a large buffer on an idle connection
 	}
-	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err := c.nc.Write(b)
-	return err
+	for len(b) > 0 {
+		n := min(len(b), writeStep)
+		c.renewWriteDeadline()
+		if _, err := c.nc.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// renewWriteDeadline gives the next write (at most writeStep bytes) k.writeTimeout.
+func (c *conn) renewWriteDeadline() {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.k.writeTimeout))
 }
 
 func (c *conn) writeBody(h header, flexible bool, body *Body) error {
@@ -373,6 +386,5 @@ func (c *conn) writeBody(h header, flexible bool, body *Body) error {
 	}
 	hdr := appendResponseHeader(make([]byte, 0, 9), h.correlation, flexible && h.key != kmsg.ApiVersions.Int16())
 	setFrameSize(hdr, int64(len(hdr)-4)+body.Size())
-	_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return writeChunks(c.nc, hdr, body.Chunks)
+	return writeChunks(c.nc, hdr, body.Chunks, c.renewWriteDeadline)
 }

@@ -37,27 +37,29 @@ type Kernel struct {
 	sections map[string]moduleSection
 
 	// Written during Start (single goroutine), read-only afterwards.
-	modules   map[string]*moduleSlot
-	order     []string // roles in provision order
-	handlers  [maxAPIKey + 1]*handlerSlot
-	authz     Authorizer
-	lns       []net.Listener
-	adminLn   net.Listener
-	adminMux  *http.ServeMux
-	adminSrv  *http.Server
-	maxReq    int32
-	idle      time.Duration
-	readyFns  []func() bool
-	started   atomic.Bool
-	stopping  atomic.Bool
-	tornDown  atomic.Bool // teardown ran (a failed Start, or Shutdown)
-	connID    atomic.Uint64
-	conns     sync.Map // *conn → struct{}
-	connWG    sync.WaitGroup
-	acceptWG  sync.WaitGroup
-	adminWG   sync.WaitGroup
-	baseCtx   context.Context
-	cancelAll context.CancelFunc
+	modules  map[string]*moduleSlot
+	order    []string // roles in provision order
+	handlers [maxAPIKey + 1]*handlerSlot
+	authz    Authorizer
+	lns      []net.Listener
+	adminLn  net.Listener
+	adminMux *http.ServeMux
+	adminSrv *http.Server
+	maxReq   int32
+	idle     time.Duration
+	// writeTimeout: see defaultWriteTimeout (tests shorten it).
+	writeTimeout time.Duration
+	readyFns     []func() bool
+	started      atomic.Bool
+	stopping     atomic.Bool
+	tornDown     atomic.Bool // teardown ran (a failed Start, or Shutdown)
+	connID       atomic.Uint64
+	conns        sync.Map // *conn → struct{}
+	connWG       sync.WaitGroup
+	acceptWG     sync.WaitGroup
+	adminWG      sync.WaitGroup
+	baseCtx      context.Context
+	cancelAll    context.CancelFunc
 
 	mRequests *Counter
 	mConns    *Counter
@@ -116,6 +118,8 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		adminMux: http.NewServeMux(),
 		maxReq:   int32(maxReq),
 		idle:     time.Duration(idleMs) * time.Millisecond,
+
+		writeTimeout: defaultWriteTimeout,
 	}
 	for role, sec := range secs {
 		mi, _ := reg.Lookup(role + "." + sec.use)

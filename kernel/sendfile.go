@@ -11,36 +11,55 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeChunks writes hdr then chunks to nc: runs of byte chunks with one writev, file
+// writeStep is how many bytes one write deadline covers: renew is called before each
+// step, so a write timeout bounds a stall, not a whole response (a 50 MB fetch to a
+// slow link may take minutes and still be progressing).
+const writeStep = 1 << 20
+
+// writeChunks writes hdr then chunks to nc: runs of byte chunks with writev, file
 // ranges with sendfile(2) at explicit offsets (the files' seek positions are never used,
 // so concurrent readers of one segment file do not interfere). Connections that are not
-// plain TCP (TLS, in-memory pipes) get the file bytes through a bounded copy.
-func writeChunks(nc net.Conn, hdr []byte, chunks []Chunk) error {
+// plain TCP (TLS, in-memory pipes) get the file bytes through a bounded copy. renew
+// (re)arms the write deadline; it is called before every writeStep bytes at most.
+func writeChunks(nc net.Conn, hdr []byte, chunks []Chunk, renew func()) error {
 	bufs := net.Buffers{hdr}
+	pending := len(hdr)
 	flush := func() error {
 		if len(bufs) == 0 {
 			return nil
 		}
+		renew()
 		_, err := bufs.WriteTo(nc)
-		bufs = bufs[:0]
+		bufs, pending = bufs[:0], 0
 		return err
 	}
 	for i := range chunks {
 		ch := &chunks[i]
 		if ch.File == nil {
-			if len(ch.Bytes) > 0 {
-				bufs = append(bufs, ch.Bytes)
+			b := ch.Bytes
+			for len(b) > 0 {
+				n := min(len(b), writeStep-pending)
+				bufs = append(bufs, b[:n])
+				pending += n
+				b = b[n:]
+				if pending >= writeStep {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
 			}
 			continue
 		}
 		if err := flush(); err != nil {
 			return err
 		}
-		if ch.N == 0 {
-			continue
-		}
-		if err := sendFile(nc, ch.File, ch.Off, ch.N); err != nil {
-			return err
+		for off, n := ch.Off, ch.N; n > 0; {
+			step := min(n, writeStep)
+			renew()
+			if err := sendFile(nc, ch.File, off, step); err != nil {
+				return err
+			}
+			off, n = off+step, n-step
 		}
 	}
 	return flush()

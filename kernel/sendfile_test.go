@@ -89,7 +89,7 @@ func TestSendFileLargeRangeSlowReader(t *testing.T) {
 	_ = w.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	errc := make(chan error, 1)
 	go func() {
-		errc <- writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: 1, N: int64(len(data) - 2)}, {Bytes: []byte("end")}})
+		errc <- writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: 1, N: int64(len(data) - 2)}, {Bytes: []byte("end")}}, func() {})
 	}()
 	var got bytes.Buffer
 	buf := make([]byte, 4096)
