@@ -386,7 +386,7 @@ func TestE2ERawProduceRejects(t *testing.T) {
 	}{
 		{"bad acks", 3, good(), kerr.InvalidRequiredAcks},
 		{"corrupt crc", -1, badCRC, kerr.CorruptMessage},
-		{"more records than held", 1, moreRecords, kerr.CorruptMessage},
+		{"more records than held", 1, moreRecords, kerr.InvalidRecord},
 		{"good", -1, good(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,6 +104,12 @@ func TestProduceErrors(t *testing.T) {
 	wrongCount := testBatch(2, "x")
 	binary.BigEndian.PutUint32(wrongCount[recordbatch.OffRecordCount:], 3)
 	recordbatch.SetCRC(wrongCount)
+	wrongDelta := testBatch(2, "x")
+	binary.BigEndian.PutUint32(wrongDelta[recordbatch.OffLastOffsetDelta:], 5)
+	recordbatch.SetCRC(wrongDelta)
+	trailing := append(testBatch(1, "x"), 0, 0, 0) // records section 3 bytes too long
+	binary.BigEndian.PutUint32(trailing[recordbatch.OffBatchLength:], uint32(len(trailing)-recordbatch.LogOverhead))
+	recordbatch.SetCRC(trailing)
 	magic1 := testBatch(1, "x")
 	magic1[recordbatch.OffMagic] = 1
 	control := recordbatch.Build(recordbatch.Options{Control: true, ProducerID: -1}, recordbatch.Record{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}})
@@ -117,7 +123,9 @@ func TestProduceErrors(t *testing.T) {
 	}{
 		{"bad acks", "t", 0, 2, testBatch(1, "x"), kerr.InvalidRequiredAcks},
 		{"corrupt crc", "t", 0, 1, corrupt, kerr.CorruptMessage},
-		{"record count lies", "t", 0, 1, wrongCount, kerr.CorruptMessage},
+		{"record count lies", "t", 0, 1, wrongCount, kerr.InvalidRecord},
+		{"last offset delta lies", "t", 0, 1, wrongDelta, kerr.InvalidRecord},
+		{"bytes after the last record", "t", 0, 1, trailing, kerr.InvalidRecord},
 		{"truncated", "t", 0, 1, testBatch(1, "x")[:40], kerr.CorruptMessage},
 		{"magic 1", "t", 0, 1, magic1, kerr.InvalidRecord},
 		{"empty", "t", 0, 1, nil, kerr.InvalidRecord},

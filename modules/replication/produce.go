@@ -268,10 +268,14 @@ func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
 // errStopSplit stops recordbatch.Split after a batch failed validation.
 var errStopSplit = errors.New("stop")
 
-// batchErrorCode maps a recordbatch error: a magic other than 2 is INVALID_RECORD (as
-// Kafka's produce v3+ check), everything else CORRUPT_MESSAGE.
+// batchErrorCode maps a recordbatch error as Kafka does: a magic other than 2 (the
+// produce v3+ check) and records that disagree with the header or do not decode (count,
+// offset deltas, framing: Kafka's InvalidRecordException) are INVALID_RECORD; bad CRCs,
+// lengths and compression are CORRUPT_MESSAGE. The difference matters to clients:
+// CORRUPT_MESSAGE is retriable, so a producer would resend a malformed batch until its
+// delivery timeout instead of failing it at once.
 func batchErrorCode(err error) int16 {
-	if errors.Is(err, recordbatch.ErrMagic) {
+	if errors.Is(err, recordbatch.ErrMagic) || errors.Is(err, recordbatch.ErrRecords) {
 		return kerr.InvalidRecord.Code
 	}
 	return kerr.CorruptMessage.Code
