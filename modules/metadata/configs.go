@@ -332,32 +332,50 @@ func (m *Module) alterConfigs(ctx context.Context, edits []configEdit, errs []er
 	}
 }
 
-// alterConfigsResp serves AlterConfigs (full replacement of a resource's dynamic configs).
-func (m *Module) alterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
-	resp := kmsg.NewPtrAlterConfigsResponse()
-	resp.Version = r.Version
+// alterResource is one resource of an AlterConfigs or IncrementalAlterConfigs request,
+// normalised to operations (AlterConfigs is a full replacement: every entry is a SET).
+type alterResource struct {
+	typ  kmsg.ConfigResourceType
+	name string
+	ops  []configOp
+}
+
+// alterResources plans and applies the edits of either alter API. It returns each
+// resource's error (nil on success), in request order.
+func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []alterResource, replace, validateOnly bool) []error {
 	im := m.hub.image()
-	keys := make([]string, len(r.Resources))
-	for i, res := range r.Resources {
-		keys[i] = resourceKey(res.ResourceType, res.ResourceName)
+	keys := make([]string, len(res))
+	for i, r := range res {
+		keys[i] = resourceKey(r.typ, r.name)
 	}
 	dups := counts(keys)
-	edits := make([]configEdit, len(r.Resources))
-	errs := make([]error, len(r.Resources))
-	for i, res := range r.Resources {
-		edits[i] = configEdit{typ: res.ResourceType, name: res.ResourceName}
+	edits := make([]configEdit, len(res))
+	errs := make([]error, len(res))
+	for i, r := range res {
+		edits[i] = configEdit{typ: r.typ, name: r.name}
 		if dups[keys[i]] > 1 {
 			errs[i] = opErr(kerr.InvalidRequest, "resource appears more than once in the request")
 			continue
 		}
-		ops := make([]configOp, len(res.Configs))
-		for j, c := range res.Configs {
-			ops[j] = configOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value}
-		}
-		edits[i].rec, errs[i] = m.planConfigEdit(ctx, req, im, res.ResourceType, res.ResourceName, ops, true)
+		edits[i].rec, errs[i] = m.planConfigEdit(ctx, req, im, r.typ, r.name, r.ops, replace)
 	}
-	m.alterConfigs(ctx, edits, errs, r.ValidateOnly)
-	for i, e := range edits {
+	m.alterConfigs(ctx, edits, errs, validateOnly)
+	return errs
+}
+
+// alterConfigsResp serves AlterConfigs (full replacement of a resource's dynamic configs).
+func (m *Module) alterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	res := make([]alterResource, len(r.Resources))
+	for i, rr := range r.Resources {
+		res[i] = alterResource{typ: rr.ResourceType, name: rr.ResourceName, ops: make([]configOp, len(rr.Configs))}
+		for j, c := range rr.Configs {
+			res[i].ops[j] = configOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value}
+		}
+	}
+	errs := m.alterResources(ctx, req, res, true, r.ValidateOnly)
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	resp.Version = r.Version
+	for i, e := range res {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = e.typ, e.name
 		rr.ErrorCode, rr.ErrorMessage = errCode(errs[i])
@@ -368,30 +386,17 @@ func (m *Module) alterConfigsResp(ctx context.Context, req *kernel.Request, r *k
 
 // incrementalAlterConfigsResp serves IncrementalAlterConfigs.
 func (m *Module) incrementalAlterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	res := make([]alterResource, len(r.Resources))
+	for i, rr := range r.Resources {
+		res[i] = alterResource{typ: rr.ResourceType, name: rr.ResourceName, ops: make([]configOp, len(rr.Configs))}
+		for j, c := range rr.Configs {
+			res[i].ops[j] = configOp{name: c.Name, op: c.Op, value: c.Value}
+		}
+	}
+	errs := m.alterResources(ctx, req, res, false, r.ValidateOnly)
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	resp.Version = r.Version
-	im := m.hub.image()
-	keys := make([]string, len(r.Resources))
-	for i, res := range r.Resources {
-		keys[i] = resourceKey(res.ResourceType, res.ResourceName)
-	}
-	dups := counts(keys)
-	edits := make([]configEdit, len(r.Resources))
-	errs := make([]error, len(r.Resources))
-	for i, res := range r.Resources {
-		edits[i] = configEdit{typ: res.ResourceType, name: res.ResourceName}
-		if dups[keys[i]] > 1 {
-			errs[i] = opErr(kerr.InvalidRequest, "resource appears more than once in the request")
-			continue
-		}
-		ops := make([]configOp, len(res.Configs))
-		for j, c := range res.Configs {
-			ops[j] = configOp{name: c.Name, op: c.Op, value: c.Value}
-		}
-		edits[i].rec, errs[i] = m.planConfigEdit(ctx, req, im, res.ResourceType, res.ResourceName, ops, false)
-	}
-	m.alterConfigs(ctx, edits, errs, r.ValidateOnly)
-	for i, e := range edits {
+	for i, e := range res {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = e.typ, e.name
 		rr.ErrorCode, rr.ErrorMessage = errCode(errs[i])
