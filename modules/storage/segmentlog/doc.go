@@ -125,6 +125,9 @@
 //     everything below it is on stable storage. Truncate moves it down (under flushMu,
 //     so a concurrent Flush cannot move it back up past the cut) and writes the
 //     checkpoints before returning.
+//   - A sealed segment holds one descriptor, its .log (for reads); its index files are
+//     closed once on stable storage (after the flush that follows a roll, and at open)
+//     and reopened only by Truncate. Only the active segment has all three open.
 //   - No per-record allocation on append or read: a Read allocates its pin handle and
 //     Release func; header reads use ReadAt (pread) on a 12-byte buffer in that handle,
 //     never the file's seek position.

@@ -542,7 +542,10 @@ func (l *Log) Flush() error {
 	target, rp, dirDirty := l.leo.Load(), l.recoveryPoint, l.dirDirty
 	var segs []*segment
 	for i, s := range l.segs {
-		if i+1 < len(l.segs) && l.segs[i+1].base <= rp {
+		// Below the recovery point: synced already; taken again only to sync and
+		// close index files still open (a roll sealed it after its last flush).
+		// oidx.f is only written under flushMu, which we hold.
+		if i+1 < len(l.segs) && l.segs[i+1].base <= rp && s.oidx.f == nil {
 			continue
 		}
 		s.pin()
@@ -550,9 +553,13 @@ func (l *Log) Flush() error {
 	}
 	l.mu.RUnlock()
 	var err error
-	for _, s := range segs {
+	for i, s := range segs {
 		if err == nil {
 			err = s.sync()
+		}
+		// All but the last were sealed (rolled) and stay so while flushMu is held.
+		if err == nil && i+1 < len(segs) {
+			err = s.closeIndexFiles()
 		}
 		s.unref()
 	}

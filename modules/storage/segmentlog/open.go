@@ -154,6 +154,12 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 		l.dirDirty = false
 	}
+	for _, sg := range segs[:len(segs)-1] {
+		// Sealed and on stable storage (recovered ones were synced above).
+		if err := sg.closeIndexFiles(); err != nil {
+			return nil, fmt.Errorf("open %v: %w", tp, err)
+		}
+	}
 	l.recoveryPoint = l.leo.Load()
 	return l, nil
 }

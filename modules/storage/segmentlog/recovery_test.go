@@ -588,3 +588,67 @@ func TestCrashDuringRemove(t *testing.T) {
 		}
 	}
 }
+
+// openFDs counts this process's descriptors open on files under dir.
+func openFDs(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			n++
+		}
+	}
+	return n
+}
+
+// A sealed segment keeps one descriptor (its .log, for reads), not three: the index
+// files are closed once synced, after a flush and at open, and reopened by Truncate.
+func TestSealedSegmentsHoldOneDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 40) // 10 segments of 4 batches; the last one active
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lg := l.(*Log)
+	want := len(lg.segs) + 2
+	if got := openFDs(t, dir); got != want {
+		t.Fatalf("%d descriptors open for %d segments after a flush, want %d", got, len(lg.segs), want)
+	}
+	// Truncating into a sealed segment reopens its indexes; the log keeps working.
+	if err := l.Truncate(13); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 8)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, l, 0)
+	checkIndexes(t, lg)
+	if got, want := openFDs(t, dir), len(lg.segs)+2; got != want {
+		t.Fatalf("%d descriptors open for %d segments after a truncate, want %d", got, len(lg.segs), want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := openFDs(t, dir); got != 0 {
+		t.Fatalf("%d descriptors open after Close", got)
+	}
+	// At open, sealed segments get one descriptor too.
+	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := openFDs(t, dir), len(l.(*Log).segs)+2; got != want {
+		t.Fatalf("%d descriptors open after reopening %d segments, want %d", got, len(l.(*Log).segs), want)
+	}
+	checkLog(t, l, 0)
+}

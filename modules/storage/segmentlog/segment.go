@@ -160,8 +160,46 @@ func (s *segment) seal() error {
 	return nil
 }
 
+// openIndexFiles reopens the index files that closeIndexFiles closed.
+func (s *segment) openIndexFiles() error {
+	if s.oidx.f != nil {
+		return nil
+	}
+	o, err := os.OpenFile(s.path(indexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open offset index %d: %w", s.base, err)
+	}
+	t, err := os.OpenFile(s.path(timeIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		o.Close()
+		return fmt.Errorf("open time index %d: %w", s.base, err)
+	}
+	s.oidx.f, s.tidx.f = o, t
+	return nil
+}
+
+// closeIndexFiles closes the index files of a sealed segment whose indexes are on
+// stable storage: lookups use the in-memory copy, so a sealed segment needs only its
+// .log descriptor (as Kafka, one descriptor per segment). Truncate reopens them
+// (activate, recoverSegment). Called with the Log's flushMu held and the segment not
+// active, so nothing else uses the descriptors meanwhile.
+func (s *segment) closeIndexFiles() error {
+	if s.oidx.f == nil {
+		return nil
+	}
+	err := errors.Join(s.oidx.f.Close(), s.tidx.f.Close())
+	s.oidx.f, s.tidx.f = nil, nil
+	if err != nil {
+		return fmt.Errorf("close indexes of segment %d: %w", s.base, err)
+	}
+	return nil
+}
+
 // activate preallocates the index files for appends (segment.index.bytes).
 func (s *segment) activate(indexBytes int64) error {
+	if err := s.openIndexFiles(); err != nil {
+		return err
+	}
 	s.oidx.maxEntries = max(maxEntriesFor(indexBytes, offsetEntrySize), s.oidx.entries())
 	s.tidx.maxEntries = max(maxEntriesFor(indexBytes, timeEntrySize), s.tidx.entries()+1)
 	if err := resizeFile(s.oidx.f, int64(s.oidx.maxEntries)*offsetEntrySize); err != nil {
@@ -174,8 +212,12 @@ func (s *segment) activate(indexBytes int64) error {
 	return nil
 }
 
+// sync fsyncs the segment's open files (closed index files were synced before closing).
 func (s *segment) sync() error {
 	for _, f := range []*os.File{s.log, s.oidx.f, s.tidx.f} {
+		if f == nil {
+			continue
+		}
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", f.Name(), err)
 		}
@@ -395,6 +437,9 @@ var errRecover = errors.New("segment needs recovery")
 func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bool, err error) {
 	s.oidx.cut(0)
 	s.tidx.cut(0)
+	if err := s.openIndexFiles(); err != nil {
+		return false, err
+	}
 	if err := resizeFile(s.oidx.f, 0); err != nil {
 		return false, err
 	}
