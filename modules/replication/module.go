@@ -55,6 +55,12 @@ type Module struct {
 	// refreshed from every image.
 	fetchMaxBytes atomic.Int64
 
+	// openMu serialises opening logs and dropping partitions (taken before mu, held
+	// across Storage.Open and Storage.Remove): Storage.Open hands back the open Log of
+	// a name, so an open of a re-created topic racing the removal of the old
+	// incarnation would otherwise get the old Log, about to be deleted.
+	openMu sync.Mutex
+
 	mu       sync.RWMutex
 	parts    map[kernel.TopicPartition]*Partition
 	applied  uint64 // newest image version acted on (subscription or lazy open)
@@ -262,6 +268,8 @@ func (m *Module) applyImage(im *kernel.Image) {
 	}
 
 	var remove []*Partition
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
 	m.mu.Lock()
 	if m.applied == im.Version && m.parts != nil {
 		// (A newer image acted on meanwhile by a lazy open decides removals later.)
@@ -299,6 +307,14 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, version uint64, pi 
 	m.mu.RUnlock()
 	if p != nil && p.topicID == id {
 		return p, nil
+	}
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	m.mu.RLock()
+	p = m.parts[tp]
+	m.mu.RUnlock()
+	if p != nil && p.topicID == id {
+		return p, nil // opened while we waited
 	}
 	if p != nil {
 		m.mu.Lock()
