@@ -136,3 +136,31 @@ func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
 		t.Fatal("leader change did not complete the waiting fetch")
 	}
 }
+
+// An acks=all produce waiting for a follower when its topic is deleted is answered at
+// once (its records are gone with the log), not left to time out.
+func TestAcksAllAnsweredWhenTopicDeleted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.meta.publish(twoReplicas(2, 1, 2))
+	tp := kernel.TopicPartition{Topic: "t"}
+	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
+	r.TimeoutMillis = 60_000
+	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() {
+		resp, err := h.do(context.Background(), 9, r)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}()
+	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	h.meta.publish(image(3)) // "t" deleted
+	select {
+	case res := <-got:
+		if res.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+			t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(res.ErrorCode))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("acks=all produce still waiting after its topic was deleted")
+	}
+}

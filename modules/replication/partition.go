@@ -164,6 +164,13 @@ func (p *Partition) close() {
 	p.mu.Unlock()
 }
 
+// isClosed reports whether close was called.
+func (p *Partition) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 // appendLeader stamps the leader epoch into every batch of records (concatenated,
 // validated v2 batches), appends them (the log assigns offsets) and advances the HW.
 // With acksAll it first checks the ISR against min.insync.replicas.

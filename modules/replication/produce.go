@@ -339,6 +339,9 @@ func (m *Module) waitAcks(ctx context.Context, resp *kmsg.ProduceResponse, waits
 			// ISR is still at least min.insync.replicas, else NOT_ENOUGH_REPLICAS_AFTER_APPEND
 			// (the data stays; the producer may retry and duplicate).
 			switch {
+			case w.p.isClosed():
+				// Deleted (or moved away) with its log: as Kafka, answer now.
+				out.ErrorCode, w.done = kerr.UnknownTopicOrPartition.Code, true
 			case !w.p.IsLeader():
 				out.ErrorCode, w.done = kerr.NotLeaderForPartition.Code, true
 			case w.p.HighWatermark() <= w.last:
