@@ -28,9 +28,13 @@ func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Req
 			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			out.Partition = in.Partition
 			out.LeaderEpoch, out.EndOffset = -1, -1
-			switch p := m.partition(kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}); {
-			case !allowed:
+			if !allowed {
+				// Before any lookup: an unauthorized request opens nothing.
 				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, out)
+				continue
+			}
+			switch p := m.partition(kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}); {
 			case p == nil:
 				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if m.meta.Image().Partition(t.Topic, in.Partition) != nil {

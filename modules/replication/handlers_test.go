@@ -656,3 +656,30 @@ func TestProduceRewritesBatchMaxTimestamp(t *testing.T) {
 		})
 	}
 }
+
+// An unauthorized OffsetForLeaderEpoch must not open (on demand) a partition the
+// subscription has not delivered yet: authorization comes before any lookup.
+func TestOffsetForLeaderEpochAuthorizesFirst(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1})
+	h.meta.set(image(2, topicSpec{name: "t", id: 1}, topicSpec{name: "secret", id: 2}))
+	r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = "secret"
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 5
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+	resp, err := h.doAs(context.Background(), 4, r, denyTopic("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := resp.Msg.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("got %v", kerr.ErrorForCode(c))
+	}
+	h.m.mu.RLock()
+	_, opened := h.m.parts[kernel.TopicPartition{Topic: "secret"}]
+	h.m.mu.RUnlock()
+	if opened {
+		t.Fatal("an unauthorized request opened the partition")
+	}
+}
