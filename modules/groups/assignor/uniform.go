@@ -1,0 +1,184 @@
+package assignor
+
+import (
+	"cmp"
+	"context"
+	"slices"
+)
+
+// Uniform is the "uniform" assignor (the default of KIP-848 groups). It
+// spreads partitions evenly over members, keeping current assignments where
+// balance allows and preferring members in a replica's rack.
+//
+// Algorithm:
+//  1. Every member keeps its valid current partitions (members in id order
+//     win a partition two of them claim).
+//  2. Unowned partitions are placed: first on a rack-matching subscriber
+//     below the even share floor(total/members), then on the least loaded
+//     subscriber (topics with fewer subscribers first).
+//  3. While some member A owns a partition of a topic to which a member B
+//     with count(B) <= count(A)-2 subscribes, the partition moves to such a B
+//     (rack-matching first, then least loaded). Each move lowers the sum of
+//     squared counts, so this ends.
+//
+// With homogeneous subscriptions step 3 leaves counts that differ by at most
+// one, and only partitions above a member's share move.
+type Uniform struct{}
+
+// Name implements Assignor.
+func (Uniform) Name() string { return "uniform" }
+
+// Assign implements Assignor.
+func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g, err := newGroup(in)
+	if err != nil {
+		return nil, err
+	}
+	n := g.total()
+	owner := make([]int, n)
+	for p := range owner {
+		owner[p] = -1
+	}
+	count := make([]int, len(g.members))
+
+	// 1. Keep.
+	for m := range g.members {
+		for t := range g.topics {
+			for _, p := range g.current(m, t) {
+				if owner[p] < 0 {
+					owner[p] = m
+					count[m]++
+				}
+			}
+		}
+	}
+
+	// 2. Place unowned partitions, most constrained topics first.
+	order := make([]int, 0, len(g.topics))
+	assignable, active := 0, 0
+	for t := range g.topics {
+		if len(g.subs[t]) > 0 {
+			order = append(order, t)
+			assignable += int(g.topics[t].Partitions)
+		}
+	}
+	activeMember := make([]bool, len(g.members))
+	for m := range g.members {
+		if slices.Contains(g.subOf[m], true) {
+			activeMember[m] = true
+			active++
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(g.subs[a]), len(g.subs[b])) })
+	if active > 0 {
+		share := assignable / active
+		for _, t := range order {
+			for p := g.base[t]; p < g.base[t+1]; p++ {
+				if owner[p] >= 0 || !g.hasRacks(p) {
+					continue
+				}
+				best := -1
+				for _, m := range g.subs[t] {
+					if count[m] < share && g.rackMatch(m, p) && (best < 0 || count[m] < count[best]) {
+						best = m
+					}
+				}
+				if best >= 0 {
+					owner[p] = best
+					count[best]++
+				}
+			}
+		}
+	}
+	for _, t := range order {
+		for p := g.base[t]; p < g.base[t+1]; p++ {
+			if owner[p] >= 0 {
+				continue
+			}
+			best, bestRack := -1, false
+			for _, m := range g.subs[t] {
+				r := g.rackMatch(m, p)
+				if best < 0 || count[m] < count[best] || (count[m] == count[best] && r && !bestRack) {
+					best, bestRack = m, r
+				}
+			}
+			owner[p] = best
+			count[best]++
+		}
+	}
+
+	// 3. Balance: one partition at a time, from the most loaded member that
+	// can give one. Moving from the most loaded first is what keeps the moves
+	// down to what balance requires.
+	owned := make([][]int, len(g.members))
+	// Partitions off the owner's rack come first: they are the ones to move.
+	for p, m := range owner {
+		if m >= 0 && !g.rackMatch(m, p) {
+			owned[m] = append(owned[m], p)
+		}
+	}
+	for p, m := range owner {
+		if m >= 0 && g.rackMatch(m, p) {
+			owned[m] = append(owned[m], p)
+		}
+	}
+	members := make([]int, 0, len(g.members))
+	for m := range g.members {
+		if activeMember[m] {
+			members = append(members, m)
+		}
+	}
+	for moves := 0; ; moves++ {
+		if moves%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		slices.SortStableFunc(members, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
+		if !g.moveOne(members, owner, owned, count) {
+			break
+		}
+	}
+	return g.assignment(owner), nil
+}
+
+var _ Assignor = Uniform{}
+
+// moveOne moves one partition from the first member of members (sorted by
+// count, descending) that owns a partition some subscriber with at least two
+// fewer partitions could take. It reports whether it moved one.
+func (g *group) moveOne(members []int, owner []int, owned [][]int, count []int) bool {
+	if len(members) == 0 {
+		return false
+	}
+	low := count[members[len(members)-1]]
+	for _, a := range members {
+		if count[a]-low < 2 {
+			return false
+		}
+		for i, p := range owned[a] {
+			best, bestRack := -1, false
+			for _, b := range g.subs[g.topicOf[p]] {
+				if count[b] > count[a]-2 {
+					continue
+				}
+				r := g.rackMatch(b, p)
+				if best < 0 || (r && !bestRack) || (r == bestRack && count[b] < count[best]) {
+					best, bestRack = b, r
+				}
+			}
+			if best >= 0 {
+				owner[p] = best
+				owned[a] = slices.Delete(owned[a], i, i+1)
+				owned[best] = append(owned[best], p)
+				count[a]--
+				count[best]++
+				return true
+			}
+		}
+	}
+	return false
+}
