@@ -226,8 +226,14 @@ func (g *group) hasRacks(p int) bool {
 // an Assignment holding every member, partitions ascending.
 func (g *group) assignment(owner []int) Assignment {
 	out := make(Assignment, len(g.members))
-	for _, m := range g.members {
-		out[m.ID] = map[TopicID][]int32{}
+	for m, mem := range g.members {
+		n := 0
+		for _, ok := range g.subOf[m] {
+			if ok {
+				n++
+			}
+		}
+		out[mem.ID] = make(map[TopicID][]int32, n)
 	}
 	for p, m := range owner { // ascending p, so each list comes out sorted
 		if m < 0 {

@@ -379,6 +379,71 @@ func TestRangeStickiness(t *testing.T) {
 	if res[0].Moved != 3 || res[1].Moved != 0 || res[1].Released != 3 {
 		t.Fatalf("%+v", res)
 	}
+
+	// m000 {0,1,2}, m001 {3,4}, m002 {5,6}; "a" joins, sorting first. Base
+	// quota 1, three extras: they go to the members holding more than one,
+	// so only one partition moves (positional extras would move two).
+	in := Input{Topics: topics(7), Members: members(3, "t0")}
+	out := mustAssign(t, Range{}, in)
+	for i := range in.Members {
+		in.Members[i].Current = out[in.Members[i].ID]
+	}
+	in.Members = append(in.Members, Member{ID: "a", Topics: []string{"t0"}})
+	out = mustAssign(t, Range{}, in)
+	want := Assignment{"a": {tid(0): {2}}, "m000": {tid(0): {0, 1}}, "m001": {tid(0): {3, 4}}, "m002": {tid(0): {5, 6}}}
+	if !reflect.DeepEqual(out, want) {
+		t.Fatalf("got %v\nwant %v", out, want)
+	}
+}
+
+// Random joins and leaves in a homogeneous group: uniform stays balanced, a
+// join moves at most ceil(P/(N+1)), a leave moves nothing but the leaver's.
+func TestUniformRandomChurn(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 30 {
+		counts := make([]int32, 1+r.IntN(4))
+		total := 0
+		for i := range counts {
+			counts[i] = int32(r.IntN(60))
+			total += int(counts[i])
+		}
+		subs := names(len(counts))
+		n := 1 + r.IntN(10)
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("m%03d", i)
+		}
+		var steps []Step
+		for i := range 15 {
+			if len(ids) > 1 && r.IntN(2) == 0 {
+				k := r.IntN(len(ids))
+				steps = append(steps, Step{Leave: ids[k]})
+				ids = slices.Delete(ids, k, k+1)
+			} else {
+				id := fmt.Sprintf("j%d-%d", i, r.IntN(1000))
+				steps = append(steps, Step{Join: &Member{ID: id, Topics: subs}})
+				ids = append(ids, id)
+			}
+		}
+		res, err := Scenario(context.Background(), Uniform{}, topics(counts...), members(n, subs...), steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := n
+		for i, r := range res {
+			if steps[i].Join != nil {
+				if bound := ceilDiv(total, size+1); r.Moved > bound {
+					t.Fatalf("round %d step %d: join moved %d > %d", round, i, r.Moved, bound)
+				}
+			} else if r.Moved != 0 {
+				t.Fatalf("round %d step %d: leave moved %d", round, i, r.Moved)
+			}
+			size = r.Members
+			if r.Spread > 1 {
+				t.Fatalf("round %d step %d: spread %d", round, i, r.Spread)
+			}
+		}
+	}
 }
 
 // Feeding an assignor its own output must change nothing.

@@ -12,7 +12,7 @@
 // cross a process boundary.
 //
 //	var a assignor.Assignor = assignor.Uniform{}
-//	target, err := a.Assign(ctx, assignor.Input{
+//	in := assignor.Input{
 //		Members: []assignor.Member{
 //			{ID: "m1", Rack: "r1", Topics: []string{"orders"}},
 //			{ID: "m2", Topics: []string{"orders"}, Current: map[assignor.TopicID][]int32{ordersID: {0, 1, 2}}},
@@ -20,7 +20,8 @@
 //		Topics: map[assignor.TopicID]assignor.Topic{
 //			ordersID: {ID: ordersID, Name: "orders", Partitions: 3},
 //		},
-//	})
+//	}
+//	target, err := a.Assign(ctx, in)
 //	if err == nil {
 //		err = assignor.Check(in, target) // what the host does with a plugin's answer
 //	}

@@ -9,9 +9,11 @@ import "context"
 // partition count and the same subscribers are co-partitioned: partition i of
 // each goes to the same member.
 //
-// Stickiness: a member first keeps its current partitions of the topic (lowest
-// first) up to its quota; the remaining partitions then fill the members with
-// room in id order, lowest partition first. On a fresh group this is exactly
+// Stickiness: the extra partitions go first to members that already hold more
+// than partitions/members of the topic (in id order), then to the others in id
+// order. A member keeps its current partitions of the topic (lowest first) up
+// to its quota; the remaining partitions then fill the members with room in id
+// order, lowest partition first. On a fresh group this is exactly
 // the contiguous ranges; later, co-partitioned topics stay aligned as long as
 // their current assignments were aligned.
 type Range struct{}
@@ -37,15 +39,26 @@ func (Range) Assign(ctx context.Context, in Input) (Assignment, error) {
 			continue
 		}
 		parts := int(g.topics[t].Partitions)
+		// Quotas: partitions/members each; the partitions%members extra
+		// ones go first to members already holding more than the base
+		// quota, then to the others, in id order.
+		base, extra := parts/len(subs), parts%len(subs)
 		room := make([]int, len(subs))
-		for k := range subs {
-			room[k] = parts / len(subs)
-			if k < parts%len(subs) {
-				room[k]++
+		cur := make([][]int, len(subs))
+		for k, m := range subs {
+			room[k] = base
+			cur[k] = g.current(m, t)
+		}
+		for _, holders := range []bool{true, false} {
+			for k := range subs {
+				if extra > 0 && room[k] == base && (len(cur[k]) > base) == holders {
+					room[k]++
+					extra--
+				}
 			}
 		}
 		for k, m := range subs {
-			for _, p := range g.current(m, t) {
+			for _, p := range cur[k] {
 				if room[k] == 0 {
 					break
 				}

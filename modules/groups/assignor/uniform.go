@@ -131,16 +131,41 @@ func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
 			members = append(members, m)
 		}
 	}
+	// members stays sorted by (count descending, index ascending); a move
+	// changes two counts by one, so two members bubble to their places.
+	before := func(a, b int) bool { return count[a] > count[b] || (count[a] == count[b] && a < b) }
+	slices.SortFunc(members, func(a, b int) int {
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	pos := make([]int, len(g.members))
+	for i, m := range members {
+		pos[m] = i
+	}
+	fix := func(m int) {
+		for i := pos[m]; i > 0 && before(members[i], members[i-1]); i-- {
+			members[i], members[i-1] = members[i-1], members[i]
+			pos[members[i]], pos[members[i-1]] = i, i-1
+		}
+		for i := pos[m]; i+1 < len(members) && before(members[i+1], members[i]); i++ {
+			members[i], members[i+1] = members[i+1], members[i]
+			pos[members[i]], pos[members[i+1]] = i, i+1
+		}
+	}
 	for moves := 0; ; moves++ {
 		if moves%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		slices.SortStableFunc(members, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
-		if !g.moveOne(members, owner, owned, count) {
+		from, to := g.moveOne(members, owner, owned, count)
+		if from < 0 {
 			break
 		}
+		fix(from)
+		fix(to)
 	}
 	return g.assignment(owner), nil
 }
@@ -149,15 +174,15 @@ var _ Assignor = Uniform{}
 
 // moveOne moves one partition from the first member of members (sorted by
 // count, descending) that owns a partition some subscriber with at least two
-// fewer partitions could take. It reports whether it moved one.
-func (g *group) moveOne(members []int, owner []int, owned [][]int, count []int) bool {
+// fewer partitions could take. It returns the two members, or -1, -1.
+func (g *group) moveOne(members []int, owner []int, owned [][]int, count []int) (from, to int) {
 	if len(members) == 0 {
-		return false
+		return -1, -1
 	}
 	low := count[members[len(members)-1]]
 	for _, a := range members {
 		if count[a]-low < 2 {
-			return false
+			return -1, -1
 		}
 		for i, p := range owned[a] {
 			best, bestRack := -1, false
@@ -176,9 +201,9 @@ func (g *group) moveOne(members []int, owner []int, owned [][]int, count []int) 
 				owned[best] = append(owned[best], p)
 				count[a]--
 				count[best]++
-				return true
+				return a, best
 			}
 		}
 	}
-	return false
+	return -1, -1
 }
