@@ -400,7 +400,7 @@ func TestRangeStickiness(t *testing.T) {
 // join moves at most ceil(P/(N+1)), a leave moves nothing but the leaver's.
 func TestUniformRandomChurn(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for round := range 30 {
+	for round := range 60 {
 		counts := make([]int32, 1+r.IntN(4))
 		total := 0
 		for i := range counts {
@@ -425,7 +425,30 @@ func TestUniformRandomChurn(t *testing.T) {
 				ids = append(ids, id)
 			}
 		}
-		res, err := Scenario(context.Background(), Uniform{}, topics(counts...), members(n, subs...), steps)
+		ts := topics(counts...)
+		racks := []string{"a", "b", "c"}
+		withRacks := round%2 == 1
+		if withRacks {
+			for id, tp := range ts {
+				tp.PartitionRacks = make([][]string, tp.Partitions)
+				for p := range tp.PartitionRacks {
+					tp.PartitionRacks[p] = []string{racks[r.IntN(3)]}
+				}
+				ts[id] = tp
+			}
+			for _, s := range steps {
+				if s.Join != nil {
+					s.Join.Rack = racks[r.IntN(3)]
+				}
+			}
+		}
+		initial := members(n, subs...)
+		for i := range initial {
+			if withRacks {
+				initial[i].Rack = racks[r.IntN(3)]
+			}
+		}
+		res, err := Scenario(context.Background(), Uniform{}, ts, initial, steps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -701,4 +724,36 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// Random groups (heterogeneous, racks, junk in Current) through random joins
+// and leaves: every assignment passes Check, which Scenario runs on each.
+func TestRandomScenario(t *testing.T) {
+	for _, a := range builtins {
+		t.Run(a.Name(), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(9, uint64(len(a.Name()))))
+			for round := range 100 {
+				in := randomInput(r)
+				ids := make([]string, 0, len(in.Members))
+				for _, m := range in.Members {
+					ids = append(ids, m.ID)
+				}
+				var steps []Step
+				for i := range 10 {
+					if len(ids) > 0 && r.IntN(2) == 0 {
+						k := r.IntN(len(ids))
+						steps = append(steps, Step{Leave: ids[k]})
+						ids = slices.Delete(ids, k, k+1)
+					} else {
+						id := fmt.Sprintf("join%d", i)
+						steps = append(steps, Step{Join: &Member{ID: id, Topics: randomSubs(r, len(in.Topics))}})
+						ids = append(ids, id)
+					}
+				}
+				if _, err := Scenario(context.Background(), a, in.Topics, in.Members, steps); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+			}
+		})
+	}
 }

@@ -117,8 +117,8 @@ func Balance(in Input, out Assignment) (spread int, homogeneous bool) {
 	return hi - lo, homogeneous
 }
 
-// Step is one membership change in a Scenario: exactly one of Join and Leave
-// is set.
+// Step is one membership change in a Scenario: a join, a leave, or both (a
+// member replaced). A Step with neither just runs the assignor again.
 type Step struct {
 	Join  *Member // a member joining; its Current is ignored
 	Leave string  // id of a member leaving

@@ -18,7 +18,9 @@ import (
 //     subscriber (topics with fewer subscribers first).
 //  3. While some member A owns a partition of a topic to which a member B
 //     with count(B) <= count(A)-2 subscribes, the partition moves to such a B
-//     (rack-matching first, then least loaded). Each move lowers the sum of
+//     (rack-matching first, then least loaded). A is the most loaded such
+//     member; it gives partitions placed in step 2 before kept ones, and
+//     within each those off its rack first. Each move lowers the sum of
 //     squared counts, so this ends.
 //
 // With homogeneous subscriptions step 3 leaves counts that differ by at most
@@ -43,6 +45,7 @@ func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
 		owner[p] = -1
 	}
 	count := make([]int, len(g.members))
+	kept := make([]bool, n)
 
 	// 1. Keep.
 	for m := range g.members {
@@ -50,6 +53,7 @@ func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
 			for _, p := range g.current(m, t) {
 				if owner[p] < 0 {
 					owner[p] = m
+					kept[p] = true
 					count[m]++
 				}
 			}
@@ -113,16 +117,17 @@ func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
 	// 3. Balance: one partition at a time, from the most loaded member that
 	// can give one. Moving from the most loaded first is what keeps the moves
 	// down to what balance requires.
+	// Each member's list of partitions, in the order they should leave it:
+	// first those placed in step 2, then those it kept (stickiness beats rack
+	// locality); within each, those off the member's rack first.
 	owned := make([][]int, len(g.members))
-	// Partitions off the owner's rack come first: they are the ones to move.
-	for p, m := range owner {
-		if m >= 0 && !g.rackMatch(m, p) {
-			owned[m] = append(owned[m], p)
-		}
-	}
-	for p, m := range owner {
-		if m >= 0 && g.rackMatch(m, p) {
-			owned[m] = append(owned[m], p)
+	for _, keptPass := range []bool{false, true} {
+		for _, rackPass := range []bool{false, true} {
+			for p, m := range owner {
+				if m >= 0 && kept[p] == keptPass && g.rackMatch(m, p) == rackPass {
+					owned[m] = append(owned[m], p)
+				}
+			}
 		}
 	}
 	members := make([]int, 0, len(g.members))
