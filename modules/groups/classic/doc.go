@@ -1,0 +1,77 @@
+// Package classic is the membership state machine of a classic consumer
+// group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), as pure logic: no
+// network, no goroutines, no clock of its own. The group coordinator's
+// handlers decode a request, call the Group and encode what comes back.
+//
+// Usage sketch (a handler):
+//
+//	g := classic.New("my-group", classic.Config{}, time.Now())
+//	ch := g.Join(req, classic.Client{ID: clientID, Host: host}, time.Now())
+//	select {
+//	case resp := <-ch: // write resp
+//	case <-ctx.Done():  // connection gone; the response is dropped later
+//	}
+//
+// The coordinator owns the clock: it calls g.Tick(time.Now()) when
+// g.NextDeadline() passes (one timer per group, or a sweep), and every
+// method also fires the timers due at the time it is given. Tests pass a
+// fake time and never sleep.
+//
+// # States
+//
+//	        first member joins (initial delay)
+//	Empty ───────────────────────────────► PreparingRebalance ◄──────────────┐
+//	  ▲                                     │  ▲  all members rejoined, or     │
+//	  │ join ends with no member            │  │  rebalance timeout: drop      │
+//	  └─────────────────────────────────────┘  │  dynamic members that did     │
+//	                                           │  not rejoin, generation++     │
+//	                                           │         │                     │
+//	  member joins / leaves / expires,         │         ▼                     │
+//	  protocols change, leader rejoins,        │  CompletingRebalance ─────────┤
+//	  a member does not sync in time ──────────┘         │ leader's SyncGroup  │
+//	                                                     ▼                     │
+//	                                                  Stable ──────────────────┘
+//
+//	any state ── Dead(err) (group deleted / coordinator moved) ──► Dead
+//
+// Join phase: a join completes when every member has a waiting JoinGroup and
+// no KIP-394 pending member is outstanding, or when the largest rebalance
+// timeout among members passes. The first join into an Empty group instead
+// waits group.initial.rebalance.delay.ms, extended by the same delay while
+// new members keep arriving, up to the rebalance timeout in total.
+//
+// KIP-394: a v4+ join without a member id gets MEMBER_ID_REQUIRED and a
+// generated id, kept as pending for the session timeout. KIP-345: a join
+// carrying a known group.instance.id and no member id replaces the old
+// member id (which is fenced); in Stable with unchanged protocols it gets
+// the current generation and keeps its assignment without a rebalance.
+//
+// Sync phase: the leader's SyncGroup assigns every member (an unnamed member
+// gets an empty assignment) and makes the group Stable; followers that
+// synced earlier are answered then. Members that got the join response but
+// do not sync within the rebalance timeout are removed and a new rebalance
+// starts, so a leader that vanishes does not wedge the group.
+//
+// # Invariants
+//
+//   - The generation only grows; it grows by one at the end of every join phase.
+//   - Stable and CompletingRebalance groups have a leader that is a member;
+//     Empty groups have no members.
+//   - Each channel returned by Join or Sync receives exactly one response
+//     and never blocks the sender (buffer of one).
+//   - In Stable, every member's assignment is from the current generation
+//     (assignments are cleared when a rebalance starts).
+//   - Members plus pending members never exceed Config.MaxSize, one member's
+//     protocol metadata never exceeds Config.MaxMetadataBytes and one
+//     assignment never exceeds Config.MaxAssignmentBytes.
+//   - Members with a waiting JoinGroup or SyncGroup do not expire by session
+//     timeout; the rebalance timeout bounds those waits instead.
+//
+// # Concurrency
+//
+// A Group guards itself with one mutex; every method takes it for a short,
+// non-blocking critical section (responses go into buffered channels), so
+// methods may be called from any goroutine. Time passed to methods may go
+// back (concurrent callers); the group keeps the latest time it has seen.
+// Nothing here starts a goroutine.
+package classic
