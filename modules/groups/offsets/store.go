@@ -1,0 +1,652 @@
+package offsets
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// ErrClosed is returned by every Store method called after Close.
+var ErrClosed = errors.New("offsets: store closed")
+
+// ErrTooLong is returned for a group, topic or metadata longer than a Kafka
+// string (32767 bytes) can carry.
+var ErrTooLong = errors.New("offsets: string too long for the record format")
+
+// ErrLayout is returned by Open for a directory written with another key layout.
+var ErrLayout = errors.New("offsets: unknown store layout")
+
+// Badger key prefixes; see "Badger key layout" in doc.go. Frozen.
+const (
+	prefixMeta    byte = 0x00 // 0x00 "layout" -> u32 layoutVersion
+	prefixApplied byte = 'a'  // 'a' | partition u32 -> last applied log offset i64
+	prefixGroup   byte = 'g'  // 'g' | u16 len | group -> Kafka group metadata value
+	prefixOffset  byte = 'o'  // 'o' | u16 len | group | u16 len | topic | partition u32 -> storedValue
+)
+
+const layoutVersion uint32 = 1
+
+var layoutKey = []byte{prefixMeta, 'l', 'a', 'y', 'o', 'u', 't'}
+
+// storedValueV1 is the version byte of a committed offset inside badger.
+const storedValueV1 byte = 1
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Entry is one commit of a CommitBatch.
+type Entry struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Committed Committed
+}
+
+// Store is the materialized view of committed offsets and group metadata.
+// All methods are safe for concurrent use.
+type Store struct {
+	log *slog.Logger
+
+	// mu guards closed and db against Close: methods hold it shared.
+	mu     sync.RWMutex
+	closed bool
+	db     *badger.DB
+
+	// applyMu serializes Apply, so the check of a partition's applied offset and
+	// the write that advances it are one step. Order: mu, then applyMu.
+	applyMu sync.Mutex
+	// appliedMu guards applied; it is taken last and never held across I/O.
+	appliedMu sync.Mutex
+	applied   map[int32]int64
+}
+
+// Open opens (creating if needed) the store in dir. log receives badger's own
+// messages at debug level (warnings and errors at their level).
+func Open(dir string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := badger.DefaultOptions(dir).
+		// Durability: a commit is acknowledged to the client only after Commit
+		// returns, and DESIGN.md promises an acknowledged commit survives. With
+		// SyncWrites off badger only msyncs the memtable WAL lazily, so a power
+		// loss could drop acknowledged commits until replay from the log exists.
+		WithSyncWrites(true).
+		// Small footprint: offsets are tiny and the machine runs many brokers.
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(4).
+		WithBaseTableSize(2 << 20).
+		WithBaseLevelSize(8 << 20).
+		WithValueLogFileSize(16 << 20).
+		WithValueThreshold(1 << 10).
+		WithBlockCacheSize(0).
+		WithIndexCacheSize(0).
+		WithCompression(options.None).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false).
+		WithNumVersionsToKeep(1).
+		// Last writer wins for offsets; conflict detection would only turn
+		// concurrent commits to one key into retries.
+		WithDetectConflicts(false).
+		// Last: WithLoggingLevel would replace the logger with badger's own.
+		WithLogger(slogAdapter{log: log})
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open offsets store %s: %w", dir, err)
+	}
+	s := &Store{log: log, db: db, applied: make(map[int32]int64)}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open offsets store %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// load checks (or writes) the layout version and reads the applied offsets.
+func (s *Store) load() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(layoutKey)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			if err := txn.Set(layoutKey, binary.BigEndian.AppendUint32(nil, layoutVersion)); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if len(v) != 4 || binary.BigEndian.Uint32(v) != layoutVersion {
+				return fmt.Errorf("layout %x: %w", v, ErrLayout)
+			}
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixApplied}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if len(k) != 5 || len(v) != 8 {
+				return fmt.Errorf("applied offset key %x value %x: %w", k, v, ErrCorrupt)
+			}
+			s.applied[int32(binary.BigEndian.Uint32(k[1:]))] = int64(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
+}
+
+// Close flushes and closes the store. It waits for running calls; later calls
+// return ErrClosed. Closing twice is a no-op.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close offsets store: %w", err)
+	}
+	return nil
+}
+
+// Sync forces everything written so far to disk (a no-op beyond SyncWrites,
+// kept for callers and tests that copy the directory).
+func (s *Store) Sync() error {
+	return s.with(func(db *badger.DB) error { return db.Sync() })
+}
+
+func (s *Store) with(fn func(db *badger.DB) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return fn(s.db)
+}
+
+func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	return s.with(func(db *badger.DB) error { return db.Update(fn) })
+}
+
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	return s.with(func(db *badger.DB) error { return db.View(fn) })
+}
+
+// Commit stores one committed offset, replacing any earlier one.
+func (s *Store) Commit(group, topic string, partition int32, c Committed) error {
+	return s.CommitBatch([]Entry{{Group: group, Topic: topic, Partition: partition, Committed: c}})
+}
+
+// CommitBatch stores all entries in one transaction: all of them or none.
+// A batch too large for one badger transaction fails whole (badger.ErrTxnTooBig).
+func (s *Store) CommitBatch(entries []Entry) error {
+	for _, e := range entries {
+		if err := checkLens(e.Group, e.Topic, e.Committed.Metadata); err != nil {
+			return err
+		}
+	}
+	err := s.update(func(txn *badger.Txn) error {
+		for _, e := range entries {
+			if err := txn.Set(offsetKey(e.Group, e.Topic, e.Partition), encodeStored(e.Committed)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit %d offsets: %w", len(entries), err)
+	}
+	return nil
+}
+
+// Fetch returns the committed offset of one partition, and whether there is one.
+func (s *Store) Fetch(group, topic string, partition int32) (Committed, bool, error) {
+	var c Committed
+	var found bool
+	err := s.view(func(txn *badger.Txn) error {
+		item, err := txn.Get(offsetKey(group, topic, partition))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return item.Value(func(v []byte) error {
+			c, err = decodeStored(v)
+			return err
+		})
+	})
+	if err != nil {
+		return Committed{}, false, fmt.Errorf("fetch %s/%s/%d: %w", group, topic, partition, err)
+	}
+	return c, found, nil
+}
+
+// FetchGroup returns every committed offset of group (empty, not nil, if none).
+func (s *Store) FetchGroup(group string) (map[TopicPartition]Committed, error) {
+	out := make(map[TopicPartition]Committed)
+	err := s.view(func(txn *badger.Txn) error {
+		return scanGroup(txn, group, true, func(tp TopicPartition, c Committed) error {
+			out[tp] = c
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetch group %s: %w", group, err)
+	}
+	return out, nil
+}
+
+// GroupMetadata returns the group metadata last applied for group.
+func (s *Store) GroupMetadata(group string) (GroupMetadata, bool, error) {
+	var g GroupMetadata
+	var found bool
+	err := s.view(func(txn *badger.Txn) error {
+		item, err := txn.Get(groupKey(group))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return item.Value(func(v []byte) error {
+			g, err = DecodeGroupMetadataValue(v)
+			return err
+		})
+	})
+	if err != nil {
+		return GroupMetadata{}, false, fmt.Errorf("group metadata %s: %w", group, err)
+	}
+	return g, found, nil
+}
+
+// PutGroupMetadata stores group metadata for group, replacing any earlier one.
+func (s *Store) PutGroupMetadata(group string, g GroupMetadata) error {
+	if err := checkLens(group, "", ""); err != nil {
+		return err
+	}
+	if err := s.update(func(txn *badger.Txn) error {
+		return txn.Set(groupKey(group), EncodeGroupMetadataValue(g))
+	}); err != nil {
+		return fmt.Errorf("put group metadata %s: %w", group, err)
+	}
+	return nil
+}
+
+// DeleteOffsets removes the given partitions' offsets of group; missing ones
+// are ignored.
+func (s *Store) DeleteOffsets(group string, tps []TopicPartition) error {
+	err := s.update(func(txn *badger.Txn) error {
+		for _, tp := range tps {
+			if err := txn.Delete(offsetKey(group, tp.Topic, tp.Partition)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete %d offsets of %s: %w", len(tps), group, err)
+	}
+	return nil
+}
+
+// DeleteGroup removes the group's metadata and all its offsets. A group with
+// more offsets than one transaction holds is deleted in several; deletes are
+// idempotent, so a crash in between leaves a group that a retry finishes.
+func (s *Store) DeleteGroup(group string) error {
+	err := s.with(func(db *badger.DB) error {
+		for {
+			var keys [][]byte
+			err := db.View(func(txn *badger.Txn) error {
+				it := txn.NewIterator(badger.IteratorOptions{Prefix: groupOffsetPrefix(group)})
+				defer it.Close()
+				for it.Rewind(); it.Valid() && len(keys) < 1000; it.Next() {
+					keys = append(keys, it.Item().KeyCopy(nil))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			last := len(keys) < 1000
+			err = db.Update(func(txn *badger.Txn) error {
+				for _, k := range keys {
+					if err := txn.Delete(k); err != nil {
+						return err
+					}
+				}
+				if last {
+					return txn.Delete(groupKey(group))
+				}
+				return nil
+			})
+			if err != nil || last {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("delete group %s: %w", group, err)
+	}
+	return nil
+}
+
+// Groups returns, sorted, every group with offsets or metadata in the store.
+func (s *Store) Groups() ([]string, error) {
+	seen := make(map[string]struct{})
+	err := s.view(func(txn *badger.Txn) error {
+		for _, p := range []byte{prefixOffset, prefixGroup} {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{p}})
+			for it.Rewind(); it.Valid(); {
+				g, ok := keyGroup(it.Item().Key())
+				if !ok {
+					it.Close()
+					return fmt.Errorf("key %x: %w", it.Item().Key(), ErrCorrupt)
+				}
+				seen[g] = struct{}{}
+				// Skip the group's other keys: seek past its prefix.
+				if p == prefixOffset {
+					it.Seek(prefixEnd(groupOffsetPrefix(g)))
+				} else {
+					it.Next()
+				}
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	out := make([]string, 0, len(seen))
+	for g := range seen {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ExpireOffsets deletes the expired offsets of groups for which isEmpty
+// reports true (Kafka's offsets.retention.minutes, KIP-211), and returns how
+// many it deleted. An offset expires when its explicit expire timestamp (value
+// v1) is at or before now; without one, when now - base >= retention, where
+// base is the group's current state timestamp if the group has metadata with a
+// protocol type and a timestamp (it became Empty then), else the commit
+// timestamp. Groups with members keep their offsets. The caller must also write
+// tombstones to __consumer_offsets, or a replay from the log restores them.
+func (s *Store) ExpireOffsets(now time.Time, retention time.Duration, isEmpty func(group string) bool) (int, error) {
+	groups, err := s.Groups()
+	if err != nil {
+		return 0, err
+	}
+	nowMs := now.UnixMilli()
+	total := 0
+	for _, g := range groups {
+		if !isEmpty(g) {
+			continue
+		}
+		meta, hasMeta, err := s.GroupMetadata(g)
+		if err != nil {
+			return total, err
+		}
+		offs, err := s.FetchGroup(g)
+		if err != nil {
+			return total, err
+		}
+		var expired []TopicPartition
+		for tp, c := range offs {
+			if c.ExpireTimestamp > 0 {
+				if c.ExpireTimestamp <= nowMs {
+					expired = append(expired, tp)
+				}
+				continue
+			}
+			base := c.CommitTimestamp
+			if hasMeta && meta.ProtocolType != "" && meta.CurrentStateTimestamp >= 0 {
+				base = meta.CurrentStateTimestamp
+			}
+			if nowMs-base >= retention.Milliseconds() {
+				expired = append(expired, tp)
+			}
+		}
+		if len(expired) == 0 {
+			continue
+		}
+		if err := s.DeleteOffsets(g, expired); err != nil {
+			return total, err
+		}
+		total += len(expired)
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("expired offsets", "group", g, "count", len(expired))
+		}
+	}
+	return total, nil
+}
+
+// Apply materializes one __consumer_offsets record at log offset offset of
+// __consumer_offsets partition partition: an offset commit sets or (nil value,
+// a tombstone) deletes an offset; group metadata is stored or deleted likewise.
+// The partition's applied offset advances in the same transaction. Records at
+// or below AppliedOffset(partition) were applied already and are skipped, so
+// replaying a log prefix twice is harmless. Records with key versions this
+// package does not read (KIP-848 records) only advance the applied offset.
+//
+// The partition is an argument, not derived from the key, because the store
+// does not know offsets.topic.num.partitions (see PartitionFor).
+func (s *Store) Apply(partition int32, key, value []byte, offset int64) error {
+	k, kerr := DecodeKey(key)
+	if kerr != nil && !errors.Is(kerr, ErrUnsupportedVersion) {
+		return fmt.Errorf("apply %d@%d: %w", partition, offset, kerr)
+	}
+	var stored []byte
+	if kerr == nil && value != nil {
+		if k.IsOffset() {
+			c, err := DecodeOffsetValue(value)
+			if err != nil {
+				return fmt.Errorf("apply %d@%d: %w", partition, offset, err)
+			}
+			stored = encodeStored(c)
+		} else {
+			if _, err := DecodeGroupMetadataValue(value); err != nil {
+				return fmt.Errorf("apply %d@%d: %w", partition, offset, err)
+			}
+			stored = value
+		}
+	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if offset <= s.AppliedOffset(partition) {
+		return nil
+	}
+	err := s.update(func(txn *badger.Txn) error {
+		if kerr == nil {
+			bk := groupKey(k.Group)
+			if k.IsOffset() {
+				bk = offsetKey(k.Group, k.Topic, k.Partition)
+			}
+			var err error
+			if stored == nil {
+				err = txn.Delete(bk)
+			} else {
+				err = txn.Set(bk, stored)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return txn.Set(appliedKey(partition), binary.BigEndian.AppendUint64(nil, uint64(offset)))
+	})
+	if err != nil {
+		return fmt.Errorf("apply %d@%d: %w", partition, offset, err)
+	}
+	s.appliedMu.Lock()
+	s.applied[partition] = offset
+	s.appliedMu.Unlock()
+	if kerr != nil && s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("skipped record with unread key version", "partition", partition, "offset", offset, "version", k.Version)
+	}
+	return nil
+}
+
+// AppliedOffset returns the log offset of the last record applied from
+// __consumer_offsets partition partition, or -1 if none: replay resumes at
+// AppliedOffset(p)+1.
+func (s *Store) AppliedOffset(partition int32) int64 {
+	s.appliedMu.Lock()
+	defer s.appliedMu.Unlock()
+	if o, ok := s.applied[partition]; ok {
+		return o
+	}
+	return -1
+}
+
+func checkLens(group, topic, metadata string) error {
+	for _, v := range []string{group, topic, metadata} {
+		if len(v) > math.MaxInt16 {
+			return fmt.Errorf("%d bytes: %w", len(v), ErrTooLong)
+		}
+	}
+	return nil
+}
+
+func groupOffsetPrefix(group string) []byte {
+	k := make([]byte, 0, 3+len(group))
+	k = append(k, prefixOffset)
+	return appendString(k, group)
+}
+
+func offsetKey(group, topic string, partition int32) []byte {
+	k := make([]byte, 0, 9+len(group)+len(topic))
+	k = append(k, prefixOffset)
+	k = appendString(k, group)
+	k = appendString(k, topic)
+	return binary.BigEndian.AppendUint32(k, uint32(partition))
+}
+
+func groupKey(group string) []byte {
+	return appendString([]byte{prefixGroup}, group)
+}
+
+func appliedKey(partition int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{prefixApplied}, uint32(partition))
+}
+
+// keyGroup extracts the group of an 'o' or 'g' key.
+func keyGroup(k []byte) (string, bool) {
+	if len(k) < 3 {
+		return "", false
+	}
+	n := int(binary.BigEndian.Uint16(k[1:]))
+	if len(k) < 3+n {
+		return "", false
+	}
+	return string(k[3 : 3+n]), true
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+// p always starts with a prefix byte below 0xFF, so a successor exists.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// scanGroup calls fn for each offset of group, in key order.
+func scanGroup(txn *badger.Txn, group string, values bool, fn func(TopicPartition, Committed) error) error {
+	prefix := groupOffsetPrefix(group)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: values, PrefetchSize: 16})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		r := reader{b: item.Key()[len(prefix):]}
+		tp := TopicPartition{Topic: r.string(), Partition: r.int32()}
+		if err := r.done(); err != nil {
+			return fmt.Errorf("key %x: %w", item.Key(), err)
+		}
+		var c Committed
+		if err := item.Value(func(v []byte) error {
+			var err error
+			c, err = decodeStored(v)
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := fn(tp, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeStored is the badger value of a committed offset; see doc.go.
+func encodeStored(c Committed) []byte {
+	b := make([]byte, 0, 29+len(c.Metadata))
+	b = append(b, storedValueV1)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Offset))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.LeaderEpoch))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.CommitTimestamp))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.ExpireTimestamp))
+	return append(b, c.Metadata...)
+}
+
+func decodeStored(b []byte) (Committed, error) {
+	if len(b) < 29 || b[0] != storedValueV1 {
+		return Committed{}, fmt.Errorf("stored offset %x: %w", b, ErrCorrupt)
+	}
+	return Committed{
+		Offset:          int64(binary.BigEndian.Uint64(b[1:])),
+		LeaderEpoch:     int32(binary.BigEndian.Uint32(b[9:])),
+		CommitTimestamp: int64(binary.BigEndian.Uint64(b[13:])),
+		ExpireTimestamp: int64(binary.BigEndian.Uint64(b[21:])),
+		Metadata:        string(b[29:]),
+	}, nil
+}
+
+// slogAdapter routes badger's logging to slog: its chatty Info and Debug at
+// Debug, so a healthy store is silent at the default level.
+type slogAdapter struct{ log *slog.Logger }
+
+func (a slogAdapter) Errorf(f string, args ...any) { a.logf(slog.LevelError, f, args) }
+func (a slogAdapter) Warningf(f string, args ...any) {
+	a.logf(slog.LevelWarn, f, args)
+}
+func (a slogAdapter) Infof(f string, args ...any)  { a.logf(slog.LevelDebug, f, args) }
+func (a slogAdapter) Debugf(f string, args ...any) { a.logf(slog.LevelDebug, f, args) }
+
+func (a slogAdapter) logf(l slog.Level, f string, args []any) {
+	ctx := context.Background()
+	if !a.log.Enabled(ctx, l) {
+		return
+	}
+	a.log.Log(ctx, l, fmt.Sprintf(f, args...), "component", "badger")
+}
+
+var _ badger.Logger = slogAdapter{}
