@@ -458,7 +458,6 @@ func (g *Group) completeJoin(at time.Time) {
 			g.dropMember(m, kerr.UnknownMemberID.Code)
 		}
 	}
-	g.generation++
 	g.initialDelay = false
 	var joined []*member
 	for _, m := range g.members {
@@ -466,12 +465,15 @@ func (g *Group) completeJoin(at time.Time) {
 			joined = append(joined, m)
 		}
 	}
+	if len(joined) == 0 && len(g.members) > 0 {
+		// Only static members that did not rejoin are left: nobody can
+		// lead. Wait another rebalance timeout; their sessions expire
+		// meanwhile unless they come back (Kafka does the same).
+		g.joinDeadline = at.Add(maxRebalanceTimeout(g.members))
+		return
+	}
+	g.generation++
 	if len(joined) == 0 {
-		// Nobody is here to lead: static members that did not rejoin are
-		// dropped too, so the group cannot wait for a leader forever.
-		for _, m := range append([]*member(nil), g.members...) {
-			g.dropMember(m, kerr.UnknownMemberID.Code)
-		}
 		g.protocol, g.leader = "", ""
 		g.state = Empty
 		return

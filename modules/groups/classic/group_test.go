@@ -731,3 +731,25 @@ func TestDescribe(t *testing.T) {
 		t.Fatal("not empty")
 	}
 }
+
+func TestClockAndAccessors(t *testing.T) {
+	h := newHarness(t, Config{})
+	if _, ok := h.g.NextDeadline(); ok {
+		t.Fatal("an idle group has no deadline")
+	}
+	r := mustJoin(t, h.join("", jopt{}))
+	if d, ok := h.g.NextDeadline(); !ok || !d.Equal(t0.Add(session)) {
+		t.Fatalf("deadline %v %v", d, ok)
+	}
+	// Time going back (callers racing) is ignored.
+	h.g.Tick(t0.Add(-time.Hour))
+	mustJoin(t, h.g.Join(&kmsg.JoinGroupRequest{Version: 9, MemberID: r.MemberID, SessionTimeoutMillis: 10000,
+		ProtocolType: "consumer", Protocols: []kmsg.JoinGroupRequestProtocol{{Name: "range"}}}, Client{}, t0.Add(-time.Hour)))
+	if h.g.ID() != "g" || h.g.ProtocolType() != "consumer" || h.g.Generation() != 1 {
+		t.Fatal("accessors")
+	}
+	id := randomMemberID("client")
+	if !strings.HasPrefix(id, "client-") || len(id) != len("client-")+32 || id == randomMemberID("client") {
+		t.Fatalf("random id %q", id)
+	}
+}
