@@ -117,6 +117,7 @@ func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
 	// 3. Balance: one partition at a time, from the most loaded member that
 	// can give one. Moving from the most loaded first is what keeps the moves
 	// down to what balance requires.
+	//
 	// Each member's list of partitions, in the order they should leave it:
 	// first those placed in step 2, then those it kept (stickiness beats rack
 	// locality); within each, those off the member's rack first.
@@ -140,10 +141,10 @@ func (Uniform) Assign(ctx context.Context, in Input) (Assignment, error) {
 	// changes two counts by one, so two members bubble to their places.
 	before := func(a, b int) bool { return count[a] > count[b] || (count[a] == count[b] && a < b) }
 	slices.SortFunc(members, func(a, b int) int {
-		if before(a, b) {
-			return -1
+		if c := cmp.Compare(count[b], count[a]); c != 0 {
+			return c
 		}
-		return 1
+		return cmp.Compare(a, b)
 	})
 	pos := make([]int, len(g.members))
 	for i, m := range members {
