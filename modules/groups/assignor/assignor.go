@@ -245,3 +245,15 @@ func (g *group) assignment(owner []int) Assignment {
 	}
 	return out
 }
+
+// Builtin returns the built-in assignor called name ("uniform" or "range"),
+// or nil if there is none.
+func Builtin(name string) Assignor {
+	switch name {
+	case Uniform{}.Name():
+		return Uniform{}
+	case Range{}.Name():
+		return Range{}
+	}
+	return nil
+}

@@ -757,3 +757,14 @@ func TestRandomScenario(t *testing.T) {
 		})
 	}
 }
+
+func TestBuiltin(t *testing.T) {
+	for _, name := range []string{"uniform", "range"} {
+		if a := Builtin(name); a == nil || a.Name() != name {
+			t.Errorf("Builtin(%q) = %v", name, a)
+		}
+	}
+	if a := Builtin("sticky"); a != nil {
+		t.Errorf("Builtin(sticky) = %v", a)
+	}
+}

@@ -11,7 +11,7 @@
 // here is plain data (JSON-friendly, topic ids as text map keys) so it can
 // cross a process boundary.
 //
-//	var a assignor.Assignor = assignor.Uniform{}
+//	a := assignor.Builtin("uniform") // or assignor.Uniform{}
 //	in := assignor.Input{
 //		Members: []assignor.Member{
 //			{ID: "m1", Rack: "r1", Topics: []string{"orders"}},
@@ -51,6 +51,10 @@
 //   - Range: per topic, contiguous ranges in member-id order on a fresh group
 //     (first partitions%members members get one more), so co-partitioned
 //     topics line up; later each member keeps its partitions up to its quota.
+//
+// Member.InstanceID is carried for assignors that want it; the built-ins
+// ignore it (a static member keeps its member id across restarts, so its
+// Current is what makes it sticky).
 //
 // Scenario drives an assignor through members joining and leaving and
 // reports how many partitions moved; plugin authors use it with Check (this
