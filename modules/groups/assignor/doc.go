@@ -53,8 +53,8 @@
 //     topics line up; later each member keeps its partitions up to its quota.
 //
 // Member.InstanceID is carried for assignors that want it; the built-ins
-// ignore it (a static member keeps its member id across restarts, so its
-// Current is what makes it sticky).
+// ignore it: the coordinator gives a returning static member its
+// predecessor's assignment as Current, and that is what keeps it sticky.
 //
 // Scenario drives an assignor through members joining and leaving and
 // reports how many partitions moved; plugin authors use it with Check (this
