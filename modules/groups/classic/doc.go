@@ -19,20 +19,21 @@
 //
 // # States
 //
-//	        first member joins (initial delay)
-//	Empty ───────────────────────────────► PreparingRebalance ◄──────────────┐
-//	  ▲                                     │  ▲  all members rejoined, or     │
-//	  │ join ends with no member            │  │  rebalance timeout: drop      │
-//	  └─────────────────────────────────────┘  │  dynamic members that did     │
-//	                                           │  not rejoin, generation++     │
-//	                                           │         │                     │
-//	  member joins / leaves / expires,         │         ▼                     │
-//	  protocols change, leader rejoins,        │  CompletingRebalance ─────────┤
-//	  a member does not sync in time ──────────┘         │ leader's SyncGroup  │
-//	                                                     ▼                     │
-//	                                                  Stable ──────────────────┘
+//	        ┌──────────────────────── join ends, nobody rejoined ───────────┐
+//	        ▼                                                               │
+//	      Empty ── first member added (initial delay) ──► PreparingRebalance
+//	                                                        │     ▲
+//	              join ends: all rejoined or rebalance      │     │ member added, left or
+//	              timeout (non-rejoined dynamic members     │     │ expired; protocols
+//	              dropped), generation++, leader chosen     │     │ changed; leader rejoined;
+//	                                                        ▼     │ a member missed the
+//	                                             CompletingRebalance sync deadline
+//	                                                        │     ▲
+//	                                     leader's SyncGroup │     │ (same causes, from Stable)
+//	                                                        ▼     │
+//	                                                      Stable ─┘
 //
-//	any state ── Dead(err) (group deleted / coordinator moved) ──► Dead
+//	any state ── Dead(err): group deleted or coordinator moved ──► Dead (final)
 //
 // Join phase: a join completes when every member has a waiting JoinGroup and
 // no KIP-394 pending member is outstanding, or when the largest rebalance
@@ -51,6 +52,11 @@
 // synced earlier are answered then. Members that got the join response but
 // do not sync within the rebalance timeout are removed and a new rebalance
 // starts, so a leader that vanishes does not wedge the group.
+//
+// Not here (later work): persisting group metadata to __consumer_offsets,
+// offsets, and the network handlers. Not coordinator-specific errors either:
+// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and INVALID_GROUP_ID are the
+// handler's to answer before it reaches a Group.
 //
 // # Invariants
 //

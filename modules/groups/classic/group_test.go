@@ -219,7 +219,7 @@ func TestStaticFencing(t *testing.T) {
 
 func TestStaticReplacedWhileRebalancing(t *testing.T) {
 	h := newHarness(t, Config{InitialRebalanceDelay: time.Second})
-	ids, _ := h.together([]string{"a", "b", "c"}, 0, jopt{})
+	h.together([]string{"a", "b", "c"}, 0, jopt{})
 	byInst := map[string]string{}
 	for _, d := range h.g.Describe(h.now).Members {
 		byInst[*d.InstanceID] = d.MemberID
@@ -239,7 +239,6 @@ func TestStaticReplacedWhileRebalancing(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 	}
-	_ = ids
 	checkInvariants(t, h.g)
 }
 
@@ -511,7 +510,7 @@ func TestProtocolSelection(t *testing.T) {
 
 func TestJoinErrors(t *testing.T) {
 	h := newHarness(t, Config{MaxMetadataBytes: 100, MaxProtocols: 2})
-	ids, _ := h.stable(1)
+	h.stable(1)
 	big := strings.Repeat("x", 200)
 	for _, tc := range []struct {
 		name   string
@@ -561,7 +560,6 @@ func TestJoinErrors(t *testing.T) {
 			}
 		})
 	}
-	_ = ids
 	t.Run("dead group", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		ids, gen := h.stable(2)
