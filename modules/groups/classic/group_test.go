@@ -478,6 +478,7 @@ func TestProtocolSelection(t *testing.T) {
 		{"majority first choice", [][]string{{"a", "b"}, {"b", "a"}, {"b", "a"}}, "b"},
 		{"only common protocol", [][]string{{"a", "b"}, {"b", "c"}, {"c", "b"}}, "b"},
 		{"tie goes to first member's preference", [][]string{{"a", "b"}, {"b", "a"}}, "a"},
+		{"repeated names count once", [][]string{{"x", "x", "a"}, {"a"}}, "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})

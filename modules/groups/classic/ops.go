@@ -48,10 +48,15 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, c Client, now time.Time) <-chan
 		return fail(kerr.InvalidRequest, req.MemberID)
 	}
 	size := 0
-	protos := make([]protocol, len(req.Protocols))
-	for i, p := range req.Protocols {
+	protos := make([]protocol, 0, len(req.Protocols))
+	seen := make(map[string]bool, len(req.Protocols))
+	for _, p := range req.Protocols {
 		size += len(p.Name) + len(p.Metadata)
-		protos[i] = protocol{name: p.Name, metadata: append([]byte{}, p.Metadata...)}
+		if seen[p.Name] {
+			continue // a repeated name must not count twice in the vote
+		}
+		seen[p.Name] = true
+		protos = append(protos, protocol{name: p.Name, metadata: append([]byte{}, p.Metadata...)})
 	}
 	if size > g.cfg.MaxMetadataBytes {
 		return fail(kerr.InvalidRequest, req.MemberID)
