@@ -33,7 +33,7 @@
 //	                                                        ▼     │
 //	                                                      Stable ─┘
 //
-//	any state ── Dead(err): group deleted or coordinator moved ──► Dead (final)
+//	any state ── MarkDead(err): group deleted or coordinator moved ──► Dead (final)
 //
 // Join phase: a join completes when every member has a waiting JoinGroup and
 // no KIP-394 pending member is outstanding, or when the largest rebalance

@@ -220,10 +220,10 @@ func (g *Group) Size() (members, pending int) {
 	return len(g.members), len(g.pending)
 }
 
-// Dead marks the group Dead (deleted or unloaded). Waiting calls get err
+// MarkDead marks the group Dead (deleted or unloaded). Waiting calls get err
 // (NOT_COORDINATOR when the coordinator moved, COORDINATOR_NOT_AVAILABLE
 // otherwise), later calls get COORDINATOR_NOT_AVAILABLE.
-func (g *Group) Dead(err *kerr.Error) {
+func (g *Group) MarkDead(err *kerr.Error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, m := range g.members {

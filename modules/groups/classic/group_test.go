@@ -565,7 +565,7 @@ func TestJoinErrors(t *testing.T) {
 		h := newHarness(t, Config{})
 		ids, gen := h.stable(2)
 		c := h.join(ids[1], jopt{meta: "new"})
-		h.g.Dead(kerr.NotCoordinator)
+		h.g.MarkDead(kerr.NotCoordinator)
 		wantCode(t, "waiting join", mustJoin(t, c).ErrorCode, kerr.NotCoordinator)
 		wantCode(t, "join", mustJoin(t, h.join("", jopt{})).ErrorCode, kerr.CoordinatorNotAvailable)
 		wantCode(t, "sync", mustSync(t, h.sync(ids[0], gen, nil)).ErrorCode, kerr.CoordinatorNotAvailable)
@@ -750,5 +750,36 @@ func TestClockAndAccessors(t *testing.T) {
 	id := randomMemberID("client")
 	if !strings.HasPrefix(id, "client-") || len(id) != len("client-")+32 || id == randomMemberID("client") {
 		t.Fatalf("random id %q", id)
+	}
+}
+
+func TestLeaderMemberListByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		version   int16
+		instances bool
+	}{
+		{"v4 leader sees no instance ids", 4, false},
+		{"v5 leader sees instance ids", 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			// The dynamic member joins first and leads; a static member follows.
+			r := mustJoin(t, h.join("", jopt{version: tc.version}))
+			lead := h.join(r.MemberID, jopt{version: tc.version})
+			lr := mustJoin(t, lead)
+			st := h.join("", jopt{version: 5, instance: "s"})
+			noJoin(t, st)
+			lr = mustJoin(t, h.join(lr.MemberID, jopt{version: tc.version}))
+			sr := mustJoin(t, st)
+			if lr.LeaderID != lr.MemberID || len(lr.Members) != 2 || len(sr.Members) != 0 {
+				t.Fatalf("leader %+v static %+v", lr, sr)
+			}
+			for _, m := range lr.Members {
+				if m.MemberID == sr.MemberID && (m.InstanceID != nil) != tc.instances {
+					t.Fatalf("instance id %v", m.InstanceID)
+				}
+			}
+		})
 	}
 }
