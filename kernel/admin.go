@@ -24,7 +24,7 @@ func (k *Kernel) startAdmin() {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		k.metric.WriteText(w)
 	})
-	k.adminSrv = &http.Server{Handler: k.adminMux, ReadHeaderTimeout: 10 * time.Second}
+	k.adminSrv = &http.Server{Handler: k.adminMux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ln := k.adminLn
 	k.adminWG.Add(1)
 	go func() {
