@@ -104,5 +104,7 @@
 // Every method is safe for concurrent use. Badger serializes transactions;
 // conflict detection is off, so concurrent commits of one key are last writer
 // wins. Apply is serialized by a mutex (check-and-advance of the applied
-// offset). Close waits for running calls; later calls return ErrClosed.
+// offset). ExpireOffsets holds writes off while it judges and deletes one
+// group, so a commit racing it is never deleted unjudged. Lock order: applyMu,
+// expireMu, mu. Close waits for running calls; later calls return ErrClosed.
 package offsets

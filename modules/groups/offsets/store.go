@@ -68,6 +68,11 @@ type Store struct {
 	// applyMu serializes Apply, so the check of a partition's applied offset and
 	// the write that advances it are one step. Order: mu, then applyMu.
 	applyMu sync.Mutex
+	// expireMu keeps writes out of ExpireOffsets' judge-then-delete of one
+	// group, so a commit landing in between is never deleted unjudged. Writes
+	// hold it shared (they still run concurrently); expiry holds it alone.
+	// Order: applyMu, expireMu, mu.
+	expireMu sync.RWMutex
 	// appliedMu guards applied; it is taken last and never held across I/O.
 	appliedMu sync.Mutex
 	applied   map[int32]int64
@@ -206,6 +211,8 @@ func (s *Store) CommitBatch(entries []Entry) error {
 			return err
 		}
 	}
+	s.expireMu.RLock()
+	defer s.expireMu.RUnlock()
 	err := s.update(func(txn *badger.Txn) error {
 		for _, e := range entries {
 			if err := txn.Set(offsetKey(e.Group, e.Topic, e.Partition), encodeStored(e.Committed)); err != nil {
@@ -288,6 +295,8 @@ func (s *Store) PutGroupMetadata(group string, g GroupMetadata) error {
 	if err := checkLens(group, "", ""); err != nil {
 		return err
 	}
+	s.expireMu.RLock()
+	defer s.expireMu.RUnlock()
 	if err := s.update(func(txn *badger.Txn) error {
 		return txn.Set(groupKey(group), EncodeGroupMetadataValue(g))
 	}); err != nil {
@@ -299,6 +308,12 @@ func (s *Store) PutGroupMetadata(group string, g GroupMetadata) error {
 // DeleteOffsets removes the given partitions' offsets of group; missing ones
 // are ignored.
 func (s *Store) DeleteOffsets(group string, tps []TopicPartition) error {
+	s.expireMu.RLock()
+	defer s.expireMu.RUnlock()
+	return s.deleteOffsets(group, tps)
+}
+
+func (s *Store) deleteOffsets(group string, tps []TopicPartition) error {
 	err := s.update(func(txn *badger.Txn) error {
 		for _, tp := range tps {
 			if err := txn.Delete(offsetKey(group, tp.Topic, tp.Partition)); err != nil {
@@ -402,48 +417,58 @@ func (s *Store) ExpireOffsets(now time.Time, retention time.Duration, isEmpty fu
 	if err != nil {
 		return 0, err
 	}
-	nowMs := now.UnixMilli()
 	total := 0
 	for _, g := range groups {
 		if !isEmpty(g) {
 			continue
 		}
-		meta, hasMeta, err := s.GroupMetadata(g)
+		n, err := s.expireGroup(g, now.UnixMilli(), retention.Milliseconds())
+		total += n
 		if err != nil {
 			return total, err
-		}
-		offs, err := s.FetchGroup(g)
-		if err != nil {
-			return total, err
-		}
-		var expired []TopicPartition
-		for tp, c := range offs {
-			if c.ExpireTimestamp > 0 {
-				if c.ExpireTimestamp <= nowMs {
-					expired = append(expired, tp)
-				}
-				continue
-			}
-			base := c.CommitTimestamp
-			if hasMeta && meta.ProtocolType != "" && meta.CurrentStateTimestamp >= 0 {
-				base = meta.CurrentStateTimestamp
-			}
-			if nowMs-base >= retention.Milliseconds() {
-				expired = append(expired, tp)
-			}
-		}
-		if len(expired) == 0 {
-			continue
-		}
-		if err := s.DeleteOffsets(g, expired); err != nil {
-			return total, err
-		}
-		total += len(expired)
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("expired offsets", "group", g, "count", len(expired))
 		}
 	}
 	return total, nil
+}
+
+// expireGroup judges and deletes one group's offsets with writes held off.
+func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
+	s.expireMu.Lock()
+	defer s.expireMu.Unlock()
+	meta, hasMeta, err := s.GroupMetadata(g)
+	if err != nil {
+		return 0, err
+	}
+	offs, err := s.FetchGroup(g)
+	if err != nil {
+		return 0, err
+	}
+	var expired []TopicPartition
+	for tp, c := range offs {
+		if c.ExpireTimestamp > 0 {
+			if c.ExpireTimestamp <= nowMs {
+				expired = append(expired, tp)
+			}
+			continue
+		}
+		base := c.CommitTimestamp
+		if hasMeta && meta.ProtocolType != "" && meta.CurrentStateTimestamp >= 0 {
+			base = meta.CurrentStateTimestamp
+		}
+		if nowMs-base >= retentionMs {
+			expired = append(expired, tp)
+		}
+	}
+	if len(expired) == 0 {
+		return 0, nil
+	}
+	if err := s.deleteOffsets(g, expired); err != nil {
+		return 0, err
+	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("expired offsets", "group", g, "count", len(expired))
+	}
+	return len(expired), nil
 }
 
 // Apply materializes one __consumer_offsets record at log offset offset of
@@ -481,6 +506,8 @@ func (s *Store) Apply(partition int32, key, value []byte, offset int64) error {
 	if offset <= s.AppliedOffset(partition) {
 		return nil
 	}
+	s.expireMu.RLock()
+	defer s.expireMu.RUnlock()
 	err := s.update(func(txn *badger.Txn) error {
 		if kerr == nil {
 			bk := groupKey(k.Group)

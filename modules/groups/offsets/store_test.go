@@ -592,3 +592,43 @@ func TestOpenRefusesOtherLayout(t *testing.T) {
 		t.Fatalf("open: %v, want ErrLayout", err)
 	}
 }
+
+// TestExpireRacesCommits: a fresh commit that lands while expiry runs is never
+// deleted (expiry judges and deletes with writes held off).
+func TestExpireRacesCommits(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	now := time.UnixMilli(10_000_000)
+	stale := Committed{Offset: 1, CommitTimestamp: now.Add(-2 * time.Hour).UnixMilli()}
+	fresh := Committed{Offset: 2, CommitTimestamp: now.UnixMilli()}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := s.ExpireOffsets(now, time.Hour, func(string) bool { return true }); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 100; i++ {
+		p := int32(i % 4)
+		if err := s.Commit("g", "t", p, stale); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit("g", "t", p, fresh); err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := mustFetch(t, s, "g", "t", p); !ok || c != fresh {
+			t.Fatalf("round %d: fresh commit gone: %+v %v", i, c, ok)
+		}
+	}
+	close(done)
+	wg.Wait()
+}
