@@ -30,36 +30,43 @@
 // Key versions 3 and up (KIP-848 consumer group records) return
 // ErrUnsupportedVersion; Apply skips them.
 //
-// Offset commit value (written: 1 if ExpireTimestamp > 0, else 3; read: 0-3):
+// Offset commit value (written: 1 if ExpireTimestamp > 0, else 3; read: 0-4):
 //
-//	field              v0  v1  v2  v3
-//	version int16       x   x   x   x
-//	offset int64        x   x   x   x
-//	leader_epoch int32              x   (absent: NoLeaderEpoch, -1)
-//	metadata string     x   x   x   x
-//	commit_ts int64     x   x   x   x
-//	expire_ts int64         x           (absent: 0, meaning none)
+//	field              v0  v1  v2  v3  v4
+//	version int16       x   x   x   x   x
+//	offset int64        x   x   x   x   x
+//	leader_epoch int32              x   x   (absent: NoLeaderEpoch, -1)
+//	metadata string     x   x   x   x   x
+//	commit_ts int64     x   x   x   x   x
+//	expire_ts int64         x               (absent: 0, meaning none)
+//	tagged fields                       x   (tag 0: topic id; skipped)
 //
-// Version 4 (flexible, with a tagged topic id) is not read: ErrUnsupportedVersion.
+// Version 4 and group value version 4 are "flexible": strings, bytes and
+// arrays carry uvarint(length+1) (0 is null), and tagged-field sections
+// (uvarint count, then uvarint tag, uvarint size, bytes) follow each struct.
+// They are read, never written; their tags are skipped. Versions above 4
+// return ErrUnsupportedVersion.
 //
-// Group metadata value (written: 3; read: 0-3):
+// Group metadata value (written: 3; read: 0-4):
 //
-//	field                          v0  v1  v2  v3
-//	version int16                   x   x   x   x
-//	protocol_type string            x   x   x   x
-//	generation int32                x   x   x   x
-//	protocol nullable string        x   x   x   x
-//	leader nullable string          x   x   x   x
-//	current_state_ts int64                  x   x   (absent: NoTimestamp, -1)
-//	members array of:               x   x   x   x
-//	  member_id string              x   x   x   x
-//	  group_instance_id nullable                x
-//	  client_id string              x   x   x   x
-//	  client_host string            x   x   x   x
-//	  rebalance_timeout int32           x   x   x   (v0: equals session_timeout)
-//	  session_timeout int32         x   x   x   x
-//	  subscription bytes            x   x   x   x
-//	  assignment bytes              x   x   x   x
+//	field                          v0  v1  v2  v3  v4
+//	version int16                   x   x   x   x   x
+//	protocol_type string            x   x   x   x   x
+//	generation int32                x   x   x   x   x
+//	protocol nullable string        x   x   x   x   x
+//	leader nullable string          x   x   x   x   x
+//	current_state_ts int64                  x   x   x   (absent: NoTimestamp, -1)
+//	members array of:               x   x   x   x   x
+//	  member_id string              x   x   x   x   x
+//	  group_instance_id nullable                x   x
+//	  client_id string              x   x   x   x   x
+//	  client_host string            x   x   x   x   x
+//	  rebalance_timeout int32           x   x   x   x   (v0: equals session_timeout)
+//	  session_timeout int32         x   x   x   x   x
+//	  subscription bytes            x   x   x   x   x
+//	  assignment bytes              x   x   x   x   x
+//	  tagged fields                                 x
+//	tagged fields                                   x
 //
 // A null value (tombstone) deletes: an offset key's offset, a group key's
 // metadata (Kafka tombstones each offset of a deleted group separately).

@@ -16,20 +16,25 @@ const (
 	GroupKeyV2 int16 = 2
 )
 
-// Versions of the offset commit value that are read (0-3) and written (1, 3).
+// Versions of the offset commit value that are read (0-4) and written (1, 3).
 const (
 	OffsetValueV0 int16 = 0
 	OffsetValueV1 int16 = 1
 	OffsetValueV2 int16 = 2
 	OffsetValueV3 int16 = 3
+	// OffsetValueV4 is v3 in Kafka's flexible encoding (compact strings, tagged
+	// fields, tag 0 a topic id); read only, tags are skipped.
+	OffsetValueV4 int16 = 4
 )
 
-// Versions of the group metadata value that are read (0-3); only 3 is written.
+// Versions of the group metadata value that are read (0-4); only 3 is written.
 const (
 	GroupValueV0 int16 = 0
 	GroupValueV1 int16 = 1
 	GroupValueV2 int16 = 2
 	GroupValueV3 int16 = 3
+	// GroupValueV4 is v3 in the flexible encoding; read only, tags are skipped.
+	GroupValueV4 int16 = 4
 )
 
 // NoLeaderEpoch is the leader epoch of a commit that carries none (values v0-v2).
@@ -157,16 +162,17 @@ func appendOffsetValue(dst []byte, version int16, c Committed) []byte {
 	return dst
 }
 
-// DecodeOffsetValue decodes an offset commit value of version 0-3.
+// DecodeOffsetValue decodes an offset commit value of version 0-4.
 func DecodeOffsetValue(b []byte) (Committed, error) {
 	r := reader{b: b}
 	v := r.int16()
 	if r.err != nil {
 		return Committed{}, r.err
 	}
-	if v < OffsetValueV0 || v > OffsetValueV3 {
+	if v < OffsetValueV0 || v > OffsetValueV4 {
 		return Committed{}, fmt.Errorf("offset value version %d: %w", v, ErrUnsupportedVersion)
 	}
+	r.flex = v >= OffsetValueV4
 	c := Committed{LeaderEpoch: NoLeaderEpoch}
 	c.Offset = r.int64()
 	if v >= OffsetValueV3 {
@@ -177,6 +183,7 @@ func DecodeOffsetValue(b []byte) (Committed, error) {
 	if v == OffsetValueV1 {
 		c.ExpireTimestamp = r.int64()
 	}
+	r.tags()
 	if err := r.done(); err != nil {
 		return Committed{}, fmt.Errorf("offset value version %d: %w", v, err)
 	}
@@ -220,16 +227,21 @@ func appendGroupValue(dst []byte, version int16, g GroupMetadata) []byte {
 // bytes present, so a forged count cannot force a large allocation.
 const minMemberLen = 3*2 + 4 + 2*4
 
-// DecodeGroupMetadataValue decodes a group metadata value of version 0-3.
+// minFlexMemberLen is the same for v4: four compact strings, two timeouts, two
+// compact byte arrays and an empty tag section.
+const minFlexMemberLen = 4 + 2*4 + 2 + 1
+
+// DecodeGroupMetadataValue decodes a group metadata value of version 0-4.
 func DecodeGroupMetadataValue(b []byte) (GroupMetadata, error) {
 	r := reader{b: b}
 	v := r.int16()
 	if r.err != nil {
 		return GroupMetadata{}, r.err
 	}
-	if v < GroupValueV0 || v > GroupValueV3 {
+	if v < GroupValueV0 || v > GroupValueV4 {
 		return GroupMetadata{}, fmt.Errorf("group value version %d: %w", v, ErrUnsupportedVersion)
 	}
+	r.flex = v >= GroupValueV4
 	g := GroupMetadata{CurrentStateTimestamp: NoTimestamp}
 	g.ProtocolType = r.string()
 	g.Generation = r.int32()
@@ -238,8 +250,12 @@ func DecodeGroupMetadataValue(b []byte) (GroupMetadata, error) {
 	if v >= GroupValueV2 {
 		g.CurrentStateTimestamp = r.int64()
 	}
-	n := r.int32()
-	if r.err == nil && (n < 0 || int64(n)*minMemberLen > int64(len(r.b))) {
+	n := r.arrayLen()
+	minLen := int64(minMemberLen)
+	if r.flex {
+		minLen = minFlexMemberLen
+	}
+	if r.err == nil && (n < 0 || int64(n)*minLen > int64(len(r.b))) {
 		r.err = fmt.Errorf("member count %d with %d bytes left: %w", n, len(r.b), ErrCorrupt)
 	}
 	if r.err == nil && n > 0 {
@@ -262,7 +278,9 @@ func DecodeGroupMetadataValue(b []byte) (GroupMetadata, error) {
 		}
 		m.Subscription = r.bytes()
 		m.Assignment = r.bytes()
+		r.tags()
 	}
+	r.tags()
 	if err := r.done(); err != nil {
 		return GroupMetadata{}, fmt.Errorf("group value version %d: %w", v, err)
 	}
@@ -312,8 +330,62 @@ func appendBytes(dst []byte, b []byte) []byte {
 // reader decodes big-endian Kafka primitives with a sticky error: after the
 // first short read every call returns zero values.
 type reader struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	flex bool // flexible version: compact lengths (uvarint n+1) and tagged fields
+}
+
+// uvarint reads an unsigned varint of at most 5 bytes (fits 32 bits).
+func (r *reader) uvarint() uint32 {
+	var v uint32
+	for i := 0; i < 5; i++ {
+		p := r.take(1)
+		if p == nil {
+			return 0
+		}
+		if i == 4 && p[0] > 0x0F {
+			r.err = fmt.Errorf("varint overflows 32 bits: %w", ErrCorrupt)
+			return 0
+		}
+		v |= uint32(p[0]&0x7F) << (7 * i)
+		if p[0] < 0x80 {
+			return v
+		}
+	}
+	return v
+}
+
+// length reads a string/bytes/array length: -1 is null. Compact lengths are
+// stored plus one, so 0 is null; larger than an int32 is corrupt.
+func (r *reader) length(fixed func() int32) int32 {
+	if !r.flex {
+		return fixed()
+	}
+	u := r.uvarint()
+	if u > math.MaxInt32 {
+		r.err = fmt.Errorf("compact length %d: %w", u, ErrCorrupt)
+		return 0
+	}
+	return int32(u) - 1
+}
+
+func (r *reader) arrayLen() int32 { return r.length(r.int32) }
+
+// tags skips a tagged-field section in flexible versions.
+func (r *reader) tags() {
+	if !r.flex {
+		return
+	}
+	n := r.uvarint()
+	for i := uint32(0); r.err == nil && i < n; i++ {
+		r.uvarint() // tag
+		size := r.uvarint()
+		if size > math.MaxInt32 {
+			r.err = fmt.Errorf("tag size %d: %w", size, ErrCorrupt)
+			return
+		}
+		r.take(int(size))
+	}
 }
 
 func (r *reader) take(n int) []byte {
@@ -351,7 +423,7 @@ func (r *reader) int64() int64 {
 }
 
 func (r *reader) string() string {
-	n := r.int16()
+	n := r.length(func() int32 { return int32(r.int16()) })
 	if r.err == nil && n < 0 {
 		r.err = fmt.Errorf("string length %d: %w", n, ErrCorrupt)
 	}
@@ -359,7 +431,7 @@ func (r *reader) string() string {
 }
 
 func (r *reader) nullableString() string {
-	n := r.int16()
+	n := r.length(func() int32 { return int32(r.int16()) })
 	if r.err == nil && n < -1 {
 		r.err = fmt.Errorf("nullable string length %d: %w", n, ErrCorrupt)
 	}
@@ -371,7 +443,7 @@ func (r *reader) nullableString() string {
 
 // bytes returns a copy, so a decoded value never aliases its input.
 func (r *reader) bytes() []byte {
-	n := r.int32()
+	n := r.length(r.int32)
 	if r.err == nil && n < 0 {
 		r.err = fmt.Errorf("bytes length %d: %w", n, ErrCorrupt)
 	}

@@ -183,7 +183,8 @@ func TestDecodeOffsetValueErrors(t *testing.T) {
 		{"trailing", append(bytes.Clone(good), 1), ErrCorrupt},
 		{"negative metadata", (&hand{}).i16(0).i64(1).i16(-1).i64(2).b, ErrCorrupt},
 		{"metadata past end", (&hand{}).i16(0).i64(1).i16(0x7fff).b, ErrCorrupt},
-		{"v4 flexible", (&hand{}).i16(4).i64(1).b, ErrUnsupportedVersion},
+		{"v5", (&hand{}).i16(5).i64(1).b, ErrUnsupportedVersion},
+		{"v4 truncated", (&hand{}).i16(4).i64(1).b, ErrCorrupt},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,7 +314,8 @@ func TestDecodeGroupValueErrors(t *testing.T) {
 		{"bad nullable", (&hand{}).i16(3).str("c").i32(1).i16(-2).b, ErrCorrupt},
 		{"negative bytes", (&hand{}).i16(0).str("c").i32(1).null().null().i32(1).
 			str("m").str("c").str("h").i32(1).i32(-5).b, ErrCorrupt},
-		{"v4 flexible", (&hand{}).i16(4).b, ErrUnsupportedVersion},
+		{"v5", (&hand{}).i16(5).b, ErrUnsupportedVersion},
+		{"v4 truncated", (&hand{}).i16(4).b, ErrCorrupt},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -347,4 +349,82 @@ func TestPartitionFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+func kmsgOffsetValueV4() []byte {
+	k := kmsg.NewOffsetCommitValue()
+	k.Version, k.Offset, k.LeaderEpoch, k.Metadata, k.CommitTimestamp = 4, 77, 6, "flex", 1234
+	k.TopicID = [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	k.UnknownTags.Set(9, []byte("future"))
+	return k.AppendTo(nil)
+}
+
+func kmsgGroupValueV4() []byte {
+	g := sampleGroup()
+	k := kmsg.NewGroupMetadataValue()
+	k.Version, k.ProtocolType, k.Generation = 4, g.ProtocolType, g.Generation
+	k.Protocol, k.Leader, k.CurrentStateTimestamp = &g.Protocol, &g.Leader, g.CurrentStateTimestamp
+	for _, m := range g.Members {
+		km := kmsg.NewGroupMetadataValueMember()
+		km.MemberID, km.ClientID, km.ClientHost = m.MemberID, m.ClientID, m.ClientHost
+		if m.GroupInstanceID != "" {
+			km.InstanceID = &m.GroupInstanceID
+		}
+		km.RebalanceTimeoutMillis, km.SessionTimeoutMillis = m.RebalanceTimeoutMs, m.SessionTimeoutMs
+		km.Subscription, km.Assignment = m.Subscription, m.Assignment
+		km.UnknownTags.Set(3, []byte{0xAA})
+		k.Members = append(k.Members, km)
+	}
+	k.UnknownTags.Set(5, []byte("top"))
+	return k.AppendTo(nil)
+}
+
+func TestReadFlexibleV4(t *testing.T) {
+	t.Run("offset value", func(t *testing.T) {
+		got, err := DecodeOffsetValue(kmsgOffsetValueV4())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Committed{Offset: 77, LeaderEpoch: 6, Metadata: "flex", CommitTimestamp: 1234}
+		if got != want {
+			t.Fatalf("got %+v, want %+v", got, want)
+		}
+	})
+	t.Run("offset value by hand", func(t *testing.T) {
+		// version 4, offset, epoch, compact "ab" (len+1 = 3), commit ts, no tags.
+		in := append((&hand{}).i16(4).i64(1).i32(2).b, 3, 'a', 'b')
+		in = append((&hand{b: in}).i64(3).b, 0)
+		got, err := DecodeOffsetValue(in)
+		if err != nil || got != (Committed{Offset: 1, LeaderEpoch: 2, Metadata: "ab", CommitTimestamp: 3}) {
+			t.Fatalf("got %+v %v", got, err)
+		}
+	})
+	t.Run("group value", func(t *testing.T) {
+		got, err := DecodeGroupMetadataValue(kmsgGroupValueV4())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, sampleGroup()) {
+			t.Fatalf("got %+v\nwant %+v", got, sampleGroup())
+		}
+	})
+	t.Run("truncated", func(t *testing.T) {
+		ob, gb := kmsgOffsetValueV4(), kmsgGroupValueV4()
+		for n := 0; n < len(ob); n++ {
+			if _, err := DecodeOffsetValue(ob[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("offset value prefix %d: %v", n, err)
+			}
+		}
+		for n := 0; n < len(gb); n++ {
+			if _, err := DecodeGroupMetadataValue(gb[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("group value prefix %d: %v", n, err)
+			}
+		}
+	})
+	t.Run("overlong varint", func(t *testing.T) {
+		in := append((&hand{}).i16(4).i64(1).i32(2).b, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F)
+		if _, err := DecodeOffsetValue(in); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("err %v", err)
+		}
+	})
 }

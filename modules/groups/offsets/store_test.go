@@ -385,7 +385,7 @@ func TestApplyRejectsCorrupt(t *testing.T) {
 		{"short key", []byte{0}, nil},
 		{"corrupt offset value", EncodeOffsetKey("g", "t", 0), []byte{0, 3, 1}},
 		{"corrupt group value", EncodeGroupKey("g"), []byte{0, 3}},
-		{"unread offset value version", EncodeOffsetKey("g", "t", 0), (&hand{}).i16(4).b},
+		{"unread offset value version", EncodeOffsetKey("g", "t", 0), (&hand{}).i16(5).b},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
