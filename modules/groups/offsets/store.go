@@ -334,19 +334,27 @@ func (s *Store) deleteOffsets(group string, tps []TopicPartition) error {
 func (s *Store) DeleteGroup(group string) error {
 	err := s.with(func(db *badger.DB) error {
 		for {
+			// Chunks well inside badger's transaction limit (15% of a memtable),
+			// by count and by bytes: group names may be 32 KiB long.
 			var keys [][]byte
+			size, last := 0, true
 			err := db.View(func(txn *badger.Txn) error {
 				it := txn.NewIterator(badger.IteratorOptions{Prefix: groupOffsetPrefix(group)})
 				defer it.Close()
-				for it.Rewind(); it.Valid() && len(keys) < 1000; it.Next() {
-					keys = append(keys, it.Item().KeyCopy(nil))
+				for it.Rewind(); it.Valid(); it.Next() {
+					if len(keys) == 1000 || size > 256<<10 {
+						last = false
+						break
+					}
+					k := it.Item().KeyCopy(nil)
+					keys = append(keys, k)
+					size += len(k)
 				}
 				return nil
 			})
 			if err != nil {
 				return err
 			}
-			last := len(keys) < 1000
 			err = db.Update(func(txn *badger.Txn) error {
 				for _, k := range keys {
 					if err := txn.Delete(k); err != nil {

@@ -632,3 +632,32 @@ func TestExpireRacesCommits(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// TestDeleteGroupLarge deletes a group whose keys overflow one transaction
+// (more partitions than one chunk, and long keys).
+func TestDeleteGroupLarge(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	group := strings.Repeat("g", 4096) // 1000 such keys overflow a transaction
+	const parts = 1100
+	for start := 0; start < parts; start += 20 {
+		var es []Entry
+		for p := start; p < start+20; p++ {
+			es = append(es, Entry{Group: group, Topic: "t", Partition: int32(p), Committed: Committed{Offset: 1}})
+		}
+		if err := s.CommitBatch(es); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit("other", "t", 0, Committed{Offset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(mustGroup(t, s, group)); got != parts {
+		t.Fatalf("%d offsets before delete, want %d", got, parts)
+	}
+	if err := s.DeleteGroup(group); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGroups(t, s); !reflect.DeepEqual(got, []string{"other"}) {
+		t.Fatalf("groups after delete: %d, first %.10q", len(got), got)
+	}
+}
