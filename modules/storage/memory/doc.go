@@ -4,7 +4,9 @@
 // It follows the segment log's semantics exactly (modules/storage/storagetest checks
 // both): a partition is a list of segments that roll on segment.bytes and segment.ms,
 // retention and DeleteRecordsBefore delete whole segments, and Truncate drops the whole
-// batch that holds the truncation offset. Read returns kernel.Chunks with Bytes that
+// batch that holds the truncation offset. Time and size retention also take a non-empty
+// active segment past retention: a new, empty segment is rolled at the log end offset
+// and the old ones go, so the log is empty and the next append gets the old next offset. Read returns kernel.Chunks with Bytes that
 // point into the stored segment buffers; they are never modified afterwards (Truncate
 // copies the kept prefix into a fresh buffer), so Release has nothing to do.
 //

@@ -473,7 +473,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 }
 
 // EnforceRetention deletes the segments that retention.ms, retention.bytes or the log
-// start offset no longer keep.
+// start offset no longer keep. When the active segment itself is past retention, a new,
+// empty segment is rolled at the log end offset and every old one is deleted: the log
+// is empty and keeps its offsets.
 func (l *Log) EnforceRetention(now time.Time) error {
 	p := l.p
 	p.mu.Lock()
@@ -481,7 +483,11 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	if l.closed.Load() {
 		return kernel.ErrLogClosed
 	}
-	p.deleteOldest(p.deletable(now))
+	n := p.deletable(now)
+	if n == len(p.segs) {
+		p.segs = append(p.segs, p.newSegment(p.leo()))
+	}
+	p.deleteOldest(n)
 	return nil
 }
 

@@ -108,6 +108,14 @@
 // the old files finish; here reads pin the segment with a reference count, which gives
 // the same guarantee without a timer, so file.delete.delay.ms is not used.
 //
+// Time and size retention also take the active segment when it is not empty and past
+// retention itself (Kafka's rule, see batches.Deletable), never DeleteRecordsBefore.
+// The log then rolls a new, empty active segment at the log end offset, syncs the
+// directory (the new file is durable before any old one goes), renames every old
+// segment away, syncs the directory again and writes the checkpoints. The log is empty
+// with log start = log end, and a restart finds the new segment's file, named by the
+// log end offset, so the next offset survives even with stale checkpoints.
+//
 // # Invariants
 //
 //   - Offsets strictly increase within and across segments; segments are sorted by base
@@ -115,7 +123,8 @@
 //   - A segment's file holds only whole batches up to size; an append that fails is
 //     truncated back, so a batch is in the log whole or not at all.
 //   - LogStartOffset <= LogEndOffset; the first segment holds LogStartOffset (or the log
-//     is empty and its only segment starts there).
+//     is empty and its only segment starts there, as after retention of the active
+//     segment).
 //   - A segment's files stay open while a ReadResult points into them: refs counts the
 //     Log's own reference plus one per unreleased read. Bytes a ReadResult covers never
 //     change: appends write past them, deleted segments are renamed away, and Truncate
@@ -141,7 +150,10 @@
 // deletion take it exclusively; Read, OffsetForTimestamp and MaxTimestamp take it shared
 // and do their preads under it, then pin what they return. Flush pins the segments to
 // sync under the read lock and fsyncs without holding it, so appends continue during an
-// fsync. LogStartOffset and LogEndOffset are atomics, readable without the lock.
+// fsync. Retention of the active segment is the exception: it does its two directory
+// fsyncs under mu, so roll, deletion and their ordering are one step for appenders and
+// readers (it is rare: at most once per retention pass and partition). LogStartOffset and
+// LogEndOffset are atomics, readable without the lock.
 //
 // The Module owns two goroutines, the retention loop and the flush loop (flush.ms,
 // rolled-but-unflushed segments, dirty checkpoints); Start starts them, Stop cancels

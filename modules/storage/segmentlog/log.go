@@ -325,18 +325,52 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 }
 
 // EnforceRetention deletes the oldest segments that retention.ms, retention.bytes or the
-// log start offset no longer keep. The active segment is never deleted.
+// log start offset no longer keep. When the active segment itself is past retention,
+// the log rolls a new, empty segment at the log end offset and deletes all the old
+// ones, as Kafka does: the log is then empty from its log end offset on, and the
+// checkpoints are written before it returns.
 func (l *Log) EnforceRetention(now time.Time) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return kernel.ErrLogClosed
 	}
 	n := l.deletable(now)
-	if n > 0 {
-		l.store.dirty.Store(true)
+	if n == 0 {
+		l.mu.Unlock()
+		return nil
 	}
-	return l.deleteOldest(n)
+	l.store.dirty.Store(true)
+	if n < len(l.segs) {
+		err := l.deleteOldest(n)
+		l.mu.Unlock()
+		return err
+	}
+	err := l.deleteAll()
+	l.mu.Unlock()
+	return errors.Join(err, l.store.writeCheckpoints())
+}
+
+// deleteAll rolls a new, empty active segment at the log end offset and deletes every
+// older segment. The new segment's file is made durable before the old ones are renamed
+// away, so a crash at any point leaves a log whose end offset is the old one (after the
+// roll the directory holds a segment named by it); the renames are synced before it
+// returns, so a crash afterwards does not bring the deleted data back. mu held.
+func (l *Log) deleteAll() error {
+	if err := l.roll(l.leo.Load()); err != nil {
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		return err
+	}
+	err := l.deleteOldest(len(l.segs) - 1)
+	if serr := syncDir(l.dir); serr != nil {
+		return errors.Join(err, serr)
+	}
+	if err == nil {
+		l.dirDirty = false
+	}
+	return err
 }
 
 // deletable counts deletable segments; a zero now checks only the log start offset.

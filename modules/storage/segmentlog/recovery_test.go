@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
@@ -651,4 +652,116 @@ func TestSealedSegmentsHoldOneDescriptor(t *testing.T) {
 		t.Fatalf("%d descriptors open after reopening %d segments, want %d", got, len(l.(*Log).segs), want)
 	}
 	checkLog(t, l, 0)
+}
+
+// TestRetentionOfActivePinnedRead: retention of the active segment rolls a new segment
+// at the log end and renames the old files away; a read pinning them stays readable
+// until it is released, and the files are unlinked then.
+func TestRetentionOfActivePinnedRead(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	cfg := recoveryConfig()
+	cfg.SegmentBytes = 1 << 20 // one segment
+	l, err := s.Open(rtp, [16]byte{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 6) // offsets 0..11, max timestamp 1011
+	rr, err := l.Read(0, 1<<20, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RetentionMs = 1000
+	l.SetConfig(cfg)
+	if err := l.(*Log).EnforceRetention(time.UnixMilli(1011 + 1001)); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 12 || l.LogEndOffset() != 12 || l.Size() != 0 {
+		t.Fatalf("start %d end %d size %d; want 12 12 0", l.LogStartOffset(), l.LogEndOffset(), l.Size())
+	}
+	pdir := filepath.Join(s.dir, rtp.String())
+	if got := segFiles(t, pdir, logSuffix); len(got) != 1 || filepath.Base(got[0]) != segmentName(12)+logSuffix {
+		t.Fatalf("segment files after retention: %v", got)
+	}
+	if got := segFiles(t, pdir, deletedSuffix); len(got) == 0 {
+		t.Fatal("the pinned segment's files were unlinked under the reader")
+	}
+	fill(t, l, 2) // new bytes in the new segment
+	b, err := storagetest.ReadAll(rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := storagetest.ParseAll(b)
+	if err != nil || len(bs) != 6 || bs[0].Base != 0 || bs[5].Last != 11 {
+		t.Fatalf("pinned read after retention: %d batches, %v", len(bs), err)
+	}
+	rr.Release()
+	if got := segFiles(t, pdir, deletedSuffix); len(got) != 0 {
+		t.Fatalf("deleted files left after release: %v", got)
+	}
+	if l.LogEndOffset() != 16 {
+		t.Fatalf("LEO %d, want 16", l.LogEndOffset())
+	}
+	checkLog(t, l, 12)
+	checkIndexes(t, l.(*Log))
+}
+
+// TestCrashAfterRetentionOfActive: a crash after the active segment was retained away,
+// even before the checkpoints were written, recovers an empty log at the old log end:
+// the deleted records do not come back and the next append gets the old next offset.
+func TestCrashAfterRetentionOfActive(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	cfg := recoveryConfig()
+	l, err := s.Open(rtp, [16]byte{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 10) // segments 0, 8, 16; LEO 20
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	oldCkpts := map[string][]byte{}
+	for _, name := range []string{recoveryCheckpointFile, logStartCheckpointFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldCkpts[name] = b
+	}
+	cfg.RetentionBytes = 0
+	l.SetConfig(cfg)
+	if err := l.(*Log).EnforceRetention(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	for _, stale := range []bool{false, true} {
+		if stale { // as if the crash came before the checkpoint write
+			for name, b := range oldCkpts {
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s = openRaw(t, dir)
+		l, err = s.Open(rtp, [16]byte{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.LogStartOffset() != 20 || l.LogEndOffset() != 20 || l.Size() != 0 {
+			t.Fatalf("stale checkpoints %v: start %d end %d size %d; want 20 20 0", stale, l.LogStartOffset(), l.LogEndOffset(), l.Size())
+		}
+		crash(t, s)
+	}
+	s = openTestStore(t, dir)
+	l, err = s.Open(rtp, [16]byte{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.AppendLeader(storagetest.Batch(0, 5000, 2, 30)); err != nil || res.BaseOffset != 20 {
+		t.Fatalf("append after recovery: %+v %v; want base 20", res, err)
+	}
+	checkLog(t, l, 20)
 }

@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"AppendFollower", testAppendFollower},
 		{"RetentionBySize", testRetentionBySize},
 		{"RetentionByTime", testRetentionByTime},
+		{"RetentionOfActive", testRetentionOfActive},
 		{"ConfigChange", testConfigChange},
 		{"OpenTwice", testOpenTwice},
 		{"ReopenWithNewTopicID", testReopenWithNewTopicID},
@@ -92,6 +93,13 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		}
 		t.Parallel()
 		testReopen(t, open(t), o.reopen)
+	})
+	t.Run("ReopenAfterRetentionOfActive", func(t *testing.T) {
+		if o.reopen == nil {
+			t.Skip("implementation is not persistent")
+		}
+		t.Parallel()
+		testReopenAfterRetentionOfActive(t, open(t), o.reopen)
 	})
 }
 
@@ -502,15 +510,127 @@ func testRetentionBySize(t *testing.T, s kernel.Storage) {
 	if got := l.LogStartOffset(); got != 4 {
 		t.Fatalf("LogStartOffset %d, want 4", got)
 	}
-	cfg.RetentionBytes = 0
+	cfg.RetentionBytes = size / 2 // exceeded, but removing the active segment is not needed
 	l.SetConfig(cfg)
 	if err := re.EnforceRetention(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.Size(); got != size {
-		t.Fatalf("Size %d: the active segment must survive retention (%d)", got, size)
+		t.Fatalf("Size %d: retention.bytes below the active segment keeps it (%d)", got, size)
 	}
 	eqBases(t, "active segment", read(t, l, l.LogStartOffset(), 1<<20, 100, false), 10)
+	// retention.bytes 0: the active segment's removal is needed too. The log rolls an
+	// empty segment at its end and becomes empty, keeping its offsets.
+	cfg.RetentionBytes = 0
+	l.SetConfig(cfg)
+	if err := re.EnforceRetention(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	checkEmptyAt(t, l, 12)
+	res, err := l.AppendLeader(Batch(0, now, 2, 10))
+	if err != nil || res.BaseOffset != 12 || res.LastOffset != 13 {
+		t.Fatalf("append after active-segment retention: %+v %v; want offsets 12-13", res, err)
+	}
+	eqBases(t, "after active-segment retention", read(t, l, 12, 1<<20, 100, false), 12)
+}
+
+// checkEmptyAt checks that l holds no records and both its log start and log end
+// offsets are leo.
+func checkEmptyAt(t *testing.T, l kernel.Log, leo int64) {
+	t.Helper()
+	if l.LogStartOffset() != leo || l.LogEndOffset() != leo || l.Size() != 0 {
+		t.Fatalf("log start %d end %d size %d; want %d %d 0", l.LogStartOffset(), l.LogEndOffset(), l.Size(), leo, leo)
+	}
+	eqBases(t, "empty log", read(t, l, leo, 1<<20, leo, false))
+	if _, err := l.Read(leo-1, 1<<20, leo, true); !errors.Is(err, kernel.ErrOffsetOutOfRange) {
+		t.Fatalf("Read(%d) below the log start: %v", leo-1, err)
+	}
+	if _, _, ok, err := l.OffsetForTimestamp(0); err != nil || ok {
+		t.Fatalf("OffsetForTimestamp on an empty log: %v %v", ok, err)
+	}
+}
+
+// testRetentionOfActive: a single burst of records past retention.ms is deleted with
+// its (only, active) segment; later appends continue at the old log end.
+func testRetentionOfActive(t *testing.T, s kernel.Storage) {
+	cfg := DefaultConfig()
+	l := mustOpen(t, s, tp0, cfg)
+	re := enforcer(t, l)
+	now := time.Now()
+	appendN(t, l, 3, 2, now.Add(-time.Hour).UnixMilli()) // one segment, LEO 6
+	cfg.RetentionMs = time.Minute.Milliseconds()
+	l.SetConfig(cfg)
+	// A young active segment stays.
+	if err := re.EnforceRetention(now.Add(-time.Hour + time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 0 || l.LogEndOffset() != 6 {
+		t.Fatalf("young active segment deleted: start %d end %d", l.LogStartOffset(), l.LogEndOffset())
+	}
+	rr, err := l.Read(0, 1<<20, 6, true) // held across the retention
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := re.EnforceRetention(now); err != nil {
+		t.Fatal(err)
+	}
+	checkEmptyAt(t, l, 6)
+	raw, err := ReadAll(rr)
+	rr.Release()
+	if err != nil {
+		t.Fatalf("read held across retention: %v", err)
+	}
+	held, err := ParseAll(raw)
+	if err != nil {
+		t.Fatalf("read held across retention: %v", err)
+	}
+	eqBases(t, "read held across retention", held, 0, 2, 4)
+	// Retention of an empty log changes nothing.
+	if err := re.EnforceRetention(now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	checkEmptyAt(t, l, 6)
+	res, err := l.AppendLeader(Batch(0, now.UnixMilli(), 2, 10))
+	if err != nil || res.BaseOffset != 6 || res.LogStartOffset != 6 {
+		t.Fatalf("append after retention: %+v %v; want base 6, log start 6", res, err)
+	}
+	if err := re.EnforceRetention(now); err != nil {
+		t.Fatal(err)
+	}
+	eqBases(t, "new records", read(t, l, 6, 1<<20, 100, false), 6)
+	if ts, off, ok := l.MaxTimestamp(); !ok || off != 6 || ts != now.UnixMilli()+1 {
+		t.Fatalf("MaxTimestamp after retention: %d %d %v", ts, off, ok)
+	}
+}
+
+// testReopenAfterRetentionOfActive: a log emptied by retention of its active segment
+// keeps its log start and log end offsets across a restart.
+func testReopenAfterRetentionOfActive(t *testing.T, s kernel.Storage, reopen func(*testing.T, kernel.Storage) kernel.Storage) {
+	cfg := DefaultConfig()
+	size := int64(len(Batch(0, 0, 2, 10)))
+	cfg.SegmentBytes = 2 * size
+	l := mustOpen(t, s, tp0, cfg)
+	re := enforcer(t, l)
+	appendN(t, l, 5, 2, 1000) // LEO 10, 3 segments
+	cfg.RetentionMs = time.Hour.Milliseconds()
+	l.SetConfig(cfg)
+	if err := re.EnforceRetention(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	checkEmptyAt(t, l, 10)
+	s = reopen(t, s)
+	l = mustOpen(t, s, tp0, cfg)
+	checkEmptyAt(t, l, 10)
+	res, err := l.AppendLeader(Batch(0, time.Now().UnixMilli(), 1, 1))
+	if err != nil || res.BaseOffset != 10 {
+		t.Fatalf("append after reopen: %+v %v; want base 10", res, err)
+	}
+	s = reopen(t, s)
+	l = mustOpen(t, s, tp0, cfg)
+	if l.LogStartOffset() != 10 || l.LogEndOffset() != 11 {
+		t.Fatalf("second reopen: start %d end %d; want 10 11", l.LogStartOffset(), l.LogEndOffset())
+	}
+	eqBases(t, "after second reopen", read(t, l, 10, 1<<20, 100, false), 10)
 }
 
 func testRetentionByTime(t *testing.T, s kernel.Storage) {
@@ -546,7 +666,7 @@ func testConfigChange(t *testing.T, s kernel.Storage) {
 	size := appendN(t, l, 4, 1, 1000) // one segment
 	re, hasRetention := l.(RetentionEnforcer)
 	if hasRetention {
-		cfg.RetentionBytes = 0
+		cfg.RetentionBytes = 1 // below the log size, yet keeping the active segment
 		l.SetConfig(cfg)
 		if err := re.EnforceRetention(time.Now()); err != nil {
 			t.Fatal(err)

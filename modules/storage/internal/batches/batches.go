@@ -141,16 +141,25 @@ type SegmentSummary struct {
 }
 
 // Deletable returns how many of the oldest segments retention removes: segments wholly
-// below logStart, then (never the last, active one) segments whose largest timestamp is
+// below logStart (never the last, active one), then segments whose largest timestamp is
 // older than retention.ms, then the oldest ones while the log exceeds retention.bytes by
 // at least their size. Each rule deletes a prefix, as Kafka does.
+//
+// The time and size rules may take the active segment too when it is not empty (Kafka
+// does): the result is then len(segs), and the caller must first roll a new, empty
+// active segment at the log end offset, then delete every old segment, so the log is
+// empty but keeps its offsets.
 func Deletable(cfg *kernel.LogConfig, segs []SegmentSummary, logStart, nowMs int64) int {
-	if len(segs) <= 1 {
+	if len(segs) == 0 {
 		return 0
 	}
-	limit := len(segs) - 1 // never the active segment
+	last := len(segs) - 1
+	limit := last // the log start rule never takes the active segment
+	if segs[last].Size > 0 {
+		limit = len(segs)
+	}
 	n := 0
-	for n < limit && segs[n].Next <= logStart {
+	for n < last && segs[n].Next <= logStart {
 		n++
 	}
 	if cfg.RetentionMs >= 0 {

@@ -52,7 +52,9 @@ func TestDeletable(t *testing.T) {
 		{"never the active", kernel.LogConfig{RetentionMs: -1, RetentionBytes: -1}, 20, 1000, 3},
 		{"time stops at a young segment", kernel.LogConfig{RetentionMs: 850, RetentionBytes: -1}, 0, 1000, 1},
 		{"size", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 25}, 0, 1000, 1},
-		{"size zero keeps the active", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 0}, 0, 1000, 3},
+		{"size zero takes the active", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 0}, 0, 1000, 4},
+		{"size below the active keeps it", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 5}, 0, 1000, 3},
+		{"time takes an old active", kernel.LogConfig{RetentionMs: 10, RetentionBytes: -1}, 0, 1000, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +62,16 @@ func TestDeletable(t *testing.T) {
 				t.Fatalf("Deletable = %d, want %d", got, tc.want)
 			}
 		})
+	}
+	if got := Deletable(&kernel.LogConfig{RetentionMs: 10, RetentionBytes: -1}, segs[:1], 0, 1000); got != 1 {
+		t.Fatalf("Deletable of an old only segment = %d, want 1", got)
+	}
+	empty := []SegmentSummary{{Size: 10, MaxTs: 100, Next: 5}, {Size: 0, MaxTs: -1, Next: 5}}
+	if got := Deletable(&kernel.LogConfig{RetentionMs: 10, RetentionBytes: 0}, empty, 0, 1000); got != 1 {
+		t.Fatalf("Deletable with an empty active = %d, want 1", got)
+	}
+	if got := Deletable(&kernel.LogConfig{RetentionMs: 10, RetentionBytes: 0}, empty[1:], 5, 1000); got != 0 {
+		t.Fatalf("Deletable of an only empty segment = %d, want 0", got)
 	}
 }
 
