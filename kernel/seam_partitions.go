@@ -1,0 +1,30 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+)
+
+// Partitions is an optional interface of the replication module (found by type
+// assertion on ctx.Lookup("replication")) for modules that keep their state in internal
+// topics: the group coordinator in __consumer_offsets, the transaction coordinator in
+// __transaction_state. It is the same leader path producers use, so those records are
+// replicated, fenced and retained like any other.
+type Partitions interface {
+	// Append appends records (one or more concatenated, valid v2 batches) to tp as its
+	// leader, assigning offsets, and returns once they are committed: the high
+	// watermark has passed them and the ISR satisfies min.insync.replicas (acks=all).
+	// It returns ErrNotLeader when this broker does not lead tp, and ctx.Err() if ctx
+	// ends first (the records may still be committed later).
+	Append(ctx context.Context, tp TopicPartition, records []byte) (AppendResult, error)
+	// ReadCommitted calls fn with each batch of tp below the high watermark, starting
+	// with the batch holding offset (or the log start, if offset is below it), in
+	// order, until the high watermark as of the call. batch is only valid during fn;
+	// an error from fn stops the read and is returned.
+	ReadCommitted(ctx context.Context, tp TopicPartition, offset int64, fn func(batch []byte) error) error
+	// Leader reports whether this broker leads tp, and with which leader epoch.
+	Leader(tp TopicPartition) (epoch int32, ok bool)
+}
+
+// ErrNotLeader: this broker does not lead the partition (or does not know it).
+var ErrNotLeader = errors.New("not the leader of the partition")
