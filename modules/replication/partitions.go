@@ -1,0 +1,173 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Errors of the kernel.Partitions seam (besides kernel.ErrNotLeader, kernel.ErrCorrupt,
+// ErrNotEnoughReplicas and ctx.Err()).
+var (
+	// ErrNotEnoughReplicasAfterAppend: the records were appended, but when the HW passed
+	// them the ISR was smaller than min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+	// The records stay in the log; a retry may duplicate them.
+	ErrNotEnoughReplicasAfterAppend = errors.New("in-sync replicas fewer than min.insync.replicas after append")
+	// ErrRecordsRejected: valid batches the topic does not accept (larger than
+	// max.message.bytes or segment.bytes, timestamps out of bounds, control batches).
+	ErrRecordsRejected = errors.New("records rejected by the topic's limits")
+	// ErrStopping: the module stopped while Append waited for the HW.
+	ErrStopping = errStopped
+)
+
+// readCommittedChunk bounds one Log.Read of ReadCommitted.
+const readCommittedChunk = 1 << 20
+
+// Append appends records to tp as its leader and waits until they are committed; see
+// kernel.Partitions. It takes the same path as a Produce with acks=all: validation
+// (corrupt input wraps kernel.ErrCorrupt), the max timestamp rewrite, leader epoch
+// stamping, offset assignment, then the purgatory until the HW passes the last offset.
+// records is not modified (Append works on a copy). It may write internal topics.
+func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records []byte) (kernel.AppendResult, error) {
+	p := m.partition(tp)
+	if p == nil {
+		return kernel.AppendResult{}, fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
+	}
+	if !p.IsLeader() {
+		return kernel.AppendResult{}, fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
+	}
+	cfg := p.Config()
+	if int64(len(records)) > cfg.SegmentBytes {
+		return kernel.AppendResult{}, fmt.Errorf("append to %s: %d bytes exceed segment.bytes: %w", tp, len(records), ErrRecordsRejected)
+	}
+	records = slices.Clone(records)
+	pc := produceCtx{m: m, version: (&kmsg.ProduceRequest{}).MaxVersion(), now: m.now().UnixMilli()}
+	var out kmsg.ProduceResponseTopicPartition
+	if code, msg := pc.validate(records, cfg, &out); code != 0 {
+		if code == kerr.CorruptMessage.Code || code == kerr.InvalidRecord.Code {
+			return kernel.AppendResult{}, fmt.Errorf("append to %s: %s: %w", tp, msg, kernel.ErrCorrupt)
+		}
+		return kernel.AppendResult{}, fmt.Errorf("append to %s: %s: %w", tp, msg, ErrRecordsRejected)
+	}
+	res, err := p.appendLeader(records, true)
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return res, fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
+	case errors.Is(err, ErrClosed):
+		return res, fmt.Errorf("append to %s: %w (%w)", tp, kernel.ErrNotLeader, ErrClosed)
+	case err != nil:
+		return res, err
+	}
+	m.produceBytes.Add(int64(len(records)))
+	var werr error
+	try := func() bool {
+		switch {
+		case p.isClosed():
+			werr = fmt.Errorf("append to %s: %w (%w)", tp, kernel.ErrNotLeader, ErrClosed)
+		case !p.IsLeader():
+			werr = fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
+		case p.HighWatermark() <= res.LastOffset:
+			return false
+		case int32(len(p.ISR())) < p.Config().MinInsyncReplicas:
+			werr = fmt.Errorf("append to %s: %w", tp, ErrNotEnoughReplicasAfterAppend)
+		}
+		return true
+	}
+	done, err := m.pg.wait(ctx, []kernel.TopicPartition{tp}, time.Duration(math.MaxInt64), try)
+	switch {
+	case err != nil:
+		return res, err // ctx.Err() or ErrStopping
+	case !done: // unreachable: the timeout is ~292 years
+		return res, fmt.Errorf("append to %s: %w", tp, context.DeadlineExceeded)
+	}
+	return res, werr
+}
+
+// ReadCommitted calls fn with each batch of tp below the high watermark as of the call,
+// starting with the batch holding offset (or the log start); see kernel.Partitions. It
+// reads in chunks of at most 1 MiB (a batch larger than that whole), copying file
+// chunks into one reused buffer: a cold path (coordinator loading). Only the leader
+// serves it (kernel.ErrNotLeader otherwise).
+func (m *Module) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func(batch []byte) error) error {
+	p := m.partition(tp)
+	if p == nil || !p.IsLeader() {
+		return fmt.Errorf("read %s: %w", tp, kernel.ErrNotLeader)
+	}
+	hw := p.HighWatermark()
+	off := max(offset, p.log.LogStartOffset())
+	var buf []byte
+	for off < hw {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rr, err := p.log.Read(off, readCommittedChunk, hw, true)
+		if err != nil {
+			if errors.Is(err, kernel.ErrOffsetOutOfRange) {
+				if lso := p.log.LogStartOffset(); off < lso {
+					off = lso // retention moved the log start meanwhile
+					continue
+				}
+			}
+			return fmt.Errorf("read %s at %d: %w", tp, off, err)
+		}
+		buf, err = copyChunks(buf[:0], &rr)
+		rr.Release()
+		if err != nil {
+			return fmt.Errorf("read %s at %d: %w", tp, off, err)
+		}
+		if len(buf) == 0 {
+			return nil
+		}
+		next := off
+		err = recordbatch.Split(buf, func(h recordbatch.Header, batch []byte) error {
+			next = h.LastOffset() + 1
+			return fn(batch)
+		})
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			return fmt.Errorf("read %s at %d: no progress: %w", tp, off, kernel.ErrCorrupt)
+		}
+		off = next
+	}
+	return nil
+}
+
+// copyChunks appends the bytes of rr's chunks to dst.
+func copyChunks(dst []byte, rr *kernel.ReadResult) ([]byte, error) {
+	for i := range rr.Chunks {
+		c := &rr.Chunks[i]
+		if c.File == nil {
+			dst = append(dst, c.Bytes...)
+			continue
+		}
+		n := len(dst)
+		dst = slices.Grow(dst, int(c.N))[:n+int(c.N)]
+		if _, err := c.File.ReadAt(dst[n:], c.Off); err != nil {
+			return dst[:n], err
+		}
+	}
+	return dst, nil
+}
+
+// Leader reports whether this broker leads tp, and with which leader epoch.
+func (m *Module) Leader(tp kernel.TopicPartition) (int32, bool) {
+	p := m.partition(tp)
+	if p == nil {
+		return -1, false
+	}
+	pl := p.place.Load()
+	return pl.epoch, pl.leader == p.self
+}
+
+var _ kernel.Partitions = (*Module)(nil)
