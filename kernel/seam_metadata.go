@@ -1,5 +1,7 @@
 package kernel
 
+import "context"
+
 // Metadata is the role interface of the metadata module: it owns the cluster metadata log
 // and publishes immutable images of it.
 type Metadata interface {
@@ -69,4 +71,14 @@ func (im *Image) Partition(topic string, p int32) *PartitionImage {
 		return nil
 	}
 	return &t.Partitions[p]
+}
+
+// TopicCreator is an optional interface of the metadata module (found by type assertion
+// on ctx.Lookup("metadata")) for modules that own internal topics: the group coordinator
+// creates __consumer_offsets with it, the transaction coordinator __transaction_state.
+type TopicCreator interface {
+	// CreateTopic creates the topic (partitions and rf of -1 take the broker defaults)
+	// and returns it once this broker's image has it. An existing topic is returned as
+	// it is, with no error, so concurrent creators agree.
+	CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*TopicImage, error)
 }

@@ -435,4 +435,5 @@ var (
 	_ kernel.Stopper      = (*Module)(nil)
 	_ kernel.CleanerUpper = (*Module)(nil)
 	_ kernel.Metadata     = (*Module)(nil)
+	_ kernel.TopicCreator = (*Module)(nil)
 )
