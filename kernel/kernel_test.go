@@ -78,11 +78,10 @@ func (m *echoModule) Stop(context.Context) error  { m.stopped = true; return nil
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func newKernel(t *testing.T, yaml string) (*kernel.Kernel, *echoModule) {
+// unstartedKernel builds a kernel from yaml and reg on loopback ports with kernel-chosen
+// numbers and a temporary data dir; the caller starts it.
+func unstartedKernel(t *testing.T, reg *kernel.Registry, yaml string) *kernel.Kernel {
 	t.Helper()
-	var mod *echoModule
-	reg := kernel.NewRegistry()
-	reg.Register(kernel.ModuleInfo{ID: "echo.basic", New: func() kernel.Module { mod = &echoModule{Greeting: "hi"}; return mod }})
 	cfg, err := kernel.ParseConfig([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +93,15 @@ func newKernel(t *testing.T, yaml string) (*kernel.Kernel, *echoModule) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k
+}
+
+func newKernel(t *testing.T, yaml string) (*kernel.Kernel, *echoModule) {
+	t.Helper()
+	var mod *echoModule
+	reg := kernel.NewRegistry()
+	reg.Register(kernel.ModuleInfo{ID: "echo.basic", New: func() kernel.Module { mod = &echoModule{Greeting: "hi"}; return mod }})
+	k := unstartedKernel(t, reg, yaml)
 	if err := k.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -503,17 +511,7 @@ func TestClaimBeyondDecoderRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := kernel.NewRegistry()
 			reg.Register(kernel.ModuleInfo{ID: "echo.claim", New: func() kernel.Module { return &claimModule{key: tc.key, maxV: tc.maxV} }})
-			cfg, err := kernel.ParseConfig([]byte("modules: {echo: {use: claim}}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.DataDir = t.TempDir()
-			cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
-			cfg.AdminListen = "127.0.0.1:0"
-			k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			k := unstartedKernel(t, reg, "modules: {echo: {use: claim}}\n")
 			if err := k.Start(context.Background()); err == nil {
 				_ = k.Shutdown(context.Background())
 				t.Fatal("start accepted the claim")
@@ -578,17 +576,7 @@ func TestShutdownAfterFailedStartCleansUpOnce(t *testing.T) {
 	var cleanups atomic.Int64
 	reg := kernel.NewRegistry()
 	reg.Register(kernel.ModuleInfo{ID: "echo.fail", New: func() kernel.Module { return &failModule{cleanups: &cleanups} }})
-	cfg, err := kernel.ParseConfig([]byte("modules: {echo: {use: fail}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = t.TempDir()
-	cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
-	cfg.AdminListen = "127.0.0.1:0"
-	k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := unstartedKernel(t, reg, "modules: {echo: {use: fail}}\n")
 	if err := k.Start(context.Background()); err == nil {
 		t.Fatal("start succeeded")
 	}
