@@ -490,58 +490,98 @@ func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
 // The partition is an argument, not derived from the key, because the store
 // does not know offsets.topic.num.partitions (see PartitionFor).
 func (s *Store) Apply(partition int32, key, value []byte, offset int64) error {
-	k, kerr := DecodeKey(key)
-	if kerr != nil && !errors.Is(kerr, ErrUnsupportedVersion) {
-		return fmt.Errorf("apply %d@%d: %w", partition, offset, kerr)
+	return s.ApplyBatch(partition, []Record{{Key: key, Value: value, Offset: offset}})
+}
+
+// Record is one __consumer_offsets record at a log offset, for ApplyBatch.
+type Record struct {
+	Key, Value []byte // Value nil: a tombstone
+	Offset     int64
+}
+
+// ApplyBatch applies records of one partition, in ascending offset order, in one
+// transaction (one fsync): all or none. It is Apply for many records; records at or
+// below AppliedOffset(partition) are skipped. The coordinator applies each appended
+// batch with it, and the replay each batch read back.
+func (s *Store) ApplyBatch(partition int32, recs []Record) error {
+	type op struct {
+		bk, stored []byte
+		skip       bool // unread key version: only the applied offset moves
+		version    int16
 	}
-	var stored []byte
-	if kerr == nil && value != nil {
-		if k.IsOffset() {
-			c, err := DecodeOffsetValue(value)
-			if err != nil {
-				return fmt.Errorf("apply %d@%d: %w", partition, offset, err)
-			}
-			stored = encodeStored(c)
-		} else {
-			if _, err := DecodeGroupMetadataValue(value); err != nil {
-				return fmt.Errorf("apply %d@%d: %w", partition, offset, err)
-			}
-			stored = value
+	ops := make([]op, len(recs))
+	for i, r := range recs {
+		if i > 0 && r.Offset <= recs[i-1].Offset {
+			return fmt.Errorf("apply %d@%d: offsets not ascending", partition, r.Offset)
 		}
+		k, kerr := DecodeKey(r.Key)
+		if kerr != nil {
+			if !errors.Is(kerr, ErrUnsupportedVersion) {
+				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, kerr)
+			}
+			ops[i] = op{skip: true, version: k.Version}
+			continue
+		}
+		if k.IsOffset() {
+			ops[i].bk = offsetKey(k.Group, k.Topic, k.Partition)
+		} else {
+			ops[i].bk = groupKey(k.Group)
+		}
+		if r.Value == nil {
+			continue
+		}
+		if k.IsOffset() {
+			c, err := DecodeOffsetValue(r.Value)
+			if err != nil {
+				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
+			}
+			ops[i].stored = encodeStored(c)
+		} else {
+			if _, err := DecodeGroupMetadataValue(r.Value); err != nil {
+				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
+			}
+			ops[i].stored = r.Value
+		}
+	}
+	if len(recs) == 0 {
+		return nil
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	if offset <= s.AppliedOffset(partition) {
+	applied := s.AppliedOffset(partition)
+	last := recs[len(recs)-1].Offset
+	if last <= applied {
 		return nil
 	}
 	s.expireMu.RLock()
 	defer s.expireMu.RUnlock()
 	err := s.update(func(txn *badger.Txn) error {
-		if kerr == nil {
-			bk := groupKey(k.Group)
-			if k.IsOffset() {
-				bk = offsetKey(k.Group, k.Topic, k.Partition)
+		for i, o := range ops {
+			if recs[i].Offset <= applied || o.skip {
+				continue
 			}
 			var err error
-			if stored == nil {
-				err = txn.Delete(bk)
+			if o.stored == nil {
+				err = txn.Delete(o.bk)
 			} else {
-				err = txn.Set(bk, stored)
+				err = txn.Set(o.bk, o.stored)
 			}
 			if err != nil {
 				return err
 			}
 		}
-		return txn.Set(appliedKey(partition), binary.BigEndian.AppendUint64(nil, uint64(offset)))
+		return txn.Set(appliedKey(partition), binary.BigEndian.AppendUint64(nil, uint64(last)))
 	})
 	if err != nil {
-		return fmt.Errorf("apply %d@%d: %w", partition, offset, err)
+		return fmt.Errorf("apply %d@%d..%d: %w", partition, recs[0].Offset, last, err)
 	}
 	s.appliedMu.Lock()
-	s.applied[partition] = offset
+	s.applied[partition] = last
 	s.appliedMu.Unlock()
-	if kerr != nil && s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("skipped record with unread key version", "partition", partition, "offset", offset, "version", k.Version)
+	for i, o := range ops {
+		if o.skip && recs[i].Offset > applied && s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("skipped record with unread key version", "partition", partition, "offset", recs[i].Offset, "version", o.version)
+		}
 	}
 	return nil
 }

@@ -661,3 +661,51 @@ func TestDeleteGroupLarge(t *testing.T) {
 		t.Fatalf("groups after delete: %d, first %.10q", len(got), got)
 	}
 }
+
+func TestApplyBatch(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v := EncodeOffsetValue(Committed{Offset: 7, LeaderEpoch: NoLeaderEpoch})
+	recs := []Record{
+		{Key: EncodeOffsetKey("g", "t", 0), Value: v, Offset: 10},
+		{Key: EncodeOffsetKey("g", "t", 1), Value: v, Offset: 11},
+		{Key: EncodeOffsetKey("g", "t", 0), Value: nil, Offset: 12},
+	}
+	if err := s.ApplyBatch(3, recs); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.AppliedOffset(3); got != 12 {
+		t.Fatalf("applied = %d, want 12", got)
+	}
+	if _, ok, _ := s.Fetch("g", "t", 0); ok {
+		t.Fatal("t/0 should be deleted by the tombstone at 12")
+	}
+	if c, ok, _ := s.Fetch("g", "t", 1); !ok || c.Offset != 7 {
+		t.Fatalf("t/1 = %+v %v", c, ok)
+	}
+	// A replayed prefix is skipped; records past it apply.
+	if err := s.ApplyBatch(3, []Record{
+		{Key: EncodeOffsetKey("g", "t", 0), Value: v, Offset: 12},
+		{Key: EncodeOffsetKey("g", "t", 2), Value: v, Offset: 13},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Fetch("g", "t", 0); ok {
+		t.Fatal("record at 12 was applied twice")
+	}
+	if _, ok, _ := s.Fetch("g", "t", 2); !ok {
+		t.Fatal("record at 13 missing")
+	}
+	if err := s.ApplyBatch(3, []Record{{Key: []byte{0}, Offset: 14}}); err == nil {
+		t.Fatal("corrupt key applied")
+	}
+	if err := s.ApplyBatch(3, []Record{{Key: recs[0].Key, Value: v, Offset: 20}, {Key: recs[0].Key, Value: v, Offset: 19}}); err == nil {
+		t.Fatal("descending offsets applied")
+	}
+	if got := s.AppliedOffset(3); got != 13 {
+		t.Fatalf("applied = %d after failures, want 13", got)
+	}
+}
