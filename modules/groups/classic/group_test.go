@@ -783,3 +783,28 @@ func TestLeaderMemberListByVersion(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateCommit(t *testing.T) {
+	h := newHarness(t, Config{InitialRebalanceDelay: -1})
+	g := h.g
+	if e := g.ValidateCommit("", nil, -1, h.now); e != nil {
+		t.Fatalf("simple commit to an empty group: %v", e)
+	}
+	if e := g.ValidateCommit("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
+		t.Fatalf("unknown member: %v", e)
+	}
+	ids, gen := h.stable(2)
+	if e := g.ValidateCommit(ids[0], nil, gen, h.now); e != nil {
+		t.Fatalf("member commit: %v", e)
+	}
+	if e := g.ValidateCommit(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
+		t.Fatalf("stale generation: %v", e)
+	}
+	if e := g.ValidateCommit("", nil, -1, h.now); e != kerr.UnknownMemberID {
+		t.Fatalf("simple commit to a live group: %v", e)
+	}
+	g.MarkDead(kerr.NotCoordinator)
+	if e := g.ValidateCommit(ids[0], nil, gen, h.now); e != kerr.CoordinatorNotAvailable {
+		t.Fatalf("dead group: %v", e)
+	}
+}

@@ -463,3 +463,39 @@ func (g *Group) Describe(now time.Time) kmsg.DescribeGroupsResponseGroup {
 	}
 	return d
 }
+
+// ValidateCommit checks an OffsetCommit (or TxnOffsetCommit) against the group at
+// now, as Kafka's classic group does: a commit with generation < 0, no member id and
+// no instance id is a "simple" commit, allowed only while the group is Empty (else
+// UNKNOWN_MEMBER_ID); any other commit must come from a current member
+// (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) of the current generation
+// (ILLEGAL_GENERATION), and not while the group waits for the leader's assignment
+// (REBALANCE_IN_PROGRESS). Commits during PreparingRebalance are allowed, so
+// cooperative members keep committing what they still own. A member's valid commit
+// also counts as a heartbeat, as in Kafka.
+func (g *Group) ValidateCommit(memberID string, instanceID *string, generation int32, now time.Time) *kerr.Error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.advance(now)
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable
+	}
+	if generation < 0 && memberID == "" && instanceID == nil {
+		if g.state != Empty {
+			return kerr.UnknownMemberID
+		}
+		return nil
+	}
+	if e := g.checkMember(memberID, instanceID); e != nil {
+		return e
+	}
+	if generation != g.generation {
+		return kerr.IllegalGeneration
+	}
+	if g.state == CompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	m := g.byID[memberID]
+	m.sessionDeadline = g.now.Add(m.sessionTimeout)
+	return nil
+}
