@@ -183,6 +183,9 @@ type Broker struct {
 	GroupMaxSessionTimeoutMs         int64 // group.max.session.timeout.ms
 	GroupConsumerSessionTimeoutMs    int64 // group.consumer.session.timeout.ms
 	GroupConsumerHeartbeatIntervalMs int64 // group.consumer.heartbeat.interval.ms
+	GroupMaxSize                     int32 // group.max.size
+	GroupConsumerMaxSize             int32 // group.consumer.max.size
+	OffsetMetadataMaxBytes           int32 // offset.metadata.max.bytes
 
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	MinInsyncReplicas           int32  // min.insync.replicas
@@ -234,6 +237,9 @@ func ResolveBroker(merged map[string]string) Broker {
 		GroupMaxSessionTimeoutMs:         n("group.max.session.timeout.ms"),
 		GroupConsumerSessionTimeoutMs:    n("group.consumer.session.timeout.ms"),
 		GroupConsumerHeartbeatIntervalMs: n("group.consumer.heartbeat.interval.ms"),
+		GroupMaxSize:                     int32(n("group.max.size")),
+		GroupConsumerMaxSize:             int32(n("group.consumer.max.size")),
+		OffsetMetadataMaxBytes:           int32(n("offset.metadata.max.bytes")),
 
 		UncleanLeaderElectionEnable: eff["unclean.leader.election.enable"].bool(),
 		MinInsyncReplicas:           int32(n("min.insync.replicas")),
