@@ -82,3 +82,17 @@ type TopicCreator interface {
 	// it is, with no error, so concurrent creators agree.
 	CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*TopicImage, error)
 }
+
+// Endpoint returns the broker's endpoint on the named listener. With no listener name
+// (a connection the kernel did not label) it returns the first endpoint.
+func (b *BrokerImage) Endpoint(listener string) (ListenerInfo, bool) {
+	for _, e := range b.Endpoints {
+		if e.Name == listener {
+			return e, true
+		}
+	}
+	if listener == "" && len(b.Endpoints) > 0 {
+		return b.Endpoints[0], true
+	}
+	return ListenerInfo{}, false
+}

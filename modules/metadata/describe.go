@@ -12,19 +12,6 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-// endpointFor returns a broker's endpoint on the named listener. With no listener name
-// (a connection the kernel did not label) it returns the first endpoint.
-func endpointFor(b *kernel.BrokerImage, listener string) (kernel.ListenerInfo, bool) {
-	for _, e := range b.Endpoints {
-		if e.Name == listener {
-			return e, true
-		}
-	}
-	if listener == "" && len(b.Endpoints) > 0 {
-		return b.Endpoints[0], true
-	}
-	return kernel.ListenerInfo{}, false
-}
 
 func strPtr(s string) *string { return &s }
 
@@ -39,7 +26,7 @@ func rackPtr(r string) *string {
 func metadataBrokers(im *kernel.Image, listener string) []kmsg.MetadataResponseBroker {
 	var out []kmsg.MetadataResponseBroker
 	for _, id := range liveBrokers(im) {
-		e, ok := endpointFor(im.Brokers[id], listener)
+		e, ok := im.Brokers[id].Endpoint(listener)
 		if !ok {
 			continue
 		}
@@ -68,7 +55,7 @@ func topicMetadata(im *kernel.Image, t *kernel.TopicImage, listener string, vers
 		case p.Leader < 0 || leader == nil || leader.Fenced:
 			mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
 		default:
-			if _, ok := endpointFor(leader, listener); !ok {
+			if _, ok := leader.Endpoint(listener); !ok {
 				mp.ErrorCode, mp.Leader = kerr.ListenerNotFound.Code, -1
 				if version == 0 {
 					mp.ErrorCode = kerr.LeaderNotAvailable.Code
@@ -217,7 +204,7 @@ func (m *Module) describeClusterResp(ctx context.Context, req *kernel.Request, r
 		if b.Fenced && !(r.Version >= 2 && r.IncludeFencedBrokers) {
 			continue
 		}
-		e, ok := endpointFor(b, req.Conn.Listener)
+		e, ok := b.Endpoint(req.Conn.Listener)
 		if !ok {
 			continue
 		}
