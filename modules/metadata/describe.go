@@ -12,7 +12,6 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-
 func strPtr(s string) *string { return &s }
 
 func rackPtr(r string) *string {
