@@ -1,0 +1,145 @@
+// Package consumer is the state machine of a KIP-848 consumer group (the
+// "consumer" group protocol: ConsumerGroupHeartbeat v0-v1 and
+// ConsumerGroupDescribe v0-v1), as pure logic: no network, no goroutines,
+// no clock of its own. The group coordinator's handlers decode a request,
+// call the Group and encode what comes back.
+//
+// Usage sketch (a handler):
+//
+//	g := consumer.New("my-group", consumer.Config{}, time.Now())
+//	resp := g.Heartbeat(ctx, req, req.Version, consumer.Client{ID: clientID, Host: host}, topics, time.Now())
+//	// write resp
+//
+// topics is a TopicView of the cluster metadata (names, ids, partition
+// counts). The coordinator owns the clock: it calls g.Tick(time.Now()) when
+// g.NextDeadline() passes, and every method also fires the timers due at the
+// time it is given. Tests pass a fake time and never sleep.
+//
+// # Group states
+//
+//	                  member joins (group epoch++)
+//	      Empty ───────────────────────────────────────► Assigning
+//	        ▲                                             │   ▲
+//	        │ last member leaves,                target   │   │ member joins, leaves or is
+//	        │ is fenced or expires        computed at the │   │ fenced; a subscription changes;
+//	        │ (from any state)                group epoch │   │ subscribed topics' metadata
+//	        │                                             ▼   │ changes (group epoch++)
+//	     (any) ◄──────────────────────────────────── Reconciling
+//	                                                      │   ▲
+//	                        every member at the target    │   │ (same causes, from Stable)
+//	                        epoch                         ▼   │
+//	                                                    Stable
+//
+//	any state ── MarkDead(err): group deleted or coordinator moved ──► Dead (final)
+//
+// The state is derived, as Kafka derives it: Empty without members,
+// Assigning while the group epoch is ahead of the target assignment epoch,
+// Reconciling while some member's epoch differs from the target epoch (a
+// static member away with epoch -2 counts), Stable otherwise.
+//
+// # Epochs and the target assignment
+//
+// The group epoch grows by one on every change that needs a new assignment:
+// a member joins or is removed (leave, session timeout, rebalance timeout),
+// a member's subscription (topic names, regex), rack or preferred server
+// assignor changes, or the metadata of a subscribed topic changes (created,
+// deleted, recreated with a new id, partitions added). Metadata is checked on
+// every heartbeat by looking up each subscribed topic in the TopicView and
+// comparing with what the group saw at the last bump. Topics that do not
+// exist are not assigned and are looked up again on each heartbeat.
+//
+// A heartbeat that finds the group epoch ahead of the target epoch runs the
+// assignor: the one most members ask for (ServerAssignor; ties go to the one
+// configured first), else Config.Assignors[0]. Each member's previous target
+// is its Current, so assignments are sticky. If the assignor fails, panics
+// or returns an assignment assignor.Check rejects, the previous target stays,
+// the target epoch does not move, LastAssignorError says why, and the next
+// heartbeat tries again.
+//
+// Regex subscriptions (v1+) use Go's regexp, the RE2 dialect Kafka's RE2J
+// also speaks, and must match a whole topic name; topics whose names start
+// with "__" are never matched. A new regex is resolved at once; all are
+// resolved again every Config.RegexRefreshInterval (a heartbeat does it), so
+// new topics are picked up.
+//
+// # Member reconciliation
+//
+// Each member has an epoch, its previous epoch, its assigned partitions
+// (what it may use: exactly what the last Assignment it was sent lists) and
+// partitions pending revocation. Its heartbeat moves it towards its target
+// as Kafka's CurrentAssignmentBuilder does:
+//
+//	STABLE ── target epoch moved, partitions to revoke ──► UNREVOKED_PARTITIONS
+//	   │  ▲                                                  │ owned list no longer has them
+//	   │  └──────── all target partitions obtained ──────────┤ (or rebalance timeout: fenced)
+//	   │                                                     ▼
+//	   └── target epoch moved, some partitions ──► UNRELEASED_PARTITIONS
+//	       still held by others                     (picks them up as they are released)
+//
+// A member keeps its epoch while it must revoke; it moves to the target
+// epoch (and gets the new partitions nobody else holds) only once its
+// heartbeat's owned list (TopicPartitions) no longer contains the revoked
+// ones. A heartbeat without an owned list acknowledges nothing. A member
+// that does not revoke within its rebalance timeout is removed. The
+// response carries the Assignment when the member's assigned partitions
+// changed in this heartbeat or the request was a full one (epoch 0, or
+// rebalance timeout, subscription and owned list all present); it is null
+// otherwise.
+//
+// # Membership rules
+//
+//   - Epoch 0 joins. v0: an empty member id makes the coordinator generate
+//     one. v1 (KIP-1082): the client generates it; empty is INVALID_REQUEST.
+//     A join must carry RebalanceTimeoutMillis, an empty non-null
+//     TopicPartitions and SubscribedTopicNames or SubscribedTopicRegex
+//     (non-null; empty means subscribed to nothing). A known member id
+//     joining again keeps its member and assignment (it owns nothing now).
+//   - Epoch -1 leaves: the member is removed. Epoch -2 (needs an instance
+//     id): a static member leaves for now; it keeps its assignment until its
+//     session timeout, and a join with the same instance id (and any member
+//     id) takes it over. A join with the instance id of a member that has
+//     not left is UNRELEASED_INSTANCE_ID; a heartbeat or leave naming an
+//     instance id held by another member id is FENCED_INSTANCE_ID.
+//   - Any other epoch must be the member's current one, or its previous one
+//     with an owned list within its assignment (the response moving it on
+//     may have been lost); else FENCED_MEMBER_EPOCH. An unknown member id is
+//     UNKNOWN_MEMBER_ID.
+//   - New members beyond Config.MaxSize get GROUP_MAX_SIZE_REACHED; an
+//     unknown ServerAssignor UNSUPPORTED_ASSIGNOR; a bad or too long regex
+//     INVALID_REGULAR_EXPRESSION; too many subscribed or owned topics
+//     INVALID_REQUEST. Negative partition ids and unknown topic ids in owned
+//     lists are ignored.
+//
+// ValidateCommit and ValidateFetch check OffsetCommit / OffsetFetch member
+// epochs (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) as Kafka does.
+//
+// Not here: persisting the group to __consumer_offsets, the network
+// handlers, classic-protocol members in a consumer group (KIP-848 upgrade
+// path), rack-aware topic metadata (PartitionRacks), and
+// coordinator-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+// INVALID_GROUP_ID, GROUP_ID_NOT_FOUND, authorization).
+//
+// # Invariants
+//
+//   - The group epoch only grows. Every member epoch is <= the target
+//     epoch <= the group epoch (a static member away has -2, a member that
+//     has just joined 0).
+//   - A partition is assigned or pending revocation to at most one member:
+//     it is given to a new owner only once the old one has acknowledged
+//     revoking it (or was removed). So members following the protocol never
+//     own a partition at the same time.
+//   - The target assignment passed assignor.Check for the members and
+//     topics of the epoch it was computed at; removed members are dropped
+//     from it.
+//   - Every member has a session deadline; a member in
+//     UNREVOKED_PARTITIONS also has a revocation deadline.
+//   - A refused heartbeat changes nothing but the clock (and the timers it fires).
+//
+// # Concurrency
+//
+// A Group guards itself with one mutex, so methods may be called from any
+// goroutine. Heartbeat holds it while the assignor runs (bounded by ctx);
+// everything else is short. TopicView is called with the lock held. Time
+// passed to methods may go back (concurrent callers); the group keeps the
+// latest time it has seen. Nothing here starts a goroutine.
+package consumer

@@ -1,0 +1,251 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/modules/groups/assignor"
+)
+
+// regexEntry is one distinct regex subscription of the group.
+type regexEntry struct {
+	re       *regexp.Regexp // anchored: Kafka matches whole names
+	refs     int            // members subscribed with it
+	matched  []string       // sorted topic names, internal topics excluded
+	resolved bool
+}
+
+// topicMeta is what the group last saw of one subscribed topic.
+type topicMeta struct {
+	id         assignor.TopicID
+	partitions int32
+}
+
+// compileRegex validates a subscription regex (RE2 syntax, as Kafka's RE2J)
+// and returns it anchored at both ends.
+func (g *Group) compileRegex(s string) (*regexp.Regexp, error) {
+	if e := g.regexes[s]; e != nil {
+		return e.re, nil
+	}
+	if _, err := regexp.Compile(s); err != nil {
+		return nil, err
+	}
+	return regexp.Compile("^(?:" + s + ")$")
+}
+
+// setNames replaces m's explicit subscription, keeping nameRefs in step.
+func (g *Group) setNames(m *member, names []string) {
+	for _, n := range m.names {
+		if g.nameRefs[n]--; g.nameRefs[n] <= 0 {
+			delete(g.nameRefs, n)
+		}
+	}
+	m.names = names
+	for _, n := range names {
+		g.nameRefs[n]++
+	}
+}
+
+// setRegex replaces m's regex subscription; re is its compiled form (nil
+// when regex is "" or already known).
+func (g *Group) setRegex(m *member, regex string, re ...*regexp.Regexp) {
+	if m.regex != "" {
+		if e := g.regexes[m.regex]; e != nil {
+			if e.refs--; e.refs <= 0 {
+				delete(g.regexes, m.regex)
+			}
+		}
+	}
+	m.regex = regex
+	if regex == "" {
+		return
+	}
+	e := g.regexes[regex]
+	if e == nil {
+		e = &regexEntry{}
+		if len(re) > 0 && re[0] != nil {
+			e.re = re[0]
+		} else {
+			e.re, _ = g.compileRegex(regex)
+		}
+		g.regexes[regex] = e
+	}
+	e.refs++
+}
+
+// refreshRegexes resolves new regexes now and all of them again every
+// RegexRefreshInterval.
+func (g *Group) refreshRegexes(topics TopicView, now time.Time) {
+	if len(g.regexes) == 0 {
+		return
+	}
+	due := g.cfg.RegexRefreshInterval < 0 || !now.Before(g.regexAt.Add(g.cfg.RegexRefreshInterval))
+	if !due {
+		for _, e := range g.regexes {
+			if !e.resolved {
+				due = true
+				break
+			}
+		}
+	}
+	if !due {
+		return
+	}
+	names := topics.TopicNames()
+	for _, e := range g.regexes {
+		var matched []string
+		if e.re != nil {
+			for _, n := range names {
+				if !strings.HasPrefix(n, "__") && e.re.MatchString(n) {
+					matched = append(matched, n)
+				}
+			}
+		}
+		slices.Sort(matched)
+		e.matched, e.resolved = slices.Compact(matched), true
+	}
+	g.regexAt = now
+}
+
+// memberTopics is m's resolved subscription: explicit names and regex
+// matches, sorted and unique.
+func (g *Group) memberTopics(m *member) []string {
+	out := slices.Clone(m.names)
+	if e := g.regexes[m.regex]; m.regex != "" && e != nil {
+		out = append(out, e.matched...)
+		slices.Sort(out)
+		out = slices.Compact(out)
+	}
+	return out
+}
+
+// currentMeta looks up every topic the group subscribes to; topics that do
+// not exist are absent.
+func (g *Group) currentMeta(topics TopicView) map[string]topicMeta {
+	cur := make(map[string]topicMeta, len(g.nameRefs))
+	look := func(n string) {
+		if _, done := cur[n]; done {
+			return
+		}
+		if id, parts, ok := topics.TopicByName(n); ok && parts >= 0 {
+			cur[n] = topicMeta{id, parts}
+		}
+	}
+	for n := range g.nameRefs {
+		look(n)
+	}
+	for _, e := range g.regexes {
+		for _, n := range e.matched {
+			look(n)
+		}
+	}
+	return cur
+}
+
+// metaChanged reports whether a subscribed topic appeared, disappeared or
+// changed (id or partition count) since g.meta was taken. Topics no longer
+// subscribed do not count: their removal came with a membership or
+// subscription change that bumped the epoch already.
+func (g *Group) metaChanged(cur map[string]topicMeta) bool {
+	for n, m := range cur {
+		if old, ok := g.meta[n]; !ok || old != m {
+			return true
+		}
+	}
+	for n := range g.nameRefs {
+		if _, now := cur[n]; !now {
+			if _, before := g.meta[n]; before {
+				return true
+			}
+		}
+	}
+	for _, e := range g.regexes {
+		for _, n := range e.matched {
+			if _, now := cur[n]; !now {
+				if _, before := g.meta[n]; before {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// chooseAssignor returns the assignor most members prefer (ties go to the
+// one configured first), or the default.
+func (g *Group) chooseAssignor() assignor.Assignor {
+	count := map[string]int{}
+	for _, m := range g.members {
+		if m.serverAssignor != "" {
+			count[m.serverAssignor]++
+		}
+	}
+	best, bestN := g.cfg.Assignors[0], 0
+	for _, a := range g.cfg.Assignors {
+		if n := count[a.Name()]; n > bestN {
+			best, bestN = a, n
+		}
+	}
+	return best
+}
+
+func (g *Group) assignorNamed(name string) assignor.Assignor {
+	for _, a := range g.cfg.Assignors {
+		if a.Name() == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// computeTarget runs the assignor for the current group epoch. On failure
+// the previous target stays and the error is kept for LastAssignorError.
+func (g *Group) computeTarget(ctx context.Context, cur map[string]topicMeta) {
+	in := assignor.Input{Topics: make(map[assignor.TopicID]assignor.Topic, len(cur))}
+	for n, t := range cur {
+		in.Topics[t.id] = assignor.Topic{ID: t.id, Name: n, Partitions: t.partitions}
+	}
+	ms := g.sortedMembers()
+	in.Members = make([]assignor.Member, 0, len(ms))
+	for _, m := range ms {
+		in.Members = append(in.Members, assignor.Member{
+			ID:         m.id,
+			InstanceID: m.instanceID,
+			Rack:       m.rack,
+			Topics:     g.memberTopics(m),
+			Current:    g.target[m.id],
+		})
+	}
+	a := g.chooseAssignor()
+	out, err := callAssignor(ctx, a, in)
+	if err == nil {
+		err = assignor.Check(in, out)
+	}
+	if err != nil {
+		g.assignErr = fmt.Errorf("assignor %q at group epoch %d: %w", a.Name(), g.groupEpoch, err)
+		return
+	}
+	target := make(assignor.Assignment, len(ms))
+	for _, m := range ms {
+		target[m.id] = cloneTPs(out[m.id])
+	}
+	g.target, g.targetEpoch, g.targetBy, g.assignErr = target, g.groupEpoch, a.Name(), nil
+}
+
+// callAssignor runs a, turning a panic into an error: a broken assignor
+// must not take the coordinator down.
+func callAssignor(ctx context.Context, a assignor.Assignor, in assignor.Input) (out assignor.Assignment, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("assignor panicked: %v", r)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return a.Assign(ctx, in)
+}
