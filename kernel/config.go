@@ -67,6 +67,7 @@ func defaultModules() map[string]string {
 		"metadata":    "raft",
 		"replication": "isr",
 		"auth":        "none",
+		"groups":      "coordinator",
 	}
 }
 

@@ -5,6 +5,7 @@ package standard
 import (
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/auth"
+	"github.com/sluicehq/sluice/modules/groups"
 	"github.com/sluicehq/sluice/modules/metadata"
 	"github.com/sluicehq/sluice/modules/replication"
 	"github.com/sluicehq/sluice/modules/storage/memory"
@@ -18,4 +19,5 @@ func Register(reg *kernel.Registry) {
 	reg.Register(memory.Info())
 	reg.Register(metadata.Info())
 	reg.Register(replication.Info())
+	reg.Register(groups.Info())
 }

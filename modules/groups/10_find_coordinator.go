@@ -1,0 +1,102 @@
+// FindCoordinator: v0-v6 (v4+ batched keys). Key type 0 (group) is answered here;
+// key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE until the transaction
+// coordinator exists (issue 6), other types INVALID_REQUEST.
+
+package groups
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/offsets"
+)
+
+var errBadBody = errors.New("groups: request body of an unexpected type")
+
+func (m *Module) handleFindCoordinator(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.FindCoordinatorRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if r.Version < 4 {
+		c := m.findOne(ctx, req, r.CoordinatorKey, r.CoordinatorType)
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+		return kernel.Reply(resp), nil
+	}
+	for _, key := range r.CoordinatorKeys {
+		resp.Coordinators = append(resp.Coordinators, m.findOne(ctx, req, key, r.CoordinatorType))
+	}
+	return kernel.Reply(resp), nil
+}
+
+func (m *Module) findOne(ctx context.Context, req *kernel.Request, key string, typ int8) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Port = key, -1, -1
+	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
+		c.ErrorCode = e.Code
+		if msg != "" {
+			c.ErrorMessage = &msg
+		}
+		return c
+	}
+	switch typ {
+	case 0:
+	case 1:
+		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTransactionalID, key) {
+			return fail(kerr.TransactionalIDAuthorizationFailed, "")
+		}
+		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported yet")
+	default:
+		return fail(kerr.InvalidRequest, "unknown coordinator type "+strconv.Itoa(int(typ)))
+	}
+	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResGroup, key) {
+		return fail(kerr.GroupAuthorizationFailed, "")
+	}
+	if key == "" && req.Version >= 4 {
+		return fail(kerr.InvalidRequest, "empty group id")
+	}
+	t, err := m.ensureOffsetsTopic(ctx)
+	if err != nil || t == nil || len(t.Partitions) == 0 {
+		m.log.Warn("cannot create __consumer_offsets", "err", err)
+		return fail(kerr.CoordinatorNotAvailable, "__consumer_offsets is not available")
+	}
+	im := m.meta.Image()
+	p := im.Partition(OffsetsTopic, offsets.PartitionFor(key, int32(len(t.Partitions))))
+	if p == nil || p.Leader < 0 {
+		return fail(kerr.CoordinatorNotAvailable, "the group's __consumer_offsets partition has no leader")
+	}
+	b := im.Brokers[p.Leader]
+	if b == nil || b.Fenced {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator broker is not available")
+	}
+	ep, ok := b.Endpoint(req.Conn.Listener)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no endpoint on listener "+req.Conn.Listener)
+	}
+	if p.Leader == m.broker.NodeID {
+		// Start loading now, so the group's first request finds it ready.
+		_, _ = m.shard(p.Partition)
+	}
+	c.NodeID, c.Host, c.Port = p.Leader, ep.Host, ep.Port
+	return c
+}
+
+// clientHost is the peer address as Kafka shows it in DescribeGroups ("/127.0.0.1").
+func clientHost(c *kernel.ConnInfo) string {
+	if c == nil || c.Remote == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(c.Remote.String())
+	if err != nil {
+		return "/" + c.Remote.String()
+	}
+	return "/" + host
+}

@@ -1,0 +1,419 @@
+package groups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/assignor"
+	"github.com/sluicehq/sluice/modules/groups/classic"
+	"github.com/sluicehq/sluice/modules/groups/offsets"
+)
+
+// ID is the module's ID.
+const ID = "groups.coordinator"
+
+// OffsetsTopic is the internal topic that holds committed offsets and group metadata.
+const OffsetsTopic = "__consumer_offsets"
+
+// Info registers the module.
+func Info() kernel.ModuleInfo {
+	return kernel.ModuleInfo{ID: ID, New: func() kernel.Module { return New() }}
+}
+
+// Module is the group coordinator: FindCoordinator, the classic group protocol, the
+// KIP-848 consumer group protocol, and committed offsets.
+type Module struct {
+	// Assignors are the server-side assignors of KIP-848 groups, by name, in the
+	// broker's order of preference (Kafka's group.consumer.assignors); the first is
+	// the default. Built-ins: "uniform", "range".
+	Assignors []string `yaml:"assignors"`
+	// SweepIntervalMs is how often the coordinator fires group timers (session and
+	// rebalance timeouts) and checks which __consumer_offsets partitions it leads.
+	SweepIntervalMs int64 `yaml:"sweep_interval_ms"`
+	// LoadWaitMs is how long a request waits for its group's partition to load before
+	// it is answered COORDINATOR_LOAD_IN_PROGRESS.
+	LoadWaitMs int64 `yaml:"load_wait_ms"`
+	// EmptyGroupIdleMs is how long an empty group stays in memory; its offsets stay
+	// in the store (and it is recreated on use) until offsets.retention.minutes.
+	EmptyGroupIdleMs int64 `yaml:"empty_group_idle_ms"`
+
+	log       *slog.Logger
+	broker    kernel.BrokerInfo
+	meta      kernel.Metadata
+	creator   kernel.TopicCreator
+	parts     kernel.Partitions
+	now       func() time.Time
+	assignors []assignor.Assignor
+
+	store    *offsets.Store
+	settings atomic.Pointer[settings]
+
+	commits *kernel.Counter
+
+	mu       sync.Mutex
+	shards   map[int32]*shard // __consumer_offsets partitions this broker coordinates
+	stopping bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // shard loaders and writers, the sweeper
+}
+
+// New returns a module with default settings and no side effects.
+func New() *Module {
+	return &Module{
+		Assignors:        []string{"uniform", "range"},
+		SweepIntervalMs:  100,
+		LoadWaitMs:       2000,
+		EmptyGroupIdleMs: 60_000,
+	}
+}
+
+// settings are the broker configs the coordinator follows, refreshed by the sweeper.
+type settings struct {
+	offsetsPartitions int32
+	offsetsRF         int16
+	retention         time.Duration
+	retentionCheck    time.Duration
+	metadataMax       int
+	classic           classic.Config
+	consumerSession   time.Duration
+	consumerHeartbeat time.Duration
+	consumerMaxSize   int
+}
+
+func (m *Module) readSettings(im *kernel.Image) *settings {
+	var dynDefault, dynNode map[string]string
+	if im != nil {
+		dynDefault = im.BrokerConfigs[""]
+		dynNode = im.BrokerConfigs[strconv.FormatInt(int64(m.broker.NodeID), 10)]
+	}
+	b := kconfig.ResolveBroker(kconfig.MergeBroker(m.broker.StaticConfigs, dynDefault, dynNode))
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	delay := ms(b.GroupInitialRebalanceDelayMs)
+	if delay == 0 {
+		delay = -1 // classic.Config: 0 means the default, negative means none
+	}
+	return &settings{
+		offsetsPartitions: b.OffsetsTopicNumPartitions,
+		offsetsRF:         b.OffsetsTopicReplicationFactor,
+		retention:         ms(b.OffsetsRetentionMs),
+		retentionCheck:    ms(b.OffsetsRetentionCheckIntervalMs),
+		metadataMax:       int(b.OffsetMetadataMaxBytes),
+		classic: classic.Config{
+			MaxSize:               int(b.GroupMaxSize),
+			InitialRebalanceDelay: delay,
+			MinSessionTimeout:     ms(b.GroupMinSessionTimeoutMs),
+			MaxSessionTimeout:     ms(b.GroupMaxSessionTimeoutMs),
+		},
+		consumerSession:   ms(b.GroupConsumerSessionTimeoutMs),
+		consumerHeartbeat: ms(b.GroupConsumerHeartbeatIntervalMs),
+		consumerMaxSize:   int(b.GroupConsumerMaxSize),
+	}
+}
+
+// Provision looks up metadata and replication and claims the group API keys.
+func (m *Module) Provision(ctx kernel.Context) error {
+	m.log = ctx.Logger()
+	m.broker = ctx.Broker()
+	if m.now == nil {
+		m.now = time.Now
+	}
+	md, err := ctx.Lookup("metadata")
+	if err != nil {
+		return fmt.Errorf("groups: look up metadata: %w", err)
+	}
+	var ok bool
+	if m.meta, ok = md.(kernel.Metadata); !ok {
+		return fmt.Errorf("groups: metadata module %T is not a kernel.Metadata", md)
+	}
+	if m.creator, ok = md.(kernel.TopicCreator); !ok {
+		return fmt.Errorf("groups: metadata module %T cannot create internal topics (kernel.TopicCreator)", md)
+	}
+	rp, err := ctx.Lookup("replication")
+	if err != nil {
+		return fmt.Errorf("groups: look up replication: %w", err)
+	}
+	if m.parts, ok = rp.(kernel.Partitions); !ok {
+		return fmt.Errorf("groups: replication module %T does not serve internal topics (kernel.Partitions)", rp)
+	}
+	m.settings.Store(m.readSettings(nil))
+	m.shards = map[int32]*shard{}
+	m.commits = &kernel.Counter{}
+	if mt := ctx.Metrics(); mt != nil {
+		m.commits = mt.Counter("sluice_group_offset_commits_total", "Offsets committed (one per partition).")
+		mt.Gauge("sluice_groups", "Groups in memory on this coordinator.", func() float64 { return float64(m.groupCount()) })
+	}
+	for _, h := range []struct {
+		key      int16
+		min, max int16
+		fn       kernel.Handler
+	}{
+		{kmsg.FindCoordinator.Int16(), 0, 6, m.handleFindCoordinator},
+		{kmsg.JoinGroup.Int16(), 0, 9, m.handleJoinGroup},
+		{kmsg.Heartbeat.Int16(), 0, 4, m.handleHeartbeat},
+		{kmsg.LeaveGroup.Int16(), 0, 5, m.handleLeaveGroup},
+		{kmsg.SyncGroup.Int16(), 0, 5, m.handleSyncGroup},
+		{kmsg.OffsetCommit.Int16(), 0, 10, m.handleOffsetCommit},
+		{kmsg.OffsetFetch.Int16(), 0, 10, m.handleOffsetFetch},
+		{kmsg.OffsetDelete.Int16(), 0, 0, m.handleOffsetDelete},
+		{kmsg.DescribeGroups.Int16(), 0, 6, m.handleDescribeGroups},
+		{kmsg.ListGroups.Int16(), 0, 5, m.handleListGroups},
+		{kmsg.DeleteGroups.Int16(), 0, 2, m.handleDeleteGroups},
+	} {
+		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
+			return fmt.Errorf("groups: claim key %d: %w", h.key, err)
+		}
+	}
+	return nil
+}
+
+// Validate checks the settings.
+func (m *Module) Validate() error {
+	switch {
+	case m.SweepIntervalMs <= 0:
+		return errors.New("groups: sweep_interval_ms must be > 0")
+	case m.LoadWaitMs < 0:
+		return errors.New("groups: load_wait_ms must be >= 0")
+	case m.EmptyGroupIdleMs < 0:
+		return errors.New("groups: empty_group_idle_ms must be >= 0")
+	case len(m.Assignors) == 0:
+		return errors.New("groups: assignors must name at least one assignor")
+	}
+	m.assignors = m.assignors[:0]
+	seen := map[string]bool{}
+	for _, name := range m.Assignors {
+		a := assignor.Builtin(name)
+		if a == nil {
+			return fmt.Errorf("groups: unknown assignor %q (built-ins: uniform, range)", name)
+		}
+		if seen[name] {
+			return fmt.Errorf("groups: assignor %q listed twice", name)
+		}
+		seen[name] = true
+		m.assignors = append(m.assignors, a)
+	}
+	return nil
+}
+
+// Start opens the offset store and starts the sweeper.
+func (m *Module) Start(ctx context.Context) error {
+	st, err := offsets.Open(filepath.Join(m.broker.DataDir, "groups", "offsets"), m.log.With("component", "badger"))
+	if err != nil {
+		return fmt.Errorf("groups: open offset store: %w", err)
+	}
+	m.store = st
+	bg, cancel := context.WithCancel(context.Background())
+	m.mu.Lock()
+	m.cancel = cancel
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go m.sweeper(bg)
+	return nil
+}
+
+// Stop unloads every group (waiting requests get NOT_COORDINATOR), stops the
+// sweeper, loaders and writers and waits for them.
+func (m *Module) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	m.stopping = true
+	cancel := m.cancel
+	shards := m.shards
+	m.shards = map[int32]*shard{}
+	m.mu.Unlock()
+	for _, s := range shards {
+		s.unload(kerr.NotCoordinator)
+	}
+	if cancel != nil {
+		cancel()
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("groups: stop: %w", ctx.Err())
+	}
+}
+
+// Cleanup closes the offset store.
+func (m *Module) Cleanup() error {
+	if m.store == nil {
+		return nil
+	}
+	return m.store.Close()
+}
+
+// sweeper fires group timers, follows which __consumer_offsets partitions this broker
+// leads (loading and unloading shards), and expires offsets.
+func (m *Module) sweeper(ctx context.Context) {
+	defer m.wg.Done()
+	t := time.NewTicker(time.Duration(m.SweepIntervalMs) * time.Millisecond)
+	defer t.Stop()
+	var lastExpire time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		im := m.meta.Image()
+		set := m.readSettings(im)
+		m.settings.Store(set)
+		m.followLeadership(im)
+		now := m.now()
+		for _, s := range m.loadedShards() {
+			s.tick(now, time.Duration(m.EmptyGroupIdleMs)*time.Millisecond)
+		}
+		if now.Sub(lastExpire) >= set.retentionCheck {
+			lastExpire = now
+			for _, s := range m.loadedShards() {
+				s.expireOffsets(ctx, now, set.retention)
+			}
+		}
+	}
+}
+
+// followLeadership loads the partitions of __consumer_offsets this broker leads and
+// unloads the ones it no longer leads.
+func (m *Module) followLeadership(im *kernel.Image) {
+	t := im.Topic(OffsetsTopic)
+	if t == nil {
+		return
+	}
+	for p := range t.Partitions {
+		_, _ = m.shard(int32(p)) // loads if led, unloads if not
+	}
+}
+
+func (m *Module) loadedShards() []*shard {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*shard, 0, len(m.shards))
+	for _, s := range m.shards {
+		if s.isReady() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (m *Module) groupCount() int {
+	n := 0
+	for _, s := range m.loadedShards() {
+		s.mu.Lock()
+		n += len(s.groups)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// shard returns the shard of __consumer_offsets partition p if this broker leads it,
+// creating it (and starting its load) when it is new or the leader epoch changed.
+func (m *Module) shard(p int32) (*shard, *kerr.Error) {
+	tp := kernel.TopicPartition{Topic: OffsetsTopic, Partition: p}
+	epoch, leads := m.parts.Leader(tp)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	s := m.shards[p]
+	if !leads {
+		if s != nil {
+			delete(m.shards, p)
+			go s.unload(kerr.NotCoordinator)
+		}
+		return nil, kerr.NotCoordinator
+	}
+	if s != nil && s.epoch == epoch && !s.failed() {
+		return s, nil
+	}
+	if s != nil {
+		go s.unload(kerr.NotCoordinator)
+	}
+	s = newShard(m, tp, epoch)
+	m.shards[p] = s
+	m.wg.Add(1)
+	go s.load()
+	return s, nil
+}
+
+// dropShard forgets s (if it is still the shard of its partition) after a failure
+// that needs a reload; the next request or sweep loads the partition again.
+func (m *Module) dropShard(s *shard, err *kerr.Error) {
+	m.mu.Lock()
+	if m.shards[s.tp.Partition] == s {
+		delete(m.shards, s.tp.Partition)
+	}
+	m.mu.Unlock()
+	s.unload(err)
+}
+
+// coordinatorFor returns the loaded shard that coordinates group, or the error code
+// to answer: COORDINATOR_NOT_AVAILABLE (no __consumer_offsets yet, or its partition
+// failed to load), NOT_COORDINATOR (another broker leads the partition) or
+// COORDINATOR_LOAD_IN_PROGRESS (still replaying after LoadWaitMs).
+func (m *Module) coordinatorFor(ctx context.Context, group string) (*shard, *kerr.Error) {
+	t := m.meta.Image().Topic(OffsetsTopic)
+	if t == nil || len(t.Partitions) == 0 {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	s, e := m.shard(offsets.PartitionFor(group, int32(len(t.Partitions))))
+	if e != nil {
+		return nil, e
+	}
+	if !s.isReady() {
+		wait := time.NewTimer(time.Duration(m.LoadWaitMs) * time.Millisecond)
+		defer wait.Stop()
+		select {
+		case <-s.ready:
+		case <-wait.C:
+			return nil, kerr.CoordinatorLoadInProgress
+		case <-ctx.Done():
+			return nil, kerr.CoordinatorLoadInProgress
+		}
+	}
+	if s.failed() {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	return s, nil
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist (Kafka creates it
+// on the first FindCoordinator for a group).
+func (m *Module) ensureOffsetsTopic(ctx context.Context) (*kernel.TopicImage, error) {
+	im := m.meta.Image()
+	if t := im.Topic(OffsetsTopic); t != nil {
+		return t, nil
+	}
+	set := m.settings.Load()
+	rf := set.offsetsRF
+	live := 0
+	for _, b := range im.Brokers {
+		if !b.Fenced {
+			live++
+		}
+	}
+	if live > 0 && int(rf) > live {
+		m.log.Warn("fewer live brokers than offsets.topic.replication.factor; creating __consumer_offsets with fewer replicas",
+			"offsets.topic.replication.factor", rf, "live_brokers", live)
+		rf = int16(live)
+	}
+	return m.creator.CreateTopic(ctx, OffsetsTopic, set.offsetsPartitions, rf, map[string]string{
+		"cleanup.policy":   "compact",
+		"compression.type": "producer",
+		"segment.bytes":    "104857600",
+	})
+}

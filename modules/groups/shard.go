@@ -1,0 +1,460 @@
+package groups
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/classic"
+	"github.com/sluicehq/sluice/modules/groups/offsets"
+)
+
+// A shard is one __consumer_offsets partition this broker leads, with the groups that
+// hash to it (offsets.PartitionFor). Its life:
+//
+//	newShard ─► load: replay the partition's log into the store from
+//	            AppliedOffset+1 ─► ready (writer running) ─► unload (leadership
+//	            lost, failure, Stop): groups marked Dead, writer stopped
+//
+// Invariants:
+//   - Records reach the store only through the shard's single writer (after load)
+//     or the replay (before), in log order, so AppliedOffset is exact and a restart
+//     replays exactly what the store lacks.
+//   - A commit is acknowledged only after its records are committed in the log
+//     (kernel.Partitions.Append waits for the high watermark) and applied to the
+//     store: an acknowledged commit survives a crash (the log replays it) and is
+//     visible to every later OffsetFetch (the store has it).
+//   - One leader epoch, one shard: a new epoch means a new shard that replays the
+//     log again; the old one is unloaded.
+type shard struct {
+	m     *Module
+	tp    kernel.TopicPartition
+	epoch int32
+
+	ctx    context.Context // ends at unload
+	cancel context.CancelFunc
+	ready  chan struct{} // closed when the load ends (loadErr tells how)
+	// loadErr is written before ready closes; read only after.
+	loadErr error
+
+	writes chan *writeReq
+
+	mu     sync.Mutex
+	groups map[string]*group
+	dead   bool
+}
+
+// group is one group of a shard: exactly one of classic and consumer is set.
+type group struct {
+	id         string
+	classic    *classic.Group
+	emptySince time.Time // zero while the group has members
+}
+
+func (g *group) isEmpty() bool {
+	return g.classic.IsEmpty()
+}
+
+// subscribedTo reports whether a member of the group may consume topic: from the
+// members' consumer protocol metadata while the group is Stable, and conservatively
+// true while it rebalances or uses another protocol type.
+func (g *group) subscribedTo(topic string) bool {
+	d := g.classic.Describe(time.Now())
+	if d.State == "Empty" || d.State == "Dead" {
+		return false
+	}
+	if d.ProtocolType != "consumer" || d.State != "Stable" {
+		return true
+	}
+	for _, mb := range d.Members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(mb.ProtocolMetadata); err != nil {
+			return true
+		}
+		if slices.Contains(md.Topics, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeReq is a list of records to append to the shard's partition and apply.
+type writeReq struct {
+	recs []kv
+	done chan *kerr.Error // buffered 1
+}
+
+type kv struct{ key, value []byte }
+
+// maxFlushRecords bounds the records of one append (and badger transaction).
+const maxFlushRecords = 4096
+
+func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &shard{
+		m: m, tp: tp, epoch: epoch,
+		ctx: ctx, cancel: cancel,
+		ready:  make(chan struct{}),
+		writes: make(chan *writeReq, 256),
+		groups: map[string]*group{},
+	}
+}
+
+func (s *shard) isReady() bool {
+	select {
+	case <-s.ready:
+		return s.loadErr == nil
+	default:
+		return false
+	}
+}
+
+func (s *shard) failed() bool {
+	select {
+	case <-s.ready:
+		return s.loadErr != nil
+	default:
+		return false
+	}
+}
+
+// load replays the partition into the store, then runs the writer. It owns one
+// m.wg count.
+func (s *shard) load() {
+	defer s.m.wg.Done()
+	start := time.Now()
+	from := s.m.store.AppliedOffset(s.tp.Partition) + 1
+	n, err := s.replay(from)
+	if err == nil && s.ctx.Err() != nil {
+		err = s.ctx.Err()
+	}
+	s.loadErr = err
+	if err != nil {
+		close(s.ready)
+		if !errors.Is(err, context.Canceled) {
+			s.m.log.Warn("loading __consumer_offsets partition failed", "partition", s.tp.Partition, "err", err)
+		}
+		return
+	}
+	s.m.wg.Add(1)
+	close(s.ready)
+	s.m.log.Info("coordinating __consumer_offsets partition", "partition", s.tp.Partition,
+		"leader_epoch", s.epoch, "replayed_records", n, "from_offset", from, "took", time.Since(start))
+	s.writer()
+}
+
+// replay applies every committed record of the partition from offset from.
+func (s *shard) replay(from int64) (int, error) {
+	var d recordbatch.Decoder
+	var recs []offsets.Record
+	n := 0
+	err := s.m.parts.ReadCommitted(s.ctx, s.tp, from, func(batch []byte) error {
+		h, err := recordbatch.ParseHeader(batch)
+		if err != nil {
+			return err
+		}
+		if h.IsControl() {
+			return nil
+		}
+		recs = recs[:0]
+		_, err = d.Records(batch, func(r *recordbatch.Record) error {
+			off := h.BaseOffset + int64(r.OffsetDelta)
+			if off < from {
+				return nil
+			}
+			if _, kerr := offsets.DecodeKey(r.Key); kerr != nil && !errors.Is(kerr, offsets.ErrUnsupportedVersion) {
+				s.m.log.Warn("skipping unreadable __consumer_offsets record", "partition", s.tp.Partition, "offset", off, "err", kerr)
+				return nil
+			}
+			rec := offsets.Record{Key: append([]byte(nil), r.Key...), Offset: off}
+			if r.Value != nil {
+				rec.Value = append([]byte{}, r.Value...)
+			}
+			recs = append(recs, rec)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		n += len(recs)
+		if err := s.m.store.ApplyBatch(s.tp.Partition, recs); err != nil {
+			// A record the store cannot decode: skip it (logged) rather than wedge
+			// the partition; the rest of the batch still applies.
+			s.m.log.Warn("applying replayed batch failed; applying record by record", "partition", s.tp.Partition, "err", err)
+			for _, r := range recs {
+				if err := s.m.store.Apply(s.tp.Partition, r.Key, r.Value, r.Offset); err != nil {
+					s.m.log.Warn("skipping unappliable __consumer_offsets record", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
+				}
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// unload marks every group dead with err (waiting joins and syncs are answered with
+// it) and stops the writer; pending writes get err too.
+func (s *shard) unload(err *kerr.Error) {
+	s.mu.Lock()
+	s.dead = true
+	gs := s.groups
+	s.groups = map[string]*group{}
+	s.mu.Unlock()
+	s.cancel()
+	for _, g := range gs {
+		g.classic.MarkDead(err)
+	}
+}
+
+// writer appends queued writes to the partition in batches and applies them. It owns
+// one m.wg count.
+func (s *shard) writer() {
+	defer s.m.wg.Done()
+	var batch []*writeReq
+	b, _ := recordbatch.NewBuilder(recordbatch.Options{})
+	for {
+		select {
+		case <-s.ctx.Done():
+			s.failQueued(kerr.NotCoordinator)
+			return
+		case w := <-s.writes:
+			batch = append(batch[:0], w)
+		}
+		n := len(batch[0].recs)
+	more:
+		for n < maxFlushRecords {
+			select {
+			case w := <-s.writes:
+				batch = append(batch, w)
+				n += len(w.recs)
+			default:
+				break more
+			}
+		}
+		code := s.flush(b, batch)
+		for _, w := range batch {
+			w.done <- code
+		}
+	}
+}
+
+func (s *shard) failQueued(code *kerr.Error) {
+	for {
+		select {
+		case w := <-s.writes:
+			w.done <- code
+		default:
+			return
+		}
+	}
+}
+
+// flush appends the records of ws as one batch, waits for it to commit and applies it
+// to the store. It returns the code every write gets.
+func (s *shard) flush(b *recordbatch.Builder, ws []*writeReq) *kerr.Error {
+	nowMs := s.m.now().UnixMilli()
+	if err := b.Reset(recordbatch.Options{BaseTimestamp: nowMs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}); err != nil {
+		return kerr.UnknownServerError
+	}
+	var recs []offsets.Record
+	for _, w := range ws {
+		for _, r := range w.recs {
+			b.Add(&recordbatch.Record{Key: r.key, Value: r.value})
+			recs = append(recs, offsets.Record{Key: r.key, Value: r.value})
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	raw, err := b.AppendTo(nil)
+	if err != nil {
+		return kerr.UnknownServerError
+	}
+	res, err := s.m.parts.Append(s.ctx, s.tp, raw)
+	if err != nil {
+		code := kerr.CoordinatorNotAvailable
+		if errors.Is(err, kernel.ErrNotLeader) || s.ctx.Err() != nil {
+			code = kerr.NotCoordinator
+		}
+		s.m.log.Warn("appending to __consumer_offsets failed", "partition", s.tp.Partition, "records", len(recs), "err", err)
+		go s.m.dropShard(s, code)
+		return code
+	}
+	for i := range recs {
+		recs[i].Offset = res.BaseOffset + int64(i)
+	}
+	if err := s.m.store.ApplyBatch(s.tp.Partition, recs); err != nil {
+		// The records are committed in the log, so the write succeeded; the store
+		// missed them, so reload the partition, which replays them.
+		s.m.log.Error("applying committed __consumer_offsets records failed; reloading the partition", "partition", s.tp.Partition, "err", err)
+		go s.m.dropShard(s, kerr.NotCoordinator)
+	}
+	return nil
+}
+
+// write appends recs through the writer and waits for the outcome: nil once they are
+// committed and applied.
+func (s *shard) write(ctx context.Context, recs []kv) *kerr.Error {
+	if len(recs) == 0 {
+		return nil
+	}
+	w := &writeReq{recs: recs, done: make(chan *kerr.Error, 1)}
+	select {
+	case s.writes <- w:
+	case <-s.ctx.Done():
+		return kerr.NotCoordinator
+	case <-ctx.Done():
+		return kerr.RequestTimedOut
+	}
+	select {
+	case code := <-w.done:
+		return code
+	case <-ctx.Done():
+		return kerr.RequestTimedOut
+	}
+}
+
+// writeChunked writes recs in chunks of at most maxFlushRecords (so one huge commit
+// does not exceed one badger transaction); each chunk is atomic, the whole is not.
+func (s *shard) writeChunked(ctx context.Context, recs []kv) *kerr.Error {
+	for len(recs) > 0 {
+		n := min(len(recs), maxFlushRecords)
+		if e := s.write(ctx, recs[:n]); e != nil {
+			return e
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// lookup returns the group, or nil.
+func (s *shard) lookup(id string) *group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups[id]
+}
+
+// classicGroup returns the classic group id, creating it if create is set. A group of
+// the other protocol answers INCONSISTENT_GROUP_PROTOCOL.
+func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return nil, kerr.NotCoordinator
+	}
+	if g := s.groups[id]; g != nil {
+		if g.classic == nil {
+			return nil, kerr.InconsistentGroupProtocol
+		}
+		return g.classic, nil
+	}
+	if !create {
+		return nil, kerr.UnknownMemberID
+	}
+	cfg := s.m.settings.Load().classic
+	g := &group{id: id, classic: classic.New(id, cfg, s.m.now())}
+	s.groups[id] = g
+	return g.classic, nil
+}
+
+// tick fires due group timers and forgets groups empty for longer than idle.
+func (s *shard) tick(now time.Time, idle time.Duration) {
+	s.mu.Lock()
+	gs := make([]*group, 0, len(s.groups))
+	for _, g := range s.groups {
+		gs = append(gs, g)
+	}
+	s.mu.Unlock()
+	for _, g := range gs {
+		if d, ok := g.classic.NextDeadline(); ok && !d.After(now) {
+			g.classic.Tick(now)
+		}
+		if !g.isEmpty() {
+			g.emptySince = time.Time{}
+			continue
+		}
+		if g.emptySince.IsZero() {
+			g.emptySince = now
+		} else if now.Sub(g.emptySince) >= idle {
+			s.mu.Lock()
+			forget := s.groups[g.id] == g && g.isEmpty()
+			if forget {
+				delete(s.groups, g.id)
+			}
+			s.mu.Unlock()
+			if forget {
+				// A join that looked the group up just before it was forgotten
+				// gets COORDINATOR_NOT_AVAILABLE and retries on a fresh group.
+				g.classic.MarkDead(kerr.CoordinatorNotAvailable)
+			}
+		}
+	}
+}
+
+// expireOffsets writes tombstones for the expired offsets of empty groups of this
+// shard (offsets.retention.minutes): through the log, so a replay agrees.
+func (s *shard) expireOffsets(ctx context.Context, now time.Time, retention time.Duration) {
+	gs, err := s.m.store.Groups()
+	if err != nil {
+		return
+	}
+	n := s.m.offsetsPartitions()
+	var recs []kv
+	for _, id := range gs {
+		if n <= 0 || offsets.PartitionFor(id, n) != s.tp.Partition {
+			continue
+		}
+		if g := s.lookup(id); g != nil && !g.isEmpty() {
+			continue
+		}
+		base := time.Time{}
+		if g := s.lookup(id); g != nil && !g.emptySince.IsZero() {
+			base = g.emptySince
+		}
+		offs, err := s.m.store.FetchGroup(id)
+		if err != nil {
+			continue
+		}
+		for tp, c := range offs {
+			expired := false
+			switch {
+			case c.ExpireTimestamp > 0:
+				expired = c.ExpireTimestamp <= now.UnixMilli()
+			case !base.IsZero():
+				expired = now.Sub(base) >= retention
+			default:
+				expired = now.UnixMilli()-c.CommitTimestamp >= retention.Milliseconds()
+			}
+			if expired {
+				recs = append(recs, kv{key: offsets.EncodeOffsetKey(id, tp.Topic, tp.Partition)})
+			}
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	if e := s.writeChunked(ctx, recs); e != nil {
+		s.m.log.Warn("expiring offsets failed", "partition", s.tp.Partition, "err", e)
+		return
+	}
+	s.m.log.Info("expired committed offsets", "partition", s.tp.Partition, "offsets", len(recs))
+}
+
+// offsetsPartitions returns the partition count of __consumer_offsets, or 0.
+func (m *Module) offsetsPartitions() int32 {
+	t := m.meta.Image().Topic(OffsetsTopic)
+	if t == nil {
+		return 0
+	}
+	return int32(len(t.Partitions))
+}
