@@ -43,7 +43,9 @@ func (m *Module) describeGroup(ctx context.Context, req *kernel.Request, r *kmsg
 		d.ErrorCode = e.Code
 		return d
 	}
-	if g := s.lookup(id); g != nil {
+	if g := s.lookup(id); g != nil && g.consumer != nil {
+		d = m.describeConsumerAsClassic(g, d)
+	} else if g != nil {
 		d = g.classic.Describe(m.now())
 	} else if m.storedGroup(id) {
 		d.State = "Empty"
@@ -119,7 +121,7 @@ func (m *Module) handleListGroups(ctx context.Context, req *kernel.Request) (ker
 		}
 		s.mu.Unlock()
 		for _, g := range gs {
-			add(g.id, g.classic.ProtocolType(), g.classic.State().String(), "classic")
+			add(g.id, g.protocolType(), g.state(), g.typ())
 		}
 	}
 	if n > 0 {
@@ -182,7 +184,7 @@ func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string
 	delete(s.groups, id)
 	s.mu.Unlock()
 	if g != nil {
-		g.classic.MarkDead(kerr.CoordinatorNotAvailable)
+		g.markDead(kerr.CoordinatorNotAvailable)
 	}
 	offs, err := m.store.FetchGroup(id)
 	if err != nil {

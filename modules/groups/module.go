@@ -170,6 +170,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		{kmsg.DescribeGroups.Int16(), 0, 6, m.handleDescribeGroups},
 		{kmsg.ListGroups.Int16(), 0, 5, m.handleListGroups},
 		{kmsg.DeleteGroups.Int16(), 0, 2, m.handleDeleteGroups},
+		{kmsg.ConsumerGroupHeartbeat.Int16(), 0, 1, m.handleConsumerGroupHeartbeat},
+		{kmsg.ConsumerGroupDescribe.Int16(), 0, 1, m.handleConsumerGroupDescribe},
 	} {
 		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
 			return fmt.Errorf("groups: claim key %d: %w", h.key, err)

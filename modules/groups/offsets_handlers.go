@@ -140,6 +140,16 @@ func (m *Module) validateCommit(s *shard, r *kmsg.OffsetCommitRequest) *kerr.Err
 		}
 		return nil
 	}
+	if g.consumer != nil {
+		if e := g.consumer.ValidateCommit(r.MemberID, r.Generation); e != nil {
+			return e
+		}
+		if r.Generation >= 0 && r.Version < 9 {
+			// Members of KIP-848 groups commit with v9+ (member epochs).
+			return kerr.UnsupportedVersion
+		}
+		return nil
+	}
 	return g.classic.ValidateCommit(r.MemberID, r.InstanceID, r.Generation, m.now())
 }
 
@@ -241,8 +251,20 @@ func (m *Module) fetchOffsets(ctx context.Context, req *kernel.Request, fg *fetc
 	if fg.Group == "" && req.Version >= 8 {
 		return fail(kerr.InvalidGroupID)
 	}
-	if _, e := m.coordinatorFor(ctx, fg.Group); e != nil {
+	s, e := m.coordinatorFor(ctx, fg.Group)
+	if e != nil {
 		return fail(e)
+	}
+	if req.Version >= 9 && (fg.MemberID != nil || fg.MemberEpoch >= 0) {
+		if g := s.lookup(fg.Group); g != nil && g.consumer != nil {
+			id := ""
+			if fg.MemberID != nil {
+				id = *fg.MemberID
+			}
+			if e := g.consumer.ValidateFetch(id, fg.MemberEpoch); e != nil {
+				return fail(e)
+			}
+		}
 	}
 	committed, err := m.store.FetchGroup(fg.Group)
 	if err != nil {

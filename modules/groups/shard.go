@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/classic"
+	"github.com/sluicehq/sluice/modules/groups/consumer"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
 )
 
@@ -55,17 +57,78 @@ type shard struct {
 type group struct {
 	id         string
 	classic    *classic.Group
-	emptySince time.Time // zero while the group has members
+	consumer   *consumer.Group
+	emptySince time.Time // zero while the group has members; the sweeper's
 }
 
 func (g *group) isEmpty() bool {
+	if g.consumer != nil {
+		return g.consumer.IsEmpty()
+	}
 	return g.classic.IsEmpty()
 }
 
+func (g *group) markDead(err *kerr.Error) {
+	if g.consumer != nil {
+		g.consumer.MarkDead(err)
+		return
+	}
+	g.classic.MarkDead(err)
+}
+
+func (g *group) tick(now time.Time) {
+	if g.consumer != nil {
+		if d, ok := g.consumer.NextDeadline(); ok && !d.After(now) {
+			g.consumer.Tick(now)
+		}
+		return
+	}
+	if d, ok := g.classic.NextDeadline(); ok && !d.After(now) {
+		g.classic.Tick(now)
+	}
+}
+
+// typ is the group type ListGroups shows: "classic" or "consumer".
+func (g *group) typ() string {
+	if g.consumer != nil {
+		return "consumer"
+	}
+	return "classic"
+}
+
+func (g *group) state() string {
+	if g.consumer != nil {
+		return g.consumer.State().String()
+	}
+	return g.classic.State().String()
+}
+
+func (g *group) protocolType() string {
+	if g.consumer != nil {
+		return "consumer"
+	}
+	return g.classic.ProtocolType()
+}
+
 // subscribedTo reports whether a member of the group may consume topic: from the
-// members' consumer protocol metadata while the group is Stable, and conservatively
-// true while it rebalances or uses another protocol type.
+// members' subscriptions (KIP-848 groups; regexes as resolved by the group's
+// members' assignments and names), or the members' consumer protocol metadata while
+// a classic group is Stable, and conservatively true while it rebalances or uses
+// another protocol type.
 func (g *group) subscribedTo(topic string) bool {
+	if g.consumer != nil {
+		for _, mb := range g.consumer.Members() {
+			if slices.Contains(mb.SubscribedTopicNames, topic) {
+				return true
+			}
+			if mb.SubscribedTopicRegex != "" {
+				if re, err := regexp.Compile(mb.SubscribedTopicRegex); err != nil || re.MatchString(topic) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	d := g.classic.Describe(time.Now())
 	if d.State == "Empty" || d.State == "Dead" {
 		return false
@@ -212,7 +275,7 @@ func (s *shard) unload(err *kerr.Error) {
 	s.mu.Unlock()
 	s.cancel()
 	for _, g := range gs {
-		g.classic.MarkDead(err)
+		g.markDead(err)
 	}
 }
 
@@ -353,10 +416,16 @@ func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Erro
 		return nil, kerr.NotCoordinator
 	}
 	if g := s.groups[id]; g != nil {
-		if g.classic == nil {
+		if g.classic != nil {
+			return g.classic, nil
+		}
+		if !create || !g.consumer.IsEmpty() {
 			return nil, kerr.InconsistentGroupProtocol
 		}
-		return g.classic, nil
+		// An empty consumer (KIP-848) group becomes a classic group on a join, as
+		// in Kafka; its committed offsets stay.
+		g.consumer.MarkDead(kerr.CoordinatorNotAvailable)
+		delete(s.groups, id)
 	}
 	if !create {
 		return nil, kerr.UnknownMemberID
@@ -365,6 +434,41 @@ func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Erro
 	g := &group{id: id, classic: classic.New(id, cfg, s.m.now())}
 	s.groups[id] = g
 	return g.classic, nil
+}
+
+// consumerGroup returns the KIP-848 group id, creating it if create is set. An empty
+// classic group is converted (its offsets stay); a classic group with members
+// answers GROUP_ID_NOT_FOUND: Sluice does not mix classic and consumer members in
+// one group (Kafka's group.consumer.migration.policy=disabled).
+func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return nil, kerr.NotCoordinator
+	}
+	if g := s.groups[id]; g != nil {
+		if g.consumer != nil {
+			return g.consumer, nil
+		}
+		if !create || !g.classic.IsEmpty() {
+			return nil, kerr.GroupIDNotFound
+		}
+		g.classic.MarkDead(kerr.CoordinatorNotAvailable)
+		delete(s.groups, id)
+	}
+	if !create {
+		return nil, kerr.GroupIDNotFound
+	}
+	set := s.m.settings.Load()
+	cfg := consumer.Config{
+		SessionTimeout:    set.consumerSession,
+		HeartbeatInterval: set.consumerHeartbeat,
+		MaxSize:           set.consumerMaxSize,
+		Assignors:         s.m.assignors,
+	}
+	g := &group{id: id, consumer: consumer.New(id, cfg, s.m.now())}
+	s.groups[id] = g
+	return g.consumer, nil
 }
 
 // tick fires due group timers and forgets groups empty for longer than idle.
@@ -376,9 +480,7 @@ func (s *shard) tick(now time.Time, idle time.Duration) {
 	}
 	s.mu.Unlock()
 	for _, g := range gs {
-		if d, ok := g.classic.NextDeadline(); ok && !d.After(now) {
-			g.classic.Tick(now)
-		}
+		g.tick(now)
 		if !g.isEmpty() {
 			g.emptySince = time.Time{}
 			continue
@@ -395,7 +497,7 @@ func (s *shard) tick(now time.Time, idle time.Duration) {
 			if forget {
 				// A join that looked the group up just before it was forgotten
 				// gets COORDINATOR_NOT_AVAILABLE and retries on a fresh group.
-				g.classic.MarkDead(kerr.CoordinatorNotAvailable)
+				g.markDead(kerr.CoordinatorNotAvailable)
 			}
 		}
 	}

@@ -1,0 +1,185 @@
+// The KIP-848 consumer group protocol: ConsumerGroupHeartbeat v0-v1 and
+// ConsumerGroupDescribe v0-v1. The state machine is modules/groups/consumer; the
+// server-side assignors are the module's `assignors` (modules/groups/assignor).
+//
+// Mixed groups: Sluice refuses them, as Kafka does with
+// group.consumer.migration.policy=disabled. A group id holds either classic members
+// or consumer members. An empty group of one kind becomes the other kind on the
+// first join (its committed offsets stay); a ConsumerGroupHeartbeat for a classic
+// group with members gets GROUP_ID_NOT_FOUND with a message saying why, a JoinGroup
+// for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL.
+
+package groups
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/assignor"
+	"github.com/sluicehq/sluice/modules/groups/consumer"
+)
+
+// imageTopics is a consumer.TopicView over one metadata image.
+type imageTopics struct{ im *kernel.Image }
+
+func (v imageTopics) TopicByName(name string) (assignor.TopicID, int32, bool) {
+	t := v.im.Topic(name)
+	if t == nil {
+		return assignor.TopicID{}, 0, false
+	}
+	return assignor.TopicID(t.ID), int32(len(t.Partitions)), true
+}
+
+func (v imageTopics) TopicByID(id assignor.TopicID) (string, int32, bool) {
+	t := v.im.TopicsByID[id]
+	if t == nil {
+		return "", 0, false
+	}
+	return t.Name, int32(len(t.Partitions)), true
+}
+
+func (v imageTopics) TopicNames() []string {
+	out := make([]string, 0, len(v.im.Topics))
+	for name := range v.im.Topics {
+		out = append(out, name)
+	}
+	return out
+}
+
+func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	fail := func(e *kerr.Error, msg string) (kernel.Response, error) {
+		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		return kernel.Reply(resp), nil
+	}
+	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group) {
+		return fail(kerr.GroupAuthorizationFailed, "")
+	}
+	if r.Group == "" {
+		return fail(kerr.InvalidGroupID, "")
+	}
+	for _, t := range r.SubscribedTopicNames {
+		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t) {
+			return fail(kerr.TopicAuthorizationFailed, "not authorized to describe topic "+t)
+		}
+	}
+	s, e := m.coordinatorFor(ctx, r.Group)
+	if e != nil {
+		return fail(e, "")
+	}
+	g, e := s.consumerGroup(r.Group, r.MemberEpoch == 0)
+	if e != nil {
+		msg := ""
+		if e == kerr.GroupIDNotFound {
+			msg = "group " + r.Group + " is not a consumer (KIP-848) group"
+			if r.MemberEpoch == 0 {
+				msg = "group " + r.Group + " has classic-protocol members; mixing classic and consumer (KIP-848) members in one group is not supported"
+			}
+		}
+		if e == kerr.GroupIDNotFound && r.MemberEpoch != 0 {
+			e = kerr.UnknownMemberID
+		}
+		return fail(e, msg)
+	}
+	client := consumer.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
+	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, imageTopics{m.meta.Image()}, m.now())), nil
+}
+
+func (m *Module) handleConsumerGroupDescribe(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	topics := imageTopics{m.meta.Image()}
+	for _, id := range r.Groups {
+		d := kmsg.NewConsumerGroupDescribeResponseGroup()
+		d.Group = id
+		d.AuthorizedOperations = -2147483648
+		switch s, e := m.describeTarget(ctx, req, id); {
+		case e != nil:
+			d.ErrorCode = e.Code
+		default:
+			g := s.lookup(id)
+			switch {
+			case g == nil:
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "group " + id + " not found"
+				d.ErrorMessage = &msg
+			case g.consumer == nil:
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "group " + id + " is not a consumer (KIP-848) group"
+				d.ErrorMessage = &msg
+			default:
+				d = g.consumer.Describe(topics, m.now())
+				d.AuthorizedOperations = -2147483648
+			}
+		}
+		if r.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			d.AuthorizedOperations = 0
+			for _, op := range groupOps {
+				if req.Allowed(ctx, op, kernel.ResGroup, id) {
+					d.AuthorizedOperations |= 1 << op
+				}
+			}
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return kernel.Reply(resp), nil
+}
+
+// describeTarget authorizes describing a group and finds its shard.
+func (m *Module) describeTarget(ctx context.Context, req *kernel.Request, id string) (*shard, *kerr.Error) {
+	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResGroup, id) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
+	if id == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	return m.coordinatorFor(ctx, id)
+}
+
+// describeConsumerAsClassic answers DescribeGroups for a KIP-848 group the way Kafka 4
+// does: protocol type "consumer", the group state, and each member with its client id
+// and host and its current assignment encoded as a classic ConsumerMemberAssignment
+// (so admin tools compute lag per member).
+func (m *Module) describeConsumerAsClassic(g *group, d kmsg.DescribeGroupsResponseGroup) kmsg.DescribeGroupsResponseGroup {
+	im := m.meta.Image()
+	d.State = g.consumer.State().String()
+	d.ProtocolType = "consumer"
+	for _, mb := range g.consumer.Members() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID = mb.ID
+		if mb.InstanceID != "" {
+			iid := mb.InstanceID
+			dm.InstanceID = &iid
+		}
+		dm.ClientID, dm.ClientHost = mb.ClientID, mb.ClientHost
+		var a kmsg.ConsumerMemberAssignment
+		for id, ps := range mb.Assigned {
+			t := im.TopicsByID[id]
+			if t == nil {
+				continue
+			}
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic, at.Partitions = t.Name, append([]int32(nil), ps...)
+			a.Topics = append(a.Topics, at)
+		}
+		dm.MemberAssignment = a.AppendTo(nil)
+		var md kmsg.ConsumerMemberMetadata
+		md.Topics = mb.SubscribedTopicNames
+		dm.ProtocolMetadata = md.AppendTo(nil)
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}

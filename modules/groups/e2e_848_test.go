@@ -1,0 +1,84 @@
+package groups_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/testbroker"
+)
+
+// nextGen is the context value that makes kgo use KIP-848 (see its consumer_group_848.go).
+func nextGen() context.Context {
+	//lint:ignore SA1029 kgo looks the opt-in up by this exact string key.
+	return context.WithValue(context.Background(), "opt_in_kafka_next_gen_balancer_beta", true)
+}
+
+func TestConsumerGroup848Smoke(t *testing.T) {
+	b := testbroker.Start(t, testbroker.WithConfig(groupConfig))
+	adm := b.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "t848"); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, b.Client(t), "t848", 300)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	pollCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	for range 2 {
+		cl := b.Client(t, kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("t848"), kgo.WithContext(nextGen()))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+					t.Errorf("commit: %v", err)
+				}
+			}()
+			for pollCtx.Err() == nil {
+				fs := cl.PollFetches(pollCtx)
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Value)]++
+					mu.Unlock()
+				})
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n >= 300 {
+					stop()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 300 {
+		t.Fatalf("consumed %d, want 300", len(seen))
+	}
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"g848"}
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := resp.Groups[0]
+	t.Logf("848 group: err=%d state=%s epoch=%d assignor=%s members=%d", g.ErrorCode, g.State, g.Epoch, g.AssignorName, len(g.Members))
+	if g.ErrorCode != 0 || len(g.Members) != 2 {
+		t.Fatalf("describe: %+v", g)
+	}
+	lag, err := adm.Lag(ctx, "g848")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lag["g848"]; l.Error() != nil || l.Lag.Total() != 0 {
+		t.Fatalf("lag = %v (%v), want 0", l.Lag.Total(), l.Error())
+	}
+}
