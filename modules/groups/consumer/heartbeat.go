@@ -223,7 +223,9 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 	}
 
 	// Metadata of the subscribed topics.
-	g.refreshRegexes(topics, now)
+	if g.refreshRegexes(topics, now) {
+		bump = true
+	}
 	cur := g.currentMeta(topics)
 	if g.metaChanged(cur) {
 		bump = true

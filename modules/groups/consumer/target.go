@@ -78,10 +78,12 @@ func (g *Group) setRegex(m *member, regex string, re ...*regexp.Regexp) {
 }
 
 // refreshRegexes resolves new regexes now and all of them again every
-// RegexRefreshInterval.
-func (g *Group) refreshRegexes(topics TopicView, now time.Time) {
+// RegexRefreshInterval. It reports whether a regex resolved before now
+// matches other topics (a topic matched only by a regex and deleted is
+// seen here, not by metaChanged).
+func (g *Group) refreshRegexes(topics TopicView, now time.Time) (changed bool) {
 	if len(g.regexes) == 0 {
-		return
+		return false
 	}
 	due := g.cfg.RegexRefreshInterval < 0 || !now.Before(g.regexAt.Add(g.cfg.RegexRefreshInterval))
 	if !due {
@@ -93,7 +95,7 @@ func (g *Group) refreshRegexes(topics TopicView, now time.Time) {
 		}
 	}
 	if !due {
-		return
+		return false
 	}
 	names := topics.TopicNames()
 	for _, e := range g.regexes {
@@ -106,9 +108,14 @@ func (g *Group) refreshRegexes(topics TopicView, now time.Time) {
 			}
 		}
 		slices.Sort(matched)
-		e.matched, e.resolved = slices.Compact(matched), true
+		matched = slices.Compact(matched)
+		if e.resolved && !slices.Equal(matched, e.matched) {
+			changed = true
+		}
+		e.matched, e.resolved = matched, true
 	}
 	g.regexAt = now
+	return changed
 }
 
 // memberTopics is m's resolved subscription: explicit names and regex
