@@ -1,0 +1,94 @@
+package interop
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// librdkafkaGroupReport is the "report" event of librdkafka_group_test.py.
+type librdkafkaGroupReport struct {
+	Records  []consumedRecord     `json:"records"`
+	Assigned map[string][][]int32 `json:"assigned"`
+}
+
+// TestLibrdkafkaGroup runs librdkafka_group_test.py (confluent-kafka subscribe() consumers)
+// with auto-commit and with synchronous manual commits. In each mode two consumers in
+// one group consume 300 records franz-go wrote over 6 partitions; both must get
+// partitions (on_assign), every record must arrive, the committed offsets must reach the
+// end offsets, and DescribeGroups/ListGroups/Lag must show the live group. After close()
+// the group is Empty and lags by the 60 records produced next; a restarted consumer in
+// the group gets exactly those 60 (no committed record again) and commits them.
+func TestLibrdkafkaGroup(t *testing.T) {
+	if _, err := os.Stat(systemPython); err != nil {
+		need(t, "%s not found", systemPython)
+	}
+	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
+		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
+	}
+	b := startBrokerConfig(t, groupBrokerConfig)
+	adm := kadm.NewClient(newClient(t, b.addr))
+	env := []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
+	const partitions = 6
+
+	for _, mode := range []string{"auto", "manual"} {
+		t.Run(mode, func(t *testing.T) {
+			topic, group := "lrk-group-"+mode, "lrk-group-"+mode+"-g"
+			createTopic(t, b.addr, topic, partitions)
+			first := produceSeq(t, b.addr, topic, partitions, "first", 300)
+
+			start := time.Now()
+			p := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, mode, "300", "2")
+			p.waitEvent("consumed", 45*time.Second)
+			t.Logf("%s: two librdkafka consumers consumed 300 records in %s", mode, time.Since(start).Round(time.Millisecond))
+			ends := waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
+			checkLiveGroup(t, adm, group, topic, partitions, []string{"sluice-interop-librdkafka-0", "sluice-interop-librdkafka-1"})
+			p.send("stop")
+			var rep librdkafkaGroupReport
+			if err := json.Unmarshal([]byte(p.waitEvent("report", 30*time.Second)), &rep); err != nil {
+				t.Fatalf("librdkafka report: %v", err)
+			}
+			p.wait(10 * time.Second)
+			dups := checkConsumed(t, mode, rep.Records, first)
+			for _, c := range []string{"0", "1"} {
+				got := false
+				for _, ps := range rep.Assigned[c] {
+					got = got || len(ps) > 0
+				}
+				if !got {
+					t.Errorf("%s: consumer %s never got a partition (on_assign: %v)", mode, c, rep.Assigned)
+				}
+			}
+			t.Logf("%s: %d deliveries (%d duplicates), assignments %v", mode, len(rep.Records), dups, rep.Assigned)
+			if got, err := committed(adm, group, topic); err != nil || !mapsEqual(got, ends) {
+				t.Fatalf("%s: after close(): committed %v (err %v), want %v", mode, got, err, ends)
+			}
+
+			second := produceSeq(t, b.addr, topic, partitions, "second", 60)
+			wantLag := map[int32]int64{}
+			for p := range second {
+				wantLag[p] = int64(len(second[p]))
+			}
+			checkEmptyGroupLag(t, adm, group, topic, wantLag)
+
+			start = time.Now()
+			p2 := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, mode, "60", "1")
+			p2.waitEvent("consumed", 30*time.Second)
+			waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
+			p2.send("stop")
+			var rep2 librdkafkaGroupReport
+			if err := json.Unmarshal([]byte(p2.waitEvent("report", 30*time.Second)), &rep2); err != nil {
+				t.Fatalf("librdkafka report: %v", err)
+			}
+			p2.wait(10 * time.Second)
+			if dups := checkConsumed(t, mode+" after restart", rep2.Records, second); dups != 0 {
+				t.Errorf("%s after restart: %d duplicates (single consumer, no rebalance)", mode, dups)
+			}
+			t.Logf("%s: restarted consumer resumed at the committed offsets: %d records in %s", mode, len(rep2.Records), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
