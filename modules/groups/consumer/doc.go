@@ -93,7 +93,14 @@
 //     A join must carry RebalanceTimeoutMillis, an empty non-null
 //     TopicPartitions and SubscribedTopicNames or SubscribedTopicRegex
 //     (non-null; empty means subscribed to nothing). A known member id
-//     joining again keeps its member and assignment (it owns nothing now).
+//     joining again is re-admitted in place: it keeps its epoch and
+//     assignment, which the response re-delivers, and since it owns nothing
+//     now its pending revocations are done. (franz-go relies on this to
+//     recover from FENCED_MEMBER_EPOCH and lost responses without a new
+//     member id. Kafka 4.x instead fences such a join unless the member's
+//     previous epoch is 0, and answers a static member re-joining with its
+//     own member id UNRELEASED_INSTANCE_ID unless it left with -2; here
+//     both are re-admitted in place.)
 //   - Epoch -1 leaves: the member is removed. Epoch -2 (needs an instance
 //     id): a static member leaves for now; it keeps its assignment until its
 //     session timeout, and a join with the same instance id (and any member

@@ -424,6 +424,9 @@ func TestRebalanceTimeout(t *testing.T) {
 		h.advance(4 * time.Second)
 		h.mustOK(h.hb(hbReq("a", a.epoch, a.owned)))
 		h.step(b)
+		if count(b.owned) != 0 || h.g.Members()[1].State != MemberUnreleasedPartitions {
+			t.Fatalf("b got partitions a has not released: %v", b.owned)
+		}
 	}
 	h.advance(rebalance)
 	if h.g.Size() != 1 {
@@ -692,4 +695,20 @@ func TestBadOwnedPartitions(t *testing.T) {
 	r := hbReq("a", a.epoch, nil)
 	r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: tid, Partitions: nil}, {TopicID: tid, Partitions: []int32{-5}}}
 	h.mustOK(h.hb(r))
+}
+
+// A fenced client rejoins with epoch 0 under the same member id and is
+// re-admitted in place with its assignment.
+func TestRejoinAfterFence(t *testing.T) {
+	h := newHarness(t, Config{})
+	tid := h.topics.add("t", 3)
+	a := &client{id: "a"}
+	h.step(a, "t")
+	if resp := h.hb(hbReq("a", 7, a.owned)); resp.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("got %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	resp := h.mustOK(h.hb(joinReq("a", "t")))
+	if resp.MemberEpoch != 1 || !equalTPs(respAssignment(resp), tps{tid: {0, 1, 2}}) || h.g.GroupEpoch() != 1 {
+		t.Fatalf("rejoin: epoch %d assignment %v group epoch %d", resp.MemberEpoch, respAssignment(resp), h.g.GroupEpoch())
+	}
 }
