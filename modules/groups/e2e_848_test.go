@@ -26,8 +26,6 @@ func TestConsumerGroup848Smoke(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "t848"); err != nil {
 		t.Fatal(err)
 	}
-	produceN(t, b.Client(t), "t848", 300)
-
 	var mu sync.Mutex
 	seen := map[string]int{}
 	var wg sync.WaitGroup
@@ -59,17 +57,45 @@ func TestConsumerGroup848Smoke(t *testing.T) {
 			}
 		}()
 	}
+	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"g848"}
+		resp, err := req.RequestWith(ctx, b.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Groups[0]
+	}
+	// Both members reconciled: disjoint assignments covering all six partitions.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g := describe()
+		owned := map[int32]int{}
+		for _, mb := range g.Members {
+			for _, tp := range mb.Assignment.TopicPartitions {
+				for _, p := range tp.Partitions {
+					owned[p]++
+				}
+			}
+		}
+		ok := g.State == "Stable" && len(g.Members) == 2 && len(owned) == 6
+		for _, n := range owned {
+			ok = ok && n == 1
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group never reconciled: %+v", g)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	produceN(t, b.Client(t), "t848", 300)
 	wg.Wait()
 	if len(seen) != 300 {
 		t.Fatalf("consumed %d, want 300", len(seen))
 	}
-	req := kmsg.NewPtrConsumerGroupDescribeRequest()
-	req.Groups = []string{"g848"}
-	resp, err := req.RequestWith(ctx, b.Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := resp.Groups[0]
+	g := describe()
 	t.Logf("848 group: err=%d state=%s epoch=%d assignor=%s members=%d", g.ErrorCode, g.State, g.Epoch, g.AssignorName, len(g.Members))
 	if g.ErrorCode != 0 || len(g.Members) != 2 {
 		t.Fatalf("describe: %+v", g)

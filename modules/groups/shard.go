@@ -59,6 +59,49 @@ type group struct {
 	classic    *classic.Group
 	consumer   *consumer.Group
 	emptySince time.Time // zero while the group has members; the sweeper's
+	// persisted is the generation and state of the last group metadata record
+	// written for a classic group (the sweeper's).
+	persistedGen   int32
+	persistedState classic.State
+}
+
+// metadataRecord returns the group metadata record to write when a classic group
+// reached a new generation in Stable or became Empty since the last one written, or
+// nil. Kafka writes these records so the group's generation, protocol and (for
+// offset expiry) the time it became empty survive a coordinator change; Sluice
+// writes them from the sweeper, and reads back the empty-since time and protocol
+// type (members are not restored: they rejoin).
+func (g *group) metadataRecord(now time.Time) *kv {
+	if g.classic == nil {
+		return nil
+	}
+	st, gen := g.classic.State(), g.classic.Generation()
+	switch {
+	case st == classic.Stable && (gen != g.persistedGen || g.persistedState != classic.Stable):
+	case st == classic.Empty && gen > 0 && g.persistedState != classic.Empty:
+	default:
+		return nil
+	}
+	d := g.classic.Describe(now)
+	md := offsets.GroupMetadata{
+		ProtocolType:          d.ProtocolType,
+		Generation:            gen,
+		Protocol:              d.Protocol,
+		CurrentStateTimestamp: now.UnixMilli(),
+	}
+	for _, mb := range d.Members {
+		om := offsets.Member{MemberID: mb.MemberID, ClientID: mb.ClientID, ClientHost: mb.ClientHost,
+			Subscription: mb.ProtocolMetadata, Assignment: mb.MemberAssignment}
+		if mb.InstanceID != nil {
+			om.GroupInstanceID = *mb.InstanceID
+		}
+		md.Members = append(md.Members, om)
+	}
+	if d.State != st.String() {
+		return nil // moved on meanwhile; the next sweep looks again
+	}
+	g.persistedGen, g.persistedState = gen, st
+	return &kv{key: offsets.EncodeGroupKey(g.id), value: offsets.EncodeGroupMetadataValue(md)}
 }
 
 func (g *group) isEmpty() bool {
@@ -122,7 +165,7 @@ func (g *group) subscribedTo(topic string) bool {
 				return true
 			}
 			if mb.SubscribedTopicRegex != "" {
-				if re, err := regexp.Compile(mb.SubscribedTopicRegex); err != nil || re.MatchString(topic) {
+				if re, err := regexp.Compile("^(?:" + mb.SubscribedTopicRegex + ")$"); err != nil || re.MatchString(topic) {
 					return true
 				}
 			}
@@ -479,8 +522,22 @@ func (s *shard) tick(now time.Time, idle time.Duration) {
 		gs = append(gs, g)
 	}
 	s.mu.Unlock()
+	var recs []kv
+	defer func() {
+		if len(recs) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		defer cancel()
+		if e := s.writeChunked(ctx, recs); e != nil {
+			s.m.log.Warn("writing group metadata failed", "partition", s.tp.Partition, "groups", len(recs), "err", e)
+		}
+	}()
 	for _, g := range gs {
 		g.tick(now)
+		if r := g.metadataRecord(now); r != nil {
+			recs = append(recs, *r)
+		}
 		if !g.isEmpty() {
 			g.emptySince = time.Time{}
 			continue
@@ -522,6 +579,8 @@ func (s *shard) expireOffsets(ctx context.Context, now time.Time, retention time
 		base := time.Time{}
 		if g := s.lookup(id); g != nil && !g.emptySince.IsZero() {
 			base = g.emptySince
+		} else if md, ok, _ := s.m.store.GroupMetadata(id); ok && len(md.Members) == 0 && md.CurrentStateTimestamp > 0 {
+			base = time.UnixMilli(md.CurrentStateTimestamp) // empty since then
 		}
 		offs, err := s.m.store.FetchGroup(id)
 		if err != nil {
