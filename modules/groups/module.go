@@ -342,10 +342,12 @@ func (m *Module) shard(p int32) (*shard, *kerr.Error) {
 	if s != nil && s.epoch == epoch && !s.failed() {
 		return s, nil
 	}
-	if s != nil {
-		go s.unload(kerr.NotCoordinator)
+	old := s
+	if old != nil {
+		go old.unload(kerr.NotCoordinator)
 	}
 	s = newShard(m, tp, epoch)
+	s.prev = old
 	m.shards[p] = s
 	m.wg.Add(1)
 	go s.load()

@@ -47,6 +47,11 @@ type shard struct {
 	loadErr error
 
 	writes chan *writeReq
+	// done is closed when the shard has stopped writing: its load failed or its
+	// writer exited. A later shard of the same partition waits for it before it
+	// replays, so two writers never apply to the store at once.
+	done chan struct{}
+	prev *shard // the shard this one replaces, if any
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -209,6 +214,7 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 		ctx: ctx, cancel: cancel,
 		ready:  make(chan struct{}),
 		writes: make(chan *writeReq, 256),
+		done:   make(chan struct{}),
 		groups: map[string]*group{},
 	}
 }
@@ -235,6 +241,13 @@ func (s *shard) failed() bool {
 // m.wg count.
 func (s *shard) load() {
 	defer s.m.wg.Done()
+	if s.prev != nil {
+		select {
+		case <-s.prev.done:
+		case <-s.ctx.Done():
+		}
+		s.prev = nil
+	}
 	start := time.Now()
 	from := s.m.store.AppliedOffset(s.tp.Partition) + 1
 	n, err := s.replay(from)
@@ -243,6 +256,7 @@ func (s *shard) load() {
 	}
 	s.loadErr = err
 	if err != nil {
+		close(s.done)
 		close(s.ready)
 		if !errors.Is(err, context.Canceled) {
 			s.m.log.Warn("loading __consumer_offsets partition failed", "partition", s.tp.Partition, "err", err)
@@ -326,6 +340,7 @@ func (s *shard) unload(err *kerr.Error) {
 // one m.wg count.
 func (s *shard) writer() {
 	defer s.m.wg.Done()
+	defer close(s.done)
 	var batch []*writeReq
 	b, _ := recordbatch.NewBuilder(recordbatch.Options{})
 	for {
@@ -425,6 +440,14 @@ func (s *shard) write(ctx context.Context, recs []kv) *kerr.Error {
 	select {
 	case code := <-w.done:
 		return code
+	case <-s.done:
+		// The writer exited; it may have answered w just before.
+		select {
+		case code := <-w.done:
+			return code
+		default:
+			return kerr.NotCoordinator
+		}
 	case <-ctx.Done():
 		return kerr.RequestTimedOut
 	}
