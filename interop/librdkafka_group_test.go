@@ -92,3 +92,60 @@ func TestLibrdkafkaGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestLibrdkafkaGroupBrokerRestart: a librdkafka group consumer (auto-commit) that has
+// consumed and committed 200 records keeps running while the broker is SIGKILLed and
+// restarted on the same data dir; the commits survive, the consumer finds its
+// coordinator again, gets the 40 records produced after the restart, and none of the
+// 200 again.
+func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
+	if _, err := os.Stat(systemPython); err != nil {
+		need(t, "%s not found", systemPython)
+	}
+	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
+		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
+	}
+	b := startBrokerConfig(t, groupBrokerConfig)
+	const (
+		topic      = "lrk-group-restart"
+		group      = "lrk-group-restart-g"
+		partitions = 4
+	)
+	createTopic(t, b.addr, topic, partitions)
+	all := produceSeq(t, b.addr, topic, partitions, "first", 200)
+	adm := kadm.NewClient(newClient(t, b.addr))
+
+	p := startLineProc(t, []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"},
+		systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "200", "1")
+	p.waitEvent("consumed", 45*time.Second)
+	ends := waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
+
+	b.kill()
+	start := time.Now()
+	b.start()
+	adm = kadm.NewClient(newClient(t, b.addr))
+	if got, err := committed(adm, group, topic); err != nil || !mapsEqual(got, ends) {
+		t.Fatalf("after SIGKILL and restart: committed %v (err %v), want %v", got, err, ends)
+	}
+	second := produceSeq(t, b.addr, topic, partitions, "second", 40)
+	for p, offs := range second {
+		for o, v := range offs {
+			all[p][o] = v
+		}
+	}
+	p.send("expect 240")
+	p.waitEvent("consumed", 45*time.Second)
+	t.Logf("the consumer got the records produced after the restart %s after it", time.Since(start).Round(time.Millisecond))
+	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
+	d := waitStableGroup(t, adm, group, topic, partitions, 1, 20*time.Second)
+	p.send("stop")
+	var rep librdkafkaGroupReport
+	if err := json.Unmarshal([]byte(p.waitEvent("report", 30*time.Second)), &rep); err != nil {
+		t.Fatalf("librdkafka report: %v", err)
+	}
+	p.wait(10 * time.Second)
+	if dups := checkConsumed(t, "across the restart", rep.Records, all); dups != 0 {
+		t.Errorf("across the restart: %d records delivered again (the group had committed them before the kill)", dups)
+	}
+	t.Logf("%d records, assignments %v; after the restart the group is %s with member %s", len(rep.Records), rep.Assigned, d.State, d.Members[0].MemberID)
+}

@@ -18,8 +18,11 @@ consumed and before close()). Prints one JSON object per stdout line:
     {"event":"report","records":[{"c":..,"p":..,"o":..,"v":..}],"assigned":{i:[[...],...]}}
     {"event":"fail","msg":...}       and exit 1, on any failure
 
+    {"event":"error","consumer":i,"msg":...}   a transport error poll() returned
+
 After "consumed" the consumers keep polling until a "stop" line on stdin; then they
-commit (manual) and close(), the report is printed and it exits 0.
+commit (manual) and close(), the report is printed and it exits 0. An "expect N" line
+asks for another "consumed" event once N distinct records have been consumed in all.
 """
 
 import json
@@ -31,6 +34,8 @@ import traceback
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 TIMEOUT = 60.0
+# Errors poll() may return while the broker restarts; anything else fails.
+TRANSIENT = (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
 
 
 def emit(obj):
@@ -89,6 +94,7 @@ def main():
             "auto.commit.interval.ms": 100,
             "fetch.wait.max.ms": 100,
             "topic.metadata.refresh.interval.ms": 1000,
+            "reconnect.backoff.max.ms": 1000,  # back soon after a broker restart
         })
         c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
         return c
@@ -109,6 +115,9 @@ def main():
             if m is None:
                 continue
             if m.error():
+                if m.error().code() in TRANSIENT and not m.error().fatal():
+                    emit({"event": "error", "consumer": i, "msg": str(m.error())})
+                    continue
                 fail("consumer %d: %s" % (i, m.error()))
             records.append({"c": i, "p": m.partition(), "o": m.offset(), "v": m.value().decode()})
             seen.add((m.partition(), m.offset()))
@@ -122,9 +131,13 @@ def main():
                     commit_sync(c)
             consumed_sent = True
             emit({"event": "consumed", "count": len(seen)})
-        if consumed_sent and select.select([sys.stdin], [], [], 0)[0]:
+        if select.select([sys.stdin], [], [], 0)[0]:
             line = sys.stdin.readline()
-            stop = line == "" or line.strip() == "stop"
+            if line.startswith("expect "):
+                expect, consumed_sent = int(line.split()[1]), False
+                deadline = time.time() + TIMEOUT
+            else:
+                stop = line == "" or line.strip() == "stop"
 
     for c in consumers:
         if manual:
