@@ -143,12 +143,6 @@ func (p *producer) Stop() map[string]bool {
 	return maps.Clone(p.acked)
 }
 
-func (p *producer) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.acked)
-}
-
 // seenSet counts the distinct record values consumed by any consumer.
 type seenSet struct {
 	mu   sync.Mutex
