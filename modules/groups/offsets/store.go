@@ -65,9 +65,11 @@ type Store struct {
 	closed bool
 	db     *badger.DB
 
-	// applyMu serializes Apply, so the check of a partition's applied offset and
-	// the write that advances it are one step. Order: mu, then applyMu.
-	applyMu sync.Mutex
+	// applyMu serializes Apply per partition (striped: partition % len), so the
+	// check of a partition's applied offset and the write that advances it are one
+	// step, while applies to different partitions overlap and badger can fold
+	// their transactions into one sync. Order: mu, then applyMu.
+	applyMu [32]sync.Mutex
 	// expireMu keeps writes out of ExpireOffsets' judge-then-delete of one
 	// group, so a commit landing in between is never deleted unjudged. Writes
 	// hold it shared (they still run concurrently); expiry holds it alone.
@@ -546,8 +548,9 @@ func (s *Store) ApplyBatch(partition int32, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	s.applyMu.Lock()
-	defer s.applyMu.Unlock()
+	mu := &s.applyMu[uint32(partition)%uint32(len(s.applyMu))]
+	mu.Lock()
+	defer mu.Unlock()
 	applied := s.AppliedOffset(partition)
 	last := recs[len(recs)-1].Offset
 	if last <= applied {
