@@ -115,7 +115,7 @@ func commitCode(rc *rawConn, r *kmsg.OffsetCommitRequest) int16 {
 // serving.
 func TestClassicBadInput(t *testing.T) {
 	const topic = "bad"
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
+	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig+"  group.max.size: \"3\"\n"))
 	createTopic(t, b.Admin(t), topic, 2)
 	rc := dialRaw(t, b.Addr, "raw")
 
@@ -272,6 +272,82 @@ func TestClassicBadInput(t *testing.T) {
 			if len(m.MemberAssignment) > 1<<20 {
 				t.Errorf("member %s holds a %d-byte assignment", m.MemberID, len(m.MemberAssignment))
 			}
+		}
+	})
+
+	t.Run("Rebalance", func(t *testing.T) {
+		const group = "g-rb"
+		a := joinAsOnlyMember(t, rc, group, topic)
+		rc2 := dialRaw(t, b.Addr, "raw2")
+
+		for _, ms := range []int32{999, 1_800_001} {
+			j := joinReq(5, group, "", consumerProtocols(topic))
+			j.SessionTimeoutMillis = ms
+			wantCode(t, "JoinGroup with session timeout "+strconv.Itoa(int(ms)), rc2.do(j).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InvalidSessionTimeout)
+		}
+		j := joinReq(5, group, "", consumerProtocols(topic))
+		j.ProtocolType = "connect"
+		wantCode(t, "JoinGroup with another protocol type", rc2.do(j).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol)
+		j = joinReq(5, group, "", consumerProtocols(topic))
+		j.Protocols[0].Name = "roundrobin"
+		wantCode(t, "JoinGroup with no protocol in common", rc2.do(j).(*kmsg.JoinGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol)
+
+		// B joins: its join waits for A to rejoin.
+		jb := joinReq(5, group, "", consumerProtocols(topic))
+		jb.MemberID = rc2.do(jb).(*kmsg.JoinGroupResponse).MemberID
+		corrB := rc2.send(jb)
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Version, hb.Group, hb.Generation, hb.MemberID = 4, group, a.gen, a.id
+		waitFor(t, 5*time.Second, "the group to start rebalancing", func() string {
+			if code := rc.do(hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.RebalanceInProgress.Code {
+				return "heartbeat: " + codeName(code)
+			}
+			return ""
+		})
+		wantCode(t, "commit while PreparingRebalance", commitCode(rc, commitReq(8, group, a.id, a.gen, topic, 0, nil)), nil)
+		ja := rc.do(joinReq(5, group, a.id, consumerProtocols(topic))).(*kmsg.JoinGroupResponse)
+		jbr := rc2.recv(jb, corrB).(*kmsg.JoinGroupResponse)
+		wantCode(t, "A's rejoin", ja.ErrorCode, nil)
+		wantCode(t, "B's join", jbr.ErrorCode, nil)
+		if ja.Generation != a.gen+1 || jbr.Generation != ja.Generation || ja.LeaderID != a.id || len(ja.Members) != 2 || len(jbr.Members) != 0 {
+			t.Fatalf("rebalance: A gen %d leader %q members %d; B gen %d members %d", ja.Generation, ja.LeaderID, len(ja.Members), jbr.Generation, len(jbr.Members))
+		}
+		gen := ja.Generation
+
+		// CompletingRebalance: commits wait for the assignment.
+		wantCode(t, "commit while CompletingRebalance", commitCode(rc2, commitReq(8, group, jbr.MemberID, gen, topic, 1, nil)), kerr.RebalanceInProgress)
+		wantCode(t, "commit with the previous generation", commitCode(rc, commitReq(8, group, a.id, a.gen, topic, 0, nil)), kerr.IllegalGeneration)
+		sb := kmsg.NewPtrSyncGroupRequest()
+		sb.Version, sb.Group, sb.Generation, sb.MemberID = 5, group, gen, jbr.MemberID
+		corrSB := rc2.send(sb)
+		sa := kmsg.NewPtrSyncGroupRequest()
+		sa.Version, sa.Group, sa.Generation, sa.MemberID = 5, group, gen-1, a.id
+		wantCode(t, "SyncGroup with the previous generation", rc.do(sa).(*kmsg.SyncGroupResponse).ErrorCode, kerr.IllegalGeneration)
+		sa.Generation, sa.ProtocolType, sa.Protocol = gen, ptr("consumer"), ptr("roundrobin")
+		wantCode(t, "SyncGroup v5 naming another protocol", rc.do(sa).(*kmsg.SyncGroupResponse).ErrorCode, kerr.InconsistentGroupProtocol)
+		sa.Protocol = ptr("range")
+		for _, id := range []string{a.id, jbr.MemberID} {
+			ga := kmsg.NewSyncGroupRequestGroupAssignment()
+			ga.MemberID, ga.MemberAssignment = id, []byte("for "+id)
+			sa.GroupAssignment = append(sa.GroupAssignment, ga)
+		}
+		sar := rc.do(sa).(*kmsg.SyncGroupResponse)
+		sbr := rc2.recv(sb, corrSB).(*kmsg.SyncGroupResponse)
+		if sar.ErrorCode != 0 || sbr.ErrorCode != 0 || string(sar.MemberAssignment) != "for "+a.id || string(sbr.MemberAssignment) != "for "+jbr.MemberID {
+			t.Errorf("syncs: A %s %q, B %s %q", codeName(sar.ErrorCode), sar.MemberAssignment, codeName(sbr.ErrorCode), sbr.MemberAssignment)
+		}
+		wantCode(t, "commit once Stable", commitCode(rc2, commitReq(8, group, jbr.MemberID, gen, topic, 1, nil)), nil)
+	})
+
+	t.Run("MaxSize", func(t *testing.T) {
+		// group.max.size 3 counts pending (KIP-394) members.
+		for i := range 4 {
+			r := rc.do(joinReq(5, "g-max", "", consumerProtocols(topic))).(*kmsg.JoinGroupResponse)
+			want := kerr.MemberIDRequired
+			if i == 3 {
+				want = kerr.GroupMaxSizeReached
+			}
+			wantCode(t, "JoinGroup "+strconv.Itoa(i+1), r.ErrorCode, want)
 		}
 	})
 
