@@ -3,6 +3,15 @@
 // It also kills the broker with SIGKILL mid-produce and checks that every acknowledged
 // record survives the restart.
 //
+// The consumer group tests (groups_test.go holds their helpers) run kafkajs
+// (kafkajs_group_test.js), librdkafka (librdkafka_group_test.py) and `kcat -G` group
+// consumers: partitions shared between members, every record consumed, commits reaching
+// the end offsets, a restarted consumer resuming from them, a SIGKILLed member expiring
+// after its session timeout, a live group across a broker SIGKILL, and kadm's
+// ListGroups/DescribeGroups/Lag views of live and empty groups. TestCrashGroupCommits
+// SIGKILLs the broker while offset commits are in flight and checks that every
+// acknowledged commit survives.
+//
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
 // directory, waits for GET /readyz on the admin listener, and stops it with SIGTERM in

@@ -121,6 +121,18 @@ func startLineProc(t *testing.T, env []string, name string, args ...string) *lin
 	return p
 }
 
+// kill SIGKILLs the process (and its process group) and waits for it.
+func (p *lineProc) kill() {
+	p.t.Helper()
+	killGroup(p.cmd.Process.Pid)
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("%s: still running 10s after SIGKILL", p.name)
+	}
+}
+
 // send writes one line to the process's stdin.
 func (p *lineProc) send(line string) {
 	p.t.Helper()
@@ -310,16 +322,23 @@ func checkConsumed(t *testing.T, what string, recs []consumedRecord, want map[in
 // describeGroup describes one group and fails the test on an error.
 func describeGroup(t *testing.T, adm *kadm.Client, group string) kadm.DescribedGroup {
 	t.Helper()
+	d, err := describeGroupErr(adm, group)
+	if err != nil {
+		t.Fatalf("DescribeGroups %s: %v", group, err)
+	}
+	return d
+}
+
+// describeGroupErr describes one group. (DescribeGroups v6, KIP-1043, answers
+// GROUP_ID_NOT_FOUND for a group that does not exist yet.)
+func describeGroupErr(adm *kadm.Client, group string) (kadm.DescribedGroup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ds, err := adm.DescribeGroups(ctx, group)
 	if err == nil {
 		err = ds.Error()
 	}
-	if err != nil {
-		t.Fatalf("DescribeGroups %s: %v", group, err)
-	}
-	return ds[group]
+	return ds[group], err
 }
 
 // memberPartitions returns a described member's assigned partitions of topic, sorted.
@@ -342,9 +361,10 @@ func memberPartitions(m kadm.DescribedGroupMember, topic string) []int32 {
 func waitStableGroup(t *testing.T, adm *kadm.Client, group, topic string, partitions int32, n int, timeout time.Duration) kadm.DescribedGroup {
 	t.Helper()
 	var d kadm.DescribedGroup
+	var err error
 	ok := pollUntil(timeout, func() bool {
-		d = describeGroup(t, adm, group)
-		if d.State != "Stable" || len(d.Members) != n {
+		d, err = describeGroupErr(adm, group)
+		if err != nil || d.State != "Stable" || len(d.Members) != n {
 			return false
 		}
 		var all []int32
@@ -371,8 +391,8 @@ func waitStableGroup(t *testing.T, adm *kadm.Client, group, topic string, partit
 		for _, m := range d.Members {
 			ms = append(ms, fmt.Sprintf("%s(client %s) %v", m.MemberID, m.ClientID, memberPartitions(m, topic)))
 		}
-		t.Fatalf("group %s: state %q, protocol %q/%q, members %v; want Stable with %d members sharing the %d partitions of %s (after %s)",
-			group, d.State, d.ProtocolType, d.Protocol, ms, n, partitions, topic, timeout)
+		t.Fatalf("group %s: state %q, protocol %q/%q, members %v (DescribeGroups error: %v); want Stable with %d members sharing the %d partitions of %s (after %s)",
+			group, d.State, d.ProtocolType, d.Protocol, ms, err, n, partitions, topic, timeout)
 	}
 	return d
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// kafkajs consumer group check for Sluice. Run by TestKafkajsGroup (groups_test.go /
-// kafkajs_group_test.go) from this directory, after `npm ci`:
+// kafkajs consumer group check for Sluice. Run by TestKafkajsGroup
+// (kafkajs_group_test.go) from this directory, after `npm ci`:
 //
 //   node kafkajs_group_test.js BOOTSTRAP TOPIC GROUP EXPECT CONSUMERS
 //

@@ -7,8 +7,8 @@
 // Creates TOPIC (3 partitions), produces keyed messages with headers (acks -1, gzip, not
 // idempotent) with explicit partitions, checks the admin API's view, and prints on its
 // last stdout line a JSON description of every message it wrote, so the Go test can read
-// them back with franz-go (kafkajs itself cannot consume without consumer groups, which
-// the broker does not implement yet). Exits non-zero with "FAIL: ..." on any failure.
+// them back with franz-go (kafkajs consumes only through a consumer group; that is
+// kafkajs_group_test.js). Exits non-zero with "FAIL: ..." on any failure.
 'use strict'
 
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs')

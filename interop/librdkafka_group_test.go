@@ -149,3 +149,66 @@ func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 	}
 	t.Logf("%d records, assignments %v; after the restart the group is %s with member %s", len(rep.Records), rep.Assigned, d.State, d.Members[0].MemberID)
 }
+
+// TestLibrdkafkaGroupMemberKilled: two librdkafka consumer processes share a group; one
+// is SIGKILLed (no LeaveGroup), so the broker must expire it after its 6s session
+// timeout and rebalance: the survivor ends up alone in a Stable group with all the
+// partitions, consumes the records produced after the kill from every partition and
+// commits them.
+func TestLibrdkafkaGroupMemberKilled(t *testing.T) {
+	if _, err := os.Stat(systemPython); err != nil {
+		need(t, "%s not found", systemPython)
+	}
+	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
+		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
+	}
+	b := startBrokerConfig(t, groupBrokerConfig)
+	const (
+		topic      = "lrk-group-kill"
+		group      = "lrk-group-kill-g"
+		partitions = 4
+	)
+	createTopic(t, b.addr, topic, partitions)
+	produceSeq(t, b.addr, topic, partitions, "first", 100)
+	adm := kadm.NewClient(newClient(t, b.addr))
+	env := []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
+
+	survivor := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "0")
+	victim := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "1")
+	d := waitStableGroup(t, adm, group, topic, partitions, 2, 30*time.Second)
+	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
+	var victimParts []int32
+	for _, m := range d.Members {
+		if m.ClientID == "sluice-interop-librdkafka-1" {
+			victimParts = memberPartitions(m, topic)
+		}
+	}
+	if len(victimParts) == 0 {
+		t.Fatalf("DescribeGroups: no partitions for sluice-interop-librdkafka-1 in %+v", d.Members)
+	}
+
+	victim.kill()
+	start := time.Now()
+	second := produceSeq(t, b.addr, topic, partitions, "second", 40)
+	d = waitStableGroup(t, adm, group, topic, partitions, 1, 30*time.Second)
+	if d.Members[0].ClientID != "sluice-interop-librdkafka-0" {
+		t.Errorf("after the kill: the remaining member is %+v, want client sluice-interop-librdkafka-0", d.Members[0])
+	}
+	t.Logf("the killed member's partitions %v went to the survivor %s after the kill", victimParts, time.Since(start).Round(time.Millisecond))
+	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
+	survivor.send("stop")
+	var rep librdkafkaGroupReport
+	if err := json.Unmarshal([]byte(survivor.waitEvent("report", 30*time.Second)), &rep); err != nil {
+		t.Fatalf("librdkafka report: %v", err)
+	}
+	survivor.wait(10 * time.Second)
+	var fromSecond []consumedRecord
+	for _, r := range rep.Records {
+		if _, ok := second[r.Partition][r.Offset]; ok {
+			fromSecond = append(fromSecond, r)
+		}
+	}
+	if dups := checkConsumed(t, "survivor, records produced after the kill", fromSecond, second); dups != 0 {
+		t.Errorf("survivor: %d records produced after the kill delivered twice", dups)
+	}
+}

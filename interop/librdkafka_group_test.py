@@ -3,9 +3,10 @@
 
 Run by TestLibrdkafkaGroup (librdkafka_group_test.go) as:
 
-    /usr/bin/python3 librdkafka_group_test.py BOOTSTRAP TOPIC GROUP MODE EXPECT CONSUMERS
+    /usr/bin/python3 librdkafka_group_test.py BOOTSTRAP TOPIC GROUP MODE EXPECT CONSUMERS [FIRST_ID]
 
-Starts CONSUMERS subscribe()d consumers (client ids sluice-interop-librdkafka-0, -1, ...)
+Starts CONSUMERS subscribe()d consumers (client ids sluice-interop-librdkafka-FIRST_ID,
+FIRST_ID+1, ...; FIRST_ID defaults to 0)
 in GROUP, polled in turn from this one thread, with auto.offset.reset=earliest. MODE is
 "auto" (enable.auto.commit, every 100ms, and close() commits) or "manual" (no
 auto-commit; commit(asynchronous=False) every 25 messages, on revoke, once everything is
@@ -57,10 +58,11 @@ def commit_sync(c):
 
 
 def main():
-    if len(sys.argv) != 7 or sys.argv[4] not in ("auto", "manual"):
-        fail("usage: librdkafka_group_test.py BOOTSTRAP TOPIC GROUP auto|manual EXPECT CONSUMERS")
+    if len(sys.argv) not in (7, 8) or sys.argv[4] not in ("auto", "manual"):
+        fail("usage: librdkafka_group_test.py BOOTSTRAP TOPIC GROUP auto|manual EXPECT CONSUMERS [FIRST_ID]")
     bootstrap, topic, group, mode = sys.argv[1:5]
     expect, n = int(sys.argv[5]), int(sys.argv[6])
+    first_id = int(sys.argv[7]) if len(sys.argv) == 8 else 0
     manual = mode == "manual"
 
     records = []
@@ -85,7 +87,7 @@ def main():
 
         c = Consumer({
             "bootstrap.servers": bootstrap,
-            "client.id": "sluice-interop-librdkafka-%d" % i,
+            "client.id": "sluice-interop-librdkafka-%d" % (first_id + i),
             "group.id": group,
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 500,

@@ -6,8 +6,8 @@ Run by TestLibrdkafka (librdkafka_test.go) as:
     /usr/bin/python3 librdkafka_test.py BOOTSTRAP [TOPIC_PREFIX]
 
 Exits 0 and prints one "librdkafka interop: OK ..." line when every check passed;
-exits 1 with "FAIL: ..." lines otherwise. Consumer groups are not implemented by the
-broker yet, so consumers use assign() on explicit partitions and never commit.
+exits 1 with "FAIL: ..." lines otherwise. Consumers here use assign() on explicit
+partitions and never commit; librdkafka_group_test.py covers consumer groups.
 """
 
 import sys
