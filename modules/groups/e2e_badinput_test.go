@@ -117,6 +117,7 @@ func TestClassicBadInput(t *testing.T) {
 	const topic = "bad"
 	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig+"  group.max.size: \"3\"\n"))
 	createTopic(t, b.Admin(t), topic, 2)
+	createTopic(t, b.Admin(t), "bad-other", 1)
 	rc := dialRaw(t, b.Addr, "raw")
 
 	// Create __consumer_offsets (as a client's first FindCoordinator does).
@@ -187,6 +188,31 @@ func TestClassicBadInput(t *testing.T) {
 		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 2 || fr.Topics[0].Partitions[0].Offset != 7 ||
 			fr.Topics[0].Partitions[0].Metadata == nil || len(*fr.Topics[0].Partitions[0].Metadata) != 4096 || fr.Topics[0].Partitions[1].Offset != -1 {
 			t.Errorf("OffsetFetch after the commits: %+v", fr.Topics)
+		}
+
+		// OffsetDelete: refused for the topic the member subscribes to, allowed for
+		// another topic it committed.
+		wantCode(t, "member commit of an unsubscribed topic", commitCode(rc, commitReq(8, group, m.id, m.gen, "bad-other", 0, nil)), nil)
+		od := kmsg.NewPtrOffsetDeleteRequest()
+		od.Group = group
+		for _, tp := range []string{topic, "bad-other"} {
+			dt := kmsg.NewOffsetDeleteRequestTopic()
+			dt.Topic = tp
+			dp := kmsg.NewOffsetDeleteRequestTopicPartition()
+			dt.Partitions = append(dt.Partitions, dp)
+			od.Topics = append(od.Topics, dt)
+		}
+		odr := rc.do(od).(*kmsg.OffsetDeleteResponse)
+		if odr.ErrorCode != 0 || len(odr.Topics) != 2 {
+			t.Fatalf("OffsetDelete: %s, %d topics", codeName(odr.ErrorCode), len(odr.Topics))
+		}
+		wantCode(t, "OffsetDelete of the subscribed topic", odr.Topics[0].Partitions[0].ErrorCode, kerr.GroupSubscribedToTopic)
+		wantCode(t, "OffsetDelete of an unsubscribed topic", odr.Topics[1].Partitions[0].ErrorCode, nil)
+		of.Topics[0].Partitions = []int32{0}
+		of.Topics = append(of.Topics, kmsg.OffsetFetchRequestTopic{Topic: "bad-other", Partitions: []int32{0}})
+		fr = rc.do(of).(*kmsg.OffsetFetchResponse)
+		if len(fr.Topics) != 2 || fr.Topics[0].Partitions[0].Offset != 7 || fr.Topics[1].Partitions[0].Offset != -1 {
+			t.Errorf("OffsetFetch after OffsetDelete: %+v", fr.Topics)
 		}
 
 		l := kmsg.NewPtrLeaveGroupRequest()

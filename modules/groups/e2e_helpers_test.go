@@ -43,6 +43,7 @@ func fastGroupOpts(group string, topics ...string) []kgo.Opt {
 		kgo.RebalanceTimeout(4 * time.Second),
 		kgo.AutoCommitInterval(200 * time.Millisecond),
 		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 	}
 }
@@ -92,7 +93,7 @@ type producer struct {
 
 func startProducer(t testing.TB, b *testbroker.Broker, topic string, parts int32) *producer {
 	p := &producer{
-		cl:    b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)),
+		cl:    b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.MetadataMinAge(100*time.Millisecond)),
 		topic: topic, parts: parts,
 		stop: make(chan struct{}), done: make(chan struct{}),
 		acked: map[string]bool{},

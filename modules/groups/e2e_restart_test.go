@@ -159,3 +159,59 @@ func TestOffsetsRebuiltFromLog(t *testing.T) {
 		t.Errorf("offset store not recreated: %v", err)
 	}
 }
+
+// TestRestartWithLiveConsumers restarts the broker under two consuming members and a
+// producer: the members rejoin (the group's membership is not persisted), every
+// acknowledged record is consumed, and no partition's committed offset goes back.
+func TestRestartWithLiveConsumers(t *testing.T) {
+	const topic, group, parts = "rl", "g-restart-live", 4
+	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
+	adm := b.Admin(t)
+	createTopic(t, adm, topic, parts)
+	prod := startProducer(t, b, topic, parts)
+	seen := newSeenSet()
+	opts := fastGroupOpts(group, topic)
+	c1 := startConsumer(t, b, "l1", seen, opts...)
+	c2 := startConsumer(t, b, "l2", seen, opts...)
+	stableAssignment(t, adm, group, topic, parts, []*consumer{c1, c2})
+	var before map[string]map[int32]int64
+	waitFor(t, 10*time.Second, "offsets committed for every partition", func() string {
+		before = fetchAll(t, adm, group)
+		if len(before[topic]) != parts {
+			return fmtMap(before[topic])
+		}
+		return ""
+	})
+
+	t0 := time.Now()
+	b.Restart(t)
+	adm = b.Admin(t)
+	after := stableAssignment(t, adm, group, topic, parts, []*consumer{c1, c2})
+	t.Logf("after the restart: %v (stable %v after the restart began)", after, time.Since(t0))
+	seen.mu.Lock()
+	from := len(seen.seen)
+	seen.mu.Unlock()
+	waitFor(t, 10*time.Second, "consumption after the restart", func() string {
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
+		if len(seen.seen) < from+100 {
+			return "no progress"
+		}
+		return ""
+	})
+	acked := prod.Stop()
+	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
+		if n, ex := seen.missing(acked); n > 0 {
+			return fmtMissing(n, len(acked), ex)
+		}
+		return ""
+	})
+	c1.stop()
+	c2.stop()
+	final := fetchAll(t, adm, group)
+	for p, at := range before[topic] {
+		if final[topic][p] < at {
+			t.Errorf("partition %d: committed offset %d after the restart, %d before", p, final[topic][p], at)
+		}
+	}
+}
