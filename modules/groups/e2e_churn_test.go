@@ -251,6 +251,11 @@ func TestClassicStaticMembership(t *testing.T) {
 	if code := rc.do(hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.FencedInstanceID.Code {
 		t.Errorf("heartbeat of the replaced static member: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(code))
 	}
+	oc := commitReq(8, group, oldID, oldGen, topic, 0, nil)
+	oc.InstanceID = ptr("i2")
+	if code := commitCode(rc, oc); code != kerr.FencedInstanceID.Code {
+		t.Errorf("commit of the replaced static member: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(code))
+	}
 	// ...and s2 learns of it.
 	waitFor(t, 10*time.Second, "s2 to see FENCED_INSTANCE_ID", func() string {
 		s2.mu.Lock()
