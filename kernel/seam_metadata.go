@@ -27,6 +27,9 @@ type Image struct {
 	// BrokerConfigs are dynamic broker configs: key "" is the cluster-wide default,
 	// otherwise the node id in decimal.
 	BrokerConfigs map[string]map[string]string
+	// Extensions are modules' own records (see ExtensionStore): namespace -> key ->
+	// value. Copy on write like the rest of the image.
+	Extensions map[string]map[string][]byte
 }
 
 // BrokerImage is a registered broker.
@@ -95,4 +98,27 @@ func (b *BrokerImage) Endpoint(listener string) (ListenerInfo, bool) {
 		return b.Endpoints[0], true
 	}
 	return ListenerInfo{}, false
+}
+
+// ExtensionStore is an optional interface of the metadata module (found by type
+// assertion on ctx.Lookup("metadata")): namespaced key/value records in the metadata
+// log for modules that need small, durable, cluster-wide state that every broker sees
+// (transform deployments). Values are opaque to the metadata module; each namespace's
+// owner defines and versions its format. Image.Extensions holds the current values.
+type ExtensionStore interface {
+	// PutExtension sets namespace/key to value (nil deletes it) through the metadata
+	// log and returns once this broker's image has the change. Values are bounded by
+	// MaxExtensionValueBytes.
+	PutExtension(ctx context.Context, namespace, key string, value []byte) error
+}
+
+// MaxExtensionValueBytes bounds one extension value (a compressed WASM binary fits).
+const MaxExtensionValueBytes = 32 << 20
+
+// Extension returns the value of namespace/key, or nil. Callers must not modify it.
+func (im *Image) Extension(namespace, key string) []byte {
+	if im == nil {
+		return nil
+	}
+	return im.Extensions[namespace][key]
 }

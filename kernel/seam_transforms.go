@@ -1,0 +1,33 @@
+package kernel
+
+import "context"
+
+// ProduceTransformer rewrites produced record batches before the partition leader
+// appends them: the transforms module's inline mode. The stored bytes are the
+// transformed bytes, so fetches serve them unmodified (zero-copy).
+//
+// The replication module calls it for every partition of a Produce request whose
+// topic is Bound, after validating the input batches (CRC, codec, framing, no control
+// batches) and before the append; it validates the output like any produced batch.
+type ProduceTransformer interface {
+	// Bound reports whether records produced to topic pass through a transform. It is
+	// on the produce hot path: no allocation, no blocking.
+	Bound(topic string) bool
+	// TransformProduce returns the batches to append in place of records (one or more
+	// validated v2 batches of tp). The output keeps each input batch's producer id,
+	// epoch, base sequence, transactional flag and codec, with a fresh CRC; control
+	// batches pass through unchanged. An empty result with a nil error means every
+	// record was dropped: nothing is appended. An error that wraps a *kerr.Error (from
+	// github.com/twmb/franz-go/pkg/kerr) is the partition's error code (the reject
+	// policy); any other error answers UNKNOWN_SERVER_ERROR. Nothing is appended on
+	// error.
+	TransformProduce(ctx context.Context, tp TopicPartition, records []byte) ([]byte, error)
+}
+
+// TransformHook is implemented by the replication module: the transforms module finds
+// it with ctx.Lookup("replication") at Provision and registers itself, so replication
+// does not depend on transforms (which depends on replication for its dead-letter and
+// derived-mode writes).
+type TransformHook interface {
+	SetProduceTransformer(ProduceTransformer)
+}
