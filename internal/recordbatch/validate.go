@@ -173,3 +173,33 @@ func iterate(h *Header, data []byte, rec *Record, fn func(*Record) error) (Info,
 	}
 	return info(h, res, len(data)), nil
 }
+
+// Section validates batch exactly like Records and returns its header and its records
+// section, uncompressed: RecordCount records back to back in the record encoding (see
+// the package doc). The section is batch's own bytes for an uncompressed batch, else
+// d's buffer; it is valid until the next call on d, and must not be modified.
+func (d *Decoder) Section(batch []byte) (Header, []byte, error) {
+	h, err := checkBatch(batch)
+	if err != nil {
+		return h, nil, err
+	}
+	data := batch[HeaderSize:]
+	if h.Codec() != CodecNone {
+		if d.dec == nil {
+			d.dec = new(decompressor)
+		}
+		d.dec.buf, err = d.dec.decompress(h.Codec(), data, d.dec.buf, limitFor(batch, d.MaxUncompressed))
+		d.dec.src.Reset(nil)
+		if err != nil {
+			if cap(d.dec.buf) > pooledBufMax {
+				d.dec.buf = nil
+			}
+			return h, nil, err
+		}
+		data = d.dec.buf
+	}
+	if _, err := scan(&h, data, nil, nil); err != nil {
+		return h, nil, err
+	}
+	return h, data, nil
+}
