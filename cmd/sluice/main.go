@@ -1,6 +1,7 @@
 // Command sluice is the Sluice broker and its command-line tools.
 //
 //	sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
+//	sluice transform deploy|list|delete ...   (see sluice transform help)
 //	sluice version
 //
 // Flags override the config file; with neither, serve runs a single-node broker on
@@ -32,8 +33,9 @@ func main() {
 const usage = `usage: sluice <command> [flags]
 
 commands:
-  serve     run a broker
-  version   print the version
+  serve      run a broker
+  transform  deploy, list and delete WASM record transforms
+  version    print the version
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -44,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "transform", "transforms":
+		return transformCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "sluice %s\n", version())
 		return 0

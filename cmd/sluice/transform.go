@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const transformUsage = `usage:
+  sluice transform deploy --name NAME --input TOPIC [--output TOPIC]... [--mode inline|derived]
+                          [--policy reject|drop|dlq] [--dlq-topic TOPIC] [--memory-pages N]
+                          [--timeout DURATION] [--env KEY=VALUE]... [--admin HOST:PORT] FILE.wasm
+  sluice transform list   [--admin HOST:PORT] [--json]
+  sluice transform delete [--admin HOST:PORT] NAME
+
+--admin is the broker's admin HTTP listener (default 127.0.0.1:9644).
+`
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+
+func transformCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, transformUsage)
+		return 2
+	}
+	switch args[0] {
+	case "deploy":
+		return transformDeploy(args[1:], stdout, stderr)
+	case "list":
+		return transformList(args[1:], stdout, stderr)
+	case "delete":
+		return transformDelete(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, transformUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sluice transform: unknown command %q\n%s", args[0], transformUsage)
+	return 2
+}
+
+var httpClient = &http.Client{Timeout: 3 * time.Minute}
+
+// call sends a request to the admin API and decodes a JSON answer into out (if not
+// nil). A non-2xx answer is an error carrying the API's message.
+func call(method, admin, path string, body io.Reader, out any) error {
+	req, err := http.NewRequest(method, "http://"+admin+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
+		}
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func transformDeploy(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("transform deploy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "", "transform name")
+	input := fs.String("input", "", "input topic")
+	var outputs, env multi
+	fs.Var(&outputs, "output", "output topic (derived mode; repeat for up to 8)")
+	fs.Var(&env, "env", "KEY=VALUE passed to the transform's environment (repeatable)")
+	mode := fs.String("mode", "inline", "inline (on produce) or derived (into output topics)")
+	policy := fs.String("policy", "reject", "on failure: reject, drop or dlq")
+	dlq := fs.String("dlq-topic", "", "dead-letter topic for --policy dlq (default INPUT.NAME.dlq)")
+	pages := fs.Uint("memory-pages", 0, "memory limit in 64 KiB pages (0: the broker's default)")
+	timeout := fs.Duration("timeout", 0, "deadline per batch (0: the broker's default)")
+	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *name == "" || *input == "" || fs.NArg() != 1 {
+		fmt.Fprint(stderr, "sluice transform deploy: need --name, --input and one FILE.wasm\n", transformUsage)
+		return 2
+	}
+	bin, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice transform deploy: %v\n", err)
+		return 1
+	}
+	q := url.Values{}
+	q.Set("input", *input)
+	for _, o := range outputs {
+		q.Add("output", o)
+	}
+	for _, e := range env {
+		q.Add("env", e)
+	}
+	q.Set("mode", *mode)
+	q.Set("policy", *policy)
+	if *dlq != "" {
+		q.Set("dlq_topic", *dlq)
+	}
+	if *pages > 0 {
+		q.Set("memory_limit_pages", fmt.Sprint(*pages))
+	}
+	if *timeout > 0 {
+		q.Set("timeout_ms", fmt.Sprint(timeout.Milliseconds()))
+	}
+	path := "/v1/transforms/" + url.PathEscape(*name) + "?" + q.Encode()
+	if err := call(http.MethodPut, *admin, path, bytes.NewReader(bin), nil); err != nil {
+		fmt.Fprintf(stderr, "sluice transform deploy: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "deployed %s (%s, input %s, %d bytes)\n", *name, *mode, *input, len(bin))
+	return 0
+}
+
+type transformStatus struct {
+	Name          string   `json:"name"`
+	Input         string   `json:"input"`
+	Outputs       []string `json:"outputs"`
+	Mode          string   `json:"mode"`
+	Policy        string   `json:"policy"`
+	State         string   `json:"state"`
+	LastError     string   `json:"last_error"`
+	RecordsIn     int64    `json:"records_in"`
+	RecordsOut    int64    `json:"records_out"`
+	Failures      int64    `json:"failures"`
+	Dropped       int64    `json:"dropped"`
+	DeadLettered  int64    `json:"dead_lettered"`
+	LatencyLastUs float64  `json:"latency_last_us"`
+	LatencyAvgUs  float64  `json:"latency_avg_us"`
+}
+
+func transformList(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("transform list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var raw json.RawMessage
+	if err := call(http.MethodGet, *admin, "/v1/transforms", nil, &raw); err != nil {
+		fmt.Fprintf(stderr, "sluice transform list: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		fmt.Fprintln(stdout, string(raw))
+		return 0
+	}
+	var ts []transformStatus
+	if err := json.Unmarshal(raw, &ts); err != nil {
+		fmt.Fprintf(stderr, "sluice transform list: %v\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tMODE\tINPUT\tOUTPUTS\tPOLICY\tSTATE\tIN\tOUT\tERRORS\tDROPPED\tDLQ\tLATENCY(avg)\tLAST ERROR")
+	for _, t := range ts {
+		outs := strings.Join(t.Outputs, ",")
+		if outs == "" {
+			outs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fµs\t%s\n", t.Name, t.Mode, t.Input, outs,
+			t.Policy, t.State, t.RecordsIn, t.RecordsOut, t.Failures, t.Dropped, t.DeadLettered, t.LatencyAvgUs, t.LastError)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+func transformDelete(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("transform delete", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, "sluice transform delete: need one NAME\n", transformUsage)
+		return 2
+	}
+	if err := call(http.MethodDelete, *admin, "/v1/transforms/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+		fmt.Fprintf(stderr, "sluice transform delete: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "deleted %s\n", fs.Arg(0))
+	return 0
+}
