@@ -33,6 +33,29 @@
 // record bytes go from the segment file to the socket with sendfile and are never
 // copied; what a consumer receives is byte for byte what is in the segment.
 //
+// # Produce transforms
+//
+// The module implements kernel.TransformHook: the transforms module registers a
+// kernel.ProduceTransformer with SetProduceTransformer at its Provision (nil unsets;
+// the transformer sits behind an atomic pointer, loaded once per Produce request).
+// For each partition of a Produce whose topic is Bound (never an internal topic), the
+// input is validated as usual, then TransformProduce(ctx, tp, records) runs with the
+// request's context, and its output is validated again with the same checks
+// (max.message.bytes, framing, CRC, timestamps, LogAppendTime stamping) before it is
+// appended in place of the input; the stored bytes, which fetches serve unmodified,
+// are the output, and sluice_produce_bytes_total counts them. acks=all waits for the
+// output's last offset. An error wrapping a *kerr.Error answers that code (its text as
+// the v8+ error message); any other error answers UNKNOWN_SERVER_ERROR and is logged;
+// an output that fails validation answers the validation's code; in all three cases
+// nothing is appended. An empty output (every record dropped) appends nothing and
+// answers success with BaseOffset = the partition's current log end offset and the
+// usual LogStartOffset: Kafka has no notion of a produce whose records were all
+// filtered, and the log end offset is the offset the records would have started at,
+// without assigning or skipping any. The kernel.Partitions append path (internal
+// writers: groups, transactions, the transforms module's own dead-letter and derived
+// writes) is never transformed. Without a registered transformer the produce path is
+// unchanged: Bound is consulted only when one is set.
+//
 // # Invariants
 //
 //   - Offsets are assigned only by the leader, by Log.AppendLeader, under Partition.mu;

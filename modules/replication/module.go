@@ -51,6 +51,9 @@ type Module struct {
 	sessions *sessionCache
 
 	produceBytes, fetchBytes *kernel.Counter
+	// transformer is the registered kernel.ProduceTransformer (nil: none); see
+	// SetProduceTransformer.
+	transformer atomic.Pointer[transformerBox]
 	// fetchMaxBytes is the broker's fetch.max.bytes (caps a Fetch's max_bytes),
 	// refreshed from every image.
 	fetchMaxBytes atomic.Int64
@@ -381,11 +384,28 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	return p
 }
 
+// transformerBox holds a kernel.ProduceTransformer behind an atomic pointer.
+type transformerBox struct{ t kernel.ProduceTransformer }
+
+// SetProduceTransformer registers the transformer that Produce calls for the
+// partitions of bound topics (kernel.TransformHook); nil unsets it. The transforms
+// module calls it at its Provision; it is safe at any time, and applies from the next
+// Produce request. Appends through kernel.Partitions (internal writers) are never
+// transformed.
+func (m *Module) SetProduceTransformer(t kernel.ProduceTransformer) {
+	if t == nil {
+		m.transformer.Store(nil)
+		return
+	}
+	m.transformer.Store(&transformerBox{t: t})
+}
+
 // Interface guards.
 var (
-	_ kernel.Provisioner  = (*Module)(nil)
-	_ kernel.Validator    = (*Module)(nil)
-	_ kernel.Starter      = (*Module)(nil)
-	_ kernel.Stopper      = (*Module)(nil)
-	_ kernel.CleanerUpper = (*Module)(nil)
+	_ kernel.TransformHook = (*Module)(nil)
+	_ kernel.Provisioner   = (*Module)(nil)
+	_ kernel.Validator     = (*Module)(nil)
+	_ kernel.Starter       = (*Module)(nil)
+	_ kernel.Stopper       = (*Module)(nil)
+	_ kernel.CleanerUpper  = (*Module)(nil)
 )

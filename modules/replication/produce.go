@@ -47,7 +47,12 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 	budget := m.MaxProduceRecordsBytes
 	var waits []ackWait
 	failed := false
-	pc := produceCtx{m: m, version: v, now: m.now().UnixMilli()}
+	pc := produceCtx{ctx: ctx, m: m, version: v, now: m.now().UnixMilli()}
+	// Loaded once per request: a transformer registered or unset mid-request applies
+	// from the next request.
+	if b := m.transformer.Load(); b != nil {
+		pc.transformer = b.t
+	}
 
 	for tIdx := range r.Topics {
 		t := &r.Topics[tIdx]
@@ -91,7 +96,7 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 				continue
 			}
 			tp := kernel.TopicPartition{Topic: name, Partition: in.Partition}
-			p := pc.appendPartition(tp, im, in.Records, acks, &budget, out)
+			p := pc.appendPartition(tp, im, timg.Internal, in.Records, acks, &budget, out)
 			if out.ErrorCode != 0 {
 				failed = true
 				if out.ErrorCode == kerr.NotLeaderForPartition.Code && v >= 10 {
@@ -99,7 +104,7 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 				}
 				continue
 			}
-			if acks == -1 {
+			if acks == -1 && p != nil { // nil: a transform dropped every record
 				waits = append(waits, ackWait{p: p, last: pc.last, t: len(resp.Topics), i: pi})
 			}
 		}
@@ -124,16 +129,21 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 
 // produceCtx carries per-request state through appendPartition.
 type produceCtx struct {
+	ctx     context.Context // the request's; passed to the transformer
 	m       *Module
 	version int16
 	now     int64 // ms
 	last    int64 // last offset of the latest successful append
 	decBuf  []byte
+	// transformer is the registered kernel.ProduceTransformer (nil: none), loaded
+	// once per request.
+	transformer kernel.ProduceTransformer
 }
 
 // appendPartition validates and appends one partition's records, filling out. It
-// returns the partition (nil on error).
-func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image, records []byte, acks int16, budget *int64, out *kmsg.ProduceResponseTopicPartition) *Partition {
+// returns the partition, or nil on error and when a produce transform dropped every
+// record (nothing appended, nothing to wait for).
+func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image, internal bool, records []byte, acks int16, budget *int64, out *kmsg.ProduceResponseTopicPartition) *Partition {
 	m := pc.m
 	p := m.partition(tp)
 	if p == nil {
@@ -161,6 +171,14 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		pc.setMessage(out, msg)
 		return nil
 	}
+	// The Bound check (an interface call) runs only when a transformer is registered,
+	// so the path without one is unchanged.
+	if pc.transformer != nil && !internal && pc.transformer.Bound(tp.Topic) {
+		var ok bool
+		if records, ok = pc.transform(tp, p, cfg, records, out); !ok || len(records) == 0 {
+			return nil
+		}
+	}
 	res, err := p.appendLeader(records, acks == -1)
 	if err != nil {
 		out.ErrorCode = errorCode(err)
@@ -169,7 +187,7 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		}
 		return nil
 	}
-	m.produceBytes.Add(size)
+	m.produceBytes.Add(int64(len(records))) // the stored bytes (a transform's output)
 	out.BaseOffset = res.BaseOffset
 	out.LogStartOffset = res.LogStartOffset
 	if cfg.MessageTimestampType == "LogAppendTime" {
@@ -177,6 +195,52 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 	}
 	pc.last = res.LastOffset
 	return p
+}
+
+// transform runs the registered ProduceTransformer over one partition's validated
+// records and validates its output like produced input (max.message.bytes, framing,
+// timestamps, LogAppendTime stamping), so what is stored obeys the topic's limits. It
+// returns the records to append and true, or false with out's error set. An empty
+// result with true means the transform dropped every record: nothing is appended and
+// the partition answers success with BaseOffset = the current log end offset (the
+// offset the next record will get). Kafka has no notion of a produce whose records
+// were all filtered; the log end offset is the closest truthful answer (no offset was
+// assigned, none is skipped) and keeps a producer's "base offset never decreases"
+// view intact.
+func (pc *produceCtx) transform(tp kernel.TopicPartition, p *Partition, cfg *kconfig.Topic, records []byte, out *kmsg.ProduceResponseTopicPartition) ([]byte, bool) {
+	ctx := pc.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := pc.transformer.TransformProduce(ctx, tp, records)
+	if err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			out.ErrorCode = ke.Code
+			pc.setMessage(out, err.Error())
+		} else {
+			out.ErrorCode = kerr.UnknownServerError.Code
+			pc.setMessage(out, "produce transform failed")
+			pc.m.log.Error("produce transform", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+		return nil, false
+	}
+	if len(res) == 0 {
+		out.BaseOffset = p.log.LogEndOffset()
+		out.LogStartOffset = p.log.LogStartOffset()
+		return nil, true
+	}
+	if int64(len(res)) > cfg.SegmentBytes {
+		out.ErrorCode = kerr.RecordListTooLarge.Code
+		pc.setMessage(out, fmt.Sprintf("transformed records of %d bytes exceed segment.bytes", len(res)))
+		return nil, false
+	}
+	if code, msg := pc.validate(res, cfg, out); code != 0 {
+		out.ErrorCode = code
+		pc.setMessage(out, "transformed records: "+msg)
+		return nil, false
+	}
+	return res, true
 }
 
 func (pc *produceCtx) setMessage(out *kmsg.ProduceResponseTopicPartition, msg string) {
