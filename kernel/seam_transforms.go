@@ -20,7 +20,8 @@ type ProduceTransformer interface {
 	// record was dropped: nothing is appended. An error that wraps a *kerr.Error (from
 	// github.com/twmb/franz-go/pkg/kerr) is the partition's error code (the reject
 	// policy); any other error answers UNKNOWN_SERVER_ERROR. Nothing is appended on
-	// error.
+	// error. The returned slice belongs to the caller, which stamps it in place
+	// (leader epoch, LogAppendTime): the transformer must not reuse it.
 	TransformProduce(ctx context.Context, tp TopicPartition, records []byte) ([]byte, error)
 }
 
