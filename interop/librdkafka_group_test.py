@@ -21,12 +21,15 @@ consumed and before close()). Prints one JSON object per stdout line:
 
     {"event":"error","consumer":i,"msg":...}   a transport error poll() returned
 
+LRK_DEBUG in the environment sets librdkafka's debug contexts (e.g. cgrp,fetch).
+
 After "consumed" the consumers keep polling until a "stop" line on stdin; then they
 commit (manual) and close(), the report is printed and it exits 0. An "expect N" line
 asks for another "consumed" event once N distinct records have been consumed in all.
 """
 
 import json
+import os
 import select
 import sys
 import time
@@ -85,7 +88,9 @@ def main():
                 commit_sync(c)
             current[i] = []
 
+        debug = {"debug": os.environ["LRK_DEBUG"]} if os.environ.get("LRK_DEBUG") else {}
         c = Consumer({
+            **debug,
             "bootstrap.servers": bootstrap,
             "client.id": "sluice-interop-librdkafka-%d" % (first_id + i),
             "group.id": group,
