@@ -36,8 +36,12 @@ func TestImportGraph(t *testing.T) {
 	}
 }
 
-// moduleOf returns "storage" for "modules/storage/segmentlog", "" outside modules/.
+// moduleOf returns "storage" for "modules/storage/segmentlog", "transforms" for
+// "transforms/wasm" (the transforms module lives at the top level), "" elsewhere.
 func moduleOf(pkg string) string {
+	if pkg == "transforms" || strings.HasPrefix(pkg, "transforms/") {
+		return "transforms"
+	}
 	rest, ok := strings.CutPrefix(pkg, "modules/")
 	if !ok {
 		return ""
@@ -71,6 +75,10 @@ func TestViolationRules(t *testing.T) {
 		{"modules/storage/segmentlog", "modules/storage/internal/batches", false},
 		{"modules/standard", "modules/metadata", false},
 		{"internal/recordbatch", "kernel", false},
+		{"transforms", "modules/replication", true},
+		{"modules/replication", "transforms", true},
+		{"transforms", "transforms/wasm", false},
+		{"kernel", "transforms/wasm", true},
 	} {
 		if got := violation(tc.pkg, tc.imp) != ""; got != tc.bad {
 			t.Errorf("violation(%s, %s) = %v, want %v", tc.pkg, tc.imp, got, tc.bad)
