@@ -2,6 +2,7 @@ package interop
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // kafkajsGroupReport is the "report" event of kafkajs_group_test.js.
@@ -22,7 +24,9 @@ type kafkajsGroupReport struct {
 // group is Stable with both members sharing the partitions (DescribeGroups, ListGroups,
 // Lag 0 once the commits reach the end offsets). After they leave, the group is Empty
 // and Lag counts the 60 records produced next; a fresh kafkajs consumer in the group then
-// resumes from the committed offsets: it gets exactly those 60 and commits them.
+// resumes from the committed offsets: it gets exactly those 60 and commits them. Last,
+// kafkajs's admin client lists, describes, fetches the offsets of, sets offsets for and
+// deletes the Empty group (its setOffsets alone takes 5s, client-side).
 func TestKafkajsGroup(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -88,4 +92,17 @@ func TestKafkajsGroup(t *testing.T) {
 		t.Errorf("kafkajs group after restart: %d duplicates (single consumer, no rebalance)", dups)
 	}
 	t.Logf("restarted kafkajs consumer resumed at the committed offsets: %d records in %s", len(rep2.Records), time.Since(start).Round(time.Millisecond))
+
+	// kafkajs's admin client on the (now Empty) group, ending with deleteGroups.
+	checkEmptyGroupLag(t, adm, group, topic, map[int32]int64{0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 0})
+	start = time.Now()
+	pa := startLineProc(t, env, node, "kafkajs_group_test.js", "admin", b.addr, topic, group)
+	t.Logf("kafkajs admin: %s in %s", pa.waitEvent("admin", 30*time.Second), time.Since(start).Round(time.Millisecond))
+	pa.wait(10 * time.Second)
+	if got, err := committed(adm, group, topic); err != nil || len(got) != 0 {
+		t.Errorf("after kafkajs deleteGroups: committed %v (err %v), want none", got, err)
+	}
+	if d, err := describeGroupErr(adm, group); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Errorf("after kafkajs deleteGroups: DescribeGroups: %+v, err %v; want GROUP_ID_NOT_FOUND", d, err)
+	}
 }

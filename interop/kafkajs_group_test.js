@@ -16,6 +16,12 @@
 // After "consumed" it keeps the consumers running (heartbeating, committing) until a
 // "stop" line on stdin; then it disconnects them all (LeaveGroup), prints the report and
 // exits 0.
+//
+//   node kafkajs_group_test.js admin BOOTSTRAP TOPIC GROUP
+//
+// runs the admin client's group calls against an Empty GROUP whose offsets of TOPIC are
+// committed at the end: listGroups, describeGroups, fetchOffsets, setOffsets and
+// deleteGroups, then prints {"event":"admin","done":[...]}.
 'use strict'
 
 const readline = require('readline')
@@ -95,5 +101,63 @@ async function main () {
   emit({ event: 'report', records, joins })
 }
 
+function check (cond, msg) {
+  if (!cond) fail(msg)
+}
+
+// admin mode: kafkajs's group admin calls against GROUP, which must be Empty (no running
+// consumer) with its offsets of TOPIC committed at the end offsets.
+async function admin () {
+  const [, bootstrap, topic, groupId] = process.argv.slice(2)
+  const kafka = new Kafka({ clientId: 'sluice-interop-kafkajs-admin', brokers: [bootstrap], logLevel: logLevel.WARN })
+  const adm = kafka.admin()
+  await adm.connect()
+  const done = []
+  const committed = async () => {
+    const res = await adm.fetchOffsets({ groupId, topics: [topic] })
+    check(res.length === 1 && res[0].topic === topic, 'fetchOffsets: ' + JSON.stringify(res))
+    const out = {}
+    for (const p of res[0].partitions) out[p.partition] = p.offset
+    return out
+  }
+
+  const listed = (await adm.listGroups()).groups.find((g) => g.groupId === groupId)
+  check(listed && listed.protocolType === 'consumer', `listGroups: ${groupId} is ${JSON.stringify(listed)}, want protocolType consumer`)
+  done.push('listGroups')
+
+  const desc = await adm.describeGroups([groupId])
+  check(desc.groups.length === 1 && desc.groups[0].groupId === groupId && desc.groups[0].errorCode === 0 &&
+    desc.groups[0].state === 'Empty' && desc.groups[0].members.length === 0,
+  'describeGroups: ' + JSON.stringify(desc))
+  done.push('describeGroups')
+
+  const ends = {}
+  for (const o of await adm.fetchTopicOffsets(topic)) ends[o.partition] = o.high
+  let got = await committed()
+  check(JSON.stringify(got) === JSON.stringify(ends), `fetchOffsets ${JSON.stringify(got)}, want the end offsets ${JSON.stringify(ends)}`)
+  done.push('fetchOffsets')
+
+  // setOffsets joins the group with a temporary consumer, seeks and commits. (It takes
+  // 5s: that consumer pauses the topic, and kafkajs then sleeps maxWaitTimeInMs, 5000 by
+  // default, before the fetch round it waits for.)
+  const t0 = Date.now()
+  await adm.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '5' }, { partition: 1, offset: '7' }] })
+  const setMs = Date.now() - t0
+  got = await committed()
+  const want = Object.assign({}, ends, { 0: '5', 1: '7' })
+  check(JSON.stringify(got) === JSON.stringify(want), `after setOffsets: ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
+  done.push(`setOffsets (${setMs}ms)`)
+
+  const deleted = await adm.deleteGroups([groupId])
+  check(deleted.length === 1 && deleted[0].groupId === groupId && deleted[0].errorCode === 0, 'deleteGroups: ' + JSON.stringify(deleted))
+  check(!(await adm.listGroups()).groups.some((g) => g.groupId === groupId), `listGroups still lists ${groupId} after deleteGroups`)
+  got = await committed()
+  check(Object.values(got).every((o) => o === '-1'), `fetchOffsets after deleteGroups: ${JSON.stringify(got)}, want -1 everywhere`)
+  done.push('deleteGroups')
+  await adm.disconnect()
+  emit({ event: 'admin', done })
+}
+
 const timer = setTimeout(() => fail(`no result after ${TIMEOUT_MS}ms`), TIMEOUT_MS)
-main().then(() => { clearTimeout(timer); process.exit(0) }, (err) => fail((err && err.stack) || String(err)))
+const run = process.argv[2] === 'admin' ? admin : main
+run().then(() => { clearTimeout(timer); process.exit(0) }, (err) => fail((err && err.stack) || String(err)))
