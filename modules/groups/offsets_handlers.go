@@ -131,11 +131,16 @@ func (m *Module) handleOffsetCommit(ctx context.Context, req *kernel.Request) (k
 
 // validateCommit checks the committer against the group: a member of the current
 // generation, or a simple (non-member) commit to a group without members. Unknown
-// groups accept only simple commits (ILLEGAL_GENERATION otherwise, as Kafka).
+// groups accept only simple commits (generation < 0, whatever the member id, as Kafka).
 func (m *Module) validateCommit(s *shard, r *kmsg.OffsetCommitRequest) *kerr.Error {
 	g := s.lookup(r.Group)
 	if g == nil {
-		if r.Generation >= 0 || r.MemberID != "" {
+		if r.Generation >= 0 {
+			// As Kafka: v9+ says GROUP_ID_NOT_FOUND (clear for both protocols),
+			// older versions ILLEGAL_GENERATION (what old clients expect).
+			if r.Version >= 9 {
+				return kerr.GroupIDNotFound
+			}
 			return kerr.IllegalGeneration
 		}
 		return nil
