@@ -6,7 +6,9 @@
 // A single-node broker is a one-voter raft quorum: the same code path as a cluster,
 // with no separate "local" mode. The module also serves the admin APIs that read or
 // write metadata: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster.
+// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster. Other
+// modules create internal topics through it (kernel.TopicCreator) and keep their own
+// cluster-wide records in it (kernel.ExtensionStore: PutExtension, Image.Extensions).
 //
 // # Usage
 //
@@ -57,8 +59,19 @@
 // Types (frozen; never renumbered or reused): 1 ClusterID, 2 RegisterBroker,
 // 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
 // 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
-// 10 PartitionChange, 11 LeaderChange. Every type is at version 1. JSON field names are
-// frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+// 10 PartitionChange, 11 LeaderChange, 12 Extension. Every type is at version 1. JSON
+// field names are frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+//
+// Extension (kernel.ExtensionStore, extensions.go) is
+//
+//	{"namespace": s, "key": s, "value": base64, "delete": true}
+//
+// ("value" omitted when empty, "delete" when false): it sets or removes one value of
+// Image.Extensions. Namespace and key are 1 to 255 bytes (checked by Apply too);
+// values are opaque, at most kernel.MaxExtensionValueBytes (checked by the proposer
+// only: the bound lives in kernel, and Apply must not depend on it). An empty value is
+// stored as an empty, non-nil slice; deleting an absent key is accepted and changes
+// nothing; removing a namespace's last key removes the namespace.
 //
 // Bumping a version: a new optional field that old readers may safely ignore needs no
 // bump (encoding/json skips unknown fields). A change old readers would misapply (a new
@@ -68,8 +81,12 @@
 // version). A broker that meets an entry it cannot read logs an error and keeps its
 // image unchanged for that entry.
 //
-// Snapshots serialize the whole state: | format u8 = 1 | JSON | with brokers sorted by
-// id and topics by name, so equal states give equal bytes.
+// Snapshots serialize the whole state: | format u8 | JSON | with brokers sorted by id
+// and topics by name, so equal states give equal bytes. Format 1 has no extensions;
+// format 2 adds "extensions" (namespace -> key -> base64 value) and is written only
+// when there are extensions, so a state without them still gives a format 1 snapshot
+// that older brokers read, and an older broker refuses a format 2 snapshot rather than
+// silently dropping extensions. Both formats load.
 //
 // # Invariants
 //
@@ -80,7 +97,8 @@
 //     proposer and carried in the entry. An entry that no longer fits the image (topic
 //     exists, partition count moved, unknown broker) is rejected by every broker alike.
 //   - A published image is never modified; a change copies what it touches (maps, the
-//     changed topic and its partition slice) and shares the rest.
+//     changed topic and its partition slice, the Extensions map and the one changed
+//     namespace map) and shares the rest, extension values included.
 //   - An admin response that reports success is sent only after the entry is applied to
 //     this broker's image.
 //   - A topic is addressed by name and id together in entries, so an entry for a topic

@@ -25,6 +25,7 @@ const (
 	recAlterBrokerCfgs   recordType = 9
 	recPartitionChange   recordType = 10
 	recLeaderChange      recordType = 11
+	recExtension         recordType = 12
 )
 
 // recordVersions returns, for a type, the newest payload version this code writes and
@@ -34,7 +35,7 @@ func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 	switch t {
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
-		recPartitionChange, recLeaderChange:
+		recPartitionChange, recLeaderChange, recExtension:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -199,6 +200,8 @@ func newRecord(t recordType) record {
 		return &partitionChangeRecord{}
 	case recLeaderChange:
 		return &leaderChangeRecord{}
+	case recExtension:
+		return &extensionRecord{}
 	}
 	return nil
 }

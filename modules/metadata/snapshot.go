@@ -11,11 +11,19 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-// snapshotFormatV1 is the first byte of a snapshot (see doc.go).
-const snapshotFormatV1 = 1
+// Snapshot formats, the first byte of a snapshot (see doc.go). Format 2 is format 1
+// plus Extensions; it is written only when there are extensions, so a state without
+// them still gives a format 1 snapshot that older brokers read. An older broker meets
+// format 2 only once extension entries (which it cannot read either) are in the log,
+// and then refuses the snapshot instead of silently dropping the extensions.
+const (
+	snapshotFormatV1 = 1
+	snapshotFormatV2 = 2
+)
 
-// snapshotV1 is the serialized state. Slices are sorted (brokers by id, topics by name)
-// and encoding/json sorts map keys, so equal states give equal bytes.
+// snapshotV1 is the serialized state (formats 1 and 2). Slices are sorted (brokers by
+// id, topics by name) and encoding/json sorts map keys, so equal states give equal
+// bytes.
 type snapshotV1 struct {
 	Version       uint64                       `json:"version"`
 	ClusterID     string                       `json:"cluster_id"`
@@ -23,6 +31,8 @@ type snapshotV1 struct {
 	Brokers       []snapBroker                 `json:"brokers"`
 	Topics        []snapTopic                  `json:"topics"`
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	// Extensions is namespace -> key -> value (base64); format 2 only.
+	Extensions map[string]map[string][]byte `json:"extensions,omitempty"`
 }
 
 type snapBroker struct {
@@ -60,6 +70,10 @@ func encodeSnapshot(s *state) ([]byte, error) {
 		Topics:        []snapTopic{},
 		BrokerConfigs: im.BrokerConfigs,
 	}
+	format := byte(snapshotFormatV1)
+	if len(im.Extensions) > 0 {
+		format, snap.Extensions = snapshotFormatV2, im.Extensions
+	}
 	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
 		b := im.Brokers[id]
 		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []endpoint{},
@@ -81,7 +95,7 @@ func encodeSnapshot(s *state) ([]byte, error) {
 		snap.Topics = append(snap.Topics, st)
 	}
 	var buf bytes.Buffer
-	buf.WriteByte(snapshotFormatV1)
+	buf.WriteByte(format)
 	if err := json.NewEncoder(&buf).Encode(&snap); err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
@@ -94,7 +108,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	if len(b) == 0 || b[0] != snapshotFormatV1 {
+	if len(b) == 0 || (b[0] != snapshotFormatV1 && b[0] != snapshotFormatV2) {
 		return nil, fmt.Errorf("snapshot format: %w", ErrUnknownRecord)
 	}
 	var snap snapshotV1
@@ -126,6 +140,19 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	for k, v := range snap.BrokerConfigs {
 		if len(v) > 0 {
 			im.BrokerConfigs[k] = v
+		}
+	}
+	if b[0] == snapshotFormatV2 {
+		for ns, kv := range snap.Extensions {
+			if len(kv) == 0 {
+				continue
+			}
+			for k, v := range kv {
+				if v == nil { // JSON null: an empty value, as Apply stores it
+					kv[k] = []byte{}
+				}
+			}
+			im.Extensions[ns] = kv
 		}
 	}
 	return s, nil

@@ -51,6 +51,7 @@ func emptyState() *state {
 			Topics:        map[string]*kernel.TopicImage{},
 			TopicsByID:    map[[16]byte]*kernel.TopicImage{},
 			BrokerConfigs: map[string]map[string]string{},
+			Extensions:    map[string]map[string][]byte{},
 		},
 		regs: map[int32]brokerReg{},
 	}
@@ -99,6 +100,8 @@ func (s *state) apply(index uint64, r record) (*state, error) {
 		}
 	case *partitionChangeRecord:
 		err = next.partitionChange(r)
+	case *extensionRecord:
+		err = next.putExtension(r)
 	default:
 		err = fmt.Errorf("%T: %w", r, errInvalidEntry)
 	}

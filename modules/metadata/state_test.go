@@ -55,6 +55,13 @@ func history() []struct {
 		{&deleteTopicRecord{Name: "__consumer_offsets", ID: id(99)}, errUnknownTopic},
 		{&deleteTopicRecord{Name: "__consumer_offsets", ID: id(13)}, nil},
 		{&leaderChangeRecord{NodeID: 2, Term: 3}, nil},
+		{&extensionRecord{Namespace: "t", Key: "a", Value: []byte("1")}, nil},
+		{&extensionRecord{Namespace: "t", Key: "b", Value: []byte{0, 0xff}}, nil},
+		{&extensionRecord{Namespace: "u", Key: "empty"}, nil}, // an empty value
+		{&extensionRecord{Namespace: "t", Key: "a", Delete: true}, nil},
+		{&extensionRecord{Namespace: "v", Key: "absent", Delete: true}, nil},
+		{&extensionRecord{Namespace: "", Key: "k", Value: []byte("1")}, errInvalidEntry},
+		{&extensionRecord{Namespace: "t", Key: string(make([]byte, 256)), Value: []byte("1")}, errInvalidEntry},
 	}
 }
 
@@ -116,6 +123,10 @@ func TestApplyHistory(t *testing.T) {
 	}
 	if !reflect.DeepEqual(im.BrokerConfigs, map[string]map[string]string{"": {"num.partitions": "3"}}) {
 		t.Errorf("broker configs %v", im.BrokerConfigs)
+	}
+	wantExt := map[string]map[string][]byte{"t": {"b": {0, 0xff}}, "u": {"empty": {}}}
+	if !reflect.DeepEqual(im.Extensions, wantExt) {
+		t.Errorf("extensions %v", im.Extensions)
 	}
 }
 

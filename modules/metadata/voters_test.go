@@ -1,7 +1,9 @@
 package metadata
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -80,6 +82,14 @@ func TestThreeVoters(t *testing.T) {
 	if rt := createTopic(t, leader.fc, "replicated", 2, nil); rt.ErrorCode != 0 {
 		t.Fatalf("create on the leader: %d", rt.ErrorCode)
 	}
+	// Extensions replicate too. The value is kept small: with this test's 50ms leader
+	// lease, a multi-MB entry can stall heartbeats long enough to lose leadership.
+	ext := bytes.Repeat([]byte("wasm"), 64<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := leader.m.PutExtension(ctx, "transforms", "t", ext); err != nil {
+		t.Fatalf("put extension on the leader: %v", err)
+	}
 	want := leader.m.Image()
 	for _, n := range nodes {
 		waitFor(t, 5*time.Second, func() bool { return n.m.Image().Version >= want.Version })
@@ -88,7 +98,13 @@ func TestThreeVoters(t *testing.T) {
 			im.Topic("replicated").ID != want.Topic("replicated").ID || im.Brokers[leader.m.nodeID] == nil {
 			t.Errorf("node %d image differs: %+v", n.m.nodeID, im)
 		}
+		if !bytes.Equal(im.Extension("transforms", "t"), ext) {
+			t.Errorf("node %d: extension of %d bytes", n.m.nodeID, len(im.Extension("transforms", "t")))
+		}
 		if n != leader {
+			if err := n.m.PutExtension(ctx, "transforms", "u", []byte("x")); !errors.Is(err, ErrNotController) {
+				t.Errorf("put extension on follower %d: %v", n.m.nodeID, err)
+			}
 			// A follower refuses writes: the client must go to the controller.
 			rt := createTopic(t, n.fc, "elsewhere", 1, nil)
 			if rt.ErrorCode != kerr.NotController.Code {
