@@ -1,0 +1,141 @@
+package wasm
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"strings"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Host side of sdk-wasm/ABI.md, import module sluice_transform_v1.
+
+// emit errnos (ABI.md).
+const (
+	errnoMalformed = -1
+	errnoTooLarge  = -2
+	errnoIndex     = -3
+	errnoNoBatch   = -4
+)
+
+const (
+	inputVersion    = 1
+	inputHeaderSize = 54
+	maxFailMsg      = 1024
+)
+
+var sluiceFuncs = []hostFunc{
+	{"check_abi", types(i32), types(i32), sluiceCheckABI},
+	{"next_batch", types(i32, i32), types(i32), sluiceNextBatch},
+	{"emit", types(i32, i32), types(i32), sluiceEmit},
+	{"fail", types(i32, i32), nil, sluiceFail},
+}
+
+// check_abi(version i32) -> i32
+func sluiceCheckABI(_ context.Context, _ api.Module, stack []uint64) {
+	if api.DecodeI32(stack[0]) == 1 {
+		stack[0] = 0
+	} else {
+		stack[0] = api.EncodeI32(-1)
+	}
+}
+
+// next_batch(buf i32, cap i32) -> i32: completes the previous batch, waits for
+// the next and writes it in the input encoding; -len if cap is too small (the
+// same batch is offered again). A buffer out of bounds traps the guest.
+func sluiceNextBatch(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := instanceOf(ctx)
+	ptr, capacity := api.DecodeU32(stack[0]), api.DecodeI32(stack[1])
+	if inst.cur != nil && inst.delivered {
+		inst.complete()
+	}
+	for {
+		if inst.cur == nil {
+			inst.wait()
+		}
+		b := inst.cur.batch
+		need := inputHeaderSize + len(b.Topic) + len(b.Records)
+		if len(b.Topic) > math.MaxUint16 || need > math.MaxInt32 {
+			inst.answer(nil, &Error{Kind: KindMalformed, Msg: "input batch too large for the guest ABI"})
+			continue
+		}
+		if int64(capacity) < int64(need) {
+			stack[0] = api.EncodeI32(-int32(need))
+			return
+		}
+		h := append(inst.scratch[:0], make([]byte, inputHeaderSize)...)
+		binary.LittleEndian.PutUint32(h[0:], inputVersion)
+		binary.LittleEndian.PutUint32(h[4:], uint32(b.Partition))
+		binary.LittleEndian.PutUint64(h[8:], uint64(b.BaseOffset))
+		binary.LittleEndian.PutUint64(h[16:], uint64(b.BaseTimestamp))
+		binary.LittleEndian.PutUint64(h[24:], uint64(b.MaxTimestamp))
+		binary.LittleEndian.PutUint16(h[32:], uint16(b.Attributes))
+		binary.LittleEndian.PutUint16(h[34:], uint16(b.ProducerEpoch))
+		binary.LittleEndian.PutUint64(h[36:], uint64(b.ProducerID))
+		binary.LittleEndian.PutUint32(h[44:], uint32(b.BaseSequence))
+		binary.LittleEndian.PutUint32(h[48:], uint32(b.RecordCount))
+		binary.LittleEndian.PutUint16(h[52:], uint16(len(b.Topic)))
+		h = append(h, b.Topic...)
+		inst.scratch = h
+		mem := mod.Memory()
+		if uint64(ptr)+uint64(need) > uint64(mem.Size()) ||
+			!mem.Write(ptr, h) || !mem.Write(ptr+uint32(len(h)), b.Records) {
+			panic(trapf("next_batch: buffer [%d, +%d) out of bounds", ptr, need))
+		}
+		inst.delivered = true
+		stack[0] = api.EncodeI32(int32(need))
+		return
+	}
+}
+
+// emit(buf i32, len i32) -> i32
+func sluiceEmit(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := instanceOf(ctx)
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeI32(stack[1])
+	stack[0] = api.EncodeI32(inst.emit(mod, ptr, n))
+}
+
+func (inst *instance) emit(mod api.Module, ptr uint32, n int32) int32 {
+	if inst.cur == nil || !inst.delivered {
+		return errnoNoBatch
+	}
+	o := &inst.out
+	if o.err != nil {
+		return o.errno
+	}
+	if n < 0 {
+		return o.fail(errnoMalformed, "emit: negative length")
+	}
+	if o.size+int(n) > inst.pool.cfg.MaxOutputBytes {
+		return o.fail(errnoTooLarge, "output exceeds max_output_bytes")
+	}
+	b, ok := mod.Memory().Read(ptr, uint32(n))
+	if !ok {
+		return o.fail(errnoMalformed, "emit: buffer out of bounds")
+	}
+	o.size += int(n)
+	return o.appendRecords(b, inst.pool.outputs)
+}
+
+// fail(msg i32, len i32): fails the current batch (KindFailed); the instance
+// lives on. Outside a batch it is ignored.
+func sluiceFail(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := instanceOf(ctx)
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeI32(stack[1])
+	if inst.cur == nil || !inst.delivered {
+		return
+	}
+	inst.answer(nil, &Error{Kind: KindFailed, Msg: readMessage(mod, ptr, n)})
+}
+
+func readMessage(mod api.Module, ptr uint32, n int32) string {
+	if n < 0 {
+		return "(invalid message)"
+	}
+	b, ok := mod.Memory().Read(ptr, uint32(min(n, maxFailMsg)))
+	if !ok {
+		return "(message out of bounds)"
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}

@@ -1,0 +1,439 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultTimeout        = 2 * time.Second
+	DefaultInstances      = 2
+	DefaultMaxOutputBytes = 16 << 20
+	// MaxOutputTopics is the number of outputs a derived transform can have.
+	MaxOutputTopics = 8
+)
+
+// Config configures a pool of instances of one program.
+type Config struct {
+	Name, InputTopic string
+	// OutputTopics are a derived transform's outputs (index 0..7); nil for an
+	// inline transform, whose only output (0) is the input topic.
+	OutputTopics []string
+	// Timeout bounds one batch (default 2s), including the start of a new
+	// instance when the batch is the instance's first.
+	Timeout time.Duration
+	// Instances is the pool size (default 2).
+	Instances int
+	// MaxOutputBytes bounds the output of one batch (default 16 MiB).
+	MaxOutputBytes int
+	// Env is added to the guest's environment (it cannot override the
+	// variables the host sets).
+	Env map[string]string
+	// Log receives the guest's stdout and stderr lines (nil: discarded).
+	Log *slog.Logger
+}
+
+// Batch is one input batch.
+type Batch struct {
+	Topic                                   string
+	Partition                               int32
+	BaseOffset, BaseTimestamp, MaxTimestamp int64
+	Attributes                              int16
+	ProducerID                              int64
+	ProducerEpoch                           int16
+	BaseSequence                            int32
+	RecordCount                             int32
+	// Records is the batch's uncompressed records section (Kafka v2 record
+	// encoding, back to back).
+	Records []byte
+}
+
+// Header is an output record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Output is one output record.
+type Output struct {
+	// Index is the output: 0 is the input topic (inline) or OutputTopics[0].
+	Index int
+	// Key and Value are nil for null.
+	Key, Value []byte
+	Headers    []Header
+	// TimestampDelta is relative to the input batch's BaseTimestamp.
+	TimestampDelta int64
+}
+
+// Pool runs batches on up to Config.Instances instances of a program.
+type Pool struct {
+	prog    *Program
+	cfg     Config
+	modCfg  wazero.ModuleConfig
+	outputs int
+	logs    *logLimiter
+
+	base    context.Context // parent of instance contexts; cancelled by Close
+	cancel  context.CancelFunc
+	idle    chan *instance // one slot per instance; nil: not started (or discarded)
+	closing chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewPool returns a pool of instances of p. Instances start on first use.
+func (p *Program) NewPool(ctx context.Context, cfg Config) (*Pool, error) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Instances <= 0 {
+		cfg.Instances = DefaultInstances
+	}
+	if cfg.MaxOutputBytes <= 0 {
+		cfg.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if len(cfg.OutputTopics) > MaxOutputTopics {
+		return nil, fmt.Errorf("wasm: %d output topics, at most %d", len(cfg.OutputTopics), MaxOutputTopics)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	outputs := []string{cfg.InputTopic}
+	if cfg.OutputTopics != nil {
+		outputs = cfg.OutputTopics
+	}
+
+	env := map[string]string{
+		"SLUICE_TRANSFORM_NAME": cfg.Name,
+		"SLUICE_INPUT_TOPIC":    cfg.InputTopic,
+	}
+	for i, t := range outputs {
+		env["SLUICE_OUTPUT_TOPIC_"+strconv.Itoa(i)] = t
+	}
+	if p.abi == ABIRedpanda {
+		env["REDPANDA_INPUT_TOPIC"] = cfg.InputTopic
+		for i, t := range outputs {
+			env["REDPANDA_OUTPUT_TOPIC_"+strconv.Itoa(i)] = t
+		}
+	}
+	for k, v := range cfg.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("wasm: invalid environment variable %q", k)
+		}
+		if _, ok := env[k]; !ok {
+			env[k] = v
+		}
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	// No FS, no sockets; clocks, sleep and randomness stay wazero's
+	// deterministic defaults.
+	modCfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(cfg.Name).
+		WithStartFunctions("_start")
+	for _, k := range keys {
+		modCfg = modCfg.WithEnv(k, env[k])
+	}
+
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	pool := &Pool{
+		prog:    p,
+		cfg:     cfg,
+		modCfg:  modCfg,
+		outputs: len(outputs),
+		logs:    newLogLimiter(logLinesPerSecond, logBurst),
+		base:    base,
+		cancel:  cancel,
+		idle:    make(chan *instance, cfg.Instances),
+		closing: make(chan struct{}),
+	}
+	for range cfg.Instances {
+		pool.idle <- nil
+	}
+	return pool, nil
+}
+
+// request is one batch handed to an instance. resp receives exactly one
+// result from the instance's goroutine, unless the caller gave up first.
+type request struct {
+	batch *Batch
+	resp  chan result // capacity 1: the guest goroutine never blocks on it
+}
+
+type result struct {
+	out []Output
+	err error
+}
+
+var errClosed = &Error{Kind: KindClosed, Msg: "pool closed"}
+
+// Transform runs one batch on an idle instance, waiting for one (bounded by
+// ctx), and returns its outputs, which the caller owns. A failed batch returns
+// *Error. If ctx is cancelled while the batch runs, the instance is discarded
+// and ctx's error returned.
+func (p *Pool) Transform(ctx context.Context, b *Batch) ([]Output, error) {
+	if b == nil {
+		return nil, errors.New("wasm: nil batch")
+	}
+	var inst *instance
+	select {
+	case inst = <-p.idle:
+	case <-p.closing:
+		return nil, errClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// This goroutine owns a slot until it puts an instance (or nil) back.
+	if inst != nil && inst.dead() {
+		inst = nil
+	}
+	if inst == nil {
+		var err error
+		if inst, err = p.start(); err != nil {
+			p.idle <- nil
+			return nil, err
+		}
+	}
+
+	req := &request{batch: b, resp: make(chan result, 1)}
+	inst.reqs <- req // never blocks: capacity 1 and one batch at a time
+	timer := time.NewTimer(p.cfg.Timeout)
+	defer timer.Stop()
+	select {
+	case r := <-req.resp:
+		if inst.dead() {
+			p.discard(inst)
+		} else {
+			p.idle <- inst
+		}
+		return r.out, r.err
+	case <-inst.done:
+		p.discard(inst)
+		select {
+		case r := <-req.resp:
+			return r.out, r.err
+		default:
+		}
+		if p.isClosed() {
+			return nil, errClosed
+		}
+		return nil, &Error{Kind: KindTrap, Msg: inst.exitReason()}
+	case <-timer.C:
+		p.discard(inst)
+		return nil, &Error{Kind: KindTimeout, Msg: "batch not completed within " + p.cfg.Timeout.String()}
+	case <-ctx.Done():
+		p.discard(inst)
+		return nil, ctx.Err()
+	}
+}
+
+// discard ends inst (if it is still running) and frees its slot.
+func (p *Pool) discard(inst *instance) {
+	inst.cancel()
+	p.idle <- nil
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// Close ends the pool's instances and waits for their goroutines (bounded by
+// ctx). Batches in progress fail with KindClosed.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.closing)
+		p.cancel()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// instance is one running module instance. The fields after the marker are
+// owned by the guest goroutine (host functions run on it).
+type instance struct {
+	pool   *Pool
+	ctx    context.Context
+	cancel context.CancelFunc
+	reqs   chan *request // capacity 1
+	done   chan struct{} // closed when the guest goroutine has ended
+	err    error         // why the guest ended; written before done is closed
+
+	// --- owned by the guest goroutine ---
+	cur       *request // the batch being served, nil between batches
+	delivered bool     // cur has been handed to the guest
+	out       outBuilder
+	scratch   []byte
+
+	// Redpanda ABI
+	recs    []inRecord // cur's records
+	next    int        // next record for read_next_record
+	tsDelta int64      // timestamp delta of the last record read
+}
+
+type instanceKey struct{}
+
+func (p *Pool) start() (*instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errClosed
+	}
+	ctx, cancel := context.WithCancel(p.base)
+	inst := &instance{
+		pool:   p,
+		cancel: cancel,
+		reqs:   make(chan *request, 1),
+		done:   make(chan struct{}),
+	}
+	inst.ctx = context.WithValue(ctx, instanceKey{}, inst)
+	p.wg.Add(1)
+	go inst.run()
+	return inst, nil
+}
+
+func (inst *instance) dead() bool {
+	select {
+	case <-inst.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (inst *instance) exitReason() string {
+	if inst.err == nil {
+		return "guest ended"
+	}
+	return truncate(inst.err.Error(), 512)
+}
+
+// run instantiates the module and runs _start, which loops in the host's
+// next-batch function until the instance is cancelled or the guest ends.
+func (inst *instance) run() {
+	p := inst.pool
+	defer p.wg.Done()
+	defer inst.cancel()
+	stdout := newLineWriter(p.cfg.Log, p.logs, p.cfg.Name, "stdout")
+	stderr := newLineWriter(p.cfg.Log, p.logs, p.cfg.Name, "stderr")
+	cfg := p.modCfg.WithStdout(stdout).WithStderr(stderr)
+	mod, err := p.prog.rt.InstantiateModule(inst.ctx, p.prog.compiled, cfg)
+	if mod != nil {
+		_ = mod.Close(context.Background())
+	}
+	stdout.flush()
+	stderr.flush()
+	inst.err = exitError(err)
+	if inst.cur != nil {
+		e := &Error{Kind: KindTrap, Msg: inst.exitReason()}
+		if p.isClosed() {
+			e = errClosed
+		}
+		inst.answer(nil, e)
+	}
+	close(inst.done)
+}
+
+func exitError(err error) error {
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		return errors.New("guest returned from _start")
+	case errors.As(err, &exit):
+		switch exit.ExitCode() {
+		case sys.ExitCodeContextCanceled, sys.ExitCodeDeadlineExceeded:
+			return errors.New("instance stopped")
+		}
+		return fmt.Errorf("guest exited with code %d", exit.ExitCode())
+	case errors.Is(err, errStopped):
+		return errors.New("instance stopped")
+	}
+	return err
+}
+
+// errStopped is the panic a host function raises to end a cancelled instance.
+var errStopped = errors.New("instance stopped")
+
+// trapf returns the panic value a host function raises to trap the guest.
+func trapf(format string, args ...any) error {
+	return fmt.Errorf(format, args...)
+}
+
+// answer completes the current batch.
+func (inst *instance) answer(out []Output, err error) {
+	inst.cur.resp <- result{out: out, err: err}
+	inst.cur = nil
+	inst.delivered = false
+}
+
+// complete answers the current batch with what the guest produced.
+func (inst *instance) complete() {
+	out, err := inst.out.finish()
+	inst.answer(out, err)
+}
+
+// wait blocks until the next batch, or ends the guest if the instance is cancelled.
+func (inst *instance) wait() {
+	select {
+	case req := <-inst.reqs:
+		inst.cur = req
+		inst.delivered = false
+		inst.out.reset()
+	case <-inst.ctx.Done():
+		panic(errStopped)
+	}
+}
+
+func instanceOf(ctx context.Context) *instance {
+	inst, _ := ctx.Value(instanceKey{}).(*instance)
+	if inst == nil {
+		// A host function called outside a pool (cannot happen: modules are
+		// only instantiated by pools).
+		panic(errStopped)
+	}
+	return inst
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
