@@ -175,6 +175,10 @@ func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string
 	if e != nil {
 		return e
 	}
+	// metaMu: a group metadata record snapshotted before the group is forgotten
+	// is queued before the tombstones, not after them.
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
 	s.mu.Lock()
 	g := s.groups[id]
 	if g != nil && !g.isEmpty() {

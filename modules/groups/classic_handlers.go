@@ -17,17 +17,24 @@ import (
 // classicFor authorizes op on the group and returns its classic group (created when
 // create is set), or the error code to answer.
 func (m *Module) classicFor(ctx context.Context, req *kernel.Request, id string, create bool) (*classic.Group, *kerr.Error) {
+	_, g, e := m.classicShardFor(ctx, req, id, create)
+	return g, e
+}
+
+// classicShardFor is classicFor that also returns the group's shard.
+func (m *Module) classicShardFor(ctx context.Context, req *kernel.Request, id string, create bool) (*shard, *classic.Group, *kerr.Error) {
 	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, id) {
-		return nil, kerr.GroupAuthorizationFailed
+		return nil, nil, kerr.GroupAuthorizationFailed
 	}
 	if id == "" {
-		return nil, kerr.InvalidGroupID
+		return nil, nil, kerr.InvalidGroupID
 	}
 	s, e := m.coordinatorFor(ctx, id)
 	if e != nil {
-		return nil, e
+		return nil, nil, e
 	}
-	return s.classicGroup(id, create)
+	g, e := s.classicGroup(id, create)
+	return s, g, e
 }
 
 func (m *Module) handleJoinGroup(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
@@ -55,7 +62,7 @@ func (m *Module) handleSyncGroup(ctx context.Context, req *kernel.Request) (kern
 	if !ok {
 		return kernel.Response{}, errBadBody
 	}
-	g, e := m.classicFor(ctx, req, r.Group, false)
+	s, g, e := m.classicShardFor(ctx, req, r.Group, false)
 	if e != nil {
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = e.Code
@@ -64,6 +71,16 @@ func (m *Module) handleSyncGroup(ctx context.Context, req *kernel.Request) (kern
 	ch := g.Sync(r, m.now())
 	select {
 	case resp := <-ch:
+		if resp.ErrorCode == 0 {
+			// The leader's sync made the group Stable at a new generation: write
+			// its metadata (members, assignments) before answering, as Kafka does,
+			// so a coordinator restart from now on restores this generation.
+			// Followers were answered by the leader's Sync; their call finds
+			// nothing new to write.
+			if sg := s.lookup(r.Group); sg != nil && sg.classic == g {
+				s.persist(ctx, sg)
+			}
+		}
 		return kernel.Reply(resp), nil
 	case <-ctx.Done():
 		return kernel.Response{}, ctx.Err()

@@ -25,12 +25,21 @@
 // from the store's applied offset + 1. Deleting the store directory therefore
 // loses nothing; the next start rebuilds it.
 //
-// Group membership is memory only. After a restart or coordinator move, members
-// of classic groups get UNKNOWN_MEMBER_ID and rejoin, KIP-848 members likewise
-// rejoin with epoch 0. A reloaded classic group starts again at generation 1 (the
-// last generation is kept in its stored metadata record). Kafka restores members
-// from the group metadata record; Sluice does not yet, and it does not write
-// KIP-848 group records (key versions 3+) at all.
+// Classic group membership survives a restart or coordinator move: when a classic
+// group reaches a new Stable generation its full snapshot (classic.Snapshot:
+// generation, protocol type and protocol, leader, members with client id, host,
+// instance id, session and rebalance timeouts, subscription and assignment) is
+// written as a group metadata record, by the leader's SyncGroup handler before it
+// answers (so the record is in the log before the leader sees its assignment; the
+// sweeper writes it too if that failed), and when the group becomes Empty by the
+// sweeper. When a shard loads, after the replay, every group of its partition with a
+// metadata record is restored (classic.Restore): Stable with its members, whose
+// session timers start at the load, or Empty at its generation. Members that come
+// back keep heartbeating and committing with their generation; members that do not
+// expire and the group rebalances, as in Kafka. Only Stable and Empty snapshots are
+// written, so a crash mid-rebalance restores the previous generation. KIP-848 members
+// still rejoin with epoch 0: Sluice does not write KIP-848 group records (key
+// versions 3+).
 //
 // # Shards and the writer
 //
@@ -46,8 +55,8 @@
 // One goroutine, every sweep_interval_ms (default 100 ms): follows which
 // __consumer_offsets partitions this broker leads (loading and unloading shards),
 // fires due group timers (session, rebalance, join and sync deadlines), writes a
-// group metadata record when a classic group reaches a new Stable generation or
-// becomes Empty, forgets groups empty for empty_group_idle_ms (their offsets stay)
+// group metadata record when a classic group's snapshot changed (a new Stable
+// generation not yet written by SyncGroup, a static member's new id, or Empty), forgets groups empty for empty_group_idle_ms (their offsets stay)
 // and, every offsets.retention.check.interval.ms, writes tombstones for offsets of
 // empty groups older than offsets.retention.minutes (counted from when the group
 // became empty, else from the commit).
@@ -66,6 +75,8 @@
 //   - Handlers never block on a group's lock for long: the state machines answer
 //     through buffered channels; JoinGroup and SyncGroup wait on those channels
 //     or the request context.
+//   - A group's metadata records reach the log in the order of their snapshots:
+//     they are taken and queued under the shard's metaMu (restore.go).
 //   - No goroutine outlives Stop: the sweeper, loaders and writers are counted in
 //     Module.wg, and Stop marks every group dead so waiting joins are answered.
 package groups

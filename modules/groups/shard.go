@@ -22,7 +22,8 @@ import (
 // hash to it (offsets.PartitionFor). Its life:
 //
 //	newShard ─► load: replay the partition's log into the store from
-//	            AppliedOffset+1 ─► ready (writer running) ─► unload (leadership
+//	            AppliedOffset+1, restore its classic groups from their group
+//	            metadata (restore.go) ─► ready (writer running) ─► unload (leadership
 //	            lost, failure, Stop): groups marked Dead, writer stopped
 //
 // Invariants:
@@ -56,6 +57,12 @@ type shard struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	dead   bool
+
+	// metaMu orders group metadata records: it is held from a group's snapshot
+	// (metadataRecord) until its record is queued to the writer, so the records of
+	// one group reach the log in the order of their snapshots whether the sweeper
+	// or a SyncGroup handler writes them.
+	metaMu sync.Mutex
 }
 
 // group is one group of a shard: exactly one of classic and consumer is set.
@@ -64,49 +71,35 @@ type group struct {
 	classic    *classic.Group
 	consumer   *consumer.Group
 	emptySince time.Time // zero while the group has members; the sweeper's
-	// persisted is the generation and state of the last group metadata record
-	// written for a classic group (the sweeper's).
-	persistedGen   int32
-	persistedState classic.State
+	// persistedRev is the classic group's Revision when its last group metadata
+	// record was written (or when it was restored from one). Guarded by the
+	// shard's metaMu.
+	persistedRev uint64
 }
 
-// metadataRecord returns the group metadata record to write when a classic group
-// reached a new generation in Stable or became Empty since the last one written, or
-// nil. Kafka writes these records so the group's generation, protocol and (for
-// offset expiry) the time it became empty survive a coordinator change; Sluice
-// writes them from the sweeper, and reads back the empty-since time and protocol
-// type (members are not restored: they rejoin).
-func (g *group) metadataRecord(now time.Time) *kv {
+// metadataRecord returns the group metadata record to write when a classic group is
+// Stable, or Empty after generation 0, and changed since the last record written (a
+// new generation, a state change, a static member's new id: its Revision moved), or
+// nil. The record holds the full classic.Snapshot (members, assignments, timeouts),
+// which a later load of the partition restores (shard.restoreGroups). Only Stable and
+// Empty snapshots are written (see classic.Snapshot). Called with s.metaMu held.
+func (g *group) metadataRecord() *kv {
 	if g.classic == nil {
 		return nil
 	}
-	st, gen := g.classic.State(), g.classic.Generation()
-	switch {
-	case st == classic.Stable && (gen != g.persistedGen || g.persistedState != classic.Stable):
-	case st == classic.Empty && gen > 0 && g.persistedState != classic.Empty:
-	default:
+	rev := g.classic.Revision()
+	if rev == g.persistedRev {
 		return nil
 	}
-	d := g.classic.Describe(now)
-	md := offsets.GroupMetadata{
-		ProtocolType:          d.ProtocolType,
-		Generation:            gen,
-		Protocol:              d.Protocol,
-		CurrentStateTimestamp: now.UnixMilli(),
+	snap := g.classic.Snapshot()
+	switch {
+	case snap.State == classic.Stable:
+	case snap.State == classic.Empty && snap.Generation > 0:
+	default:
+		return nil // mid-rebalance or Dead: keep the last record
 	}
-	for _, mb := range d.Members {
-		om := offsets.Member{MemberID: mb.MemberID, ClientID: mb.ClientID, ClientHost: mb.ClientHost,
-			Subscription: mb.ProtocolMetadata, Assignment: mb.MemberAssignment}
-		if mb.InstanceID != nil {
-			om.GroupInstanceID = *mb.InstanceID
-		}
-		md.Members = append(md.Members, om)
-	}
-	if d.State != st.String() {
-		return nil // moved on meanwhile; the next sweep looks again
-	}
-	g.persistedGen, g.persistedState = gen, st
-	return &kv{key: offsets.EncodeGroupKey(g.id), value: offsets.EncodeGroupMetadataValue(md)}
+	g.persistedRev = rev
+	return &kv{key: offsets.EncodeGroupKey(g.id), value: offsets.EncodeGroupMetadataValue(toGroupMetadata(snap))}
 }
 
 func (g *group) isEmpty() bool {
@@ -263,10 +256,12 @@ func (s *shard) load() {
 		}
 		return
 	}
+	restored := s.restoreGroups()
 	s.m.wg.Add(1)
 	close(s.ready)
 	s.m.log.Info("coordinating __consumer_offsets partition", "partition", s.tp.Partition,
-		"leader_epoch", s.epoch, "replayed_records", n, "from_offset", from, "took", time.Since(start))
+		"leader_epoch", s.epoch, "replayed_records", n, "from_offset", from, "restored_groups", restored,
+		"took", time.Since(start))
 	s.writer()
 }
 
@@ -429,14 +424,28 @@ func (s *shard) write(ctx context.Context, recs []kv) *kerr.Error {
 	if len(recs) == 0 {
 		return nil
 	}
+	w, e := s.enqueue(ctx, recs)
+	if e != nil {
+		return e
+	}
+	return s.wait(ctx, w)
+}
+
+// enqueue queues recs to the writer, which appends queued writes in queue order.
+func (s *shard) enqueue(ctx context.Context, recs []kv) (*writeReq, *kerr.Error) {
 	w := &writeReq{recs: recs, done: make(chan *kerr.Error, 1)}
 	select {
 	case s.writes <- w:
+		return w, nil
 	case <-s.ctx.Done():
-		return kerr.NotCoordinator
+		return nil, kerr.NotCoordinator
 	case <-ctx.Done():
-		return kerr.RequestTimedOut
+		return nil, kerr.RequestTimedOut
 	}
+}
+
+// wait waits for the outcome of a queued write.
+func (s *shard) wait(ctx context.Context, w *writeReq) *kerr.Error {
 	select {
 	case code := <-w.done:
 		return code
@@ -545,22 +554,11 @@ func (s *shard) tick(now time.Time, idle time.Duration) {
 		gs = append(gs, g)
 	}
 	s.mu.Unlock()
-	var recs []kv
-	defer func() {
-		if len(recs) == 0 {
-			return
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-		defer cancel()
-		if e := s.writeChunked(ctx, recs); e != nil {
-			s.m.log.Warn("writing group metadata failed", "partition", s.tp.Partition, "groups", len(recs), "err", e)
-		}
-	}()
 	for _, g := range gs {
 		g.tick(now)
-		if r := g.metadataRecord(now); r != nil {
-			recs = append(recs, *r)
-		}
+	}
+	s.persist(s.ctx, gs...)
+	for _, g := range gs {
 		if !g.isEmpty() {
 			g.emptySince = time.Time{}
 			continue

@@ -53,8 +53,12 @@
 // do not sync within the rebalance timeout are removed and a new rebalance
 // starts, so a leader that vanishes does not wedge the group.
 //
-// Not here (later work): persisting group metadata to __consumer_offsets,
-// offsets, and the network handlers. Not coordinator-specific errors either:
+// Persistence: Snapshot returns what Kafka's group metadata record holds and
+// Restore builds a group from it (Stable with its members, assignments and static
+// members, every session starting at the restore; or Empty at its generation).
+// Only Stable and Empty snapshots are meant to be persisted; see Snapshot. Revision
+// tells the coordinator when a snapshot may have changed. Not here: the record
+// format (groups/offsets), offsets, and the network handlers. Not coordinator-specific errors either:
 // NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and INVALID_GROUP_ID are the
 // handler's to answer before it reaches a Group.
 //
@@ -72,6 +76,11 @@
 //     assignment never exceeds Config.MaxAssignmentBytes.
 //   - Members with a waiting JoinGroup or SyncGroup do not expire by session
 //     timeout; the rebalance timeout bounds those waits instead.
+//   - Restore(id, cfg, g.Snapshot(), now) of a Stable group is a Stable group at
+//     the same generation where the same members' Heartbeat, SyncGroup (returning
+//     their assignment) and commits with that generation succeed, with no
+//     rebalance; a member not heard from expires one session timeout after now.
+//   - Revision grows on every state change and static member replacement.
 //
 // # Concurrency
 //

@@ -145,6 +145,8 @@ type Group struct {
 	now time.Time // latest time seen; the clock never goes back
 
 	state        State
+	stateSince   time.Time // when the group entered state
+	revision     uint64    // see Revision
 	generation   int32
 	protocolType string
 	protocol     string // selected protocol, "" unless CompletingRebalance or Stable
@@ -173,6 +175,7 @@ func New(id string, cfg Config, now time.Time) *Group {
 		id:          id,
 		cfg:         cfg.withDefaults(),
 		now:         now,
+		stateSince:  now,
 		byID:        map[string]*member{},
 		static:      map[string]string{},
 		pending:     map[string]time.Time{},
@@ -195,6 +198,22 @@ func (g *Group) Generation() int32 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.generation
+}
+
+// Revision returns a counter that grows whenever what a Snapshot of the group
+// holds may have changed other than by session deadlines: every state change and
+// every KIP-345 static member replacement (a new member id for an instance id).
+// The coordinator compares it to decide whether to write group metadata again.
+func (g *Group) Revision() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.revision
+}
+
+func (g *Group) setState(s State, at time.Time) {
+	g.state = s
+	g.stateSince = at
+	g.revision++
 }
 
 // ProtocolType returns the group's protocol type ("consumer" for consumers),
@@ -235,7 +254,7 @@ func (g *Group) MarkDead(err *kerr.Error) {
 	clear(g.pending)
 	clear(g.pendingSync)
 	g.leader, g.protocol = "", ""
-	g.state = Dead
+	g.setState(Dead, g.now)
 }
 
 // NextDeadline returns the earliest time at which Tick has something to do.
@@ -432,7 +451,7 @@ func (g *Group) prepareRebalance(at time.Time) {
 		g.initialDelay = false
 		g.joinDeadline = at.Add(timeout)
 	}
-	g.state = PreparingRebalance
+	g.setState(PreparingRebalance, at)
 	g.maybeCompleteJoin(at)
 }
 
@@ -475,14 +494,14 @@ func (g *Group) completeJoin(at time.Time) {
 	g.generation++
 	if len(joined) == 0 {
 		g.protocol, g.leader = "", ""
-		g.state = Empty
+		g.setState(Empty, at)
 		return
 	}
 	if l := g.byID[g.leader]; l == nil || l.join == nil {
 		g.leader = joined[0].id
 	}
 	g.protocol = selectProtocol(g.members)
-	g.state = CompletingRebalance
+	g.setState(CompletingRebalance, at)
 	g.syncDeadline = at.Add(maxRebalanceTimeout(g.members))
 	for _, m := range joined {
 		g.pendingSync[m.id] = struct{}{}

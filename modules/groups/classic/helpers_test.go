@@ -21,6 +21,7 @@ type harness struct {
 	t   *testing.T
 	g   *Group
 	now time.Time
+	cfg Config // as given to New (Restore takes it again)
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -32,7 +33,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if cfg.InitialRebalanceDelay == 0 {
 		cfg.InitialRebalanceDelay = -1
 	}
-	return &harness{t: t, g: New("g", cfg, t0), now: t0}
+	return &harness{t: t, g: New("g", cfg, t0), now: t0, cfg: cfg}
 }
 
 func (h *harness) advance(d time.Duration) {

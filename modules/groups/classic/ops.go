@@ -141,6 +141,7 @@ func (g *Group) replaceStatic(m *member, newID string, j joinArgs) {
 	if g.leader == oldID {
 		g.leader = newID
 	}
+	g.revision++
 	unchanged := j.req.ProtocolType == m.protocolType && sameProtocols(m.protocols, j.protos)
 	g.update(m, j)
 	switch g.state {
@@ -328,7 +329,7 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, now time.Time) <-chan *kmsg.Syn
 		x.assignment = append([]byte{}, given[x.id]...)
 		x.assignGen = g.generation
 	}
-	g.state = Stable
+	g.setState(Stable, now)
 	for _, x := range g.members {
 		if x.sync != nil {
 			x.sync <- g.syncResponse(x, x.syncVersion)

@@ -351,6 +351,8 @@ func TestHammer(t *testing.T) {
 					g.Tick(now())
 					g.Describe(now())
 					g.IsEmpty()
+					g.Revision()
+					checkInvariants(t, Restore("g", Config{}, g.Snapshot(), now()))
 				}
 			}
 		})
