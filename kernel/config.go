@@ -68,6 +68,7 @@ func defaultModules() map[string]string {
 		"replication": "isr",
 		"auth":        "none",
 		"groups":      "coordinator",
+		"transforms":  "wasm",
 	}
 }
 

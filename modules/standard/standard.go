@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/modules/replication"
 	"github.com/sluicehq/sluice/modules/storage/memory"
 	"github.com/sluicehq/sluice/modules/storage/segmentlog"
+	"github.com/sluicehq/sluice/transforms"
 )
 
 // Register adds every standard module to reg.
@@ -20,4 +21,5 @@ func Register(reg *kernel.Registry) {
 	reg.Register(metadata.Info())
 	reg.Register(replication.Info())
 	reg.Register(groups.Info())
+	reg.Register(transforms.Info())
 }

@@ -1,0 +1,203 @@
+package transforms
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/transforms/wasm"
+)
+
+// The admin HTTP API (on the broker's admin listener):
+//
+//	PUT    /v1/transforms/{name}?input=T[&output=O]...[&mode=inline|derived]
+//	       [&policy=reject|drop|dlq][&dlq_topic=D][&memory_limit_pages=N]
+//	       [&timeout_ms=N][&env=K=V]...        body: the WASM module
+//	GET    /v1/transforms                      JSON list with state and stats
+//	DELETE /v1/transforms/{name}
+//
+// Errors are JSON {"error": "..."} with 400 (bad settings or module), 404 (no such
+// transform), 413 (module too large) or 503 (metadata not writable here).
+
+// Status is one transform as GET /v1/transforms shows it.
+type Status struct {
+	Deployment
+	State         string  `json:"state"`
+	LastError     string  `json:"last_error,omitempty"`
+	ABI           string  `json:"abi,omitempty"`
+	RecordsIn     int64   `json:"records_in"`
+	RecordsOut    int64   `json:"records_out"`
+	Batches       int64   `json:"batches"`
+	Failures      int64   `json:"failures"`
+	Dropped       int64   `json:"dropped"`
+	DeadLettered  int64   `json:"dead_lettered"`
+	LatencyLastUs float64 `json:"latency_last_us"`
+	LatencyAvgUs  float64 `json:"latency_avg_us"`
+	Pauses        int     `json:"pauses"`
+}
+
+func (m *Module) httpHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1/transforms"), "/")
+		switch {
+		case r.Method == http.MethodGet && name == "":
+			m.serveList(w)
+		case r.Method == http.MethodPut && name != "":
+			m.serveDeploy(w, r, name)
+		case r.Method == http.MethodDelete && name != "":
+			m.serveDelete(w, r, name)
+		default:
+			httpError(w, http.StatusMethodNotAllowed, "use GET /v1/transforms, PUT or DELETE /v1/transforms/{name}")
+		}
+	})
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func (m *Module) serveList(w http.ResponseWriter) {
+	var out []Status
+	for _, t := range m.list() {
+		st, lastErr := t.state()
+		s := Status{
+			Deployment: t.dep, State: st, LastError: lastErr,
+			RecordsIn: t.recordsIn.Load(), RecordsOut: t.recordsOut.Load(), Batches: t.batches.Load(),
+			Failures: t.failures.Load(), Dropped: t.dropped.Load(), DeadLettered: t.dlq.Load(),
+			LatencyLastUs: float64(t.latencyNs.Load()) / 1e3, LatencyAvgUs: float64(t.latencyEWMA.Load()) / 1e3,
+		}
+		t.mu.Lock()
+		s.Pauses = t.pauses
+		t.mu.Unlock()
+		if t.prog != nil {
+			s.ABI = string(t.prog.ABI())
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
+	if out == nil {
+		out = []Status{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (m *Module) serveDeploy(w http.ResponseWriter, r *http.Request, name string) {
+	q := r.URL.Query()
+	d := &Deployment{
+		Name: name, Input: q.Get("input"), Outputs: q["output"], Mode: q.Get("mode"),
+		Policy: q.Get("policy"), DLQTopic: q.Get("dlq_topic"), DeployedAtMs: m.now().UnixMilli(),
+	}
+	for _, kv := range q["env"] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("env %q: want KEY=VALUE", kv))
+			return
+		}
+		if d.Env == nil {
+			d.Env = map[string]string{}
+		}
+		d.Env[k] = v
+	}
+	for _, f := range []struct {
+		key string
+		set func(int64)
+	}{
+		{"memory_limit_pages", func(n int64) { d.MemoryLimitPages = uint32(n) }},
+		{"timeout_ms", func(n int64) { d.TimeoutMs = n }},
+	} {
+		if s := q.Get(f.key); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 0 || n > 1<<32-1 {
+				httpError(w, http.StatusBadRequest, fmt.Sprintf("%s=%q: want a non-negative integer", f.key, s))
+				return
+			}
+			f.set(n)
+		}
+	}
+	im := m.meta.Image()
+	if err := d.Validate(im, m.inlineOwner); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	bin, err := io.ReadAll(io.LimitReader(r.Body, MaxBinaryBytes+1))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "reading the module: "+err.Error())
+		return
+	}
+	if len(bin) > MaxBinaryBytes {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the module is larger than %d bytes", MaxBinaryBytes))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
+	defer cancel()
+	pages := d.MemoryLimitPages
+	if pages == 0 {
+		pages = m.MemoryLimitPages
+	}
+	// Compile before storing: a module that cannot run is refused here, not found
+	// broken on every broker later. (The compiled code lands in the cache, so the
+	// broker's own start of the transform is quick.)
+	prog, err := m.engine.Compile(ctx, bin, pages)
+	if err != nil {
+		code := http.StatusBadRequest
+		if !errors.Is(err, wasm.ErrInvalidModule) {
+			code = http.StatusInternalServerError
+		}
+		httpError(w, code, err.Error())
+		return
+	}
+	_ = prog.Close(ctx)
+	v, err := Encode(d, bin)
+	if err != nil {
+		httpError(w, http.StatusRequestEntityTooLarge, err.Error())
+		return
+	}
+	if d.Policy == PolicyDLQ && im.Topic(d.DLQTopic) == nil && m.creator != nil {
+		if _, err := m.creator.CreateTopic(ctx, d.DLQTopic, -1, -1, nil); err != nil {
+			httpError(w, http.StatusServiceUnavailable, "creating the dead-letter topic: "+err.Error())
+			return
+		}
+	}
+	if err := m.ext.PutExtension(ctx, Namespace, name, v); err != nil {
+		httpError(w, http.StatusServiceUnavailable, "storing the deployment: "+err.Error())
+		return
+	}
+	if err := m.waitRunning(ctx, name, d.DeployedAtMs); err != nil {
+		httpError(w, http.StatusServiceUnavailable, "the deployment is stored but not running here yet: "+err.Error())
+		return
+	}
+	m.log.Info("transform deployed", "transform", name, "mode", d.Mode, "input", d.Input, "outputs", d.Outputs,
+		"policy", d.Policy, "bytes", len(bin), "stored_bytes", len(v))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(d)
+}
+
+func (m *Module) serveDelete(w http.ResponseWriter, r *http.Request, name string) {
+	if m.meta.Image().Extension(Namespace, name) == nil {
+		httpError(w, http.StatusNotFound, "no transform named "+name)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := m.ext.PutExtension(ctx, Namespace, name, nil); err != nil {
+		httpError(w, http.StatusServiceUnavailable, "deleting the deployment: "+err.Error())
+		return
+	}
+	if err := m.waitRunning(ctx, name, -1); err != nil {
+		httpError(w, http.StatusServiceUnavailable, "the deletion is stored but the transform still runs here: "+err.Error())
+		return
+	}
+	m.log.Info("transform deleted", "transform", name)
+	w.WriteHeader(http.StatusNoContent)
+}
