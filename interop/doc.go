@@ -12,6 +12,13 @@
 // SIGKILLs the broker while offset commits are in flight and checks that every
 // acknowledged commit survives.
 //
+// The WASM transform tests (transforms_test.go, with transforms_test.js as the kafkajs
+// producer) build the example transforms in examples/transforms/ for wasip1 once, deploy,
+// list and delete them with the `sluice transform` CLI of the built binary against the
+// broker's admin listener, and check with kafkajs and kcat what inline (redact-json,
+// redpanda-uppercase) and derived (route-by-key) transforms store, across a broker
+// SIGKILL, and that bad deploys fail with a non-zero exit and a clear message.
+//
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
 // directory, waits for GET /readyz on the admin listener, and stops it with SIGTERM in
