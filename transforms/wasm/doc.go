@@ -20,7 +20,9 @@
 //
 // A Pool has Config.Instances slots. An instance starts lazily, when a batch
 // finds its slot empty: a goroutine instantiates the module, which runs
-// _start. The guest initialises and then loops in next_batch (ours) or
+// _start, and the batch waits (at most max(5*Timeout, 10s), not counted in
+// its Timeout) until the guest first asks for a batch. The guest initialises
+// and then loops in next_batch (ours) or
 // read_batch_header (Redpanda). Those host functions block until Transform
 // hands the instance a batch; the guest's next call to them (or fail) answers
 // that batch with what it emitted (emit / write_record*) meanwhile.
@@ -50,6 +52,11 @@
 // lines at Info (transform=Name, stream=stdout|stderr), at most 1 KiB each,
 // rate-limited per pool to 20 lines/s (burst 40); dropped lines are counted on
 // the next line logged.
+//
+// Go guests: Go on wasm cannot preempt, so a guest that never yields starves
+// its GC's background workers and its heap grows until it runs out of memory
+// (KindTrap). A Go SDK should call runtime.Gosched once per batch (our test
+// guests do; Redpanda's SDK v1.1.0 does not).
 //
 // # Invariants
 //

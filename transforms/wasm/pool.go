@@ -30,8 +30,9 @@ type Config struct {
 	// OutputTopics are a derived transform's outputs (index 0..7); nil for an
 	// inline transform, whose only output (0) is the input topic.
 	OutputTopics []string
-	// Timeout bounds one batch (default 2s), including the start of a new
-	// instance when the batch is the instance's first.
+	// Timeout bounds one batch (default 2s). The start of a new instance
+	// (up to its first request for a batch) is bounded separately, by
+	// max(5*Timeout, 10s).
 	Timeout time.Duration
 	// Instances is the pool size (default 2).
 	Instances int
@@ -217,6 +218,9 @@ func (p *Pool) Transform(ctx context.Context, b *Batch) ([]Output, error) {
 			p.idle <- nil
 			return nil, err
 		}
+		if err := p.awaitReady(ctx, inst); err != nil {
+			return nil, err
+		}
 	}
 
 	req := &request{batch: b, resp: make(chan result, 1)}
@@ -248,6 +252,36 @@ func (p *Pool) Transform(ctx context.Context, b *Batch) ([]Output, error) {
 	case <-ctx.Done():
 		p.discard(inst)
 		return nil, ctx.Err()
+	}
+}
+
+// startTimeout bounds the start of an instance (instantiation and the guest's
+// initialisation up to its first request for a batch), which does not count
+// against the first batch's Timeout.
+func (p *Pool) startTimeout() time.Duration {
+	return max(5*p.cfg.Timeout, 10*time.Second)
+}
+
+// awaitReady waits for a new instance to ask for its first batch. On failure
+// the instance is discarded.
+func (p *Pool) awaitReady(ctx context.Context, inst *instance) error {
+	timer := time.NewTimer(p.startTimeout())
+	defer timer.Stop()
+	select {
+	case <-inst.ready:
+		return nil
+	case <-inst.done:
+		p.discard(inst)
+		if p.isClosed() {
+			return errClosed
+		}
+		return &Error{Kind: KindTrap, Msg: "instance start: " + inst.exitReason()}
+	case <-timer.C:
+		p.discard(inst)
+		return &Error{Kind: KindTimeout, Msg: "instance not started within " + p.startTimeout().String()}
+	case <-ctx.Done():
+		p.discard(inst)
+		return ctx.Err()
 	}
 }
 
@@ -293,10 +327,12 @@ type instance struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	reqs   chan *request // capacity 1
-	done   chan struct{} // closed when the guest goroutine has ended
+	ready  chan struct{} // closed when the guest first waits for a batch
+	done   chan struct{} // closed when the guest has ended
 	err    error         // why the guest ended; written before done is closed
 
 	// --- owned by the guest goroutine ---
+	waited    bool     // ready is closed
 	cur       *request // the batch being served, nil between batches
 	delivered bool     // cur has been handed to the guest
 	out       outBuilder
@@ -321,6 +357,7 @@ func (p *Pool) start() (*instance, error) {
 		pool:   p,
 		cancel: cancel,
 		reqs:   make(chan *request, 1),
+		ready:  make(chan struct{}),
 		done:   make(chan struct{}),
 	}
 	inst.ctx = context.WithValue(ctx, instanceKey{}, inst)
@@ -361,6 +398,9 @@ func (inst *instance) run() {
 	stdout.flush()
 	stderr.flush()
 	inst.err = exitError(err)
+	// done is closed before the batch in progress is answered, so that a
+	// Transform that gets the answer also sees the instance dead.
+	close(inst.done)
 	if inst.cur != nil {
 		e := &Error{Kind: KindTrap, Msg: inst.exitReason()}
 		if p.isClosed() {
@@ -368,7 +408,6 @@ func (inst *instance) run() {
 		}
 		inst.answer(nil, e)
 	}
-	close(inst.done)
 }
 
 func exitError(err error) error {
@@ -411,6 +450,10 @@ func (inst *instance) complete() {
 
 // wait blocks until the next batch, or ends the guest if the instance is cancelled.
 func (inst *instance) wait() {
+	if !inst.waited {
+		inst.waited = true
+		close(inst.ready)
+	}
 	select {
 	case req := <-inst.reqs:
 		inst.cur = req

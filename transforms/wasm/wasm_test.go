@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -490,7 +492,7 @@ func buildModule(imps []imp, start, memory bool) []byte {
 }
 
 func BenchmarkIdentity(b *testing.B) {
-	p := newPool(b, "identity", Config{Instances: 1})
+	p := newPool(b, "identity", Config{Instances: 1, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	recs := make([]rec, 100)
 	for i := range recs {
 		recs[i] = rec{key: []byte(fmt.Sprint("key-", i)), value: make([]byte, 1024), tsDelta: int64(i)}

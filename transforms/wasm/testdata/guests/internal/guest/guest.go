@@ -6,6 +6,7 @@ package guest
 
 import (
 	"encoding/binary"
+	"runtime"
 	"unsafe"
 )
 
@@ -88,6 +89,10 @@ func Run(fn func(b *Batch) ([]byte, error)) {
 		panic("ABI version 1 not supported")
 	}
 	for {
+		// Go on wasm has no preemption: a guest that never yields starves the
+		// GC's background workers and its heap grows until it dies. Yield once
+		// per batch.
+		runtime.Gosched()
 		b := Next()
 		out, err := fn(b)
 		if err != nil {
