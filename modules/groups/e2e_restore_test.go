@@ -36,6 +36,14 @@ func startRestoreMember(t *testing.T, b *testbroker.Broker, name, group, topic s
 	t.Helper()
 	m := &restoreMember{done: make(chan struct{}), seen: map[string]int{}}
 	opts := append(fastGroupOpts(group, topic),
+		// A session long enough for the members to reconnect to a restarted broker
+		// on a loaded 2-core CI machine (2s flaked there), short enough to wait out.
+		kgo.SessionTimeout(restoreSession),
+		// fastGroupOpts' 50ms backoff leaves kgo about 1s of retries for a heartbeat
+		// answered NOT_COORDINATOR while the restarted broker loads the partition;
+		// past that kgo drops its session and rejoins, which is the rebalance this
+		// test must not see. Real clients retry for longer.
+		kgo.RequestRetries(200),
 		kgo.SeedBrokers(b.Addr),
 		kgo.ClientID(name),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
@@ -117,6 +125,9 @@ func (m *restoreMember) counts() (assigned, revoked, lost int) {
 // metadata record: the members keep their member ids, generation and partitions (no
 // revoke, no loss), their heartbeats and commits keep succeeding, and no record is
 // consumed twice.
+// restoreSession is the members' session timeout in TestRestartRestoresClassicGroup.
+const restoreSession = 6 * time.Second
+
 func TestRestartRestoresClassicGroup(t *testing.T) {
 	const (
 		group = "g-restore"
@@ -208,9 +219,9 @@ func TestRestartRestoresClassicGroup(t *testing.T) {
 	adm = b.Admin(t)
 	produce(200)
 	waitFor(t, 30*time.Second, "records after the restart consumed", func() string { return seenAll(400) })
-	// Longer than the session timeout (2s): members that were not heard from
-	// would have expired and the group would have rebalanced.
-	time.Sleep(3 * time.Second)
+	// Longer than the session timeout: members that were not heard from would have
+	// expired and the group would have rebalanced.
+	time.Sleep(restoreSession + 500*time.Millisecond)
 	waitFor(t, 10*time.Second, "commits after the restart", func() string {
 		for i, m := range ms {
 			m.mu.Lock()

@@ -44,7 +44,9 @@ func TestE2EIncrementalAppendLongList(t *testing.T) {
 	if resp.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
 		t.Errorf("append of bogus policies: code %d", resp.Resources[0].ErrorCode)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// A guard against quadratic work (minutes), not a performance figure: loose enough
+	// for a loaded 2-core CI machine under -race.
+	if d := time.Since(start); d > 60*time.Second {
 		t.Errorf("append of a 300,000-item list took %v", d)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package metadata
+
+const largeValueBytes = 20 << 20
