@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 	"unicode/utf8"
 )
@@ -82,7 +83,13 @@ func (r *runner) step(fn func(*Batch, *writer) error) bool {
 }
 
 // next calls next_batch, growing the input buffer when the host asks for it.
+//
+// It yields first: Go on wasm has one thread and no preemption, and the guest's
+// goroutine blocks inside next_batch (a host call) rather than in the Go scheduler,
+// so without a yield per batch the garbage collector's background work never runs
+// and a busy transform eventually dies out of memory.
 func (r *runner) next() (int32, bool) {
+	runtime.Gosched()
 	for {
 		n, ok := r.h.nextBatch(r.in)
 		if !ok {
