@@ -34,7 +34,7 @@ func BenchmarkProduceTransform(b *testing.B) {
 	}
 	br := testbroker.Start(b)
 	type tcase struct{ mode, wasm string }
-	modes := []tcase{{"none", ""}, {"identity", "identity"}, {"redact-json", "redact-json"}}
+	modes := []tcase{{"none", ""}, {"identity", "sdk-identity"}, {"identity-rawguest", "identity"}, {"redact-json", "redact-json"}}
 	sizes := []struct {
 		name string
 		n    int

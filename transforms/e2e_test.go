@@ -32,6 +32,7 @@ var modules = map[string]string{
 	"route-by-key":       "../examples/transforms/route-by-key",
 	"redpanda-uppercase": "../examples/transforms/redpanda-uppercase",
 	"identity":           "./wasm/testdata/guests/identity",
+	"sdk-identity":       "../examples/transforms/identity",
 	"trap":               "./wasm/testdata/guests/trap",
 	"loop":               "./wasm/testdata/guests/loop",
 	"memhog":             "./wasm/testdata/guests/memhog",
