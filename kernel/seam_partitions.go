@@ -28,3 +28,12 @@ type Partitions interface {
 
 // ErrNotLeader: this broker does not lead the partition (or does not know it).
 var ErrNotLeader = errors.New("not the leader of the partition")
+
+// PartitionOffsets is an optional interface of the replication module (found by type
+// assertion): the offsets of a partition this broker leads, without a request. The
+// group coordinator uses it to tell assignors each partition's end offset and lag.
+type PartitionOffsets interface {
+	// Offsets returns tp's log start offset and high watermark, if this broker leads
+	// it.
+	Offsets(tp TopicPartition) (logStart, highWatermark int64, ok bool)
+}

@@ -170,4 +170,17 @@ func (m *Module) Leader(tp kernel.TopicPartition) (int32, bool) {
 	return pl.epoch, pl.leader == p.self
 }
 
-var _ kernel.Partitions = (*Module)(nil)
+// Offsets returns tp's log start offset and high watermark if this broker leads it;
+// see kernel.PartitionOffsets.
+func (m *Module) Offsets(tp kernel.TopicPartition) (int64, int64, bool) {
+	p := m.partition(tp)
+	if p == nil || !p.IsLeader() {
+		return 0, 0, false
+	}
+	return p.log.LogStartOffset(), p.HighWatermark(), true
+}
+
+var (
+	_ kernel.Partitions       = (*Module)(nil)
+	_ kernel.PartitionOffsets = (*Module)(nil)
+)

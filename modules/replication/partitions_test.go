@@ -160,3 +160,22 @@ func BenchmarkPartitionsAppend(b *testing.B) {
 		}
 	}
 }
+
+func TestOffsetsSeam(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "offs", id: 7}, topicSpec{name: "far", id: 8, leader: 2})
+	tp := kernel.TopicPartition{Topic: "offs", Partition: 0}
+	for _, other := range []kernel.TopicPartition{{Topic: "nope"}, {Topic: "far"}} {
+		if _, _, ok := h.m.Offsets(other); ok {
+			t.Fatalf("offsets of %v, which this broker does not lead", other)
+		}
+	}
+	batch := recordbatch.Build(recordbatch.Options{ProducerID: -1, BaseSequence: -1},
+		recordbatch.Record{Value: []byte("a")}, recordbatch.Record{Value: []byte("b")})
+	if _, err := h.m.Append(context.Background(), tp, batch); err != nil {
+		t.Fatal(err)
+	}
+	start, hw, ok := h.m.Offsets(tp)
+	if !ok || start != 0 || hw != 2 {
+		t.Fatalf("Offsets = %d, %d, %v; want 0, 2, true", start, hw, ok)
+	}
+}

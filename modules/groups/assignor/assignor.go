@@ -65,8 +65,8 @@ func (id TopicID) compare(o TopicID) int {
 //
 // Rules (violations make Assign return ErrInvalidInput): member ids are
 // non-empty and unique; every Topics key equals its Topic's ID; topic names
-// are unique; Partitions >= 0; PartitionRacks is empty or has exactly
-// Partitions entries.
+// are unique; Partitions >= 0; PartitionRacks, PartitionEndOffsets and
+// PartitionLag are each empty or have exactly Partitions entries.
 //
 // Tolerated and ignored: subscriptions to topic names not in Topics (the topic
 // may not exist yet), duplicate subscriptions, and Current entries naming
@@ -97,6 +97,15 @@ type Topic struct {
 	// PartitionRacks optionally lists, per partition, the racks of its
 	// replicas. Empty means unknown.
 	PartitionRacks [][]string `json:"partition_racks,omitempty"`
+	// PartitionEndOffsets optionally lists each partition's end offset (its high
+	// watermark when the assignment was asked for). Empty means unknown.
+	PartitionEndOffsets []int64 `json:"partition_end_offsets,omitempty"`
+	// PartitionLag optionally lists the group's lag on each partition: end offset
+	// minus the group's committed offset (the whole partition, from its start,
+	// when nothing is committed); -1 for a partition whose lag is unknown. Empty
+	// means unknown. A member's current lag is the sum over its Current
+	// partitions, so lag- or load-aware assignors need nothing else.
+	PartitionLag []int64 `json:"partition_lag,omitempty"`
 }
 
 // Assignment maps member id → topic id → sorted partitions.
@@ -142,6 +151,12 @@ func newGroup(in Input) (*group, error) {
 		}
 		if len(t.PartitionRacks) != 0 && len(t.PartitionRacks) != int(t.Partitions) {
 			return nil, fmt.Errorf("%w: topic %q: %d partition rack lists for %d partitions", ErrInvalidInput, t.Name, len(t.PartitionRacks), t.Partitions)
+		}
+		if len(t.PartitionEndOffsets) != 0 && len(t.PartitionEndOffsets) != int(t.Partitions) {
+			return nil, fmt.Errorf("%w: topic %q: %d end offsets for %d partitions", ErrInvalidInput, t.Name, len(t.PartitionEndOffsets), t.Partitions)
+		}
+		if len(t.PartitionLag) != 0 && len(t.PartitionLag) != int(t.Partitions) {
+			return nil, fmt.Errorf("%w: topic %q: %d lags for %d partitions", ErrInvalidInput, t.Name, len(t.PartitionLag), t.Partitions)
 		}
 		if _, dup := byName[t.Name]; dup {
 			return nil, fmt.Errorf("%w: two topics named %q", ErrInvalidInput, t.Name)
