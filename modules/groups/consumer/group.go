@@ -84,6 +84,33 @@ type TopicView interface {
 	TopicNames() []string
 }
 
+// TopicStats is an optional interface of a TopicView: per-partition end
+// offsets and the group's lag, for assignors that use them (StatsUser). It is
+// asked only when the chosen assignor is a StatsUser, so built-in assignment
+// stays cheap. ok false (or slices of the wrong length) leaves both unknown.
+type TopicStats interface {
+	// PartitionStats returns, for partitions 0..partitions-1 of topic id,
+	// the end offset (high watermark) and group's lag (end offset minus its
+	// committed offset, or minus the log start when nothing is committed);
+	// -1 for a partition whose figures are unknown here.
+	PartitionStats(group string, id assignor.TopicID, partitions int32) (endOffsets, lag []int64, ok bool)
+}
+
+// GroupAssignors is an optional interface of a TopicView: the assignor a
+// group is configured to use (the group config sluice.consumer.assignor),
+// used when no member names one in ServerAssignor. "" means none; a name
+// that is not one of Config.Assignors is ignored (the default is used).
+type GroupAssignors interface {
+	GroupAssignor(group string) string
+}
+
+// StatsUser is an optional interface of an assignor.Assignor: it reports
+// whether the assignor reads Topic.PartitionEndOffsets and PartitionLag, so
+// that the group fills them (through TopicStats) only for such assignors.
+type StatsUser interface {
+	UsesPartitionStats() bool
+}
+
 // Config times and bounds a group. The zero value of a field means its default.
 type Config struct {
 	// SessionTimeout is group.consumer.session.timeout.ms. Default 45s.
@@ -431,7 +458,7 @@ func (g *Group) Describe(topics TopicView, now time.Time) kmsg.ConsumerGroupDesc
 	r.Epoch = g.groupEpoch
 	r.AssignmentEpoch = g.targetEpoch
 	if !g.dead {
-		r.AssignorName = g.chooseAssignor().Name()
+		r.AssignorName = g.chooseAssignor(topics).Name()
 	}
 	for _, m := range g.sortedMembers() {
 		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()

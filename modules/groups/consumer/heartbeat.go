@@ -235,7 +235,7 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 		g.meta = cur
 	}
 	if g.groupEpoch > g.targetEpoch {
-		g.computeTarget(ctx, cur)
+		g.computeTarget(ctx, topics, cur)
 	}
 
 	g.reconcile(m, r.owned)

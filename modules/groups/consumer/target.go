@@ -183,8 +183,10 @@ func (g *Group) metaChanged(cur map[string]topicMeta) bool {
 }
 
 // chooseAssignor returns the assignor most members prefer (ties go to the
-// one configured first), or the default.
-func (g *Group) chooseAssignor() assignor.Assignor {
+// one configured first); when no member names one, the group's configured
+// assignor (GroupAssignors, sluice.consumer.assignor) if it is one of
+// Config.Assignors; else the default, Config.Assignors[0].
+func (g *Group) chooseAssignor(topics TopicView) assignor.Assignor {
 	count := map[string]int{}
 	for _, m := range g.members {
 		if m.serverAssignor != "" {
@@ -195,6 +197,16 @@ func (g *Group) chooseAssignor() assignor.Assignor {
 	for _, a := range g.cfg.Assignors {
 		if n := count[a.Name()]; n > bestN {
 			best, bestN = a, n
+		}
+	}
+	if bestN > 0 {
+		return best
+	}
+	if ga, ok := topics.(GroupAssignors); ok {
+		if name := ga.GroupAssignor(g.id); name != "" {
+			if a := g.assignorNamed(name); a != nil {
+				return a
+			}
 		}
 	}
 	return best
@@ -211,10 +223,22 @@ func (g *Group) assignorNamed(name string) assignor.Assignor {
 
 // computeTarget runs the assignor for the current group epoch. On failure
 // the previous target stays and the error is kept for LastAssignorError.
-func (g *Group) computeTarget(ctx context.Context, cur map[string]topicMeta) {
+func (g *Group) computeTarget(ctx context.Context, topics TopicView, cur map[string]topicMeta) {
+	a := g.chooseAssignor(topics)
+	stats, _ := topics.(TopicStats)
+	if su, ok := a.(StatsUser); !ok || !su.UsesPartitionStats() {
+		stats = nil // built-ins ignore end offsets and lag: keep them cheap
+	}
 	in := assignor.Input{Topics: make(map[assignor.TopicID]assignor.Topic, len(cur))}
 	for n, t := range cur {
-		in.Topics[t.id] = assignor.Topic{ID: t.id, Name: n, Partitions: t.partitions}
+		at := assignor.Topic{ID: t.id, Name: n, Partitions: t.partitions}
+		if stats != nil {
+			if ends, lag, ok := stats.PartitionStats(g.id, t.id, t.partitions); ok &&
+				len(ends) == int(t.partitions) && len(lag) == int(t.partitions) {
+				at.PartitionEndOffsets, at.PartitionLag = ends, lag
+			}
+		}
+		in.Topics[t.id] = at
 	}
 	ms := g.sortedMembers()
 	in.Members = make([]assignor.Member, 0, len(ms))
@@ -227,7 +251,6 @@ func (g *Group) computeTarget(ctx context.Context, cur map[string]topicMeta) {
 			Current:    g.target[m.id],
 		})
 	}
-	a := g.chooseAssignor()
 	out, err := callAssignor(ctx, a, in)
 	if err == nil {
 		err = assignor.Check(in, out)
