@@ -13,6 +13,7 @@ package groups
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,8 +23,83 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/consumer"
 )
 
-// imageTopics is a consumer.TopicView over one metadata image.
-type imageTopics struct{ im *kernel.Image }
+// imageTopics is a consumer.TopicView over one metadata image. With m set it is
+// also a consumer.TopicStats (end offsets and lag for assignor plugins) and a
+// consumer.GroupAssignors (the group config sluice.consumer.assignor).
+type imageTopics struct {
+	im *kernel.Image
+	m  *Module
+}
+
+// topicView returns the consumer.TopicView of the current metadata image.
+func (m *Module) topicView() imageTopics { return imageTopics{m.meta.Image(), m} }
+
+// GroupConfigsNamespace is the metadata extension namespace of group configs
+// (IncrementalAlterConfigs on GROUP resources): key group id, value a JSON object
+// of config name → value.
+const GroupConfigsNamespace = "groups.configs"
+
+// GroupAssignorConfig is the group config naming a KIP-848 group's server-side
+// assignor when no member asks for one.
+const GroupAssignorConfig = "sluice.consumer.assignor"
+
+// GroupAssignor implements consumer.GroupAssignors: the group's
+// sluice.consumer.assignor if it names a configured assignor; else "" (an unknown
+// name is logged once per group and value, and the default is used).
+func (v imageTopics) GroupAssignor(group string) string {
+	if v.m == nil {
+		return ""
+	}
+	raw := v.im.Extension(GroupConfigsNamespace, group)
+	if len(raw) == 0 {
+		return ""
+	}
+	var cfg map[string]string
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return ""
+	}
+	name := cfg[GroupAssignorConfig]
+	if name == "" {
+		return ""
+	}
+	for _, a := range v.m.assignors {
+		if a.Name() == name {
+			return name
+		}
+	}
+	if _, logged := v.m.groupCfgLogged.LoadOrStore(group+"\x00"+name, true); !logged {
+		v.m.log.Warn("group config names an assignor that is not configured; using the default",
+			"group", group, "config", GroupAssignorConfig, "assignor", name, "default", v.m.assignors[0].Name())
+	}
+	return ""
+}
+
+// PartitionStats implements consumer.TopicStats from the replication module's
+// offsets (kernel.PartitionOffsets) and the group's committed offsets.
+func (v imageTopics) PartitionStats(group string, id assignor.TopicID, partitions int32) (ends, lag []int64, ok bool) {
+	if v.m == nil || v.m.poffs == nil || partitions <= 0 {
+		return nil, nil, false
+	}
+	t := v.im.TopicsByID[id]
+	if t == nil {
+		return nil, nil, false
+	}
+	ends, lag = make([]int64, partitions), make([]int64, partitions)
+	for p := range partitions {
+		ends[p], lag[p] = -1, -1
+		logStart, hw, led := v.m.poffs.Offsets(kernel.TopicPartition{Topic: t.Name, Partition: p})
+		if !led {
+			continue
+		}
+		ends[p], lag[p] = hw, max(hw-logStart, 0)
+		if v.m.store != nil {
+			if c, found, err := v.m.store.Fetch(group, t.Name, p); err == nil && found && c.Offset >= 0 {
+				lag[p] = max(hw-c.Offset, 0)
+			}
+		}
+	}
+	return ends, lag, true
+}
 
 func (v imageTopics) TopicByName(name string) (assignor.TopicID, int32, bool) {
 	t := v.im.Topic(name)
@@ -92,7 +168,7 @@ func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.R
 		return fail(e, msg)
 	}
 	client := consumer.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
-	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, imageTopics{m.meta.Image()}, m.now())), nil
+	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, m.topicView(), m.now())), nil
 }
 
 func (m *Module) handleConsumerGroupDescribe(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
@@ -101,7 +177,7 @@ func (m *Module) handleConsumerGroupDescribe(ctx context.Context, req *kernel.Re
 		return kernel.Response{}, errBadBody
 	}
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	topics := imageTopics{m.meta.Image()}
+	topics := m.topicView()
 	for _, id := range r.Groups {
 		d := kmsg.NewConsumerGroupDescribeResponseGroup()
 		d.Group = id

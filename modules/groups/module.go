@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -35,10 +36,11 @@ func Info() kernel.ModuleInfo {
 // Module is the group coordinator: FindCoordinator, the classic group protocol, the
 // KIP-848 consumer group protocol, and committed offsets.
 type Module struct {
-	// Assignors are the server-side assignors of KIP-848 groups, by name, in the
-	// broker's order of preference (Kafka's group.consumer.assignors); the first is
-	// the default. Built-ins: "uniform", "range".
-	Assignors []string `yaml:"assignors"`
+	// Assignors are the server-side assignors of KIP-848 groups in the broker's
+	// order of preference (Kafka's group.consumer.assignors); the first is the
+	// default. Each is a built-in's name ("uniform", "range") or an assignor plugin
+	// (a mapping: see AssignorConfig and plugins.go).
+	Assignors []AssignorConfig `yaml:"assignors"`
 	// SweepIntervalMs is how often the coordinator fires group timers (session and
 	// rebalance timeouts) and checks which __consumer_offsets partitions it leads.
 	SweepIntervalMs int64 `yaml:"sweep_interval_ms"`
@@ -49,13 +51,16 @@ type Module struct {
 	// in the store (and it is recreated on use) until offsets.retention.minutes.
 	EmptyGroupIdleMs int64 `yaml:"empty_group_idle_ms"`
 
-	log       *slog.Logger
-	broker    kernel.BrokerInfo
-	meta      kernel.Metadata
-	creator   kernel.TopicCreator
-	parts     kernel.Partitions
-	now       func() time.Time
-	assignors []assignor.Assignor
+	log            *slog.Logger
+	broker         kernel.BrokerInfo
+	meta           kernel.Metadata
+	creator        kernel.TopicCreator
+	parts          kernel.Partitions
+	now            func() time.Time
+	assignors      []assignor.Assignor
+	plugins        []*pluginAssignor       // the plugin-backed ones among assignors
+	poffs          kernel.PartitionOffsets // nil if replication does not offer it
+	groupCfgLogged sync.Map                // group id + "\x00" + configured assignor → logged once
 
 	store    *offsets.Store
 	settings atomic.Pointer[settings]
@@ -72,7 +77,7 @@ type Module struct {
 // New returns a module with default settings and no side effects.
 func New() *Module {
 	return &Module{
-		Assignors:        []string{"uniform", "range"},
+		Assignors:        []AssignorConfig{{Name: "uniform"}, {Name: "range"}},
 		SweepIntervalMs:  100,
 		LoadWaitMs:       2000,
 		EmptyGroupIdleMs: 60_000,
@@ -147,6 +152,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.parts, ok = rp.(kernel.Partitions); !ok {
 		return fmt.Errorf("groups: replication module %T does not serve internal topics (kernel.Partitions)", rp)
 	}
+	m.poffs, _ = rp.(kernel.PartitionOffsets)
 	m.settings.Store(m.readSettings(nil))
 	m.shards = map[int32]*shard{}
 	m.commits = &kernel.Counter{}
@@ -154,6 +160,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.commits = mt.Counter("sluice_group_offset_commits_total", "Offsets committed (one per partition).")
 		mt.Gauge("sluice_groups", "Groups in memory on this coordinator.", func() float64 { return float64(m.groupCount()) })
 	}
+	ctx.HandleHTTP("GET /v1/plugins", http.HandlerFunc(m.servePlugins))
 	for _, h := range []struct {
 		key      int16
 		min, max int16
@@ -192,18 +199,23 @@ func (m *Module) Validate() error {
 	case len(m.Assignors) == 0:
 		return errors.New("groups: assignors must name at least one assignor")
 	}
-	m.assignors = m.assignors[:0]
+	m.assignors, m.plugins = nil, nil
 	seen := map[string]bool{}
-	for _, name := range m.Assignors {
-		a := assignor.Builtin(name)
-		if a == nil {
-			return fmt.Errorf("groups: unknown assignor %q (built-ins: uniform, range)", name)
+	for _, c := range m.Assignors {
+		if err := c.validate(); err != nil {
+			return fmt.Errorf("groups: assignors: %w", err)
 		}
-		if seen[name] {
-			return fmt.Errorf("groups: assignor %q listed twice", name)
+		if seen[c.Name] {
+			return fmt.Errorf("groups: assignor %q listed twice", c.Name)
 		}
-		seen[name] = true
-		m.assignors = append(m.assignors, a)
+		seen[c.Name] = true
+		if c.isPlugin() {
+			p := newPluginAssignor(c)
+			m.plugins = append(m.plugins, p)
+			m.assignors = append(m.assignors, p)
+			continue
+		}
+		m.assignors = append(m.assignors, assignor.Builtin(c.Name))
 	}
 	return nil
 }
@@ -221,6 +233,7 @@ func (m *Module) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go m.sweeper(bg)
+	m.startPlugins()
 	return nil
 }
 
@@ -239,10 +252,14 @@ func (m *Module) Stop(ctx context.Context) error {
 	if cancel != nil {
 		cancel()
 	}
+	perr := m.stopPlugins(ctx) // after the groups are dead: no new calls, in-flight ones finish
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		if perr != nil {
+			return fmt.Errorf("groups: stop: %w", perr)
+		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("groups: stop: %w", ctx.Err())
