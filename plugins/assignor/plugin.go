@@ -142,8 +142,14 @@ func (c *Client) Name() string { return c.name }
 // converted but not checked against in: run groupsassignor.Check on it. When
 // ctx ends first the error wraps ctx.Err(); when the plugin rejects in (its
 // error wraps groupsassignor.ErrInvalidInput) the error wraps
-// groupsassignor.ErrInvalidInput too.
+// groupsassignor.ErrInvalidInput too. An invalid in (see Validate) is
+// rejected without a call.
 func (c *Client) Assign(ctx context.Context, in Input) (Assignment, error) {
+	// Some invalid inputs (a Topics key that differs from its topic's id)
+	// cannot be sent, so the host side checks them all.
+	if err := Validate(in); err != nil {
+		return nil, err
+	}
 	resp, err := c.rpc.Assign(ctx, InputToProto(in))
 	if err != nil {
 		if ctx.Err() != nil {
