@@ -26,6 +26,11 @@ import (
 //	    env: {RACKS: "a,b"}       # optional environment (added to the broker's)
 //	  - uniform
 //	  - range
+//
+// A plugin may take a built-in's name ("uniform", "range"): it then replaces the
+// built-in for the clients that ask for it (franz-go asks for "uniform" or "range"
+// by its balancer, Kafka's consumer for "uniform" by default). A fallback is always
+// the built-in of that name.
 type AssignorConfig struct {
 	Name      string            `yaml:"name"`
 	Plugin    string            `yaml:"plugin,omitempty"`
@@ -97,9 +102,6 @@ func (c AssignorConfig) validate() error {
 			return fmt.Errorf("assignor %q: sha256, timeout_ms, fallback, args and env apply to plugins only", c.Name)
 		}
 		return nil
-	}
-	if assignor.Builtin(c.Name) != nil {
-		return fmt.Errorf("assignor plugin %q: the name is a built-in's", c.Name)
 	}
 	fi, err := os.Stat(c.Plugin)
 	switch {

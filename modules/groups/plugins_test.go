@@ -134,7 +134,7 @@ assignors:
 		{"assignors: [sticky]\n", "unknown assignor"},
 		{"assignors: [uniform, uniform]\n", "listed twice"},
 		{fmt.Sprintf("assignors: [{name: p, plugin: %s}, {name: p, plugin: %s}]\n", bin, bin), "listed twice"},
-		{fmt.Sprintf("assignors: [{name: uniform, plugin: %s}]\n", bin), "built-in"},
+		{fmt.Sprintf("assignors: [{name: uniform, plugin: %s}, uniform]\n", bin), "listed twice"},
 		{"assignors: [{name: p, plugin: /does/not/exist}]\n", "no such file"},
 		{fmt.Sprintf("assignors: [{name: p, plugin: %s}]\n", notExec), "not an executable"},
 		{fmt.Sprintf("assignors: [{name: p, plugin: %s}]\n", filepath.Dir(bin)), "not an executable"},
@@ -182,8 +182,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // startTestPlugin starts a plugin assignor on the test binary in mode.
 func startTestPlugin(t *testing.T, mode string, edit ...func(*AssignorConfig)) (*pluginAssignor, *syncBuffer) {
