@@ -2,6 +2,7 @@
 //
 //	sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
 //	sluice transform deploy|list|delete ...   (see sluice transform help)
+//	sluice plugin list [--admin HOST:PORT] [--json]
 //	sluice version
 //
 // Flags override the config file; with neither, serve runs a single-node broker on
@@ -35,6 +36,7 @@ const usage = `usage: sluice <command> [flags]
 commands:
   serve      run a broker
   transform  deploy, list and delete WASM record transforms
+  plugin     list assignor plugins and their state
   version    print the version
 `
 
@@ -48,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "transform", "transforms":
 		return transformCmd(args[1:], stdout, stderr)
+	case "plugin", "plugins":
+		return pluginCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "sluice %s\n", version())
 		return 0

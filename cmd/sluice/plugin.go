@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/modules/groups"
+)
+
+const pluginUsage = `usage:
+  sluice plugin list [--admin HOST:PORT] [--json]
+
+Lists the broker's assignor plugins (the groups module's assignors: with plugin:):
+state (starting, running, restarting, failed, stopped), process id, restarts, calls,
+errors, calls answered by the fallback assignor, last call latency and last error.
+--admin is the broker's admin HTTP listener (default 127.0.0.1:9644).
+`
+
+func pluginCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, pluginUsage)
+		return 2
+	}
+	switch args[0] {
+	case "list", "ls":
+		return pluginList(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, pluginUsage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice plugin: unknown command %q\n%s", args[0], pluginUsage)
+		return 2
+	}
+}
+
+func pluginList(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plugin list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	raw, err := getAdmin(*admin, "/v1/plugins")
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice plugin list: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		fmt.Fprintln(stdout, strings.TrimSpace(string(raw)))
+		return 0
+	}
+	var body struct {
+		Plugins []groups.PluginStats `json:"plugins"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		fmt.Fprintf(stderr, "sluice plugin list: %v\n", err)
+		return 1
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tPID\tRESTARTS\tCALLS\tERRORS\tFALLBACKS\tLAST LATENCY\tLAST ERROR")
+	for _, p := range body.Plugins {
+		pid := "-"
+		if p.PID != 0 {
+			pid = fmt.Sprint(p.PID)
+		}
+		lastErr := p.LastError
+		if lastErr == "" {
+			lastErr = "-"
+		}
+		fmt.Fprintf(tw, "%s\tassignor\t%s\t%s\t%d\t%d\t%d\t%d\t%.2fms\t%s\n", p.Name, p.State, pid, p.Restarts,
+			p.Calls, p.Errors, p.Fallbacks, p.LastLatencyMs, lastErr)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+// getAdmin GETs path from the admin API.
+func getAdmin(admin, path string) ([]byte, error) {
+	cl := &http.Client{Timeout: 30 * time.Second}
+	resp, err := cl.Get("http://" + admin + path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	return data, nil
+}
