@@ -155,6 +155,12 @@ func (c *Client) Assign(ctx context.Context, in Input) (Assignment, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("assignor plugin %q: %w", c.name, ctx.Err())
 		}
+		switch status.Code(err) { // gRPC may see the deadline before ctx.Err does
+		case codes.DeadlineExceeded:
+			return nil, fmt.Errorf("assignor plugin %q: %w: %v", c.name, context.DeadlineExceeded, err)
+		case codes.Canceled:
+			return nil, fmt.Errorf("assignor plugin %q: %w: %v", c.name, context.Canceled, err)
+		}
 		if st, ok := status.FromError(err); ok && st.Code() == codes.InvalidArgument {
 			return nil, fmt.Errorf("assignor plugin %q: %w: %s", c.name, groupsassignor.ErrInvalidInput, st.Message())
 		}
