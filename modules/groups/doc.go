@@ -66,6 +66,43 @@
 // A group id holds classic members or KIP-848 members, never both (Kafka's
 // group.consumer.migration.policy=disabled): see consumer_handlers.go.
 //
+// # Assignor plugins
+//
+// The `assignors:` list (the first is the broker's default) takes built-in names and
+// plugin items (AssignorConfig): `{name, plugin, sha256, timeout_ms, fallback, args,
+// env}`. Validate checks names are unique, the binary exists and is executable, the
+// sha256 is 64 hex characters and the fallback (default uniform) is a built-in. A
+// plugin may take a built-in's name and then replaces it for the clients that ask for
+// it. plugins.go is the host side (the SDK is plugins/assignor): Start launches each
+// plugin with hashicorp/go-plugin (gRPC only, AutoMTLS, SecureConfig when sha256 is
+// set, the binary's stderr in the broker's log with plugin=<name>); a launch failure
+// does not fail the broker. A supervisor per plugin relaunches it after it exits, with
+// backoff from 100 ms to 30 s; its state is starting, running, restarting, failed (3
+// launches in a row failed; it keeps trying) or stopped. Each call has a deadline
+// (timeout_ms, default 1 s) and its answer must pass assignor.Check; when the plugin is
+// not running, misses the deadline, errs, panics or answers an invalid assignment, the
+// call counts an error and the fallback built-in answers: the consumer state machine
+// sees a successful assignment, so a group never stalls on a plugin. Stop first
+// unloads the groups, then refuses new plugin calls (fallback), waits for the calls in
+// flight (bounded by its context) and kills each process (go-plugin reaps it): no
+// plugin process outlives the broker. GET /v1/plugins (admin listener) and `sluice
+// plugin list` show per plugin: state, pid, restarts, calls, errors, fallbacks, last
+// latency and last error.
+//
+// For plugins only (consumer.StatsUser), the group fills each topic's
+// PartitionEndOffsets (high watermark) and PartitionLag (high watermark minus the
+// group's committed offset, or minus the log start when none is committed) through
+// consumer.TopicStats, from kernel.PartitionOffsets of the replication module and the
+// offset store; -1 for partitions this broker does not lead. Built-ins get neither.
+//
+// Which assignor a group uses: the one its members name in ServerAssignor (most
+// votes; an unknown name is UNSUPPORTED_ASSIGNOR); if none names one, the group config
+// sluice.consumer.assignor (metadata extension records "groups.configs"/<group id>, a
+// JSON object of config name → value, written by IncrementalAlterConfigs on the GROUP
+// resource) if it names a configured assignor (else logged once and ignored); else the
+// broker's default. A change of the group config takes effect at the group's next
+// rebalance (it does not bump the group epoch).
+//
 // # Invariants
 //
 //   - An acknowledged OffsetCommit is in the log at or below the high watermark
@@ -79,4 +116,8 @@
 //     they are taken and queued under the shard's metaMu (restore.go).
 //   - No goroutine outlives Stop: the sweeper, loaders and writers are counted in
 //     Module.wg, and Stop marks every group dead so waiting joins are answered.
+//   - No plugin process outlives Stop, and none is killed during a call unless Stop's
+//     context ends first.
+//   - A plugin never stalls a group: every plugin call ends within timeout_ms and any
+//     failure is answered by the fallback built-in.
 package groups

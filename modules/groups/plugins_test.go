@@ -190,7 +190,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // startTestPlugin starts a plugin assignor on the test binary in mode.
-func startTestPlugin(t *testing.T, mode string, edit ...func(*AssignorConfig)) (*pluginAssignor, *syncBuffer) {
+func startTestPlugin(t testing.TB, mode string, edit ...func(*AssignorConfig)) (*pluginAssignor, *syncBuffer) {
 	t.Helper()
 	c := AssignorConfig{Name: "smallest", Plugin: BuildTestAssignorPlugin(t), TimeoutMs: 300,
 		Env: map[string]string{"SLUICE_TEST_ASSIGNOR_MODE": mode}}

@@ -10,6 +10,7 @@
 //	exit-at-start    exits with status 3 before serving
 //	crash-on-call    exits with status 4 inside Assign
 //	error            returns an error
+//	uniform          the built-in uniform assignor's answer (for benchmarks)
 //
 // SLUICE_TEST_ASSIGNOR_NAME sets the name it reports (default "smallest").
 package main
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	groupsassignor "github.com/sluicehq/sluice/modules/groups/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor"
 )
 
@@ -50,6 +52,8 @@ func (s smallest) Assign(ctx context.Context, in assignor.Input) (assignor.Assig
 		os.Exit(4)
 	case "error":
 		return nil, errors.New("test plugin: asked to fail")
+	case "uniform":
+		return groupsassignor.Uniform{}.Assign(ctx, in)
 	}
 	members := slices.Clone(in.Members)
 	slices.SortFunc(members, func(a, b assignor.Member) int { return strings.Compare(a.ID, b.ID) })
