@@ -1,4 +1,4 @@
-// DescribeConfigs: v0-v4. Not implemented: BROKER_LOGGER levels (an empty list is returned), CLIENT_METRICS and GROUP resources.
+// DescribeConfigs: v0-v4. TOPIC, BROKER and GROUP resources (groupconfigs.go). Not implemented: BROKER_LOGGER levels (an empty list is returned), CLIENT_METRICS resources.
 
 package metadata
 

@@ -1,4 +1,4 @@
-// AlterConfigs: v0-v2. Not implemented: BROKER_LOGGER resources (INVALID_REQUEST).
+// AlterConfigs: v0-v2. TOPIC, BROKER and GROUP resources (groupconfigs.go). Not implemented: BROKER_LOGGER and CLIENT_METRICS resources (INVALID_REQUEST).
 
 package metadata
 

@@ -1,4 +1,4 @@
-// IncrementalAlterConfigs: v0-v1. Not implemented: BROKER_LOGGER, CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
+// IncrementalAlterConfigs: v0-v1. TOPIC, BROKER and GROUP resources (groupconfigs.go). Not implemented: BROKER_LOGGER and CLIENT_METRICS resources (INVALID_REQUEST).
 
 package metadata
 

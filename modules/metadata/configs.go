@@ -90,6 +90,8 @@ func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *
 			return nil, opErr(kerr.InvalidRequest, "broker logger resource must name this broker (%d)", m.nodeID)
 		}
 		return nil, nil // no per-logger levels yet: an empty list
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return m.describeGroupConfigs(ctx, req, im, static, name)
 	}
 	return nil, opErr(kerr.InvalidRequest, "unsupported resource type %d", typ)
 }
@@ -205,6 +207,8 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		return &alterBrokerConfigsRecord{Node: key, configChange: change}, nil
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return nil, opErr(kerr.InvalidRequest, "altering broker logger levels is not supported")
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return m.planGroupConfigEdit(ctx, req, im, name, ops, replace)
 	}
 	return nil, opErr(kerr.InvalidRequest, "unsupported resource type %d", typ)
 }
@@ -343,6 +347,12 @@ type alterResource struct {
 // alterResources plans and applies the edits of either alter API. It returns each
 // resource's error (nil on success), in request order.
 func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []alterResource, replace, validateOnly bool) []error {
+	// A group's configs are one extension value, rewritten whole from the image: edits
+	// of group configs run one at a time, each reading the image its predecessor left.
+	if !validateOnly && slices.ContainsFunc(res, func(r alterResource) bool { return r.typ == kmsg.ConfigResourceTypeGroupConfig }) {
+		m.groupConfigsMu.Lock()
+		defer m.groupConfigsMu.Unlock()
+	}
 	im := m.hub.image()
 	keys := make([]string, len(res))
 	for i, r := range res {

@@ -81,7 +81,8 @@ func TestDescribeConfigsHandler(t *testing.T) {
 		{"invalid topic", kmsg.ConfigResourceTypeTopic, "no/pe", kerr.InvalidTopicException},
 		{"other broker", kmsg.ConfigResourceTypeBroker, "2", kerr.InvalidRequest},
 		{"not a number", kmsg.ConfigResourceTypeBroker, "one", kerr.InvalidRequest},
-		{"group", kmsg.ConfigResourceTypeGroupConfig, "g", kerr.InvalidRequest},
+		{"empty group", kmsg.ConfigResourceTypeGroupConfig, "", kerr.InvalidRequest},
+		{"client metrics", kmsg.ConfigResourceTypeClientMetrics, "m", kerr.InvalidRequest},
 	} {
 		if got := describeConfigs(t, fc, tc.typ, tc.res); got.ErrorCode != tc.want.Code {
 			t.Errorf("%s: code %d, want %v", tc.name, got.ErrorCode, tc.want)

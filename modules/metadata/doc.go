@@ -6,9 +6,10 @@
 // A single-node broker is a one-voter raft quorum: the same code path as a cluster,
 // with no separate "local" mode. The module also serves the admin APIs that read or
 // write metadata: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and DescribeCluster. Other
-// modules create internal topics through it (kernel.TopicCreator) and keep their own
-// cluster-wide records in it (kernel.ExtensionStore: PutExtension, Image.Extensions).
+// DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topic, broker and group
+// configs) and DescribeCluster. Other modules create internal topics through it
+// (kernel.TopicCreator) and keep their own cluster-wide records in it
+// (kernel.ExtensionStore: PutExtension, Image.Extensions).
 //
 // # Usage
 //
@@ -72,6 +73,25 @@
 // only: the bound lives in kernel, and Apply must not depend on it). An empty value is
 // stored as an empty, non-nil slice; deleting an absent key is accepted and changes
 // nothing; removing a namespace's last key removes the namespace.
+//
+// Group configs (the GROUP config resource of DescribeConfigs, AlterConfigs and
+// IncrementalAlterConfigs; groupconfigs.go) are Extension entries in namespace
+// "groups.configs" (GroupConfigsNamespace), key the group id, value a JSON object of
+// config name to string value, keys sorted, values canonical:
+//
+//	{"consumer.heartbeat.interval.ms":"6000","consumer.session.timeout.ms":"50000","sluice.consumer.assignor":"range"}
+//
+// The key is deleted when no config remains. Names: consumer.session.timeout.ms
+// (45000 to 60000), consumer.heartbeat.interval.ms (5000 to 15000, and less than the
+// effective session timeout), sluice.consumer.assignor (1 to 255 bytes; the group
+// coordinator checks it names a configured assignor). The bounds are Kafka's defaults
+// of group.consumer.{min,max}.session.timeout.ms and
+// group.consumer.{min,max}.heartbeat.interval.ms, which are not broker configs here.
+// Unset, the first two default to the broker's group.consumer.session.timeout.ms and
+// group.consumer.heartbeat.interval.ms, the assignor to "" (the broker's default
+// order). Writes of group configs are serialised in the controller, each computed from
+// the image its predecessor left. Groups need not exist to be configured; a group id
+// longer than 255 bytes (the extension key limit) cannot be configured.
 //
 // Bumping a version: a new optional field that old readers may safely ignore needs no
 // bump (encoding/json skips unknown fields). A change old readers would misapply (a new

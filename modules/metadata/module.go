@@ -79,6 +79,9 @@ type Module struct {
 	stopLoops  context.CancelFunc
 	shutdown   chan struct{} // closed once raft has shut down
 
+	// groupConfigsMu serialises writes of group configs (groupconfigs.go).
+	groupConfigsMu sync.Mutex
+
 	mu      sync.Mutex // guards stopped and wg.Add
 	stopped bool
 	wg      sync.WaitGroup // leader loop and future waiters

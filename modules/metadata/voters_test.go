@@ -45,7 +45,9 @@ func TestThreeVoters(t *testing.T) {
 		fc := newFakeContext(t, int32(i+1), t.TempDir())
 		m := Info().New().(*Module)
 		m.Voters, m.RaftListen = voters, addrs[i]
-		m.HeartbeatTimeout, m.ElectionTimeout, m.LeaseTimeout, m.CommitTimeout = 100*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond, 10*time.Millisecond
+		// Short enough to elect quickly, long enough that a loaded machine running
+		// with -race does not lose leadership mid-test (100/100/50ms did).
+		m.HeartbeatTimeout, m.ElectionTimeout, m.LeaseTimeout, m.CommitTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond, 10*time.Millisecond
 		if err := m.Provision(fc); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +84,7 @@ func TestThreeVoters(t *testing.T) {
 	if rt := createTopic(t, leader.fc, "replicated", 2, nil); rt.ErrorCode != 0 {
 		t.Fatalf("create on the leader: %d", rt.ErrorCode)
 	}
-	// Extensions replicate too. The value is kept small: with this test's 50ms leader
+	// Extensions replicate too. The value is kept small: with this test's short leader
 	// lease, a multi-MB entry can stall heartbeats long enough to lose leadership.
 	ext := bytes.Repeat([]byte("wasm"), 64<<10)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
