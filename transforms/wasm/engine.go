@@ -86,6 +86,9 @@ type Program struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	abi      ABI
+	// stoppable: the module was instrumented (deadline.go) and is stopped
+	// through its stop global rather than wazero's WithCloseOnContextDone.
+	stoppable bool
 
 	mu     sync.Mutex
 	closed bool
@@ -137,12 +140,19 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, memoryLimitPages uint
 		return nil, ErrClosed
 	}
 
+	// See deadline.go: an instrumented module is stopped by a global the
+	// host sets, which costs far less than wazero's check per loop iteration.
+	instrumented, ierr := instrumentDeadline(wasm)
+	stoppable := ierr == nil
+	if stoppable {
+		wasm = instrumented
+	}
 	cfg := wazero.NewRuntimeConfig().
 		WithMemoryLimitPages(memoryLimitPages).
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(!stoppable).
 		WithCompilationCache(e.cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	p := &Program{engine: e, rt: rt}
+	p := &Program{engine: e, rt: rt, stoppable: stoppable}
 	ok := false
 	defer func() {
 		if !ok {

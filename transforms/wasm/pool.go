@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -391,7 +392,13 @@ func (inst *instance) run() {
 	stdout := newLineWriter(p.cfg.Log, p.logs, p.cfg.Name, "stdout")
 	stderr := newLineWriter(p.cfg.Log, p.logs, p.cfg.Name, "stderr")
 	cfg := p.modCfg.WithStdout(stdout).WithStderr(stderr)
+	if p.prog.stoppable {
+		cfg = cfg.WithStartFunctions() // run by runStart
+	}
 	mod, err := p.prog.rt.InstantiateModule(inst.ctx, p.prog.compiled, cfg)
+	if err == nil && p.prog.stoppable {
+		err = inst.runStart(mod)
+	}
 	if mod != nil {
 		_ = mod.Close(context.Background())
 	}
@@ -408,6 +415,41 @@ func (inst *instance) run() {
 		}
 		inst.answer(nil, e)
 	}
+}
+
+// runStart runs _start of an instrumented module (deadline.go), setting its
+// stop global when the instance's context is cancelled.
+func (inst *instance) runStart(mod api.Module) error {
+	g, ok := mod.ExportedGlobal(deadlineExport).(api.MutableGlobal)
+	start := mod.ExportedFunction("_start")
+	if !ok || start == nil {
+		return errors.New("instrumented module lacks its stop global or _start")
+	}
+	var (
+		mu       sync.Mutex
+		finished bool
+	)
+	stop := context.AfterFunc(inst.ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			// Read by the guest's compiled code at its next loop iteration.
+			g.Set(1)
+		}
+	})
+	_, err := start.Call(inst.ctx)
+	stop()
+	mu.Lock()
+	finished = true
+	mu.Unlock()
+	var exit *sys.ExitError
+	if err != nil && inst.ctx.Err() != nil && !errors.As(err, &exit) {
+		return errStopped // trapped at the stop check (or on the way out)
+	}
+	if err != nil && !errors.As(err, &exit) {
+		err = fmt.Errorf("module[] function[_start] failed: %w", err)
+	}
+	return err
 }
 
 func exitError(err error) error {

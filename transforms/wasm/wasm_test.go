@@ -509,3 +509,39 @@ func BenchmarkIdentity(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGuest attributes the cost of a batch of 100 × 1 KiB records:
+// the bench guest's modes (noop: the round trip alone; rawcopy: emit every
+// record verbatim without allocating; loopcopy/memcopy: copy the records
+// section byte by byte or with copy()), the raw identity test guest and the
+// SDK identity (examples/transforms/identity).
+//
+//	go test -run '^$' -bench BenchmarkGuest -benchtime 2s ./transforms/wasm/
+func BenchmarkGuest(b *testing.B) {
+	recs := make([]rec, 100)
+	for i := range recs {
+		recs[i] = rec{key: []byte(fmt.Sprint("key-", i)), value: make([]byte, 1024), tsDelta: int64(i)}
+	}
+	batch := batchOf(recs...)
+	for _, c := range []struct{ name, guest, mode string }{
+		{"noop", "bench", "noop"},
+		{"loopcopy", "bench", "loopcopy"},
+		{"memcopy", "bench", "memcopy"},
+		{"rawcopy", "bench", "rawcopy"},
+		{"identity-rawguest", "identity", ""},
+		{"sdkidentity", "sdkidentity", ""},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := newPool(b, c.guest, Config{Instances: 1, Env: map[string]string{"BENCH_MODE": c.mode}})
+			mustTransform(b, p, batch)
+			b.SetBytes(int64(len(batch.Records)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := p.Transform(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
