@@ -14,6 +14,7 @@ package groups
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +25,8 @@ import (
 )
 
 // imageTopics is a consumer.TopicView over one metadata image. With m set it is
-// also a consumer.TopicStats (end offsets and lag for assignor plugins) and a
+// also a consumer.TopicStats (end offsets and lag for assignor plugins), a
+// consumer.TopicRacks (replica racks, also for plugins) and a
 // consumer.GroupAssignors (the group config sluice.consumer.assignor).
 type imageTopics struct {
 	im *kernel.Image
@@ -99,6 +101,31 @@ func (v imageTopics) PartitionStats(group string, id assignor.TopicID, partition
 		}
 	}
 	return ends, lag, true
+}
+
+// PartitionRacks implements consumer.TopicRacks from the image: each
+// partition's replicas' broker racks, brokers without a rack (or unknown to the
+// image) skipped. ok is false when no replica of the topic has a rack.
+func (v imageTopics) PartitionRacks(id assignor.TopicID, partitions int32) (racks [][]string, ok bool) {
+	t := v.im.TopicsByID[id]
+	if t == nil || partitions <= 0 || int(partitions) != len(t.Partitions) {
+		return nil, false
+	}
+	racks = make([][]string, partitions)
+	for p, pi := range t.Partitions {
+		for _, r := range pi.Replicas {
+			b := v.im.Brokers[r]
+			if b == nil || b.Rack == "" || slices.Contains(racks[p], b.Rack) {
+				continue
+			}
+			racks[p] = append(racks[p], b.Rack)
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	return racks, true
 }
 
 func (v imageTopics) TopicByName(name string) (assignor.TopicID, int32, bool) {

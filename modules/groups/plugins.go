@@ -129,6 +129,10 @@ func (p *pluginAssignor) Name() string { return p.cfg.Name }
 // a plugin may use them; built-ins do not.
 func (p *pluginAssignor) UsesPartitionStats() bool { return true }
 
+// UsesPartitionRacks asks the group for the racks of each partition's replicas
+// (consumer.RackUser): a plugin may use them; built-ins are not given them.
+func (p *pluginAssignor) UsesPartitionRacks() bool { return true }
+
 // Assign asks the plugin, within the configured deadline, and checks its answer;
 // on any failure it returns the fallback's assignment (see the file comment).
 func (p *pluginAssignor) Assign(ctx context.Context, in assignor.Input) (assignor.Assignment, error) {
@@ -158,7 +162,10 @@ func (p *pluginAssignor) call(ctx context.Context, impl assignor.Assignor, in as
 	}()
 	out, err = impl.Assign(cctx, in)
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil {
+		// gRPC's own deadline timer can fire a moment before cctx's: past the
+		// deadline counts as a timeout too.
+		deadline, _ := cctx.Deadline()
+		if ctx.Err() == nil && (cctx.Err() != nil || !time.Now().Before(deadline)) {
 			return nil, fmt.Errorf("no answer within %v: %w", p.timeout, err)
 		}
 		return nil, err

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"log/slog"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -70,6 +71,42 @@ func TestImageTopicsStatsAndGroupAssignor(t *testing.T) {
 	for group, want := range map[string]string{"g": "range", "bad": "", "junk": "", "none": ""} {
 		if got := ga.GroupAssignor(group); got != want {
 			t.Errorf("GroupAssignor(%q) = %q, want %q", group, got, want)
+		}
+	}
+}
+
+func TestImageTopicsPartitionRacks(t *testing.T) {
+	id, bare := assignor.TopicID{7}, assignor.TopicID{8}
+	topic := &kernel.TopicImage{Name: "t", ID: id, Partitions: []kernel.PartitionImage{
+		{Partition: 0, Replicas: []int32{1, 2, 3}}, // r1, r2, no rack
+		{Partition: 1, Replicas: []int32{3, 9}},    // no rack, unknown broker
+		{Partition: 2, Replicas: []int32{2, 4}},    // r2 twice: listed once
+	}}
+	noRacks := &kernel.TopicImage{Name: "bare", ID: bare, Partitions: []kernel.PartitionImage{
+		{Partition: 0, Replicas: []int32{3}},
+	}}
+	im := &kernel.Image{
+		Brokers: map[int32]*kernel.BrokerImage{
+			1: {ID: 1, Rack: "r1"}, 2: {ID: 2, Rack: "r2"}, 3: {ID: 3}, 4: {ID: 4, Rack: "r2"},
+		},
+		Topics:     map[string]*kernel.TopicImage{"t": topic, "bare": noRacks},
+		TopicsByID: map[[16]byte]*kernel.TopicImage{id: topic, bare: noRacks},
+	}
+	var v consumer.TopicView = imageTopics{im, nil}
+	tr, ok := v.(consumer.TopicRacks)
+	if !ok {
+		t.Fatal("imageTopics is not a consumer.TopicRacks")
+	}
+	racks, ok := tr.PartitionRacks(id, 3)
+	if want := [][]string{{"r1", "r2"}, nil, {"r2"}}; !ok || !reflect.DeepEqual(racks, want) {
+		t.Fatalf("racks %q ok %v, want %q", racks, ok, want)
+	}
+	for name, tc := range map[string]struct {
+		id    assignor.TopicID
+		parts int32
+	}{"no replica has a rack": {bare, 1}, "unknown topic": {assignor.TopicID{9}, 3}, "partition count differs": {id, 4}} {
+		if racks, ok := tr.PartitionRacks(tc.id, tc.parts); ok || racks != nil {
+			t.Errorf("%s: racks %q ok %v", name, racks, ok)
 		}
 	}
 }

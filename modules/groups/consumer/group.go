@@ -96,6 +96,19 @@ type TopicStats interface {
 	PartitionStats(group string, id assignor.TopicID, partitions int32) (endOffsets, lag []int64, ok bool)
 }
 
+// TopicRacks is an optional interface of a TopicView: per partition, the
+// racks of its replicas, for assignors that use them (RackUser). It is asked
+// only when the chosen assignor is a RackUser: the built-in uniform assignor
+// would honour racks too, and keeps its rack-blind behaviour. ok false (or a
+// slice of the wrong length) leaves Topic.PartitionRacks unknown (nil).
+type TopicRacks interface {
+	// PartitionRacks returns, for partitions 0..partitions-1 of topic id, the
+	// racks of the partition's replicas (brokers without a rack skipped, nil
+	// for a partition none of whose replicas has one); ok false when the
+	// topic is unknown or no replica of any of its partitions has a rack.
+	PartitionRacks(id assignor.TopicID, partitions int32) (racks [][]string, ok bool)
+}
+
 // GroupAssignors is an optional interface of a TopicView: the assignor a
 // group is configured to use (the group config sluice.consumer.assignor),
 // used when no member names one in ServerAssignor. "" means none; a name
@@ -109,6 +122,13 @@ type GroupAssignors interface {
 // that the group fills them (through TopicStats) only for such assignors.
 type StatsUser interface {
 	UsesPartitionStats() bool
+}
+
+// RackUser is an optional interface of an assignor.Assignor: it reports
+// whether the assignor reads Topic.PartitionRacks, so that the group fills
+// them (through TopicRacks) only for such assignors.
+type RackUser interface {
+	UsesPartitionRacks() bool
 }
 
 // Config times and bounds a group. The zero value of a field means its default.

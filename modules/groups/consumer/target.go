@@ -229,9 +229,18 @@ func (g *Group) computeTarget(ctx context.Context, topics TopicView, cur map[str
 	if su, ok := a.(StatsUser); !ok || !su.UsesPartitionStats() {
 		stats = nil // built-ins ignore end offsets and lag: keep them cheap
 	}
+	racks, _ := topics.(TopicRacks)
+	if ru, ok := a.(RackUser); !ok || !ru.UsesPartitionRacks() {
+		racks = nil // built-ins get no racks: uniform would change its answers
+	}
 	in := assignor.Input{Topics: make(map[assignor.TopicID]assignor.Topic, len(cur))}
 	for n, t := range cur {
 		at := assignor.Topic{ID: t.id, Name: n, Partitions: t.partitions}
+		if racks != nil {
+			if rs, ok := racks.PartitionRacks(t.id, t.partitions); ok && len(rs) == int(t.partitions) {
+				at.PartitionRacks = rs
+			}
+		}
 		if stats != nil {
 			if ends, lag, ok := stats.PartitionStats(g.id, t.id, t.partitions); ok &&
 				len(ends) == int(t.partitions) && len(lag) == int(t.partitions) {
