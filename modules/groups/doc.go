@@ -93,7 +93,10 @@
 // PartitionEndOffsets (high watermark) and PartitionLag (high watermark minus the
 // group's committed offset, or minus the log start when none is committed) through
 // consumer.TopicStats, from kernel.PartitionOffsets of the replication module and the
-// offset store; -1 for partitions this broker does not lead. Built-ins get neither.
+// offset store; -1 for partitions this broker does not lead. Plugins (consumer.RackUser)
+// also get PartitionRacks through consumer.TopicRacks: each partition's replica racks
+// from the image. Built-ins get none of these (uniform would change its answers on
+// racked clusters if it were given racks).
 //
 // Which assignor a group uses: the one its members name in ServerAssignor (most
 // votes; an unknown name is UNSUPPORTED_ASSIGNOR); if none names one, the group config
