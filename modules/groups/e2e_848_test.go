@@ -2,7 +2,6 @@ package groups_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,37 +25,11 @@ func TestConsumerGroup848Smoke(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "t848"); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	seen := map[string]int{}
-	var wg sync.WaitGroup
-	pollCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	var clients []*kgo.Client
 	for range 2 {
-		cl := b.Client(t, kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("t848"), kgo.WithContext(nextGen()))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-					t.Errorf("commit: %v", err)
-				}
-			}()
-			for pollCtx.Err() == nil {
-				fs := cl.PollFetches(pollCtx)
-				fs.EachRecord(func(r *kgo.Record) {
-					mu.Lock()
-					seen[string(r.Value)]++
-					mu.Unlock()
-				})
-				mu.Lock()
-				n := len(seen)
-				mu.Unlock()
-				if n >= 300 {
-					stop()
-				}
-			}
-		}()
+		clients = append(clients, b.Client(t, kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("t848"), kgo.WithContext(nextGen())))
 	}
+	wait := consumeInGroup(t, ctx, clients, 300)
 	describe := func() kmsg.ConsumerGroupDescribeResponseGroup {
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
 		req.Groups = []string{"g848"}
@@ -91,8 +64,7 @@ func TestConsumerGroup848Smoke(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	produceN(t, b.Client(t), "t848", 300)
-	wg.Wait()
-	if len(seen) != 300 {
+	if seen := wait(); len(seen) != 300 {
 		t.Fatalf("consumed %d, want 300", len(seen))
 	}
 	g := describe()

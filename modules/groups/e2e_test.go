@@ -43,39 +43,12 @@ func TestClassicGroupSmoke(t *testing.T) {
 	}
 	produceN(t, b.Client(t), "orders", 600)
 
-	var mu sync.Mutex
-	seen := map[string]int{}
-	var wg sync.WaitGroup
-	pollCtx, stopPolling := context.WithCancel(ctx)
-	defer stopPolling()
+	var clients []*kgo.Client
 	for i := range 3 {
-		cl := b.Client(t, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("orders"),
-			kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ClientID(fmt.Sprintf("c%d", i)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-					t.Errorf("commit: %v", err)
-				}
-			}()
-			for pollCtx.Err() == nil {
-				fs := cl.PollFetches(pollCtx)
-				fs.EachRecord(func(r *kgo.Record) {
-					mu.Lock()
-					seen[string(r.Value)]++
-					mu.Unlock()
-				})
-				mu.Lock()
-				n := len(seen)
-				mu.Unlock()
-				if n >= 600 {
-					stopPolling()
-				}
-			}
-		}()
+		clients = append(clients, b.Client(t, kgo.ConsumerGroup("g1"), kgo.ConsumeTopics("orders"),
+			kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ClientID(fmt.Sprintf("c%d", i))))
 	}
-	wg.Wait()
+	seen := consumeInGroup(t, ctx, clients, 600)()
 	if len(seen) != 600 {
 		t.Fatalf("consumed %d distinct records, want 600", len(seen))
 	}
@@ -89,4 +62,44 @@ func TestClassicGroupSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("lag: %v", lag["g1"].Lag.Total())
+}
+
+// consumeInGroup polls with every client (members of one group) until the clients
+// together saw want distinct values, then commits each client's offsets. It returns at
+// once; the returned func waits and returns how often each value was consumed.
+func consumeInGroup(t *testing.T, ctx context.Context, clients []*kgo.Client, want int) func() map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	pollCtx, stop := context.WithCancel(ctx)
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+					t.Errorf("commit: %v", err)
+				}
+			}()
+			for pollCtx.Err() == nil {
+				cl.PollFetches(pollCtx).EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Value)]++
+					mu.Unlock()
+				})
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n >= want {
+					stop()
+				}
+			}
+		}()
+	}
+	return func() map[string]int {
+		wg.Wait()
+		stop()
+		return seen
+	}
 }
