@@ -119,3 +119,19 @@ type ListenerInfo struct {
 	Host string
 	Port int32
 }
+
+// LookupAs looks up the module of role and asserts that it implements T (a role or
+// optional interface such as Metadata, Partitions or TopicCreator), with one error
+// wording for every module.
+func LookupAs[T any](ctx Context, role string) (T, error) {
+	var zero T
+	m, err := ctx.Lookup(role)
+	if err != nil {
+		return zero, fmt.Errorf("look up %s: %w", role, err)
+	}
+	t, ok := m.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s module %T does not implement %T", role, m, (*T)(nil))
+	}
+	return t, nil
+}

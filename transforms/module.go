@@ -79,28 +79,20 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	md, err := ctx.Lookup("metadata")
+	var err error
+	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+		return fmt.Errorf("transforms: %w", err)
+	}
+	if m.ext, err = kernel.LookupAs[kernel.ExtensionStore](ctx, "metadata"); err != nil {
+		return fmt.Errorf("transforms: deployments: %w", err)
+	}
+	m.creator, _ = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata")
+	hook, err := kernel.LookupAs[kernel.TransformHook](ctx, "replication")
 	if err != nil {
-		return fmt.Errorf("transforms: look up metadata: %w", err)
+		return fmt.Errorf("transforms: produce hook: %w", err)
 	}
-	var ok bool
-	if m.meta, ok = md.(kernel.Metadata); !ok {
-		return fmt.Errorf("transforms: metadata module %T is not a kernel.Metadata", md)
-	}
-	if m.ext, ok = md.(kernel.ExtensionStore); !ok {
-		return fmt.Errorf("transforms: metadata module %T does not store extension records", md)
-	}
-	m.creator, _ = md.(kernel.TopicCreator)
-	rp, err := ctx.Lookup("replication")
-	if err != nil {
-		return fmt.Errorf("transforms: look up replication: %w", err)
-	}
-	hook, ok := rp.(kernel.TransformHook)
-	if !ok {
-		return fmt.Errorf("transforms: replication module %T has no produce hook", rp)
-	}
-	if m.parts, ok = rp.(kernel.Partitions); !ok {
-		return fmt.Errorf("transforms: replication module %T does not serve internal writes", rp)
+	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
+		return fmt.Errorf("transforms: dead-letter and derived writes: %w", err)
 	}
 	empty := map[string]*transform{}
 	m.inline.Store(&empty)

@@ -134,25 +134,17 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	md, err := ctx.Lookup("metadata")
-	if err != nil {
-		return fmt.Errorf("groups: look up metadata: %w", err)
+	var err error
+	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+		return fmt.Errorf("groups: %w", err)
 	}
-	var ok bool
-	if m.meta, ok = md.(kernel.Metadata); !ok {
-		return fmt.Errorf("groups: metadata module %T is not a kernel.Metadata", md)
+	if m.creator, err = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata"); err != nil {
+		return fmt.Errorf("groups: internal topics: %w", err)
 	}
-	if m.creator, ok = md.(kernel.TopicCreator); !ok {
-		return fmt.Errorf("groups: metadata module %T cannot create internal topics (kernel.TopicCreator)", md)
+	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
+		return fmt.Errorf("groups: internal topics: %w", err)
 	}
-	rp, err := ctx.Lookup("replication")
-	if err != nil {
-		return fmt.Errorf("groups: look up replication: %w", err)
-	}
-	if m.parts, ok = rp.(kernel.Partitions); !ok {
-		return fmt.Errorf("groups: replication module %T does not serve internal topics (kernel.Partitions)", rp)
-	}
-	m.poffs, _ = rp.(kernel.PartitionOffsets)
+	m.poffs, _ = kernel.LookupAs[kernel.PartitionOffsets](ctx, "replication")
 	m.settings.Store(m.readSettings(nil))
 	m.shards = map[int32]*shard{}
 	m.commits = &kernel.Counter{}

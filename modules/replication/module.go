@@ -87,20 +87,12 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	st, err := ctx.Lookup("storage")
-	if err != nil {
-		return fmt.Errorf("replication: look up storage: %w", err)
+	var err error
+	if m.storage, err = kernel.LookupAs[kernel.Storage](ctx, "storage"); err != nil {
+		return fmt.Errorf("replication: %w", err)
 	}
-	var ok bool
-	if m.storage, ok = st.(kernel.Storage); !ok {
-		return fmt.Errorf("replication: storage module %T is not a kernel.Storage", st)
-	}
-	md, err := ctx.Lookup("metadata")
-	if err != nil {
-		return fmt.Errorf("replication: look up metadata: %w", err)
-	}
-	if m.meta, ok = md.(kernel.Metadata); !ok {
-		return fmt.Errorf("replication: metadata module %T is not a kernel.Metadata", md)
+	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+		return fmt.Errorf("replication: %w", err)
 	}
 	m.pg = newPurgatory()
 	m.setBrokerLimits(m.brokerConfigs(nil))
