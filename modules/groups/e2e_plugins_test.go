@@ -191,7 +191,7 @@ modules:
 		}
 		return ""
 	})
-	writeMode(t, modeFile, "good")     // what the restarted plugin will do
+	writeMode(t, modeFile, "good") // what the restarted plugin will do
 	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
