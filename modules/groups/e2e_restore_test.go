@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -45,7 +44,6 @@ func startRestoreMember(t *testing.T, b *testbroker.Broker, name, group, topic s
 		// past that kgo drops its session and rejoins, which is the rebalance this
 		// test must not see. Real clients retry for longer.
 		kgo.RequestRetries(200),
-		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return name + " " })),
 		kgo.SeedBrokers(b.Addr),
 		kgo.ClientID(name),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
