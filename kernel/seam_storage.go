@@ -55,6 +55,9 @@ type LogConfig struct {
 	FlushMs            int64 // flush.ms; MaxInt64 = leave to page cache
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
 	CleanupPolicy      string
+	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer with no open
+	// transaction whose last batch is older than this is forgotten. <= 0 = never.
+	ProducerIDExpirationMs int64
 }
 
 // Log is one partition's append-only log of magic-2 record batches.
@@ -105,7 +108,97 @@ type Log interface {
 	Size() int64
 	// Close flushes and closes the log.
 	Close() error
+
+	// Producer state (idempotence and transactions). The log keeps, per producer id,
+	// the latest epoch, the last (up to 5) appended batches' sequence ranges and
+	// offsets, the coordinator epoch of its last marker and the first offset of its
+	// open transaction; and the aborted transactions (Kafka's .txnindex). Every append
+	// updates it (AppendLeader, AppendProducer, AppendFollower) from the batch headers;
+	// recovery rebuilds it (snapshot plus log tail), Truncate rolls it back, and
+	// producers idle for LogConfig.ProducerIDExpirationMs with no open transaction are
+	// forgotten.
+	//
+	// Checks on AppendLeader and AppendProducer (never on AppendFollower, whose batches
+	// the leader checked), for batches with a producer id (>= 0):
+	//   - an epoch older than the producer's: ErrInvalidProducerEpoch;
+	//   - a non-transactional data batch from a producer with an open transaction:
+	//     ErrInvalidTxnState; a transactional one opens a transaction at its base offset
+	//     if none is open;
+	//   - a control batch (COMMIT/ABORT marker, one control record) ends the producer's
+	//     open transaction (an ABORT adds it to the aborted transactions); its
+	//     coordinator epoch must not be older than the producer's last:
+	//     ErrTxnCoordinatorFenced. A marker with no open transaction is appended and
+	//     changes nothing else (a retried marker).
+	// AppendLeader does not check sequences (coordinator writes use base sequence -1);
+	// AppendProducer does.
+
+	// AppendProducer appends one batch of an idempotent or transactional producer
+	// (producer id >= 0, base sequence >= 0) as the leader, atomically with its
+	// sequence check:
+	//   - a batch with the producer's epoch and seq equal to one of the last 5 batches'
+	//     ranges is a duplicate: nothing is appended and the result describes the
+	//     original append (Duplicate set; BaseOffset, LastOffset and LogAppendTime of
+	//     the original);
+	//   - same epoch: seq.First must be the last sequence + 1 (wrapping from MaxInt32
+	//     to 0), else ErrOutOfOrderSequence;
+	//   - a newer epoch must start at sequence 0, else ErrOutOfOrderSequence;
+	//   - an unknown producer (never seen, expired or deleted by retention) may start
+	//     anywhere.
+	// seq is the range the batch stands for: its header's (base sequence .. base
+	// sequence + LastOffsetDelta), or, for a produce transform's output, the input
+	// batch's range, so a retry of the input is recognised. (Recovery can only read
+	// headers: after a crash, a transformed batch whose record count changed is
+	// remembered with its header's range. See modules/replication/doc.go.)
+	AppendProducer(batch []byte, seq SeqRange) (AppendResult, error)
+	// FirstUnstableOffset is the first offset of the earliest open transaction; ok is
+	// false when none is open. The last stable offset is min(HW, this).
+	FirstUnstableOffset() (offset int64, ok bool)
+	// AbortedTxns appends to dst the aborted transactions that overlap [from, to): those
+	// whose marker is at or after from and whose first offset is before to, in marker
+	// order (a read_committed Fetch's aborted_transactions).
+	AbortedTxns(dst []AbortedTxn, from, to int64) []AbortedTxn
+	// Producers lists the producers the log remembers (DescribeProducers), by id.
+	Producers() []ProducerState
 }
+
+// SeqRange is the first and last sequence number of a producer batch (Last may be
+// below First when the sequence wrapped past MaxInt32).
+type SeqRange struct{ First, Last int32 }
+
+// AbortedTxn is one aborted transaction in a partition: the producer, the offset of
+// its first batch in the partition and the offset of its ABORT marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
+// ProducerState is what a log remembers about one producer.
+type ProducerState struct {
+	ProducerID       int64
+	Epoch            int16
+	LastSequence     int32 // -1 when only markers/coordinator writes were seen
+	LastTimestamp    int64 // max timestamp of its last batch (ms)
+	CoordinatorEpoch int32 // of its last marker; -1 if none
+	TxnStartOffset   int64 // first offset of its open transaction; -1 if none
+}
+
+// Producer-state errors of AppendLeader and AppendProducer. The replication module maps
+// them to Kafka codes.
+var (
+	// ErrInvalidProducerEpoch: the batch's epoch is older than the producer's
+	// (INVALID_PRODUCER_EPOCH).
+	ErrInvalidProducerEpoch = errors.New("producer epoch older than the current one")
+	// ErrOutOfOrderSequence: a sequence gap or a new epoch not starting at 0
+	// (OUT_OF_ORDER_SEQUENCE_NUMBER).
+	ErrOutOfOrderSequence = errors.New("out of order sequence number")
+	// ErrInvalidTxnState: a non-transactional batch from a producer with an open
+	// transaction (INVALID_TXN_STATE).
+	ErrInvalidTxnState = errors.New("invalid transaction state")
+	// ErrTxnCoordinatorFenced: a marker with an older coordinator epoch than the
+	// producer's last (TRANSACTION_COORDINATOR_FENCED).
+	ErrTxnCoordinatorFenced = errors.New("transaction coordinator fenced")
+)
 
 // AppendResult describes an append.
 type AppendResult struct {
@@ -113,6 +206,9 @@ type AppendResult struct {
 	LastOffset     int64 // last offset of the last batch
 	LogAppendTime  int64 // ms; the time of the append
 	LogStartOffset int64
+	// Duplicate: AppendProducer found the batch among the producer's last five and
+	// appended nothing; the offsets and time are the original append's.
+	Duplicate bool
 }
 
 // ReadResult holds the bytes of a read as chunks (file ranges for the segment log).

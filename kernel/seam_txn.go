@@ -1,0 +1,78 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+)
+
+// Seams of idempotent producers and transactions (modules/txn). The partition side
+// (sequence checks, open transactions, aborted transactions) is the storage Log's (see
+// Log.AppendProducer); the coordinator side (producer ids, transactional ids, the
+// two-phase commit) is the txn module's; the replication module writes markers and
+// serves the read_committed path; the group coordinator keeps transactional offset
+// commits pending until their marker.
+
+// ProducerIDAllocator is an optional interface of the metadata module (found with
+// LookupAs on "metadata"): producer-id blocks allocated through the metadata log, so
+// ids stay unique across restarts and brokers.
+type ProducerIDAllocator interface {
+	// AllocateProducerIDs reserves count (> 0) consecutive producer ids for this broker
+	// and returns the first. Blocks never overlap and never repeat, across restarts.
+	AllocateProducerIDs(ctx context.Context, count int32) (first int64, err error)
+}
+
+// TxnCoordinatorLocator is implemented by the txn module (role "txn"). The group
+// coordinator answers FindCoordinator (one handler per API key) and asks it for key
+// type 1 (TRANSACTION).
+type TxnCoordinatorLocator interface {
+	// TxnStatePartition returns the __transaction_state partition that owns
+	// transactionalID, creating the topic on first use. The coordinator is that
+	// partition's leader.
+	TxnStatePartition(ctx context.Context, transactionalID string) (TopicPartition, error)
+}
+
+// TxnVerifier is an optional interface of the txn module (KIP-890 part 1): before the
+// first transactional batch of a producer's transaction in a partition is appended,
+// the replication module asks whether the partition was added to that transaction, so
+// a client bug or a zombie cannot leave a transaction open that no coordinator will
+// ever end (a "hanging transaction" that pins the last stable offset).
+type TxnVerifier interface {
+	// VerifyTxnPartition returns nil when transactionalID's ongoing transaction, of
+	// producerID and epoch, includes tp. Otherwise an error wrapping a *kerr.Error
+	// (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, ...), or ErrNotCoordinator when this
+	// broker does not coordinate transactionalID (the caller then skips the check).
+	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp TopicPartition) error
+}
+
+// TxnMarker is a COMMIT or ABORT marker for one producer's transaction.
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	CoordinatorEpoch int32
+	Commit           bool
+}
+
+// TxnMarkerWriter is an optional interface of the replication module: the transaction
+// coordinator writes markers to partitions this broker leads with it (and sends
+// WriteTxnMarkers to other brokers once there are several).
+type TxnMarkerWriter interface {
+	// WriteTxnMarker appends m as a control batch to tp as its leader and returns once
+	// it is committed (past the high watermark). ErrNotLeader when this broker does not
+	// lead tp; the Log's producer-state errors (ErrInvalidProducerEpoch,
+	// ErrTxnCoordinatorFenced) as they are.
+	WriteTxnMarker(ctx context.Context, tp TopicPartition, m TxnMarker) error
+}
+
+// TxnMarkerHook is implemented by the replication module. The group coordinator
+// registers a listener at Provision: transactional offset commits in
+// __consumer_offsets become visible (or are dropped) when their marker is written.
+type TxnMarkerHook interface {
+	// AddTxnMarkerListener registers fn. After a marker is appended to a partition of
+	// an internal topic (and committed), fn is called with the partition, the marker
+	// and its offset; calls for one partition come in log order, from the goroutine
+	// that wrote the marker.
+	AddTxnMarkerListener(fn func(tp TopicPartition, m TxnMarker, offset int64))
+}
+
+// ErrNotCoordinator: this broker does not coordinate the key (NOT_COORDINATOR).
+var ErrNotCoordinator = errors.New("not the coordinator")
