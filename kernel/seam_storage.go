@@ -149,7 +149,17 @@ type Log interface {
 	// batch's range, so a retry of the input is recognised. (Recovery can only read
 	// headers: after a crash, a transformed batch whose record count changed is
 	// remembered with its header's range. See modules/replication/doc.go.)
+	//
+	// An empty batch (nil) with ProducerID/Epoch set in seq records the range without
+	// appending anything (a produce transform dropped every record of the batch): the
+	// producer's sequence moves on and a retry is answered as a duplicate with
+	// BaseOffset = LastOffset = the log end offset at the time. It lives in memory and
+	// in snapshots only, so after a crash the producer's next batch may see
+	// ErrOutOfOrderSequence once.
 	AppendProducer(batch []byte, seq SeqRange) (AppendResult, error)
+	// Producer returns what the log remembers about one producer (cheap: the
+	// replication module asks it on the produce path).
+	Producer(id int64) (ProducerState, bool)
 	// FirstUnstableOffset is the first offset of the earliest open transaction; ok is
 	// false when none is open. The last stable offset is min(HW, this).
 	FirstUnstableOffset() (offset int64, ok bool)
@@ -163,7 +173,14 @@ type Log interface {
 
 // SeqRange is the first and last sequence number of a producer batch (Last may be
 // below First when the sequence wrapped past MaxInt32).
-type SeqRange struct{ First, Last int32 }
+//
+// ProducerID and Epoch are only read for an empty AppendProducer (there is no header
+// to read them from); otherwise the batch header's are used.
+type SeqRange struct {
+	First, Last int32
+	ProducerID  int64
+	Epoch       int16
+}
 
 // AbortedTxn is one aborted transaction in a partition: the producer, the offset of
 // its first batch in the partition and the offset of its ABORT marker.

@@ -17,3 +17,6 @@ func (l *Log) AbortedTxns(dst []kernel.AbortedTxn, _, _ int64) []kernel.AbortedT
 
 // Producers reports none (placeholder).
 func (l *Log) Producers() []kernel.ProducerState { return nil }
+
+// Producer reports none (placeholder).
+func (l *Log) Producer(int64) (kernel.ProducerState, bool) { return kernel.ProducerState{}, false }
