@@ -49,14 +49,24 @@ func (m *Module) randIntn(n int) (int, error) {
 // otherwise it is ErrNotController, a ctx error, or the reason Apply rejected it.
 // On success the returned image includes every accepted record.
 func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, []error) {
+	im, _, errs := m.proposeAllResults(ctx, recs)
+	return im, errs
+}
+
+// proposeAllResults is proposeAll that also returns each record's apply result (its
+// raft future's response; zero when errs[i] is not nil). What an entry produced that
+// the image does not show (the first id of a ProducerIDs block) is read from there.
+func (m *Module) proposeAllResults(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
 	errs := make([]error, len(recs))
-	fail := func(err error) (*kernel.Image, []error) {
+	results := make([]applyResult, len(recs))
+	fail := func(err error) (*kernel.Image, []applyResult, []error) {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
+				results[i] = applyResult{}
 			}
 		}
-		return m.hub.image(), errs
+		return m.hub.image(), results, errs
 	}
 	r := m.raft.Load()
 	if r == nil {
@@ -93,6 +103,7 @@ func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, 
 		errs[i] = res.Err
 		last = max(last, f.Index())
 		if res.Err == nil {
+			results[i] = res
 			m.logApplied(recs[i], f.Index())
 		}
 	}
@@ -101,7 +112,7 @@ func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, 
 	if err := m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= last }); err != nil {
 		return fail(err)
 	}
-	return m.hub.image(), errs
+	return m.hub.image(), results, errs
 }
 
 // propose is proposeAll for one record.

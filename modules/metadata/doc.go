@@ -60,8 +60,9 @@
 // Types (frozen; never renumbered or reused): 1 ClusterID, 2 RegisterBroker,
 // 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
 // 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
-// 10 PartitionChange, 11 LeaderChange, 12 Extension. Every type is at version 1. JSON
-// field names are frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+// 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs. Every type is at
+// version 1. JSON field names are frozen; ids are 22-character unpadded base64url, as
+// Kafka prints them.
 //
 // Extension (kernel.ExtensionStore, extensions.go) is
 //
@@ -73,6 +74,20 @@
 // only: the bound lives in kernel, and Apply must not depend on it). An empty value is
 // stored as an empty, non-nil slice; deleting an absent key is accepted and changes
 // nothing; removing a namespace's last key removes the namespace.
+//
+// ProducerIDs (kernel.ProducerIDAllocator, producerids.go) is
+//
+//	{"broker_id": i32, "count": i32}
+//
+// and reserves a block of count producer ids for broker_id. The entry names no ids:
+// the state keeps the first unallocated id (0 on a new log, not shown in the image),
+// and Apply gives the entry [next, next+count) and advances next by count. The
+// proposer learns its block from its own entry's apply result (the raft future's
+// response), never from the state afterwards, where another allocation may already
+// be applied. count is 1 to 1,000,000 and broker_id at least 0 (both frozen, checked by
+// the proposer and by Apply); an entry that would take next past the largest int64 is
+// rejected. Only the controller proposes (elsewhere ErrNotController; forwarding is not
+// done yet).
 //
 // Group configs (the GROUP config resource of DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs; groupconfigs.go) are Extension entries in namespace
@@ -103,10 +118,13 @@
 //
 // Snapshots serialize the whole state: | format u8 | JSON | with brokers sorted by id
 // and topics by name, so equal states give equal bytes. Format 1 has no extensions;
-// format 2 adds "extensions" (namespace -> key -> base64 value) and is written only
-// when there are extensions, so a state without them still gives a format 1 snapshot
-// that older brokers read, and an older broker refuses a format 2 snapshot rather than
-// silently dropping extensions. Both formats load.
+// format 2 adds "extensions" (namespace -> key -> base64 value); format 3 adds
+// "next_producer_id" (the first unallocated producer id) to format 2. Each snapshot is
+// written in the oldest format that holds its state (3 once an id was allocated, else
+// 2 when there are extensions, else 1), so older brokers read it while they can, and
+// refuse it, rather than silently drop extensions or reset the producer id counter,
+// once they cannot. All three formats load; formats 1 and 2 give a counter of 0, which
+// is right: they predate ProducerIDs entries, so nothing was allocated before them.
 //
 // # Invariants
 //
@@ -124,6 +142,11 @@
 //   - A topic is addressed by name and id together in entries, so an entry for a topic
 //     that was deleted and re-created under the same name does not touch the new one.
 //   - A new partition's leader is its first replica, its ISR all replicas, epochs 0.
+//   - Producer-id blocks never overlap and never repeat: the counter only grows, every
+//     broker applies the same entries in the same order, and the counter is in every
+//     snapshot (format 3), so this holds across restarts, snapshots and controller
+//     changes. A block whose proposer gave up (ctx cancelled, leadership lost after
+//     the entry committed) is simply never used.
 //
 // # Concurrency
 //

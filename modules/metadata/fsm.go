@@ -38,7 +38,13 @@ func (f *fsm) Apply(l *raft.Log) any {
 		}
 	}
 	f.hub.publish(next)
-	return applyResult{Index: l.Index, Err: err}
+	res := applyResult{Index: l.Index, Err: err}
+	if _, ok := r.(*producerIDsRecord); ok && err == nil {
+		// The block starts where the counter stood before this entry. Entries apply
+		// one at a time, so this is the proposer's block and nobody else's.
+		res.FirstProducerID = cur.nextProducerID
+	}
+	return res
 }
 
 // Snapshot captures the current state; states are immutable, so this is a pointer copy.

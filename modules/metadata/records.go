@@ -26,6 +26,7 @@ const (
 	recPartitionChange   recordType = 10
 	recLeaderChange      recordType = 11
 	recExtension         recordType = 12
+	recProducerIDs       recordType = 13
 )
 
 // recordVersions returns, for a type, the newest payload version this code writes and
@@ -35,7 +36,7 @@ func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 	switch t {
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
-		recPartitionChange, recLeaderChange, recExtension:
+		recPartitionChange, recLeaderChange, recExtension, recProducerIDs:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -202,6 +203,8 @@ func newRecord(t recordType) record {
 		return &leaderChangeRecord{}
 	case recExtension:
 		return &extensionRecord{}
+	case recProducerIDs:
+		return &producerIDsRecord{}
 	}
 	return nil
 }

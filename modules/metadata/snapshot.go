@@ -12,16 +12,20 @@ import (
 )
 
 // Snapshot formats, the first byte of a snapshot (see doc.go). Format 2 is format 1
-// plus Extensions; it is written only when there are extensions, so a state without
-// them still gives a format 1 snapshot that older brokers read. An older broker meets
-// format 2 only once extension entries (which it cannot read either) are in the log,
-// and then refuses the snapshot instead of silently dropping the extensions.
+// plus Extensions; format 3 is format 2 plus NextProducerID. Each snapshot is written
+// in the oldest format that holds the state: 1 without extensions and producer ids, 2
+// with extensions only, 3 once a producer id was allocated. So a state that does not
+// need a newer format still gives a snapshot older brokers read, and an older broker
+// meets a newer format only once entries it cannot read either are in the log; it then
+// refuses the snapshot instead of silently dropping the extensions or, worse, resetting
+// the producer id counter (which would hand out ids twice).
 const (
 	snapshotFormatV1 = 1
 	snapshotFormatV2 = 2
+	snapshotFormatV3 = 3
 )
 
-// snapshotV1 is the serialized state (formats 1 and 2). Slices are sorted (brokers by
+// snapshotV1 is the serialized state (formats 1, 2 and 3). Slices are sorted (brokers by
 // id, topics by name) and encoding/json sorts map keys, so equal states give equal
 // bytes.
 type snapshotV1 struct {
@@ -31,8 +35,11 @@ type snapshotV1 struct {
 	Brokers       []snapBroker                 `json:"brokers"`
 	Topics        []snapTopic                  `json:"topics"`
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
-	// Extensions is namespace -> key -> value (base64); format 2 only.
+	// Extensions is namespace -> key -> value (base64); formats 2 and 3.
 	Extensions map[string]map[string][]byte `json:"extensions,omitempty"`
+	// NextProducerID is the first unallocated producer id; format 3 only (older
+	// formats predate ProducerIDs entries, so their states have 0).
+	NextProducerID int64 `json:"next_producer_id,omitempty"`
 }
 
 type snapBroker struct {
@@ -74,6 +81,9 @@ func encodeSnapshot(s *state) ([]byte, error) {
 	if len(im.Extensions) > 0 {
 		format, snap.Extensions = snapshotFormatV2, im.Extensions
 	}
+	if s.nextProducerID > 0 {
+		format, snap.NextProducerID = snapshotFormatV3, s.nextProducerID
+	}
 	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
 		b := im.Brokers[id]
 		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []endpoint{},
@@ -108,7 +118,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	if len(b) == 0 || (b[0] != snapshotFormatV1 && b[0] != snapshotFormatV2) {
+	if len(b) == 0 || b[0] < snapshotFormatV1 || b[0] > snapshotFormatV3 {
 		return nil, fmt.Errorf("snapshot format: %w", ErrUnknownRecord)
 	}
 	var snap snapshotV1
@@ -142,7 +152,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 			im.BrokerConfigs[k] = v
 		}
 	}
-	if b[0] == snapshotFormatV2 {
+	if b[0] >= snapshotFormatV2 {
 		for ns, kv := range snap.Extensions {
 			if len(kv) == 0 {
 				continue
@@ -155,5 +165,13 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 			im.Extensions[ns] = kv
 		}
 	}
+	if b[0] >= snapshotFormatV3 {
+		if snap.NextProducerID < 0 {
+			return nil, fmt.Errorf("decode snapshot: next producer id %d: %w", snap.NextProducerID, ErrBadRecord)
+		}
+		s.nextProducerID = snap.NextProducerID
+	}
+	// Formats 1 and 2 leave nextProducerID at 0: they were written by brokers that had
+	// no ProducerIDs entries, so no id can have been allocated before such a snapshot.
 	return s, nil
 }

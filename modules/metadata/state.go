@@ -35,6 +35,9 @@ type state struct {
 	img *kernel.Image
 	// regs are broker registrations, by node id.
 	regs map[int32]brokerReg
+	// nextProducerID is the first producer id not yet allocated (ProducerIDs entries);
+	// it starts at 0 and only grows.
+	nextProducerID int64
 }
 
 // brokerReg is what a broker registration carries beyond kernel.BrokerImage.
@@ -61,15 +64,16 @@ func emptyState() *state {
 type applyResult struct {
 	Index uint64
 	Err   error
+	// FirstProducerID is the first id of the block an accepted ProducerIDs entry got
+	// (0 for other entries). The proposer reads it from its own future's response.
+	FirstProducerID int64
 }
 
 // apply returns the state after the entry at index. It never mutates s, reads no clock
 // and no randomness: every broker computes the same state from the same log. A rejected
 // entry still yields a new state (same contents, Version = index).
 func (s *state) apply(index uint64, r record) (*state, error) {
-	next := &state{img: new(kernel.Image), regs: s.regs}
-	*next.img = *s.img
-	next.img.Version = index
+	next := s.successor(index)
 	var err error
 	switch r := r.(type) {
 	case *clusterIDRecord:
@@ -102,15 +106,24 @@ func (s *state) apply(index uint64, r record) (*state, error) {
 		err = next.partitionChange(r)
 	case *extensionRecord:
 		err = next.putExtension(r)
+	case *producerIDsRecord:
+		err = next.allocateProducerIDs(r)
 	default:
 		err = fmt.Errorf("%T: %w", r, errInvalidEntry)
 	}
 	if err != nil { // a rejected entry changes nothing but the version
-		next = &state{img: new(kernel.Image), regs: s.regs}
-		*next.img = *s.img
-		next.img.Version = index
+		next = s.successor(index)
 	}
 	return next, err
+}
+
+// successor returns a copy of s at version index that shares everything with s; apply
+// then copies what it changes.
+func (s *state) successor(index uint64) *state {
+	next := &state{img: new(kernel.Image), regs: s.regs, nextProducerID: s.nextProducerID}
+	*next.img = *s.img
+	next.img.Version = index
+	return next
 }
 
 func (s *state) setClusterID(r *clusterIDRecord) error {

@@ -62,6 +62,9 @@ func history() []struct {
 		{&extensionRecord{Namespace: "v", Key: "absent", Delete: true}, nil},
 		{&extensionRecord{Namespace: "", Key: "k", Value: []byte("1")}, errInvalidEntry},
 		{&extensionRecord{Namespace: "t", Key: string(make([]byte, 256)), Value: []byte("1")}, errInvalidEntry},
+		{&producerIDsRecord{BrokerID: 1, Count: 10}, nil},
+		{&producerIDsRecord{BrokerID: 1, Count: 0}, errInvalidEntry},
+		{&producerIDsRecord{BrokerID: 2, Count: 5}, nil},
 	}
 }
 
@@ -128,6 +131,9 @@ func TestApplyHistory(t *testing.T) {
 	if !reflect.DeepEqual(im.Extensions, wantExt) {
 		t.Errorf("extensions %v", im.Extensions)
 	}
+	if s.nextProducerID != 15 {
+		t.Errorf("next producer id %d", s.nextProducerID)
+	}
 }
 
 func TestApplyDeterministic(t *testing.T) {
@@ -154,7 +160,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(r.img, s.img) || !reflect.DeepEqual(r.regs, s.regs) {
+	if !reflect.DeepEqual(r.img, s.img) || !reflect.DeepEqual(r.regs, s.regs) || r.nextProducerID != s.nextProducerID {
 		t.Fatalf("restored state differs:\n%+v\n%+v", r.img, s.img)
 	}
 	again, _ := encodeSnapshot(r)
@@ -232,6 +238,8 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte{snapshotFormatV1})
 	f.Add(empty)
 	f.Add(append(append([]byte{}, empty...), empty...))
+	withIDs, _ := encodeSnapshot(&state{img: emptyState().img, regs: map[int32]brokerReg{}, nextProducerID: 7})
+	f.Add(withIDs)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeSnapshot(bytes.NewReader(b))
 		if err != nil {

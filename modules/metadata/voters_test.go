@@ -107,6 +107,9 @@ func TestThreeVoters(t *testing.T) {
 			if err := n.m.PutExtension(ctx, "transforms", "u", []byte("x")); !errors.Is(err, ErrNotController) {
 				t.Errorf("put extension on follower %d: %v", n.m.nodeID, err)
 			}
+			if _, err := n.m.AllocateProducerIDs(ctx, 1); !errors.Is(err, ErrNotController) {
+				t.Errorf("allocate producer ids on follower %d: %v", n.m.nodeID, err)
+			}
 			// A follower refuses writes: the client must go to the controller.
 			rt := createTopic(t, n.fc, "elsewhere", 1, nil)
 			if rt.ErrorCode != kerr.NotController.Code {
