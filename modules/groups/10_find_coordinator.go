@@ -1,6 +1,9 @@
-// FindCoordinator: v0-v6 (v4+ batched keys). Key type 0 (group) is answered here;
-// key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE until the transaction
-// coordinator exists (issue 6), other types INVALID_REQUEST.
+// FindCoordinator: v0-v6 (v4+ batched keys). Key type 0 (group): the leader of the
+// group's __consumer_offsets partition. Key type 1 (transaction): the leader of the
+// transactional id's __transaction_state partition, as the transaction coordinator
+// (role "txn", kernel.TxnCoordinatorLocator) names it; COORDINATOR_NOT_AVAILABLE when
+// the broker has none. Other types: INVALID_REQUEST. Not implemented: type 2 (share
+// groups, KIP-932).
 
 package groups
 
@@ -47,31 +50,44 @@ func (m *Module) findOne(ctx context.Context, req *kernel.Request, key string, t
 		}
 		return c
 	}
+	var tp kernel.TopicPartition
 	switch typ {
 	case 0:
+		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResGroup, key) {
+			return fail(kerr.GroupAuthorizationFailed, "")
+		}
+		if key == "" && req.Version >= 4 {
+			return fail(kerr.InvalidRequest, "empty group id")
+		}
+		t, err := m.ensureOffsetsTopic(ctx)
+		if err != nil || t == nil || len(t.Partitions) == 0 {
+			m.log.Warn("cannot create __consumer_offsets", "err", err)
+			return fail(kerr.CoordinatorNotAvailable, "__consumer_offsets is not available")
+		}
+		tp = kernel.TopicPartition{Topic: OffsetsTopic, Partition: offsets.PartitionFor(key, int32(len(t.Partitions)))}
 	case 1:
 		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTransactionalID, key) {
 			return fail(kerr.TransactionalIDAuthorizationFailed, "")
 		}
-		return fail(kerr.CoordinatorNotAvailable, "transactions are not supported yet")
+		if m.txnLocator == nil {
+			return fail(kerr.CoordinatorNotAvailable, "no transaction coordinator is configured")
+		}
+		if key == "" {
+			return fail(kerr.InvalidRequest, "empty transactional id")
+		}
+		var err error
+		if tp, err = m.txnLocator.TxnStatePartition(ctx, key); err != nil {
+			m.log.Warn("cannot locate the transaction coordinator", "transactional_id", key, "err", err)
+			return fail(kerr.CoordinatorNotAvailable, "__transaction_state is not available")
+		}
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator type "+strconv.Itoa(int(typ)))
 	}
-	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResGroup, key) {
-		return fail(kerr.GroupAuthorizationFailed, "")
-	}
-	if key == "" && req.Version >= 4 {
-		return fail(kerr.InvalidRequest, "empty group id")
-	}
-	t, err := m.ensureOffsetsTopic(ctx)
-	if err != nil || t == nil || len(t.Partitions) == 0 {
-		m.log.Warn("cannot create __consumer_offsets", "err", err)
-		return fail(kerr.CoordinatorNotAvailable, "__consumer_offsets is not available")
-	}
+	// The coordinator is the leader of the key's partition, for either type.
 	im := m.meta.Image()
-	p := im.Partition(OffsetsTopic, offsets.PartitionFor(key, int32(len(t.Partitions))))
+	p := im.Partition(tp.Topic, tp.Partition)
 	if p == nil || p.Leader < 0 {
-		return fail(kerr.CoordinatorNotAvailable, "the group's __consumer_offsets partition has no leader")
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator's "+tp.Topic+" partition has no leader")
 	}
 	b := im.Brokers[p.Leader]
 	if b == nil || b.Fenced {
@@ -81,7 +97,7 @@ func (m *Module) findOne(ctx context.Context, req *kernel.Request, key string, t
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no endpoint on listener "+req.Conn.Listener)
 	}
-	if p.Leader == m.broker.NodeID {
+	if typ == 0 && p.Leader == m.broker.NodeID {
 		// Start loading now, so the group's first request finds it ready.
 		_, _ = m.shard(p.Partition)
 	}

@@ -163,7 +163,8 @@ func (m *Module) handleDeleteGroups(ctx context.Context, req *kernel.Request) (k
 }
 
 // deleteGroup deletes an empty group: it is forgotten, then a tombstone for each
-// committed offset and for the group metadata goes through the log.
+// committed or pending transactional offset and for the group metadata goes through
+// the log.
 func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string) *kerr.Error {
 	if !req.Allowed(ctx, kernel.OpDelete, kernel.ResGroup, id) {
 		return kerr.GroupAuthorizationFailed
@@ -195,12 +196,20 @@ func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string
 		return kerr.CoordinatorNotAvailable
 	}
 	_, hasMeta, _ := m.store.GroupMetadata(id)
-	if g == nil && len(offs) == 0 && !hasMeta {
+	// Pending transactional offsets are deleted with the group, as Kafka does: a
+	// tombstone of their key supersedes them, so their COMMIT applies nothing.
+	pending := s.pendingPartitions(id)
+	if g == nil && len(offs) == 0 && !hasMeta && len(pending) == 0 {
 		return kerr.GroupIDNotFound
 	}
-	recs := make([]kv, 0, len(offs)+1)
+	recs := make([]kv, 0, len(offs)+len(pending)+1)
 	for tp := range offs {
 		recs = append(recs, kv{key: offsets.EncodeOffsetKey(id, tp.Topic, tp.Partition)})
+	}
+	for _, tp := range pending {
+		if _, ok := offs[tp]; !ok {
+			recs = append(recs, kv{key: offsets.EncodeOffsetKey(id, tp.Topic, tp.Partition)})
+		}
 	}
 	recs = append(recs, kv{key: offsets.EncodeGroupKey(id)})
 	return s.writeChunked(ctx, recs)

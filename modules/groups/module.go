@@ -58,9 +58,10 @@ type Module struct {
 	parts          kernel.Partitions
 	now            func() time.Time
 	assignors      []assignor.Assignor
-	plugins        []*pluginAssignor       // the plugin-backed ones among assignors
-	poffs          kernel.PartitionOffsets // nil if replication does not offer it
-	groupCfgLogged sync.Map                // group id + "\x00" + configured assignor → logged once
+	plugins        []*pluginAssignor            // the plugin-backed ones among assignors
+	poffs          kernel.PartitionOffsets      // nil if replication does not offer it
+	txnLocator     kernel.TxnCoordinatorLocator // nil without a transaction coordinator
+	groupCfgLogged sync.Map                     // group id + "\x00" + configured assignor → logged once
 
 	store    *offsets.Store
 	settings atomic.Pointer[settings]
@@ -145,6 +146,15 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("groups: internal topics: %w", err)
 	}
 	m.poffs, _ = kernel.LookupAs[kernel.PartitionOffsets](ctx, "replication")
+	// Transactions are optional: without a "txn" module FindCoordinator type 1 answers
+	// COORDINATOR_NOT_AVAILABLE; without the marker hook transactional offset commits
+	// become visible only when a load replays their marker (logged).
+	m.txnLocator, _ = kernel.LookupAs[kernel.TxnCoordinatorLocator](ctx, "txn")
+	if hook, err := kernel.LookupAs[kernel.TxnMarkerHook](ctx, "replication"); err == nil {
+		hook.AddTxnMarkerListener(m.onTxnMarker)
+	} else if m.txnLocator != nil {
+		m.log.Warn("the replication module has no transaction marker hook; transactional offset commits apply only on reload", "err", err)
+	}
 	m.settings.Store(m.readSettings(nil))
 	m.shards = map[int32]*shard{}
 	m.commits = &kernel.Counter{}
@@ -166,6 +176,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		{kmsg.OffsetCommit.Int16(), 0, 10, m.handleOffsetCommit},
 		{kmsg.OffsetFetch.Int16(), 0, 10, m.handleOffsetFetch},
 		{kmsg.OffsetDelete.Int16(), 0, 0, m.handleOffsetDelete},
+		{kmsg.TxnOffsetCommit.Int16(), 0, 4, m.handleTxnOffsetCommit},
 		{kmsg.DescribeGroups.Int16(), 0, 6, m.handleDescribeGroups},
 		{kmsg.ListGroups.Int16(), 0, 5, m.handleListGroups},
 		{kmsg.DeleteGroups.Int16(), 0, 2, m.handleDeleteGroups},

@@ -1,8 +1,7 @@
-// Committed offsets: OffsetCommit v0-v10, OffsetFetch v0-v10 (v8+ several groups in
-// one request, v10 topic ids), OffsetDelete v0. Not implemented: RequireStable has no
-// effect (there are no pending transactional offsets until issue 6); the v1
-// per-partition commit timestamp is ignored (the broker's time is used, as Kafka 2.1+
-// does).
+// Committed offsets: OffsetCommit v0-v10, OffsetFetch v0-v10 (v7+ require_stable,
+// v8+ several groups in one request, v10 topic ids), OffsetDelete v0. Not
+// implemented: the v1 per-partition commit timestamp is ignored (the broker's time is
+// used, as Kafka 2.1+ does).
 
 package groups
 
@@ -169,7 +168,7 @@ func (m *Module) handleOffsetFetch(ctx context.Context, req *kernel.Request) (ke
 	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if r.Version >= 8 {
 		for i := range r.Groups {
-			resp.Groups = append(resp.Groups, m.fetchOffsets(ctx, req, &r.Groups[i]))
+			resp.Groups = append(resp.Groups, m.fetchOffsets(ctx, req, &r.Groups[i], r.RequireStable))
 		}
 		return kernel.Reply(resp), nil
 	}
@@ -181,7 +180,7 @@ func (m *Module) handleOffsetFetch(ctx context.Context, req *kernel.Request) (ke
 			fg.Topics = append(fg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	g := m.fetchOffsets(ctx, req, &fg)
+	g := m.fetchOffsets(ctx, req, &fg, r.Version >= 7 && r.RequireStable)
 	if r.Version >= 2 {
 		resp.ErrorCode = g.ErrorCode
 	}
@@ -202,14 +201,18 @@ func (m *Module) handleOffsetFetch(ctx context.Context, req *kernel.Request) (ke
 }
 
 // fetchOffsets answers one group of an OffsetFetch. Topics nil means every committed
-// offset of the group (of topics the principal may describe).
-func (m *Module) fetchOffsets(ctx context.Context, req *kernel.Request, fg *fetchGroup) kmsg.OffsetFetchResponseGroup {
+// offset of the group (of topics the principal may describe). With requireStable
+// (v7+), a partition with a pending transactional offset of the group answers
+// UNSTABLE_OFFSET_COMMIT and no offset, as Kafka: the client retries until the
+// transaction ends.
+func (m *Module) fetchOffsets(ctx context.Context, req *kernel.Request, fg *fetchGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = fg.Group
 	im := m.meta.Image()
 	byID := req.Version >= 10
 	// Every requested partition is answered, even when the group fails (v0-v1 carry the
 	// error only there).
+	var s *shard // set once the group's shard is found
 	answer := func(code int16, committed map[offsets.TopicPartition]offsets.Committed) {
 		for _, t := range fg.Topics {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -235,6 +238,11 @@ func (m *Module) fetchOffsets(ctx context.Context, req *kernel.Request, fg *fetc
 				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, tcode
 				empty := ""
 				rp.Metadata = &empty
+				if tcode == 0 && requireStable && s != nil && s.hasPending(fg.Group, name, p) {
+					rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
 				if c, ok := committed[offsets.TopicPartition{Topic: name, Partition: p}]; ok && tcode == 0 {
 					rp.Offset, rp.LeaderEpoch = c.Offset, c.LeaderEpoch
 					md := c.Metadata
@@ -363,7 +371,9 @@ func (m *Module) handleOffsetDelete(ctx context.Context, req *kernel.Request) (k
 				codes[i][j] = tcode
 				continue
 			}
-			if _, has, _ := m.store.Fetch(r.Group, t.Topic, p.Partition); has {
+			// A pending transactional offset is deleted too (the tombstone
+			// supersedes it), as Kafka.
+			if _, has, _ := m.store.Fetch(r.Group, t.Topic, p.Partition); has || s.hasPending(r.Group, t.Topic, p.Partition) {
 				recs = append(recs, kv{key: offsets.EncodeOffsetKey(r.Group, t.Topic, p.Partition)})
 			}
 		}

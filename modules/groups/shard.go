@@ -63,6 +63,20 @@ type shard struct {
 	// one group reach the log in the order of their snapshots whether the sweeper
 	// or a SyncGroup handler writes them.
 	metaMu sync.Mutex
+
+	// Transactional offset commits (txn.go). txnMu guards txns; only the replay and
+	// the writer change them.
+	txnMu sync.Mutex
+	txns  *pendingTxns
+	// markerQ holds markers reported by the replication module for the writer;
+	// markerSig (buffered 1) wakes it. Guarded by markerMu.
+	markerMu  sync.Mutex
+	markerQ   []markerEvent
+	markerSig chan struct{}
+	// replayedThrough is the last log offset the replay handed to the shard (-1 if
+	// none beyond its start); queued markers at or below it were replayed. Written
+	// by the load before ready closes, read by the writer.
+	replayedThrough int64
 }
 
 // group is one group of a shard: exactly one of classic and consumer is set.
@@ -192,6 +206,7 @@ func (g *group) subscribedTo(topic string) bool {
 // writeReq is a list of records to append to the shard's partition and apply.
 type writeReq struct {
 	recs []kv
+	txn  *txnWrite        // set for a TxnOffsetCommit: appended alone, as its producer's batch
 	done chan *kerr.Error // buffered 1
 }
 
@@ -209,6 +224,10 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 		writes: make(chan *writeReq, 256),
 		done:   make(chan struct{}),
 		groups: map[string]*group{},
+		txns:   newPendingTxns(),
+
+		markerSig:       make(chan struct{}, 1),
+		replayedThrough: -1,
 	}
 }
 
@@ -242,7 +261,13 @@ func (s *shard) load() {
 		s.prev = nil
 	}
 	start := time.Now()
+	// The replay starts at the earliest transactional batch still pending at the
+	// last stop if that is below the applied offset (the txnStart invariant, txn.go).
 	from := s.m.store.AppliedOffset(s.tp.Partition) + 1
+	if ts, ok := s.m.store.TxnReplayStart(s.tp.Partition); ok {
+		s.txns.persisted = ts
+		from = min(from, ts)
+	}
 	n, err := s.replay(from)
 	if err == nil && s.ctx.Err() != nil {
 		err = s.ctx.Err()
@@ -265,18 +290,23 @@ func (s *shard) load() {
 	s.writer()
 }
 
-// replay applies every committed record of the partition from offset from.
+// replay applies every committed record of the partition from offset from, in log
+// order, re-applying records at or below the store's applied offset (Reapply: the
+// replay may start below it, see txn.go). Transactional batches become pending and
+// markers apply or drop them, as live.
 func (s *shard) replay(from int64) (int, error) {
 	var d recordbatch.Decoder
 	var recs []offsets.Record
 	n := 0
+	s.replayedThrough = from - 1
 	err := s.m.parts.ReadCommitted(s.ctx, s.tp, from, func(batch []byte) error {
 		h, err := recordbatch.ParseHeader(batch)
 		if err != nil {
 			return err
 		}
+		s.replayedThrough = max(s.replayedThrough, h.LastOffset())
 		if h.IsControl() {
-			return nil
+			return s.replayMarker(h, batch)
 		}
 		recs = recs[:0]
 		_, err = d.Records(batch, func(r *recordbatch.Record) error {
@@ -302,19 +332,40 @@ func (s *shard) replay(from int64) (int, error) {
 			return nil
 		}
 		n += len(recs)
-		if err := s.m.store.ApplyBatch(s.tp.Partition, recs); err != nil {
+		if h.IsTransactional() && h.ProducerID >= 0 {
+			return s.addPending(h.ProducerID, h.ProducerEpoch, h.BaseOffset, recs)
+		}
+		s.supersedePlain(recs)
+		if err := s.m.store.Reapply(s.tp.Partition, recs); err != nil {
 			// A record the store cannot decode: skip it (logged) rather than wedge
 			// the partition; the rest of the batch still applies.
 			s.m.log.Warn("applying replayed batch failed; applying record by record", "partition", s.tp.Partition, "err", err)
 			for _, r := range recs {
-				if err := s.m.store.Apply(s.tp.Partition, r.Key, r.Value, r.Offset); err != nil {
+				if err := s.m.store.Reapply(s.tp.Partition, []offsets.Record{r}); err != nil {
 					s.m.log.Warn("skipping unappliable __consumer_offsets record", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
 				}
 			}
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	// Raise (or clear) the persisted replay start to the open transactions' first
+	// batch: the replay saw every transaction that started at or after from, and
+	// those before from had ended (the txnStart invariant).
+	s.txnMu.Lock()
+	first, persisted := s.txns.first(), s.txns.persisted
+	s.txnMu.Unlock()
+	if first != persisted {
+		if err := s.m.store.SetTxnReplayStart(s.tp.Partition, first); err != nil {
+			return n, err
+		}
+		s.txnMu.Lock()
+		s.txns.persisted = first
+		s.txnMu.Unlock()
+	}
+	return n, nil
 }
 
 // unload marks every group dead with err (waiting joins and syncs are answered with
@@ -337,20 +388,39 @@ func (s *shard) writer() {
 	defer s.m.wg.Done()
 	defer close(s.done)
 	var batch []*writeReq
+	var carry *writeReq // a TxnOffsetCommit met while gathering: the next flush
 	b, _ := recordbatch.NewBuilder(recordbatch.Options{})
 	for {
-		select {
-		case <-s.ctx.Done():
-			s.failQueued(kerr.NotCoordinator)
-			return
-		case w := <-s.writes:
-			batch = append(batch[:0], w)
+		w := carry
+		carry = nil
+		if w == nil {
+			select {
+			case <-s.ctx.Done():
+				s.failQueued(kerr.NotCoordinator)
+				return
+			case <-s.markerSig:
+				// On failure the shard is being dropped: ctx ends next.
+				s.drainMarkers()
+				continue
+			case w = <-s.writes:
+			}
 		}
-		n := len(batch[0].recs)
+		if w.txn != nil {
+			// One producer's batch: appended alone (its own producer id and
+			// transactional attribute).
+			w.done <- s.flushTxn(b, w)
+			continue
+		}
+		batch = append(batch[:0], w)
+		n := len(w.recs)
 	more:
 		for n < maxFlushRecords {
 			select {
 			case w := <-s.writes:
+				if w.txn != nil {
+					carry = w
+					break more
+				}
 				batch = append(batch, w)
 				n += len(w.recs)
 			default:
@@ -360,6 +430,10 @@ func (s *shard) writer() {
 		code := s.flush(b, batch)
 		for _, w := range batch {
 			w.done <- code
+		}
+		if carry != nil && s.ctx.Err() != nil {
+			carry.done <- kerr.NotCoordinator
+			carry = nil
 		}
 	}
 }
@@ -409,6 +483,7 @@ func (s *shard) flush(b *recordbatch.Builder, ws []*writeReq) *kerr.Error {
 	for i := range recs {
 		recs[i].Offset = res.BaseOffset + int64(i)
 	}
+	s.supersedePlain(recs)
 	if err := s.m.store.ApplyBatch(s.tp.Partition, recs); err != nil {
 		// The records are committed in the log, so the write succeeded; the store
 		// missed them, so reload the partition, which replays them.
@@ -617,7 +692,9 @@ func (s *shard) expireOffsets(ctx context.Context, now time.Time, retention time
 			default:
 				expired = now.UnixMilli()-c.CommitTimestamp >= retention.Milliseconds()
 			}
-			if expired {
+			// An offset with a pending transactional commit does not expire (as
+			// Kafka): the transaction is about to replace it.
+			if expired && !s.hasPending(id, tp.Topic, tp.Partition) {
 				recs = append(recs, kv{key: offsets.EncodeOffsetKey(id, tp.Topic, tp.Partition)})
 			}
 		}

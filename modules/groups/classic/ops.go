@@ -465,9 +465,35 @@ func (g *Group) Describe(now time.Time) kmsg.DescribeGroupsResponseGroup {
 	return d
 }
 
-// ValidateCommit checks an OffsetCommit (or TxnOffsetCommit) against the group at
-// now, as Kafka's classic group does: a commit with generation < 0, no member id and
-// no instance id is a "simple" commit, allowed only while the group is Empty (else
+// ValidateTxnCommit checks a TxnOffsetCommit against the group at now, as Kafka's
+// classic group does for transactional commits: a Dead group is
+// COORDINATOR_NOT_AVAILABLE; a commit naming a member (generation >= 0, a member id or
+// an instance id: v3+) must come from a current member (UNKNOWN_MEMBER_ID,
+// FENCED_INSTANCE_ID) of the current generation (ILLEGAL_GENERATION); one naming none
+// (v0-v2) is allowed whatever the state. Unlike ValidateCommit, a rebalance does not
+// refuse it and it does not count as a heartbeat.
+func (g *Group) ValidateTxnCommit(memberID string, instanceID *string, generation int32, now time.Time) *kerr.Error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.advance(now)
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable
+	}
+	if generation < 0 && memberID == "" && instanceID == nil {
+		return nil
+	}
+	if e := g.checkMember(memberID, instanceID); e != nil {
+		return e
+	}
+	if generation != g.generation {
+		return kerr.IllegalGeneration
+	}
+	return nil
+}
+
+// ValidateCommit checks an OffsetCommit against the group at now, as Kafka's classic
+// group does: a commit with generation < 0, no member id and no instance id is a
+// "simple" commit, allowed only while the group is Empty (else
 // UNKNOWN_MEMBER_ID); any other commit must come from a current member
 // (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) of the current generation
 // (ILLEGAL_GENERATION), and not while the group waits for the leader's assignment

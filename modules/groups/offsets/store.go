@@ -32,6 +32,7 @@ const (
 	prefixApplied byte = 'a'  // 'a' | partition u32 -> last applied log offset i64
 	prefixGroup   byte = 'g'  // 'g' | u16 len | group -> Kafka group metadata value
 	prefixOffset  byte = 'o'  // 'o' | u16 len | group | u16 len | topic | partition u32 -> storedValue
+	prefixTxn     byte = 'r'  // 'r' | partition u32 -> first offset of the earliest pending transactional batch, i64
 )
 
 const layoutVersion uint32 = 1
@@ -78,6 +79,8 @@ type Store struct {
 	// appliedMu guards applied; it is taken last and never held across I/O.
 	appliedMu sync.Mutex
 	applied   map[int32]int64
+	// txnStart mirrors the 'r' keys (see TxnReplayStart); guarded by appliedMu.
+	txnStart map[int32]int64
 }
 
 // Open opens (creating if needed) the store in dir. log receives badger's own
@@ -117,7 +120,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open offsets store %s: %w", dir, err)
 	}
-	s := &Store{log: log, db: db, applied: make(map[int32]int64)}
+	s := &Store{log: log, db: db, applied: make(map[int32]int64), txnStart: make(map[int32]int64)}
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open offsets store %s: %w", dir, err)
@@ -145,21 +148,31 @@ func (s *Store) load() error {
 				return fmt.Errorf("layout %x: %w", v, ErrLayout)
 			}
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixApplied}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().Key()
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
+		for prefix, into := range map[byte]map[int32]int64{prefixApplied: s.applied, prefixTxn: s.txnStart} {
+			if err := readPartitionOffsets(txn, prefix, into); err != nil {
 				return err
 			}
-			if len(k) != 5 || len(v) != 8 {
-				return fmt.Errorf("applied offset key %x value %x: %w", k, v, ErrCorrupt)
-			}
-			s.applied[int32(binary.BigEndian.Uint32(k[1:]))] = int64(binary.BigEndian.Uint64(v))
 		}
 		return nil
 	})
+}
+
+// readPartitionOffsets reads the 'prefix | partition u32 -> i64' keys into into.
+func readPartitionOffsets(txn *badger.Txn, prefix byte, into map[int32]int64) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefix}})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if len(k) != 5 || len(v) != 8 {
+			return fmt.Errorf("partition offset key %x value %x: %w", k, v, ErrCorrupt)
+		}
+		into[int32(binary.BigEndian.Uint32(k[1:]))] = int64(binary.BigEndian.Uint64(v))
+	}
+	return nil
 }
 
 // Close flushes and closes the store. It waits for running calls; later calls
@@ -504,8 +517,55 @@ type Record struct {
 // ApplyBatch applies records of one partition, in ascending offset order, in one
 // transaction (one fsync): all or none. It is Apply for many records; records at or
 // below AppliedOffset(partition) are skipped. The coordinator applies each appended
-// batch with it, and the replay each batch read back.
+// batch with it.
 func (s *Store) ApplyBatch(partition int32, recs []Record) error {
+	return s.apply(partition, recs, applyOpts{skipApplied: true})
+}
+
+// Reapply is ApplyBatch without the skip: every record is applied, even at or below
+// AppliedOffset(partition), and the applied offset moves to the last record's if
+// that is higher. The replay of a partition that starts below the applied offset
+// (pending transactional offsets, see TxnReplayStart) re-applies that stretch of the
+// log in log order with it, which leaves every key as the log says.
+func (s *Store) Reapply(partition int32, recs []Record) error {
+	return s.apply(partition, recs, applyOpts{})
+}
+
+// ApplyMarker materializes the end of a transaction at log offset marker of
+// partition, in one transaction: recs (the transaction's offset commits that take
+// effect, ascending offsets, any of them possibly at or below the applied offset) are
+// applied, the applied offset moves to marker if that is higher, and the partition's
+// TxnReplayStart becomes txnStart (< 0: none). recs may be empty (an ABORT).
+func (s *Store) ApplyMarker(partition int32, recs []Record, marker, txnStart int64) error {
+	return s.apply(partition, recs, applyOpts{through: marker, setTxn: true, txnStart: txnStart})
+}
+
+// TxnReplayStart returns the first offset of the earliest transactional batch of
+// partition whose marker was not applied when it was last set (SetTxnReplayStart,
+// ApplyMarker); ok is false when none was pending. The replay of the partition starts
+// at min(AppliedOffset+1, this), so transactional offset commits that were pending at
+// a crash are pending again after it.
+func (s *Store) TxnReplayStart(partition int32) (int64, bool) {
+	s.appliedMu.Lock()
+	defer s.appliedMu.Unlock()
+	o, ok := s.txnStart[partition]
+	return o, ok
+}
+
+// SetTxnReplayStart persists TxnReplayStart of partition (off < 0: none pending).
+func (s *Store) SetTxnReplayStart(partition int32, off int64) error {
+	return s.apply(partition, nil, applyOpts{setTxn: true, txnStart: off})
+}
+
+// applyOpts select ApplyBatch, Reapply, ApplyMarker and SetTxnReplayStart.
+type applyOpts struct {
+	skipApplied bool  // skip records at or below the applied offset
+	through     int64 // move the applied offset at least to this (0: the last record)
+	setTxn      bool  // write txnStart
+	txnStart    int64 // < 0: delete
+}
+
+func (s *Store) apply(partition int32, recs []Record, o applyOpts) error {
 	type op struct {
 		bk, stored []byte
 		skip       bool // unread key version: only the applied offset moves
@@ -545,45 +605,72 @@ func (s *Store) ApplyBatch(partition int32, recs []Record) error {
 			ops[i].stored = r.Value
 		}
 	}
-	if len(recs) == 0 {
+	if len(recs) == 0 && !o.setTxn {
 		return nil
 	}
 	mu := &s.applyMu[uint32(partition)%uint32(len(s.applyMu))]
 	mu.Lock()
 	defer mu.Unlock()
 	applied := s.AppliedOffset(partition)
-	last := recs[len(recs)-1].Offset
-	if last <= applied {
+	last := o.through
+	if len(recs) > 0 {
+		last = max(last, recs[len(recs)-1].Offset)
+	}
+	if o.skipApplied && last <= applied {
 		return nil
 	}
+	newApplied := max(applied, last)
 	s.expireMu.RLock()
 	defer s.expireMu.RUnlock()
 	err := s.update(func(txn *badger.Txn) error {
-		for i, o := range ops {
-			if recs[i].Offset <= applied || o.skip {
+		for i, op := range ops {
+			if (o.skipApplied && recs[i].Offset <= applied) || op.skip {
 				continue
 			}
 			var err error
-			if o.stored == nil {
-				err = txn.Delete(o.bk)
+			if op.stored == nil {
+				err = txn.Delete(op.bk)
 			} else {
-				err = txn.Set(o.bk, o.stored)
+				err = txn.Set(op.bk, op.stored)
 			}
 			if err != nil {
 				return err
 			}
 		}
-		return txn.Set(appliedKey(partition), binary.BigEndian.AppendUint64(nil, uint64(last)))
+		if o.setTxn {
+			var err error
+			if o.txnStart < 0 {
+				err = txn.Delete(txnKey(partition))
+			} else {
+				err = txn.Set(txnKey(partition), binary.BigEndian.AppendUint64(nil, uint64(o.txnStart)))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if newApplied == applied {
+			return nil
+		}
+		return txn.Set(appliedKey(partition), binary.BigEndian.AppendUint64(nil, uint64(newApplied)))
 	})
 	if err != nil {
-		return fmt.Errorf("apply %d@%d..%d: %w", partition, recs[0].Offset, last, err)
+		return fmt.Errorf("apply %d@..%d: %w", partition, last, err)
 	}
 	s.appliedMu.Lock()
-	s.applied[partition] = last
+	if newApplied != applied {
+		s.applied[partition] = newApplied
+	}
+	if o.setTxn {
+		if o.txnStart < 0 {
+			delete(s.txnStart, partition)
+		} else {
+			s.txnStart[partition] = o.txnStart
+		}
+	}
 	s.appliedMu.Unlock()
-	for i, o := range ops {
-		if o.skip && recs[i].Offset > applied && s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("skipped record with unread key version", "partition", partition, "offset", recs[i].Offset, "version", o.version)
+	for i, op := range ops {
+		if op.skip && recs[i].Offset > applied && s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("skipped record with unread key version", "partition", partition, "offset", recs[i].Offset, "version", op.version)
 		}
 	}
 	return nil
@@ -630,6 +717,10 @@ func groupKey(group string) []byte {
 
 func appliedKey(partition int32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{prefixApplied}, uint32(partition))
+}
+
+func txnKey(partition int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{prefixTxn}, uint32(partition))
 }
 
 // keyGroup extracts the group of an 'o' or 'g' key.

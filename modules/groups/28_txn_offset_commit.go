@@ -1,0 +1,145 @@
+// TxnOffsetCommit: v0-v4 (v3+ member id, generation and instance id, KIP-447). Not
+// implemented: v5 (KIP-890 part 2: the coordinator adds the group to the transaction
+// itself) and v6 (topic ids). See txn.go for how the offsets stay pending until the
+// producer's marker.
+
+package groups
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/offsets"
+)
+
+func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.TxnOffsetCommitRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	im := m.meta.Image()
+	// codes[i][j] answers r.Topics[i].Partitions[j]; 0 means "commit it".
+	codes := make([][]int16, len(r.Topics))
+	for i := range r.Topics {
+		codes[i] = make([]int16, len(r.Topics[i].Partitions))
+	}
+	all := func(e *kerr.Error) {
+		for i := range codes {
+			for j := range codes[i] {
+				if codes[i][j] == 0 {
+					codes[i][j] = e.Code
+				}
+			}
+		}
+	}
+	// Kafka's order: the transactional id (WRITE), then the group (READ), then each
+	// topic (READ) and its existence.
+	var s *shard
+	var e *kerr.Error
+	switch {
+	case !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, r.TransactionalID):
+		e = kerr.TransactionalIDAuthorizationFailed
+	case !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group):
+		e = kerr.GroupAuthorizationFailed
+	case r.Group == "":
+		e = kerr.InvalidGroupID
+	case r.ProducerID < 0 || r.ProducerEpoch < 0:
+		e = kerr.InvalidProducerIDMapping
+	default:
+		s, e = m.coordinatorFor(ctx, r.Group)
+	}
+	if e == nil {
+		e = m.validateTxnCommit(s, r)
+	}
+	if e != nil {
+		if e != kerr.TransactionalIDAuthorizationFailed && e != kerr.GroupAuthorizationFailed && m.log.Enabled(ctx, slog.LevelDebug) {
+			m.log.Debug("TxnOffsetCommit refused", "group", r.Group, "transactional_id", r.TransactionalID, "producer_id", r.ProducerID, "err", e)
+		}
+		all(e)
+	}
+	set := m.settings.Load()
+	now := m.now().UnixMilli()
+	var recs []kv
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		topicCode := int16(0)
+		ti := im.Topic(t.Topic)
+		switch {
+		case !req.Allowed(ctx, kernel.OpRead, kernel.ResTopic, t.Topic):
+			topicCode = kerr.TopicAuthorizationFailed.Code
+		case ti == nil:
+			topicCode = kerr.UnknownTopicOrPartition.Code
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if codes[i][j] != 0 {
+				continue
+			}
+			switch {
+			case topicCode != 0:
+				codes[i][j] = topicCode
+			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+			case p.Metadata != nil && len(*p.Metadata) > set.metadataMax:
+				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
+			default:
+				c := offsets.Committed{Offset: p.Offset, LeaderEpoch: offsets.NoLeaderEpoch, CommitTimestamp: now}
+				if r.Version >= 2 {
+					c.LeaderEpoch = p.LeaderEpoch
+				}
+				if p.Metadata != nil {
+					c.Metadata = *p.Metadata
+				}
+				recs = append(recs, kv{key: offsets.EncodeOffsetKey(r.Group, t.Topic, p.Partition), value: offsets.EncodeOffsetValue(c)})
+			}
+		}
+	}
+	// One transactional batch, all or nothing (maxFlushRecords does not apply: a
+	// transaction's offsets are one append, as in Kafka).
+	if len(recs) > 0 {
+		if e := s.writeTxn(ctx, r.ProducerID, r.ProducerEpoch, recs); e != nil {
+			if e == kerr.InvalidProducerEpoch {
+				m.log.Debug("TxnOffsetCommit fenced", "group", r.Group, "transactional_id", r.TransactionalID,
+					"producer_id", r.ProducerID, "producer_epoch", r.ProducerEpoch)
+			}
+			all(e)
+		}
+	}
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = t.Partitions[j].Partition, codes[i][j]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return kernel.Reply(resp), nil
+}
+
+// validateTxnCommit checks a TxnOffsetCommit against the group, as Kafka: an unknown
+// group accepts commits with generation < 0 (simple consumers and v0-v2, which carry
+// no member) and answers ILLEGAL_GENERATION otherwise; a classic group checks the
+// member and generation when the request names them (classic.ValidateTxnCommit); a
+// KIP-848 group checks the member and its epoch (UNKNOWN_MEMBER_ID,
+// STALE_MEMBER_EPOCH) unless it is empty and the request names no epoch.
+func (m *Module) validateTxnCommit(s *shard, r *kmsg.TxnOffsetCommitRequest) *kerr.Error {
+	g := s.lookup(r.Group)
+	if g == nil {
+		if r.Generation >= 0 {
+			return kerr.IllegalGeneration
+		}
+		return nil
+	}
+	if g.consumer != nil {
+		return g.consumer.ValidateCommit(r.MemberID, r.Generation)
+	}
+	return g.classic.ValidateTxnCommit(r.MemberID, r.InstanceID, r.Generation, m.now())
+}
