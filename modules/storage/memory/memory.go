@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/batches"
+	"github.com/sluicehq/sluice/modules/storage/internal/producers"
 )
 
 // ID is the module ID.
@@ -157,7 +158,7 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 		ok = false
 	}
 	if !ok {
-		p = &partition{topicID: topicID, now: s.now}
+		p = &partition{topicID: topicID, now: s.now, prod: producers.New()}
 		p.segs = []*segment{p.newSegment(0)}
 		s.parts[tp] = p
 	}
@@ -209,6 +210,7 @@ type batchPos struct {
 	base, last int64
 	pos        int
 	maxTs      int64
+	appendMs   int64
 }
 
 type segment struct {
@@ -236,6 +238,9 @@ type partition struct {
 	segs     []*segment
 	logStart int64
 	now      func() time.Time
+	// prod is the producer state of the batches in segs (plus the sequence ranges of
+	// empty AppendProducer calls); rebuilt from segs by Truncate.
+	prod *producers.State
 }
 
 func (p *partition) newSegment(base int64) *segment {
@@ -264,15 +269,19 @@ type Log struct {
 
 // AppendLeader implements kernel.Log.
 func (l *Log) AppendLeader(records []byte) (kernel.AppendResult, error) {
-	return l.append(records, true)
+	return l.append(records, producers.Leader, nil)
 }
 
 // AppendFollower implements kernel.Log.
 func (l *Log) AppendFollower(records []byte) (kernel.AppendResult, error) {
-	return l.append(records, false)
+	return l.append(records, producers.Follower, nil)
 }
 
-func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
+// append appends records after checking their producer effects in mode (seq, if set,
+// replaces the first batch's sequence range). The producer state changes only once
+// the append is certain to succeed.
+func (l *Log) append(records []byte, mode producers.Mode, seq *kernel.SeqRange) (kernel.AppendResult, error) {
+	leader := mode != producers.Follower
 	p := l.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -283,6 +292,8 @@ func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
 		return kernel.AppendResult{}, batches.Corrupt(recordbatch.ErrShort)
 	}
 	leo := p.leo()
+	nowMs := p.now().UnixMilli()
+	pend := p.prod.Begin()
 	// Validate the whole set first: all or nothing.
 	next, maxTs, first := leo, int64(-1), int64(-1)
 	for b := records; len(b) > 0; {
@@ -303,11 +314,28 @@ func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
 		if first < 0 {
 			first = base
 		}
+		h.BaseOffset = base
+		pb, err := producers.FromHeader(&h, b[:h.Size()], nowMs)
+		if err != nil {
+			return kernel.AppendResult{}, batches.Corrupt(err)
+		}
+		if seq != nil && first == base {
+			pb.FirstSeq, pb.LastSeq = seq.First, seq.Last
+		}
+		d, dup, err := pend.Check(pb, mode)
+		if err != nil {
+			return kernel.AppendResult{}, err
+		}
+		if dup {
+			if first != base || h.Size() != len(b) {
+				return kernel.AppendResult{}, fmt.Errorf("%w: duplicate batch inside a multi-batch append", kernel.ErrOutOfOrderSequence)
+			}
+			return kernel.AppendResult{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: d.AppendMs, LogStartOffset: p.logStart, Duplicate: true}, nil
+		}
 		next = base + int64(h.LastOffsetDelta) + 1
 		maxTs = max(maxTs, h.MaxTimestamp)
 		b = b[h.Size():]
 	}
-	nowMs := p.now().UnixMilli()
 	act := p.segs[len(p.segs)-1]
 	if batches.ShouldRoll(&p.cfg, batches.RollInfo{Size: int64(len(act.data)), FirstBatchTs: act.firstTs, CreatedMs: act.createdMs, BaseOffset: act.base}, int64(len(records)), maxTs, next-1, nowMs) {
 		act = p.newSegment(first)
@@ -322,7 +350,7 @@ func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
 		} else {
 			off = h.BaseOffset
 		}
-		bp := batchPos{base: off, last: off + int64(h.LastOffsetDelta), pos: len(act.data), maxTs: h.MaxTimestamp}
+		bp := batchPos{base: off, last: off + int64(h.LastOffsetDelta), pos: len(act.data), maxTs: h.MaxTimestamp, appendMs: nowMs}
 		act.data = append(act.data, b[:n]...)
 		act.batches = append(act.batches, bp)
 		if act.firstTs < 0 {
@@ -334,6 +362,7 @@ func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
 		off = bp.last + 1
 		b = b[n:]
 	}
+	pend.Commit()
 	return kernel.AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: nowMs, LogStartOffset: p.logStart}, nil
 }
 
@@ -469,6 +498,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 		p.logStart = offset
 	}
 	p.deleteOldest(p.deletable(time.Time{}))
+	p.prod.TruncateHead(p.logStart)
 	return nil
 }
 
@@ -488,6 +518,8 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		p.segs = append(p.segs, p.newSegment(p.leo()))
 	}
 	p.deleteOldest(n)
+	p.prod.TruncateHead(p.logStart)
+	p.prod.Expire(now.UnixMilli(), p.cfg.ProducerIDExpirationMs)
 	return nil
 }
 
@@ -529,6 +561,7 @@ func (l *Log) Truncate(offset int64) error {
 	if offset <= p.logStart || offset <= p.segs[0].base {
 		p.segs = []*segment{p.newSegment(offset)}
 		p.logStart = offset
+		p.prod.Reset()
 		return nil
 	}
 	p.truncate(offset)
@@ -536,6 +569,7 @@ func (l *Log) Truncate(offset int64) error {
 		// The cut batch straddled the log start: start empty at the log start.
 		p.segs = []*segment{p.newSegment(p.logStart)}
 	}
+	p.rebuildProducers()
 	return nil
 }
 

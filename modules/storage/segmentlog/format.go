@@ -6,6 +6,8 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
+	snapshotSuffix  = ".snapshot"
 	deletedSuffix   = ".deleted"
 	// straySuffix ends the name a partition directory of an older topic id is moved
 	// to: "<topic>-<partition>.<old id, hex>-stray", as Kafka's stray logs.

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/batches"
+	"github.com/sluicehq/sluice/modules/storage/internal/producers"
 )
 
 // Log is one partition's segment log.
@@ -34,6 +35,12 @@ type Log struct {
 	dirDirty      bool // files were created since the directory was last synced
 	closed        bool
 
+	// prod is the producer state of the log (plus the sequence ranges of empty
+	// AppendProducer calls). Guarded by mu. txnUnsynced lists the segments whose
+	// .txnindex got entries since the last snapshot (synced before the next one).
+	prod        *producers.State
+	txnUnsynced []int64
+
 	// Mirrors of the offsets for lock-free readers, written under mu.
 	logStart atomic.Int64
 	leo      atomic.Int64
@@ -45,17 +52,17 @@ func (l *Log) nowMs() int64 { return l.store.now().UnixMilli() }
 
 // AppendLeader implements kernel.Log.
 func (l *Log) AppendLeader(records []byte) (kernel.AppendResult, error) {
-	return l.append(records, true)
+	return l.append(records, producers.Leader, nil)
 }
 
 // AppendFollower implements kernel.Log.
 func (l *Log) AppendFollower(records []byte) (kernel.AppendResult, error) {
-	return l.append(records, false)
+	return l.append(records, producers.Follower, nil)
 }
 
-func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
+func (l *Log) append(records []byte, mode producers.Mode, seq *kernel.SeqRange) (kernel.AppendResult, error) {
 	l.mu.Lock()
-	res, flush, err := l.appendLocked(records, leader)
+	res, flush, err := l.appendLocked(records, mode, seq)
 	l.mu.Unlock()
 	if err == nil && flush {
 		err = l.Flush()
@@ -63,7 +70,11 @@ func (l *Log) append(records []byte, leader bool) (kernel.AppendResult, error) {
 	return res, err
 }
 
-func (l *Log) appendLocked(records []byte, leader bool) (res kernel.AppendResult, flush bool, err error) {
+// appendLocked appends records after checking their producer effects in mode (seq, if
+// set, replaces the first batch's sequence range). The producer state changes only
+// after the bytes are written: a failed append leaves it as it was.
+func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqRange) (res kernel.AppendResult, flush bool, err error) {
+	leader := mode != producers.Follower
 	if l.closed {
 		return res, false, kernel.ErrLogClosed
 	}
@@ -71,6 +82,8 @@ func (l *Log) appendLocked(records []byte, leader bool) (res kernel.AppendResult
 		return res, false, batches.Corrupt(recordbatch.ErrShort)
 	}
 	leo := l.leo.Load()
+	nowMs := l.nowMs()
+	pend := l.prod.Begin()
 	next, maxTs, first, count := leo, int64(-1), int64(-1), int64(0)
 	for b := records; len(b) > 0; {
 		h, err := recordbatch.ParseHeader(b)
@@ -90,12 +103,31 @@ func (l *Log) appendLocked(records []byte, leader bool) (res kernel.AppendResult
 		if first < 0 {
 			first = base
 		}
+		if h.ProducerID >= 0 {
+			h.BaseOffset = base
+			pb, err := producers.FromHeader(&h, b[:h.Size()], nowMs)
+			if err != nil {
+				return res, false, batches.Corrupt(err)
+			}
+			if seq != nil && first == base {
+				pb.FirstSeq, pb.LastSeq = seq.First, seq.Last
+			}
+			d, dup, err := pend.Check(pb, mode)
+			if err != nil {
+				return res, false, err
+			}
+			if dup {
+				if first != base || h.Size() != len(b) {
+					return res, false, fmt.Errorf("%w: duplicate batch inside a multi-batch append", kernel.ErrOutOfOrderSequence)
+				}
+				return kernel.AppendResult{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: d.AppendMs, LogStartOffset: l.logStart.Load(), Duplicate: true}, false, nil
+			}
+		}
 		next = base + int64(h.LastOffsetDelta) + 1
 		maxTs = max(maxTs, h.MaxTimestamp)
 		count += int64(h.LastOffsetDelta) + 1
 		b = b[h.Size():]
 	}
-	nowMs := l.nowMs()
 	act := l.active()
 	if act.oidx.full() || act.tidx.full() || batches.ShouldRoll(&l.cfg, batches.RollInfo{Size: act.size, FirstBatchTs: act.firstTs, CreatedMs: act.createdMs, BaseOffset: act.base}, int64(len(records)), maxTs, next-1, nowMs) {
 		if act.size > 0 {
@@ -114,9 +146,21 @@ func (l *Log) appendLocked(records []byte, leader bool) (res kernel.AppendResult
 			b = b[h.Size():]
 		}
 	}
+	// ABORT markers: their .txnindex entries go first, so a crash never leaves an
+	// abort on disk without its entry (a failed append rewrites the file back; recovery
+	// re-derives the entries above the snapshot it starts from).
+	if ab := pend.Aborted(); len(ab) > 0 {
+		if err := l.appendTxnIndex(act.base, ab); err != nil {
+			return res, false, err
+		}
+	}
 	if err := act.append(records, l.cfg.IndexIntervalBytes); err != nil {
+		if len(pend.Aborted()) > 0 {
+			err = errors.Join(err, l.rewriteTxnIndexes(act.base))
+		}
 		return res, false, err
 	}
+	pend.Commit()
 	l.leo.Store(next)
 	l.unflushed += count
 	fm := l.cfg.FlushMessages
@@ -140,6 +184,11 @@ func (l *Log) roll(base int64) error {
 	}
 	l.segs = append(l.segs, s)
 	l.dirDirty = true
+	// The producer state as of base (the log end: this append's batches are not
+	// applied yet), so recovery replays at most the new segment.
+	if err := l.writeSnapshot(base); err != nil {
+		l.logger.Warn("producer snapshot at segment roll failed", "offset", base, "error", err)
+	}
 	return nil
 }
 
@@ -317,6 +366,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 		l.logStart.Store(offset)
 	}
 	err := l.deleteOldest(l.deletable(time.Time{}))
+	l.prod.TruncateHead(l.logStart.Load())
 	l.mu.Unlock()
 	if moved {
 		return errors.Join(err, l.store.writeCheckpoints())
@@ -335,6 +385,7 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		l.mu.Unlock()
 		return kernel.ErrLogClosed
 	}
+	l.prod.Expire(now.UnixMilli(), l.cfg.ProducerIDExpirationMs)
 	n := l.deletable(now)
 	if n == 0 {
 		l.mu.Unlock()
@@ -403,6 +454,15 @@ func (l *Log) deleteOldest(n int) error {
 	if b := l.segs[0].base; b > l.logStart.Load() {
 		l.logStart.Store(b)
 	}
+	l.prod.TruncateHead(l.logStart.Load())
+	// Snapshots below the first segment are of no use: a replay starts there anyway.
+	if offs, err := listSnapshots(l.dir); err == nil {
+		for _, off := range offs {
+			if off < l.segs[0].base {
+				l.removeSnapshot(off)
+			}
+		}
+	}
 	var errs []error
 	for _, s := range gone {
 		if err := s.markDeleted(); err != nil {
@@ -423,8 +483,15 @@ func (l *Log) deleteOldest(n int) error {
 func (l *Log) Truncate(offset int64) error {
 	l.flushMu.Lock()
 	l.mu.Lock()
-	rp := l.recoveryPoint
+	rp, leo := l.recoveryPoint, l.leo.Load()
 	err := l.truncateLocked(offset)
+	if !l.closed && l.leo.Load() < leo {
+		// Roll the producer state back: newest snapshot at or below the new end plus a
+		// replay; .txnindex entries past the end go.
+		if perr := l.loadProducers(); perr != nil {
+			err = errors.Join(err, fmt.Errorf("truncate %v: rebuild producer state: %w", l.tp, perr))
+		}
+	}
 	lowered := l.recoveryPoint < rp
 	l.mu.Unlock()
 	l.flushMu.Unlock()
@@ -667,6 +734,9 @@ func (l *Log) close() error {
 	}
 	l.closed = true
 	var errs []error
+	if err := l.writeSnapshot(l.leo.Load()); err != nil {
+		errs = append(errs, err)
+	}
 	for i, s := range l.segs {
 		errs = append(errs, s.seal())
 		if i+1 == len(l.segs) || l.segs[i+1].base > l.recoveryPoint {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/producers"
 )
 
 // openLog loads (or creates) the partition directory of tp. Unless clean, every
@@ -116,7 +117,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 			break
 		}
 	}
-	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs}
+	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New()}
 	if len(segs) == 0 {
 		sg, err := openSegment(dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
 		if err != nil {
@@ -161,6 +162,9 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 	}
 	l.recoveryPoint = l.leo.Load()
+	if err := l.loadProducers(); err != nil {
+		return nil, fmt.Errorf("open %v: producer state: %w", tp, err)
+	}
 	return l, nil
 }
 
@@ -185,7 +189,7 @@ func listSegments(dir string) ([]int64, error) {
 	for _, e := range ents {
 		name := e.Name()
 		remove := strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, ".tmp")
-		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if stem, ok := strings.CutSuffix(name, suf); ok && !logs[stem] {
 				remove = true
 			}

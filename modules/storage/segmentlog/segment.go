@@ -115,7 +115,7 @@ func (s *segment) unref() {
 		s.logger.Warn("close segment", "base_offset", s.base, "error", err)
 	}
 	if s.deleted.Load() {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := os.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 				s.logger.Warn("remove deleted segment", "base_offset", s.base, "error", err)
 			}
@@ -127,7 +127,7 @@ func (s *segment) unref() {
 // the Log's reference; pinned readers keep the files until they release.
 func (s *segment) markDeleted() error {
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -80,6 +80,14 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"RemoveAndDirs", testRemoveAndDirs},
 		{"Close", testClose},
 		{"Hammer", testHammer},
+		{"ProducerSequences", testProducerSequences},
+		{"ProducerEpochs", testProducerEpochs},
+		{"ProducerTransactions", testProducerTransactions},
+		{"ProducerEmptyAppend", testProducerEmptyAppend},
+		{"ProducerTruncate", testProducerTruncate},
+		{"ProducerExpiry", testProducerExpiry},
+		{"ProducerAtomicMultiBatch", testProducerAtomicMultiBatch},
+		{"ProducerLogStart", testProducerLogStart},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +101,13 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		}
 		t.Parallel()
 		testReopen(t, open(t), o.reopen)
+	})
+	t.Run("ProducerReopen", func(t *testing.T) {
+		if o.reopen == nil {
+			t.Skip("implementation is not persistent")
+		}
+		t.Parallel()
+		testProducerReopen(t, open(t), o.reopen)
 	})
 	t.Run("ReopenAfterRetentionOfActive", func(t *testing.T) {
 		if o.reopen == nil {

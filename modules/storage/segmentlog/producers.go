@@ -1,0 +1,350 @@
+package segmentlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/producers"
+)
+
+// Producer state on disk (see doc.go): a .txnindex per segment holding the aborted
+// transactions whose ABORT marker lies in it, and <offset>.snapshot files of the
+// producer entries in the partition directory. Everything here runs with mu held.
+
+// snapshotsKept is how many producer snapshots a log keeps (the newest ones).
+const snapshotsKept = 3
+
+func snapshotName(offset int64) string { return fmt.Sprintf("%020d%s", offset, snapshotSuffix) }
+
+// listSnapshots returns the offsets of the snapshot files in dir, ascending.
+func listSnapshots(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var offs []int64
+	for _, e := range ents {
+		if stem, ok := strings.CutSuffix(e.Name(), snapshotSuffix); ok {
+			if off, ok := parseBase(stem); ok {
+				offs = append(offs, off)
+			}
+		}
+	}
+	slices.Sort(offs)
+	return offs, nil
+}
+
+func (l *Log) removeSnapshot(off int64) {
+	if err := os.Remove(filepath.Join(l.dir, snapshotName(off))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.logger.Warn("remove producer snapshot", "offset", off, "error", err)
+	}
+}
+
+// writeSnapshot writes the producer state as the snapshot at the log end offset and
+// keeps the newest snapshotsKept. The .txnindex entries written since the previous
+// snapshot are synced first: recovery trusts the .txnindex below a snapshot's offset.
+func (l *Log) writeSnapshot(offset int64) error {
+	for _, base := range l.txnUnsynced {
+		if err := syncFile(filepath.Join(l.dir, segmentName(base)+txnIndexSuffix)); err != nil {
+			return fmt.Errorf("sync transaction index %d: %w", base, err)
+		}
+	}
+	l.txnUnsynced = l.txnUnsynced[:0]
+	if err := writeFileNoDirSync(filepath.Join(l.dir, snapshotName(offset)), producers.EncodeSnapshot(l.prod, offset)); err != nil {
+		return fmt.Errorf("write producer snapshot %d: %w", offset, err)
+	}
+	offs, err := listSnapshots(l.dir)
+	if err != nil {
+		return err
+	}
+	for len(offs) > snapshotsKept {
+		l.removeSnapshot(offs[0])
+		offs = offs[1:]
+	}
+	return nil
+}
+
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // deleted with its segment
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
+// writeFileNoDirSync writes path atomically (temp file, fsync, rename) without
+// syncing the directory: losing the rename in a crash only makes recovery start from
+// an older snapshot.
+func writeFileNoDirSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, data, 0o644)
+	if err == nil {
+		err = syncFile(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// appendTxnIndex appends entries to the .txnindex of the segment at base.
+func (l *Log) appendTxnIndex(base int64, as []producers.Aborted) error {
+	var buf []byte
+	for _, a := range as {
+		buf = producers.AppendTxnIndexEntry(buf, a)
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(base)+txnIndexSuffix), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open transaction index %d: %w", base, err)
+	}
+	_, err = f.Write(buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write transaction index %d: %w", base, err)
+	}
+	if !slices.Contains(l.txnUnsynced, base) {
+		l.txnUnsynced = append(l.txnUnsynced, base)
+	}
+	return nil
+}
+
+// rewriteTxnIndexes makes the .txnindex of every segment holding offsets >= from
+// agree with the in-memory aborted transactions (after a replay re-derived them, or a
+// truncation dropped some). Files already right are left alone.
+func (l *Log) rewriteTxnIndexes(from int64) error {
+	all := l.prod.AllAborted()
+	for i, s := range l.segs {
+		end := int64(1<<63 - 1)
+		if i+1 < len(l.segs) {
+			end = l.segs[i+1].base
+		}
+		if end <= from {
+			continue
+		}
+		lo := sort.Search(len(all), func(j int) bool { return all[j].LastOffset >= s.base })
+		hi := sort.Search(len(all), func(j int) bool { return all[j].LastOffset >= end })
+		var want []byte
+		for _, a := range all[lo:hi] {
+			want = producers.AppendTxnIndexEntry(want, a)
+		}
+		path := s.path(txnIndexSuffix)
+		have, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("read transaction index %d: %w", s.base, err)
+		}
+		if bytes.Equal(have, want) && (len(want) > 0 || err != nil) {
+			continue
+		}
+		if len(want) == 0 {
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove transaction index %d: %w", s.base, err)
+			}
+			continue
+		}
+		if err := writeFileAtomic(path, want); err != nil {
+			return fmt.Errorf("write transaction index %d: %w", s.base, err)
+		}
+	}
+	return nil
+}
+
+// loadProducers rebuilds the producer state at open or after a truncation: the newest
+// snapshot at or below the log end (snapshots above it are deleted, undecodable ones
+// skipped with a warning), the aborted transactions of the .txnindex files below the
+// snapshot's offset, then a replay of the batch headers from there to the log end,
+// which re-derives the aborted transactions above it (their .txnindex entries are
+// rewritten, never duplicated).
+func (l *Log) loadProducers() error {
+	l.prod.Reset()
+	leo, first := l.leo.Load(), l.segs[0].base
+	offs, err := listSnapshots(l.dir)
+	if err != nil {
+		return fmt.Errorf("list producer snapshots: %w", err)
+	}
+	from := first
+	for i := len(offs) - 1; i >= 0; i-- {
+		off := offs[i]
+		if off > leo {
+			l.removeSnapshot(off)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(l.dir, snapshotName(off)))
+		if err != nil {
+			return fmt.Errorf("read producer snapshot %d: %w", off, err)
+		}
+		soff, es, err := producers.DecodeSnapshot(b)
+		if err == nil && soff != off {
+			err = fmt.Errorf("%w: holds offset %d", producers.ErrBadSnapshot, soff)
+		}
+		if err != nil {
+			l.logger.Warn("ignoring corrupt producer snapshot", "offset", off, "error", err)
+			continue
+		}
+		if off >= first {
+			l.prod.Load(es)
+			from = off
+		}
+		break
+	}
+	for _, s := range l.segs {
+		if s.base >= from && s.base > first {
+			break
+		}
+		b, err := os.ReadFile(s.path(txnIndexSuffix))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read transaction index %d: %w", s.base, err)
+		}
+		as, torn, err := producers.ParseTxnIndex(b)
+		if err != nil || torn {
+			l.logger.Warn("transaction index damaged; keeping the entries before the damage", "base_offset", s.base, "torn", torn, "error", err)
+		}
+		have := l.prod.AllAborted()
+		for _, a := range as {
+			if a.LastOffset >= from {
+				break
+			}
+			if a.LastOffset < s.base {
+				continue
+			}
+			if n := len(have); n > 0 && a.LastOffset <= have[n-1].LastOffset {
+				continue
+			}
+			l.prod.AddAborted(a)
+			have = l.prod.AllAborted()
+		}
+	}
+	if err := l.replayProducers(from); err != nil {
+		return err
+	}
+	if err := l.rewriteTxnIndexes(from); err != nil {
+		return err
+	}
+	l.prod.TruncateHead(l.logStart.Load())
+	return nil
+}
+
+// replayProducers applies the batches from offset from (a batch boundary) to the log
+// end to the producer state, without checks. Append times are not on disk: a replayed
+// batch's is its max timestamp.
+func (l *Log) replayProducers(from int64) error {
+	var hdr [recordbatch.HeaderSize]byte
+	var buf []byte
+	for i, s := range l.segs {
+		if i+1 < len(l.segs) && l.segs[i+1].base <= from {
+			continue
+		}
+		pos := int64(0)
+		if from > s.base {
+			pos = s.oidx.lookup(from)
+		}
+		for pos < s.size {
+			h, err := s.readHeader(hdr[:], pos)
+			if err != nil {
+				return fmt.Errorf("replay producer state at %d of segment %d: %w", pos, s.base, err)
+			}
+			n := int64(h.Size())
+			if h.BaseOffset < from || h.ProducerID < 0 {
+				pos += n
+				continue
+			}
+			batch := hdr[:]
+			if h.IsControl() {
+				if cap(buf) < int(n) {
+					buf = make([]byte, n)
+				}
+				batch = buf[:n]
+				if _, err := s.log.ReadAt(batch, pos); err != nil {
+					return fmt.Errorf("replay producer state at %d of segment %d: %w", pos, s.base, err)
+				}
+			}
+			pb, err := producers.FromHeader(&h, batch, h.MaxTimestamp)
+			if err != nil {
+				l.logger.Warn("skipping undecodable transaction marker in replay", "offset", h.BaseOffset, "error", err)
+				pos += n
+				continue
+			}
+			l.prod.Apply(pb)
+			pos += n
+		}
+	}
+	return nil
+}
+
+// AppendProducer implements kernel.Log: the sequence check and the append happen under
+// mu, so a retry racing its original sees it either appended or not.
+func (l *Log) AppendProducer(batch []byte, seq kernel.SeqRange) (kernel.AppendResult, error) {
+	if len(batch) > 0 {
+		return l.append(batch, producers.Client, &seq)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return kernel.AppendResult{}, kernel.ErrLogClosed
+	}
+	leo, nowMs := l.leo.Load(), l.nowMs()
+	res := kernel.AppendResult{BaseOffset: leo, LastOffset: leo, LogAppendTime: nowMs, LogStartOffset: l.logStart.Load()}
+	if seq.ProducerID < 0 {
+		return res, nil
+	}
+	pend := l.prod.Begin()
+	d, dup, err := pend.Check(producers.Batch{
+		ProducerID: seq.ProducerID, Epoch: seq.Epoch, FirstSeq: seq.First, LastSeq: seq.Last,
+		BaseOffset: leo, LastOffset: leo, MaxTimestamp: nowMs, AppendMs: nowMs,
+	}, producers.Client)
+	if err != nil {
+		return kernel.AppendResult{}, err
+	}
+	if dup {
+		return kernel.AppendResult{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: d.AppendMs, LogStartOffset: res.LogStartOffset, Duplicate: true}, nil
+	}
+	pend.Commit()
+	return res, nil
+}
+
+// Producer implements kernel.Log.
+func (l *Log) Producer(id int64) (kernel.ProducerState, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.prod.Producer(id)
+}
+
+// FirstUnstableOffset implements kernel.Log.
+func (l *Log) FirstUnstableOffset() (int64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.prod.FirstUnstableOffset()
+}
+
+// AbortedTxns implements kernel.Log.
+func (l *Log) AbortedTxns(dst []kernel.AbortedTxn, from, to int64) []kernel.AbortedTxn {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.prod.AbortedTxns(dst, from, to)
+}
+
+// Producers implements kernel.Log.
+func (l *Log) Producers() []kernel.ProducerState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.prod.Producers()
+}
