@@ -84,10 +84,10 @@
 // and Apply gives the entry [next, next+count) and advances next by count. The
 // proposer learns its block from its own entry's apply result (the raft future's
 // response), never from the state afterwards, where another allocation may already
-// be applied. count is 1 to 1,000,000 and broker_id at least 0 (both frozen, checked by
-// the proposer and by Apply); an entry that would take next past the largest int64 is
-// rejected. Only the controller proposes (elsewhere ErrNotController; forwarding is not
-// done yet).
+// be applied. count is 1 to 1,000,000 (frozen; checked by the proposer and by Apply),
+// broker_id at least 0 (checked by Apply); an entry that would take next past the
+// largest int64 is rejected. Only the controller proposes (elsewhere ErrNotController;
+// forwarding is not done yet).
 //
 // Group configs (the GROUP config resource of DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs; groupconfigs.go) are Extension entries in namespace

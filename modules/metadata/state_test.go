@@ -220,6 +220,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		b, _ := encodeRecord(h.rec)
 		f.Add(b)
 	}
+	pids, _ := encodeRecord(&producerIDsRecord{BrokerID: 1, Count: 1000})
+	f.Add(pids)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := decodeRecord(b)
 		if err != nil {
