@@ -1,7 +1,10 @@
-// Produce: v3-v13. Not implemented: idempotent de-duplication and sequence checks, and
-// transaction state (idempotent and transactional batches are stored as they come; the
-// transactions issue adds both); recompression to a topic's compression.type;
-// compacted-topic key checks; per-record indices for errors of compressed batches.
+// Produce: v3-v13. Idempotent and transactional producers: one batch per partition
+// with a base sequence, sequence checks and de-duplication (the last five batches)
+// atomically with the append (Log.AppendProducer), producer-epoch and transaction-state
+// checks, KIP-890 verification of a transaction's first batch in a partition (when a
+// txn module verifies). Not implemented: recompression to a topic's compression.type;
+// compacted-topic key checks; per-record indices for errors of compressed batches;
+// one batch per partition for producers without a producer id (several accepted).
 
 package replication
 

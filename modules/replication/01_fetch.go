@@ -1,6 +1,8 @@
-// Fetch: v4-v18. Not implemented: replica (follower) fetches, refused with
-// NOT_LEADER_OR_FOLLOWER until the ISR issue; aborted transactions (always empty, LSO =
-// HW); preferred read replica (KIP-392, always -1); diverging epoch detection.
+// Fetch: v4-v18. read_committed (isolation level 1) reads stop at the last stable
+// offset and list the aborted transactions of the range read; every answer carries the
+// LSO. Not implemented: replica (follower) fetches, refused with NOT_LEADER_OR_FOLLOWER
+// until the ISR issue; preferred read replica (KIP-392, always -1); diverging epoch
+// detection.
 
 package replication
 

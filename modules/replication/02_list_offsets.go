@@ -1,4 +1,4 @@
-// ListOffsets: v1-v11. Not implemented: tiered storage (-4 earliest-local is the log
+// ListOffsets: v1-v11 (isolation level 1 bounds answers by the LSO). Not implemented: tiered storage (-4 earliest-local is the log
 // start; -5 latest-tiered and -6 earliest-pending-upload answer -1); the offset's leader
 // epoch is only known for epochs led since this broker started (see doc.go).
 
@@ -65,11 +65,16 @@ func (m *Module) listOffset(tp kernel.TopicPartition, in *kmsg.ListOffsetsReques
 		out.ErrorCode = errorCode(err)
 		return
 	}
-	// Consumers see up to the HW (LSO = HW until transactions exist, so both isolation
-	// levels get the same bound); a follower (replica id >= 0) sees the log end.
-	bound := p.HighWatermark()
-	if r.ReplicaID >= 0 {
+	// As Kafka: read_uncommitted consumers see up to the HW, read_committed ones up to
+	// the LSO (latest answers it; timestamp and max-timestamp lookups never answer an
+	// offset at or past it); a follower (replica id >= 0) sees the log end.
+	hw, lso := p.stableOffsets()
+	bound := hw
+	switch {
+	case r.ReplicaID >= 0:
 		bound = p.log.LogEndOffset()
+	case r.IsolationLevel == 1:
+		bound = lso
 	}
 	switch ts := in.Timestamp; ts {
 	case listEarliest, listEarliestLocal:

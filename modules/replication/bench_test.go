@@ -113,3 +113,10 @@ func (l *nullLog) SetConfig(kernel.LogConfig)                           {}
 func (l *nullLog) Flush() error                                         { return nil }
 func (l *nullLog) Size() int64                                          { return 0 }
 func (l *nullLog) Close() error                                         { return nil }
+func (l *nullLog) AppendProducer(b []byte, _ kernel.SeqRange) (kernel.AppendResult, error) {
+	return l.AppendLeader(b)
+}
+func (l *nullLog) Producer(int64) (kernel.ProducerState, bool)                         { return kernel.ProducerState{}, false }
+func (l *nullLog) FirstUnstableOffset() (int64, bool)                                  { return 0, false }
+func (l *nullLog) AbortedTxns(dst []kernel.AbortedTxn, _, _ int64) []kernel.AbortedTxn { return dst }
+func (l *nullLog) Producers() []kernel.ProducerState                                   { return nil }

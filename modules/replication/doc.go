@@ -1,7 +1,8 @@
 // Package replication is the "replication.isr" module: the partition-leader path. It
 // owns the local replicas of partitions (a Partition holds the Log, the leader epoch,
 // the high watermark and the ISR), and serves Produce, Fetch, ListOffsets,
-// DeleteRecords and OffsetForLeaderEpoch for the partitions this node leads.
+// DeleteRecords, OffsetForLeaderEpoch, WriteTxnMarkers and DescribeProducers for the
+// partitions this node leads.
 //
 // In this issue a broker is a single node: replication factor 1, ISR = {self}, and the
 // HW moves to the log end offset at every append. The code is shaped for the ISR issue
@@ -56,14 +57,80 @@
 // writes) is never transformed. Without a registered transformer the produce path is
 // unchanged: Bound is consulted only when one is set.
 //
+// # Idempotent producers and transactions
+//
+// The partition side of producer state lives in the storage Log (kernel.Log's
+// AppendProducer, Producer, FirstUnstableOffset, AbortedTxns, Producers); this module
+// drives it:
+//
+//   - Produce: records of a producer (a batch with producer id >= 0) must be exactly
+//     one batch with a base sequence >= 0 (else INVALID_RECORD with a message, as
+//     Kafka). They are appended with Log.AppendProducer under Partition.mu, with the
+//     range base sequence .. base + LastOffsetDelta (wrapping past MaxInt32). A
+//     duplicate of one of the producer's last five batches appends nothing and answers
+//     the original base offset (and LogAppendTime); acks=all still waits for the HW to
+//     pass the original's last offset. The log's errors become
+//     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE (a
+//     non-transactional batch during the producer's open transaction) and
+//     TRANSACTION_COORDINATOR_FENCED. Authorization: a transactional request needs
+//     WRITE on its transactional id; an idempotent one needs nothing more than the
+//     WRITE on each topic every produce already needs (as Kafka since 2.8, KIP-679:
+//     IDEMPOTENT_WRITE on the cluster or WRITE on any topic is checked when the
+//     producer id is handed out, and a producer that may write the partition has the
+//     latter). Without a producer
+//     id the path is unchanged and allocation-free.
+//   - KIP-890 verification: before the first transactional batch of a producer's
+//     transaction in a partition (the log knows no open transaction of it), the txn
+//     module's kernel.TxnVerifier, when the "txn" role has one (looked up on first use:
+//     the txn module depends on us), confirms that the partition was added to the
+//     transaction; its *kerr.Error is the partition's code, kernel.ErrNotCoordinator
+//     skips the check (another broker coordinates), any other failure answers the
+//     retriable NOT_ENOUGH_REPLICAS.
+//   - Markers: the module implements kernel.TxnMarkerWriter (WriteTxnMarker) and the
+//     WriteTxnMarkers API (v0-v1, CLUSTER_ACTION). A marker is built with
+//     recordbatch.BuildMarker, appended with AppendLeader under Partition.mu (leader
+//     epoch stamped, producer and coordinator epochs checked by the log) and committed
+//     like an acks=all produce. kernel.TxnMarkerHook listeners (the group coordinator's
+//     transactional offset commits) are called for markers on internal topics once
+//     committed, in log order per partition, from both paths (see DESIGN.md).
+//   - Read path: the last stable offset is min(HW, Log.FirstUnstableOffset()); every
+//     Fetch answer carries it. read_committed fetches read up to the LSO (a batch
+//     boundary) and list the aborted transactions overlapping [fetch offset, offset
+//     after the last batch read): the log is asked up to the LSO (usually nothing), and
+//     only if it answers some are the read's batch headers walked (header prefixes, by
+//     pread for file chunks) to narrow the bound, so the common path stays zero-copy.
+//     Markers are appended through the same path as records, so they wake delayed
+//     fetches: a read_committed long poll parked at the LSO completes when a marker
+//     moves it. ListOffsets with isolation level 1 answers latest = LSO and never a
+//     timestamp (or max-timestamp) offset at or past the LSO, as Kafka.
+//   - DescribeProducers (v0) lists Log.Producers() of partitions this node leads (READ
+//     on the topic).
+//
+// Produce transforms and producers: the output of an idempotent batch must be one
+// batch with the input's producer id, epoch, base sequence and transactional flag
+// (else UNKNOWN_SERVER_ERROR, logged: a transform bug); it is appended with the
+// INPUT's sequence range, so a retry of the input is recognised as a duplicate even
+// when the record count changed. When the transform drops every record,
+// AppendProducer(nil, range) records the range without appending anything: the
+// producer's next batch is in order and a retry is answered as a duplicate (base
+// offset = the log end at the time). Crash caveat: the log's recovery can read only
+// batch headers, so after a crash a transformed batch whose record count changed is
+// remembered with its header's (smaller) range, and a dropped batch's range is lost
+// unless a producer-state snapshot holds it; the producer's next batch may then see
+// OUT_OF_ORDER_SEQUENCE_NUMBER once (Kafka producers bump their epoch and go on) or a
+// retry of such a batch may be appended again.
+//
 // # Invariants
 //
 //   - Offsets are assigned only by the leader, by Log.AppendLeader, under Partition.mu;
 //     the leader epoch is stamped into each batch (bytes 12-16, outside the CRC) under
 //     the same lock, so a batch carries the epoch it was written in.
 //   - HW <= LEO, and the HW never moves down. Consumers never see past the HW: Fetch
-//     reads with maxOffset = HW and ListOffsets answers at most the HW (LSO = HW until
-//     transactions exist, so read_committed gets the same bound).
+//     reads with maxOffset = HW (LSO <= HW for read_committed) and ListOffsets answers
+//     at most the HW (the LSO for read_committed).
+//   - A producer's batch is checked and appended in one Log.AppendProducer call under
+//     Partition.mu: no other append of the partition slips between its sequence check
+//     and its offset assignment.
 //   - A batch is validated whole (CRC, framing, record count, size, timestamps) before
 //     the append; a partition's records are appended all or nothing.
 //   - acks=all is answered only when the HW has passed the partition's last offset and

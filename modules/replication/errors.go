@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,7 +18,7 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, ErrNotLeader), errors.Is(err, kernel.ErrNotLeader):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, ErrFencedLeaderEpoch):
 		return kerr.FencedLeaderEpoch.Code
@@ -29,6 +30,18 @@ func errorCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, kernel.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
+	case errors.Is(err, kernel.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, kernel.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, kernel.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, kernel.ErrTxnCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut.Code
 	case errors.Is(err, kernel.ErrCorrupt):
 		return kerr.CorruptMessage.Code
 	default:

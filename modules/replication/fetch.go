@@ -2,12 +2,14 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -32,6 +34,7 @@ type fetchOp struct {
 
 	session     *fetchSession
 	incremental bool
+	abortBuf    []kernel.AbortedTxn // reused by abortedFor
 }
 
 // fetch serves one Fetch request and returns its encoded body.
@@ -282,21 +285,25 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		}
 		return
 	}
-	hw := p.HighWatermark()
-	fp.hw, fp.lso = hw, hw // LSO = HW until transactions exist
+	hw, lso := p.stableOffsets()
+	fp.hw, fp.lso = hw, lso
 	fp.logStart = p.log.LogStartOffset()
+	// read_committed reads stop at the LSO (a batch boundary: the first batch of the
+	// earliest open transaction, or the HW).
+	bound := hw
 	if op.readCommitted {
-		fp.abortedTxns = []abortedTxn{}
+		bound = lso
+		fp.abortedTxns = []abortedTxn{} // non-null (zero-size: no allocation)
 	}
 	if fp.fetchOffset < fp.logStart || fp.fetchOffset > p.log.LogEndOffset() {
 		fp.errorCode = kerr.OffsetOutOfRange.Code
 		return
 	}
 	maxBytes := min(int64(fp.maxBytes), limit)
-	if fp.fetchOffset >= hw || (maxBytes <= 0 && !minOne) {
+	if fp.fetchOffset >= bound || (maxBytes <= 0 && !minOne) {
 		return
 	}
-	res, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), hw, minOne)
+	res, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), bound, minOne)
 	if err != nil {
 		fp.errorCode = errorCode(err)
 		if fp.errorCode == kerr.KafkaStorageError.Code {
@@ -305,6 +312,58 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		return
 	}
 	fp.records = res
+	if op.readCommitted && res.Size > 0 {
+		op.abortedFor(fp, p, bound)
+	}
+}
+
+// abortedFor fills fp's aborted transactions: those overlapping [fetchOffset, upper)
+// where upper is the offset after the last batch read. The log is asked for
+// [fetchOffset, lso) first (usually empty: no header is read then); only when that
+// finds some are the read's batch headers walked to narrow it to upper.
+func (op *fetchOp) abortedFor(fp *fetchPart, p *Partition, lso int64) {
+	txns := p.log.AbortedTxns(op.abortBuf[:0], fp.fetchOffset, lso)
+	op.abortBuf = txns
+	if len(txns) == 0 {
+		return
+	}
+	upper := lso
+	if last, ok := lastOffsetOf(&fp.records); ok {
+		upper = min(upper, last+1)
+	}
+	for _, a := range txns {
+		if a.FirstOffset < upper {
+			fp.abortedTxns = append(fp.abortedTxns, abortedTxn{producerID: a.ProducerID, firstOffset: a.FirstOffset})
+		}
+	}
+}
+
+// lastOffsetOf returns the last offset of the last batch in rr, reading only batch
+// header prefixes (from the file for file chunks). ok is false when rr holds no whole
+// header (then the caller keeps its wider bound, which is still correct: a client
+// ignores aborted transactions that start past its data).
+func lastOffsetOf(rr *kernel.ReadResult) (int64, bool) {
+	var hdr [recordbatch.OffLastOffsetDelta + 4]byte
+	last, ok := int64(-1), false
+	for i := range rr.Chunks {
+		c := &rr.Chunks[i]
+		n := c.Len()
+		for pos := int64(0); pos+int64(len(hdr)) <= n; {
+			if c.File == nil {
+				copy(hdr[:], c.Bytes[pos:])
+			} else if _, err := c.File.ReadAt(hdr[:], c.Off+pos); err != nil {
+				return last, ok
+			}
+			size := int64(int32(binary.BigEndian.Uint32(hdr[recordbatch.OffBatchLength:])))
+			if size < recordbatch.HeaderSize-recordbatch.LogOverhead {
+				return last, ok
+			}
+			last = int64(binary.BigEndian.Uint64(hdr[recordbatch.OffBaseOffset:])) + int64(int32(binary.BigEndian.Uint32(hdr[recordbatch.OffLastOffsetDelta:])))
+			ok = true
+			pos += size + recordbatch.LogOverhead
+		}
+	}
+	return last, ok
 }
 
 func (op *fetchOp) releaseAll() {

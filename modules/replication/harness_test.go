@@ -66,6 +66,7 @@ type fakeCtx struct {
 	meta     *fakeMeta
 	handlers map[int16]handlerClaim
 	metrics  *kernel.Metrics
+	txn      kernel.Module // role "txn" (nil: no txn module)
 }
 
 func (c *fakeCtx) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -78,6 +79,10 @@ func (c *fakeCtx) Lookup(role string) (kernel.Module, error) {
 		return c.storage, nil
 	case "metadata":
 		return c.meta, nil
+	case "txn":
+		if c.txn != nil {
+			return c.txn, nil
+		}
 	}
 	return nil, io.EOF
 }
@@ -90,11 +95,12 @@ func (c *fakeCtx) Metrics() *kernel.Metrics        { return c.metrics }
 
 // topicSpec describes a test topic.
 type topicSpec struct {
-	name    string
-	id      byte
-	parts   int
-	leader  int32 // default: node 1
-	configs map[string]string
+	name     string
+	id       byte
+	parts    int
+	leader   int32 // default: node 1
+	configs  map[string]string
+	internal bool
 }
 
 func image(version uint64, topics ...topicSpec) *kernel.Image {
@@ -110,7 +116,7 @@ func image(version uint64, topics ...topicSpec) *kernel.Image {
 		if leader == 0 {
 			leader = 1
 		}
-		t := &kernel.TopicImage{Name: ts.name, ID: [16]byte{ts.id}, Configs: ts.configs}
+		t := &kernel.TopicImage{Name: ts.name, ID: [16]byte{ts.id}, Configs: ts.configs, Internal: ts.internal}
 		for i := 0; i < max(ts.parts, 1); i++ {
 			t.Partitions = append(t.Partitions, kernel.PartitionImage{Partition: int32(i), Leader: leader, LeaderEpoch: 5, Replicas: []int32{leader}, ISR: []int32{leader}})
 		}

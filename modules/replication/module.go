@@ -54,6 +54,15 @@ type Module struct {
 	// transformer is the registered kernel.ProduceTransformer (nil: none); see
 	// SetProduceTransformer.
 	transformer atomic.Pointer[transformerBox]
+	// kctx is the Context of Provision, kept to look the txn module up lazily (see
+	// txnVerifier): it is provisioned after us when it depends on us.
+	kctx         kernel.Context
+	verifierOnce sync.Once
+	verifier     kernel.TxnVerifier
+	// markerFns are the TxnMarkerHook listeners (copy-on-write; markerMu serialises
+	// writers).
+	markerMu  sync.Mutex
+	markerFns atomic.Pointer[markerListeners]
 	// fetchMaxBytes is the broker's fetch.max.bytes (caps a Fetch's max_bytes),
 	// refreshed from every image.
 	fetchMaxBytes atomic.Int64
@@ -84,6 +93,7 @@ func New() *Module {
 func (m *Module) Provision(ctx kernel.Context) error {
 	m.log = ctx.Logger()
 	m.broker = ctx.Broker()
+	m.kctx = ctx
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -121,6 +131,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		{kmsg.ListOffsets.Int16(), 1, (&kmsg.ListOffsetsRequest{}).MaxVersion(), m.handleListOffsets},
 		{kmsg.DeleteRecords.Int16(), 0, (&kmsg.DeleteRecordsRequest{}).MaxVersion(), m.handleDeleteRecords},
 		{kmsg.OffsetForLeaderEpoch.Int16(), 0, (&kmsg.OffsetForLeaderEpochRequest{}).MaxVersion(), m.handleOffsetForLeaderEpoch},
+		{kmsg.WriteTxnMarkers.Int16(), 0, 1, m.handleWriteTxnMarkers},
+		{kmsg.DescribeProducers.Int16(), 0, 0, m.handleDescribeProducers},
 	} {
 		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
 			return fmt.Errorf("replication: claim key %d: %w", h.key, err)
@@ -374,6 +386,22 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	}
 	p.update(im.Version, pi, &cfg)
 	return p
+}
+
+// txnVerifier returns the txn module's kernel.TxnVerifier, or nil when there is no
+// txn module or it does not verify. It is looked up on first use, not at Provision:
+// the txn module looks us up (for markers and its state partitions) while it is
+// provisioned, so our Provision looking it up would be a cycle.
+func (m *Module) txnVerifier() kernel.TxnVerifier {
+	m.verifierOnce.Do(func() {
+		if m.kctx == nil {
+			return
+		}
+		if mod, err := m.kctx.Lookup("txn"); err == nil {
+			m.verifier, _ = mod.(kernel.TxnVerifier)
+		}
+	})
+	return m.verifier
 }
 
 // transformerBox holds a kernel.ProduceTransformer behind an atomic pointer.

@@ -71,6 +71,19 @@ type Partition struct {
 
 	place atomic.Pointer[placement]
 	hw    atomic.Int64
+
+	// markers are the markers appended to this partition (of an internal topic, while
+	// TxnMarkerHook listeners exist) not yet handed to the listeners, in log order;
+	// under mu. deliverMu serialises handing them over, so listeners see one
+	// partition's markers in log order (see deliverMarkers).
+	markers   []queuedMarker
+	deliverMu sync.Mutex
+}
+
+// queuedMarker is a marker waiting for its listeners' call.
+type queuedMarker struct {
+	m      kernel.TxnMarker
+	offset int64
 }
 
 func newPartition(tp kernel.TopicPartition, id [16]byte, log kernel.Log, self int32, pg *purgatory) *Partition {
@@ -96,6 +109,19 @@ func (p *Partition) LeaderEpoch() int32 { return p.place.Load().epoch }
 
 // IsLeader reports whether this node leads the partition.
 func (p *Partition) IsLeader() bool { return p.place.Load().leader == p.self }
+
+// stableOffsets returns the high watermark and the last stable offset: min(HW, the
+// first offset of the earliest open transaction). The HW is loaded first, so a
+// transaction opened after that load starts at or past it and cannot lower the LSO
+// below what the HW allowed; both are batch boundaries.
+func (p *Partition) stableOffsets() (hw, lso int64) {
+	hw = p.hw.Load()
+	lso = hw
+	if fus, ok := p.log.FirstUnstableOffset(); ok && fus < lso {
+		lso = fus
+	}
+	return hw, lso
+}
 
 // Config is the partition's resolved topic configuration.
 func (p *Partition) Config() *kconfig.Topic { return p.place.Load().cfg }
@@ -175,6 +201,22 @@ func (p *Partition) isClosed() bool {
 // validated v2 batches), appends them (the log assigns offsets) and advances the HW.
 // With acksAll it first checks the ISR against min.insync.replicas.
 func (p *Partition) appendLeader(records []byte, acksAll bool) (kernel.AppendResult, error) {
+	return p.appendLocked(records, nil, acksAll, nil)
+}
+
+// appendProducer is appendLeader for one batch of an idempotent or transactional
+// producer: Log.AppendProducer checks its sequence range seq atomically with the
+// append (records nil: a produce transform dropped the batch; only seq is recorded).
+// A duplicate appends nothing and returns the original append's result (Duplicate).
+func (p *Partition) appendProducer(records []byte, seq kernel.SeqRange, acksAll bool) (kernel.AppendResult, error) {
+	return p.appendLocked(records, &seq, acksAll, nil)
+}
+
+// appendLocked is the leader append under Partition.mu: AppendLeader when seq is
+// nil, else AppendProducer. A non-nil marker (a COMMIT/ABORT the caller built) is
+// queued for the TxnMarkerHook listeners at its offset under the same lock, so the
+// queue is in log order.
+func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll bool, marker *kernel.TxnMarker) (kernel.AppendResult, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -197,13 +239,27 @@ func (p *Partition) appendLeader(records []byte, acksAll bool) (kernel.AppendRes
 		}
 		b = b[n:]
 	}
-	res, err := p.log.AppendLeader(records)
+	var res kernel.AppendResult
+	var err error
+	if seq != nil {
+		res, err = p.log.AppendProducer(records, *seq)
+	} else {
+		res, err = p.log.AppendLeader(records)
+	}
 	if err != nil {
 		p.mu.Unlock()
 		if errors.Is(err, kernel.ErrLogClosed) {
 			return res, ErrClosed
 		}
 		return res, fmt.Errorf("append to %s: %w", p.tp, err)
+	}
+	if res.Duplicate || len(records) == 0 {
+		// Nothing was appended: no HW move, nothing to wake.
+		p.mu.Unlock()
+		return res, nil
+	}
+	if marker != nil {
+		p.markers = append(p.markers, queuedMarker{m: *marker, offset: res.BaseOffset})
 	}
 	p.advanceHWLocked()
 	p.mu.Unlock()

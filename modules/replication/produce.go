@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -47,7 +48,7 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 	budget := m.MaxProduceRecordsBytes
 	var waits []ackWait
 	failed := false
-	pc := produceCtx{ctx: ctx, m: m, version: v, now: m.now().UnixMilli()}
+	pc := produceCtx{ctx: ctx, m: m, version: v, now: m.now().UnixMilli(), txnID: r.TransactionID}
 	// Loaded once per request: a transformer registered or unset mid-request applies
 	// from the next request.
 	if b := m.transformer.Load(); b != nil {
@@ -138,6 +139,13 @@ type produceCtx struct {
 	// transformer is the registered kernel.ProduceTransformer (nil: none), loaded
 	// once per request.
 	transformer kernel.ProduceTransformer
+	// txnID is the request's transactional id (nil: none).
+	txnID *string
+
+	// Set by validate for the records it checked: the number of batches, how many
+	// carry a producer id (>= 0), and the first batch's header.
+	batches, producerBatches int
+	first                    recordbatch.Header
 }
 
 // appendPartition validates and appends one partition's records, filling out. It
@@ -171,30 +179,161 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		pc.setMessage(out, msg)
 		return nil
 	}
+	// An idempotent or transactional producer's records: one batch with a base
+	// sequence, as Kafka requires (the sequence check is per batch and a retry must
+	// map to one entry of the producer's state).
+	producer := pc.producerBatches > 0
+	var in recordbatch.Header
+	var seq kernel.SeqRange
+	if producer {
+		in = pc.first
+		if code, msg := pc.checkProducerBatch(tp, p); code != 0 {
+			out.ErrorCode = code
+			pc.setMessage(out, msg)
+			return nil
+		}
+		seq = seqRange(&in)
+	}
 	// The Bound check (an interface call) runs only when a transformer is registered,
 	// so the path without one is unchanged.
 	if pc.transformer != nil && !internal && pc.transformer.Bound(tp.Topic) {
 		var ok bool
-		if records, ok = pc.transform(tp, p, cfg, records, out); !ok || len(records) == 0 {
+		if records, ok = pc.transform(tp, p, cfg, records, out); !ok {
+			return nil
+		}
+		if producer && len(records) > 0 && !sameProducerBatch(pc, &in) {
+			out.ErrorCode = kerr.UnknownServerError.Code
+			pc.setMessage(out, "produce transform changed the producer fields or the batch count of an idempotent batch")
+			m.log.Error("produce transform broke an idempotent batch", "topic", tp.Topic, "partition", tp.Partition, "producer_id", in.ProducerID)
+			return nil
+		}
+		if len(records) == 0 {
+			if producer {
+				// Every record dropped: the producer's sequence still moves on, so
+				// its next batch is in order and a retry of this one is a duplicate.
+				pc.appendDropped(tp, p, seq, acks, out)
+			}
 			return nil
 		}
 	}
-	res, err := p.appendLeader(records, acks == -1)
+	var res kernel.AppendResult
+	var err error
+	if producer {
+		// The input's range, also for a transform's output whose record count
+		// changed: a retry of the input must be recognised (see doc.go).
+		res, err = p.appendProducer(records, seq, acks == -1)
+	} else {
+		res, err = p.appendLeader(records, acks == -1)
+	}
 	if err != nil {
 		out.ErrorCode = errorCode(err)
 		if out.ErrorCode == kerr.KafkaStorageError.Code {
 			m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		} else if producer && m.log.Enabled(pc.ctxOrBackground(), slog.LevelDebug) {
+			m.log.Debug("producer batch rejected", "topic", tp.Topic, "partition", tp.Partition, "producer_id", in.ProducerID, "epoch", in.ProducerEpoch, "base_sequence", in.BaseSequence, "err", err)
 		}
 		return nil
 	}
-	m.produceBytes.Add(int64(len(records))) // the stored bytes (a transform's output)
 	out.BaseOffset = res.BaseOffset
 	out.LogStartOffset = res.LogStartOffset
+	pc.last = res.LastOffset
+	if res.Duplicate {
+		// Answered with the original append (acks=all still waits for the HW to pass
+		// its last offset); nothing was stored.
+		out.LogStartOffset = p.log.LogStartOffset()
+		if cfg.MessageTimestampType == "LogAppendTime" {
+			out.LogAppendTime = res.LogAppendTime
+		}
+		return p
+	}
+	m.produceBytes.Add(int64(len(records))) // the stored bytes (a transform's output)
 	if cfg.MessageTimestampType == "LogAppendTime" {
 		out.LogAppendTime = pc.now
 	}
-	pc.last = res.LastOffset
 	return p
+}
+
+func (pc *produceCtx) ctxOrBackground() context.Context {
+	if pc.ctx == nil {
+		return context.Background()
+	}
+	return pc.ctx
+}
+
+// checkProducerBatch checks the records of a producer (validate found a producer id):
+// exactly one batch, a base sequence >= 0, and for the first transactional batch of
+// a transaction in this partition, that the coordinator added the partition to it
+// (KIP-890, when a txn module verifies). It returns a Kafka code and message, or 0.
+func (pc *produceCtx) checkProducerBatch(tp kernel.TopicPartition, p *Partition) (int16, string) {
+	h := &pc.first
+	switch {
+	case pc.batches != 1:
+		return kerr.InvalidRecord.Code, fmt.Sprintf("an idempotent or transactional producer must send one record batch per partition, got %d", pc.batches)
+	case h.ProducerID < 0:
+		return kerr.InvalidRecord.Code, "producer id missing"
+	case h.BaseSequence < 0:
+		return kerr.InvalidRecord.Code, fmt.Sprintf("idempotent batch with base sequence %d", h.BaseSequence)
+	case !h.IsTransactional() || pc.txnID == nil:
+		// (A transactional batch without a transactional id was refused already.)
+		return 0, ""
+	}
+	if st, ok := p.log.Producer(h.ProducerID); ok && st.TxnStartOffset >= 0 {
+		return 0, "" // the producer's transaction is already open in this partition
+	}
+	v := pc.m.txnVerifier()
+	if v == nil {
+		return 0, ""
+	}
+	err := v.VerifyTxnPartition(pc.ctxOrBackground(), *pc.txnID, h.ProducerID, h.ProducerEpoch, tp)
+	if err == nil || errors.Is(err, kernel.ErrNotCoordinator) {
+		return 0, ""
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code, err.Error()
+	}
+	// A verification that could not complete (coordinator loading, cancelled): as
+	// Kafka, a retriable code the producer retries.
+	pc.m.log.Warn("verify transaction partition", "topic", tp.Topic, "partition", tp.Partition, "producer_id", h.ProducerID, "err", err)
+	return kerr.NotEnoughReplicas.Code, "transaction verification failed: " + err.Error()
+}
+
+// appendDropped records the sequence range of an idempotent batch whose records a
+// produce transform all dropped; out already holds the answer for the drop (base
+// offset = log end), a duplicate answers the original's.
+func (pc *produceCtx) appendDropped(tp kernel.TopicPartition, p *Partition, seq kernel.SeqRange, acks int16, out *kmsg.ProduceResponseTopicPartition) {
+	res, err := p.appendProducer(nil, seq, acks == -1)
+	if err != nil {
+		out.ErrorCode = errorCode(err)
+		out.BaseOffset, out.LogStartOffset = -1, -1
+		if out.ErrorCode == kerr.KafkaStorageError.Code {
+			pc.m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+		return
+	}
+	if res.Duplicate {
+		out.BaseOffset = res.BaseOffset
+	}
+}
+
+// seqRange is the sequence range of a producer batch: base sequence .. base +
+// LastOffsetDelta, wrapping past MaxInt32 to 0 as Kafka's sequences do.
+func seqRange(h *recordbatch.Header) kernel.SeqRange {
+	first, delta := h.BaseSequence, h.LastOffsetDelta
+	last := first + delta // may overflow; fixed below
+	if delta > 0 && first > math.MaxInt32-delta {
+		last = delta - (math.MaxInt32 - first) - 1
+	}
+	return kernel.SeqRange{First: first, Last: last, ProducerID: h.ProducerID, Epoch: h.ProducerEpoch}
+}
+
+// sameProducerBatch reports whether a transform's output (just validated into pc)
+// is one batch with the input's producer id, epoch, base sequence and transactional
+// flag, as kernel.ProduceTransformer requires.
+func sameProducerBatch(pc *produceCtx, in *recordbatch.Header) bool {
+	o := &pc.first
+	return pc.batches == 1 && o.ProducerID == in.ProducerID && o.ProducerEpoch == in.ProducerEpoch &&
+		o.BaseSequence == in.BaseSequence && o.IsTransactional() == in.IsTransactional()
 }
 
 // transform runs the registered ProduceTransformer over one partition's validated
@@ -258,8 +397,16 @@ func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.Pro
 	logAppend := cfg.MessageTimestampType == "LogAppendTime"
 	code, msg := int16(0), ""
 	idx := 0
+	pc.batches, pc.producerBatches = 0, 0
 	err := recordbatch.Split(records, func(h recordbatch.Header, batch []byte) error {
 		defer func() { idx++ }()
+		if pc.batches == 0 {
+			pc.first = h
+		}
+		pc.batches++
+		if h.ProducerID >= 0 {
+			pc.producerBatches++
+		}
 		if int64(len(batch)) > cfg.MaxMessageBytes {
 			code, msg = kerr.MessageTooLarge.Code, fmt.Sprintf("batch %d is %d bytes, max.message.bytes is %d", idx, len(batch), cfg.MaxMessageBytes)
 			return errStopSplit

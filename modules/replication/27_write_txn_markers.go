@@ -1,0 +1,81 @@
+// WriteTxnMarkers: v0-v1. Not implemented: v2 (KIP-1228 transaction version per
+// marker). Markers are written one batch per partition per marker, all partitions
+// appended before waiting for the HW to pass them.
+
+package replication
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// handleWriteTxnMarkers writes COMMIT/ABORT markers for a transaction coordinator (a
+// broker-to-broker request). As Kafka: CLUSTER_ACTION on the cluster, else every
+// partition answers CLUSTER_AUTHORIZATION_FAILED; a partition missing from metadata
+// answers UNKNOWN_TOPIC_OR_PARTITION, one this node does not lead
+// NOT_LEADER_OR_FOLLOWER; the log's producer checks answer INVALID_PRODUCER_EPOCH (an
+// epoch older than the producer's) and TRANSACTION_COORDINATOR_FENCED (a coordinator
+// epoch older than the producer's last marker's).
+func (m *Module) handleWriteTxnMarkers(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.WriteTxnMarkersRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	allowed := req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName)
+	im := m.meta.Image()
+	type slot struct{ mi, ti, pi int }
+	var ws []markerWrite
+	var slots []slot
+	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(r.Markers))
+	for mi := range r.Markers {
+		in := &r.Markers[mi]
+		out := &resp.Markers[mi]
+		out.Default()
+		out.ProducerID = in.ProducerID
+		out.Topics = make([]kmsg.WriteTxnMarkersResponseMarkerTopic, len(in.Topics))
+		for ti := range in.Topics {
+			t := &in.Topics[ti]
+			ot := &out.Topics[ti]
+			ot.Default()
+			ot.Topic = t.Topic
+			ot.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
+			for pi, part := range t.Partitions {
+				op := &ot.Partitions[pi]
+				op.Default()
+				op.Partition = part
+				switch {
+				case !allowed:
+					op.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				case im.Partition(t.Topic, part) == nil:
+					op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				default:
+					ws = append(ws, markerWrite{
+						tp: kernel.TopicPartition{Topic: t.Topic, Partition: part},
+						m: kernel.TxnMarker{ProducerID: in.ProducerID, ProducerEpoch: in.ProducerEpoch,
+							CoordinatorEpoch: in.CoordinatorEpoch, Commit: in.Committed},
+					})
+					slots = append(slots, slot{mi, ti, pi})
+				}
+			}
+		}
+	}
+	if len(ws) > 0 {
+		if err := m.writeMarkers(ctx, ws, markerTimeout); err != nil && err != errStopped {
+			return kernel.Response{}, err // the request was cancelled: the connection is going away
+		}
+	}
+	for i := range ws {
+		s := slots[i]
+		code := errorCode(ws[i].err)
+		if code == kerr.KafkaStorageError.Code {
+			m.log.Error("write txn marker", "topic", ws[i].tp.Topic, "partition", ws[i].tp.Partition, "err", ws[i].err)
+		}
+		resp.Markers[s.mi].Topics[s.ti].Partitions[s.pi].ErrorCode = code
+	}
+	return kernel.Reply(resp), nil
+}
