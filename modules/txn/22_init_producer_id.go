@@ -1,0 +1,77 @@
+// InitProducerId: v0-v5. v3+ carries the producer's id and epoch (KIP-360); v4+
+// answers PRODUCER_FENCED where older versions get INVALID_PRODUCER_EPOCH (KIP-588).
+// Not implemented: v6 (KIP-939 two-phase commit).
+
+package txn
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+var errBadBody = errors.New("txn: request body of an unexpected type")
+
+func (m *Module) handleInitProducerID(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.InitProducerIDRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	pid, epoch, e := m.initProducerID(ctx, req, r)
+	if e != nil {
+		if e == kerr.ProducerFenced && r.Version < 4 {
+			e = kerr.InvalidProducerEpoch
+		}
+		resp.ErrorCode = e.Code
+		return kernel.Reply(resp), nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = pid, epoch
+	return kernel.Reply(resp), nil
+}
+
+func (m *Module) initProducerID(ctx context.Context, req *kernel.Request, r *kmsg.InitProducerIDRequest) (int64, int16, *kerr.Error) {
+	if r.TransactionalID == nil {
+		// An idempotent producer: always a fresh id with epoch 0, whatever id and
+		// epoch it says it had (Kafka does not track idempotent producers here).
+		if !req.Allowed(ctx, kernel.OpIdempotentWrite, kernel.ResCluster, kernel.ClusterResourceName) {
+			return -1, -1, kerr.ClusterAuthorizationFailed
+		}
+		id, e := m.newProducerID(ctx)
+		if e != nil {
+			return -1, -1, e
+		}
+		return id, 0, nil
+	}
+	id := *r.TransactionalID
+	if !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, id) {
+		return -1, -1, kerr.TransactionalIDAuthorizationFailed
+	}
+	if id == "" {
+		m.log.Debug("InitProducerId with an empty transactional id", "client_id", req.ClientID)
+		return -1, -1, kerr.InvalidRequest
+	}
+	if r.TransactionTimeoutMillis <= 0 || int64(r.TransactionTimeoutMillis) > m.settings.Load().maxTimeoutMs {
+		m.log.Debug("InitProducerId with an invalid transaction timeout", "transactional_id", id,
+			"timeout_ms", r.TransactionTimeoutMillis, "client_id", req.ClientID)
+		return -1, -1, kerr.InvalidTransactionTimeout
+	}
+	var expected *pidEpoch
+	switch {
+	case r.ProducerID == -1 && r.ProducerEpoch == -1:
+	case r.ProducerID < 0 || r.ProducerEpoch < 0:
+		return -1, -1, kerr.InvalidRequest
+	default:
+		expected = &pidEpoch{id: r.ProducerID, epoch: r.ProducerEpoch}
+	}
+	s, e := m.coordinatorFor(ctx, id)
+	if e != nil {
+		return -1, -1, e
+	}
+	return s.initProducerID(ctx, id, r.TransactionTimeoutMillis, expected)
+}

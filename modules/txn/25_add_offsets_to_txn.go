@@ -1,0 +1,59 @@
+// AddOffsetsToTxn: v0-v4. Adds the group's __consumer_offsets partition to the
+// transaction, so its TxnOffsetCommits get the transaction's marker. v2+ answers
+// PRODUCER_FENCED where older versions get INVALID_PRODUCER_EPOCH. v4 only adds
+// TRANSACTION_ABORTABLE, which Sluice never answers.
+
+package txn
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+func (m *Module) handleAddOffsetsToTxn(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.AddOffsetsToTxnRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	e := m.addOffsets(ctx, req, r)
+	if e == kerr.ProducerFenced && r.Version < 2 {
+		e = kerr.InvalidProducerEpoch
+	}
+	if e != nil {
+		resp.ErrorCode = e.Code
+	}
+	return kernel.Reply(resp), nil
+}
+
+func (m *Module) addOffsets(ctx context.Context, req *kernel.Request, r *kmsg.AddOffsetsToTxnRequest) *kerr.Error {
+	if !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, r.TransactionalID) {
+		return kerr.TransactionalIDAuthorizationFailed
+	}
+	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group) {
+		return kerr.GroupAuthorizationFailed
+	}
+	if r.TransactionalID == "" {
+		return kerr.InvalidRequest
+	}
+	s, e := m.coordinatorFor(ctx, r.TransactionalID)
+	if e != nil {
+		return e
+	}
+	return s.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []kernel.TopicPartition{m.offsetsPartition(r.Group)})
+}
+
+// offsetsPartition is the group's __consumer_offsets partition, hashed as the group
+// coordinator does: over the topic's partition count, or offsets.topic.num.partitions
+// while the topic does not exist yet.
+func (m *Module) offsetsPartition(group string) kernel.TopicPartition {
+	n := m.settings.Load().offsetsPartitions
+	if t := m.meta.Image().Topic(offsetsTopic); t != nil && len(t.Partitions) > 0 {
+		n = int32(len(t.Partitions))
+	}
+	return kernel.TopicPartition{Topic: offsetsTopic, Partition: partitionFor(group, max(n, 1))}
+}

@@ -1,0 +1,45 @@
+// EndTxn: v0-v4. v2+ answers PRODUCER_FENCED where older versions get
+// INVALID_PRODUCER_EPOCH. Not implemented: v5 (KIP-890 part 2, an epoch bump per
+// transaction), so it is not advertised and clients keep their epoch across
+// transactions.
+
+package txn
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+func (m *Module) handleEndTxn(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.EndTxnRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+	e := m.endTxn(ctx, req, r)
+	if e == kerr.ProducerFenced && r.Version < 2 {
+		e = kerr.InvalidProducerEpoch
+	}
+	if e != nil {
+		resp.ErrorCode = e.Code
+	}
+	return kernel.Reply(resp), nil
+}
+
+func (m *Module) endTxn(ctx context.Context, req *kernel.Request, r *kmsg.EndTxnRequest) *kerr.Error {
+	if !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, r.TransactionalID) {
+		return kerr.TransactionalIDAuthorizationFailed
+	}
+	if r.TransactionalID == "" {
+		return kerr.InvalidRequest
+	}
+	s, e := m.coordinatorFor(ctx, r.TransactionalID)
+	if e != nil {
+		return e
+	}
+	return s.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit)
+}

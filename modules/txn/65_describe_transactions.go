@@ -1,0 +1,75 @@
+// DescribeTransactions: v0 (KIP-664). A transaction in Prepare* lists all its
+// partitions until it completes (Kafka drops each partition as its marker is written).
+
+package txn
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+func (m *Module) handleDescribeTransactions(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
+	r, ok := req.Body.(*kmsg.DescribeTransactionsRequest)
+	if !ok {
+		return kernel.Response{}, errBadBody
+	}
+	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	for _, id := range r.TransactionalIDs {
+		resp.TransactionStates = append(resp.TransactionStates, m.describeTxn(ctx, req, id))
+	}
+	return kernel.Reply(resp), nil
+}
+
+func (m *Module) describeTxn(ctx context.Context, req *kernel.Request, id string) kmsg.DescribeTransactionsResponseTransactionState {
+	st := kmsg.NewDescribeTransactionsResponseTransactionState()
+	st.TransactionalID = id
+	st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+	fail := func(e *kerr.Error) kmsg.DescribeTransactionsResponseTransactionState {
+		st.ErrorCode = e.Code
+		return st
+	}
+	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTransactionalID, id) {
+		return fail(kerr.TransactionalIDAuthorizationFailed)
+	}
+	if id == "" {
+		return fail(kerr.InvalidRequest)
+	}
+	s, e := m.coordinatorFor(ctx, id)
+	if e != nil {
+		return fail(e)
+	}
+	d, ok, e := s.snapshot(id)
+	if e != nil {
+		return fail(e)
+	}
+	if !ok {
+		return fail(kerr.TransactionalIDNotFound)
+	}
+	st.State = d.State.String()
+	st.TimeoutMillis = d.TimeoutMs
+	st.StartTimestamp = d.StartMs
+	st.ProducerID, st.ProducerEpoch = d.ProducerID, d.Epoch
+	allowed := map[string]bool{}
+	for _, tp := range d.Partitions {
+		ok, seen := allowed[tp.Topic]
+		if !seen {
+			ok = req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, tp.Topic)
+			allowed[tp.Topic] = ok
+		}
+		if !ok {
+			continue
+		}
+		if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
+			t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+			t.Topic = tp.Topic
+			st.Topics = append(st.Topics, t)
+		}
+		last := &st.Topics[len(st.Topics)-1]
+		last.Partitions = append(last.Partitions, tp.Partition)
+	}
+	return st
+}

@@ -1,0 +1,98 @@
+// Package txn is the transaction coordinator (module "txn.coordinator"): producer ids
+// for idempotent and transactional producers (InitProducerId), the transactional ids
+// and their transactions (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn), the two-phase
+// commit that writes COMMIT/ABORT markers to every partition of a transaction,
+// transaction timeouts, transactional-id expiry, and DescribeTransactions /
+// ListTransactions. It also implements kernel.TxnCoordinatorLocator (the group
+// coordinator's FindCoordinator asks it for key type 1) and kernel.TxnVerifier (the
+// produce path's KIP-890 part 1 check).
+//
+// Usage: the module is a default (modules: {txn: {use: coordinator}}); its own
+// settings are sweep_interval_ms, load_wait_ms, marker_concurrency,
+// marker_partition_concurrency and marker_retry_backoff_ms. Broker configs:
+// transaction.max.timeout.ms, transaction.state.log.{num.partitions,
+// replication.factor,min.isr}, transactional.id.expiration.ms.
+//
+// # Producer ids
+//
+// Blocks of 1000 ids are reserved through the metadata log
+// (kernel.ProducerIDAllocator) and handed out in order under a lock; a block is never
+// reused, and the unused rest of a block is lost on restart. An idempotent producer
+// (no transactional id) always gets a fresh id with epoch 0.
+//
+// # State machine
+//
+// One transactional id, with Kafka's states (the bracketed ones are never written):
+//
+//	          InitProducerId (epoch+1, or a new id when the epoch is exhausted)
+//	       ┌──────────────────────────────────────────────┐
+//	       ▼                      AddPartitions/AddOffsets │
+//	    Empty ──AddPartitions──► Ongoing ◄─────────────────┤
+//	       ▲                    │  │  │                    │
+//	       │        EndTxn(commit)  │  EndTxn(abort), InitProducerId (fence: epoch+1),
+//	       │                    ▼  │  timeout (epoch+1)
+//	       │          PrepareCommit │ PrepareAbort
+//	       │     markers written │  ▼   │ markers written
+//	       │          CompleteCommit   CompleteAbort ──► Empty / Ongoing (next txn)
+//	       │                    └──────┴─────────► tombstone after
+//	       │                                        transactional.id.expiration.ms idle
+//	    [Dead] [PrepareEpochFence]
+//
+// Kafka's PrepareEpochFence is folded into the PrepareAbort record it leads to: the
+// fence writes PrepareAbort with the bumped epoch directly, and the client that
+// caused it gets CONCURRENT_TRANSACTIONS until the abort is complete.
+//
+// # Record format (__transaction_state, Kafka's)
+//
+// A compacted topic (transaction.state.log.num.partitions partitions); transactional
+// id X lives in partition abs(javaHashCode(X)) % partitions, and its coordinator is
+// that partition's leader, with the leader epoch as coordinator epoch. Records are
+// in ordinary v2 batches (producer id -1), uncompressed:
+//
+//	key   = version int16 (0) | transactional_id string
+//	value = version int16 (0) | producer_id int64 | producer_epoch int16 |
+//	        timeout_ms int32 | state int8 | partitions [topic string, [int32]] (null
+//	        when Empty) | last_update_ms int64 | start_ms int64
+//	tombstone (null value) = the id expired
+//
+// (kmsg.TxnMetadataKey / kmsg.TxnMetadataValue.) Version 0 values are written, 0 and
+// 1 are read; keys of another version are skipped on replay (they are not
+// transaction records), undecodable records are logged and skipped.
+//
+// # Loading
+//
+// When this broker becomes leader of a partition (the sweeper follows Partitions.
+// Leader), the partition is replayed from its start (ReadCommitted; the last record
+// of an id wins) while requests for its ids get COORDINATOR_LOAD_IN_PROGRESS (after
+// waiting load_wait_ms); then every transaction in Prepare* is resumed: markers, then
+// Complete*. Losing leadership, a new leader epoch or a failed append drops the
+// partition's state.
+//
+// # Invariants
+//
+//   - An answered transition is durable: the record is committed (Partitions.Append
+//     returns past the high watermark) before the request is answered, and memory
+//     is updated only then (txnMeta.cur); a failed or ambiguous append drops the
+//     partition, which is reloaded from the log.
+//   - Per id, one transition at a time (txnMeta.pending): the log holds an id's
+//     records in transition order.
+//   - Markers are written before Complete*: a Complete* record means every
+//     partition of the transaction has its marker (or its topic was deleted).
+//   - A fenced epoch never writes again: every transition needs the id's exact
+//     producer id and epoch, fencing bumps the epoch before anything else is
+//     written, and markers carry the coordinator epoch, so a deposed coordinator's
+//     markers are refused by the partitions.
+//
+// # Concurrency
+//
+// Module.mu guards the shard map; shard.mu guards a partition's ids. Lock order:
+// Module.mu, then shard.mu; neither is held while writing to the log, reserving
+// producer ids, or authorizing (except the rare epoch-exhaustion rotation, which
+// reserves an id under shard.mu). Each shard has one writer goroutine that batches
+// queued records into one append. Markers are written by marker_concurrency workers
+// pulling from an unbounded queue (so EndTxn never waits for them), each writing one
+// transaction's partitions in parallel, at most marker_partition_concurrency at a
+// time; marker writes retry with backoff (doubling to 1s) on NOT_LEADER and other
+// transient errors and stop when the partition is unloaded. Stop unloads every
+// partition, then waits for the sweeper, writers, loaders and workers.
+package txn
