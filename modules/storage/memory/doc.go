@@ -10,6 +10,10 @@
 // point into the stored segment buffers; they are never modified afterwards (Truncate
 // copies the kept prefix into a fresh buffer), so Release has nothing to do.
 //
+// Producer state (idempotence, transactions) follows the same rules as the segment log
+// (modules/storage/internal/producers); Truncate rebuilds it from the kept batches, so
+// sequence ranges of empty AppendProducer calls are forgotten there, as after a crash.
+//
 // Usage:
 //
 //	storage:

@@ -32,9 +32,11 @@
 //	    00000000000000000000.log           segment with base offset 0
 //	    00000000000000000000.index
 //	    00000000000000000000.timeindex
+//	    00000000000000000000.txnindex      aborted transactions whose ABORT marker is in it
 //	    00000000000000368769.log           next segment: its first offset is 368769
 //	    00000000000000368769.index
 //	    00000000000000368769.timeindex
+//	    00000000000000368769.snapshot      producer state at offset 368769 (Sluice's format)
 //
 // A partition directory whose partition.metadata names another (non-zero) topic id than
 // the one Open is given is from an older incarnation of the topic, whose deletion this
@@ -74,6 +76,33 @@
 // segment.jitter.ms), when either index is full, or when relative offsets or positions
 // would overflow 32 bits.
 //
+// The transaction index (.txnindex, Kafka's layout) exists only for segments holding
+// ABORT markers: one 34-byte entry per aborted transaction, big-endian, in marker order:
+//
+//	| version i16 (0) | producer_id i64 | first_offset i64 | last_offset i64 | last_stable_offset i64 |
+//
+// first_offset is the transaction's first batch in the partition, last_offset its ABORT
+// marker, last_stable_offset the first unstable offset once this transaction ended
+// (another producer's open transaction), or the marker's offset + 1 if none is open.
+// The entry is written (not synced) before the marker's batch; the entries are synced
+// before the next producer snapshot. The file goes with its segment (retention,
+// DeleteRecordsBefore, truncation).
+//
+// A producer snapshot "<20-digit offset>.snapshot" holds the producer state as of that
+// log end offset (taken at every segment roll, before the new segment's first batch,
+// and at Close); the newest 3 are kept, ones below the first segment are deleted.
+// Sluice's own format (not Kafka's), version 1, big-endian (producers.EncodeSnapshot):
+//
+//	| version u16 | crc32c u32 | offset i64 | count u32 | count × entry |   crc covers offset..end
+//	entry: | producer_id i64 | epoch i16 | last_seq i32 | last_ts i64 | coordinator_epoch i32 |
+//	       | txn_start_offset i64 (-1: none) | last_offset i64 | n u8 (<= 5) | n × batch |
+//	batch: | first_seq i32 | last_seq i32 | base_offset i64 | last_offset i64 | append_ms i64 |
+//
+// Entries are sorted by producer id, strictly increasing. A reader accepts version 1
+// only; a new version bumps producers.SnapshotVersion and keeps reading the previous one.
+// Written as a .tmp file, fsynced and renamed (the directory is not synced: losing the
+// rename only means a longer replay).
+//
 // Checkpoint files are Kafka's text format: a version line "0", a count line, then one
 // "topic partition offset" line per partition. They are written atomically: write a
 // .tmp file, fsync, rename, fsync the directory.
@@ -98,6 +127,17 @@
 // segment is deleted; a torn tail is the expected result of a crash mid-append. Indexes
 // of recovered segments are rebuilt from the scan. Any other error (an I/O failure)
 // fails the open instead: truncating because the disk is failing would destroy data.
+//
+// The producer state is then rebuilt (loadProducers): the newest snapshot at or below
+// the log end that decodes (snapshots above the log end are deleted; corrupt ones are
+// skipped with a warning; none usable: start empty at the first segment), the
+// .txnindex entries below the snapshot's offset, then every batch header from that
+// offset to the log end is replayed without checks (markers are read whole), which
+// re-derives the aborted transactions above it; the .txnindex files of those segments
+// are rewritten from the result, so entries are never duplicated. Truncate rebuilds the
+// state the same way after cutting the log. The append time of a replayed batch is not
+// on disk: a duplicate of it is answered with its max timestamp as LogAppendTime, and
+// sequence ranges of empty AppendProducer calls after the snapshot are forgotten.
 //
 // # Deleting segments
 //
@@ -137,6 +177,11 @@
 //   - A sealed segment holds one descriptor, its .log (for reads); its index files are
 //     closed once on stable storage (after the flush that follows a roll, and at open)
 //     and reopened only by Truncate. Only the active segment has all three open.
+//   - Producer state (Log.prod) changes only after an append's bytes are written; all
+//     batches of an append are checked first (all or nothing). It always describes the
+//     log up to the log end: every append, truncation and head deletion updates it
+//     under mu. Producers whose last batch or marker is below the log start offset, and
+//     aborted transactions whose marker is, are forgotten.
 //   - No per-record allocation on append or read: a Read allocates its pin handle and
 //     Release func; header reads use ReadAt (pread) on a 12-byte buffer in that handle,
 //     never the file's seek position.

@@ -134,6 +134,7 @@ type State struct {
 	producers map[int64]*Entry
 	ongoing   map[int64]int64 // producer id -> TxnStartOffset, open transactions only
 	aborted   []Aborted       // by LastOffset
+	scratch   Pending         // reused by Begin: appends run one at a time under the log's lock
 }
 
 // New returns an empty State.
@@ -286,10 +287,12 @@ type Pending struct {
 	aborted []Aborted
 }
 
-// Begin starts an append.
+// Begin starts an append. The Pending is the State's own, reused: it is valid until
+// the next Begin (the owning log's lock serializes appends).
 func (s *State) Begin() *Pending {
-	p := &Pending{s: s}
-	p.ents, p.known = p.buf[:0], p.kbuf[:0]
+	p := &s.scratch
+	p.s = s
+	p.ents, p.known, p.aborted = p.buf[:0], p.kbuf[:0], p.aborted[:0]
 	return p
 }
 
@@ -417,16 +420,18 @@ func (p *Pending) Aborted() []Aborted { return p.aborted }
 func (p *Pending) Commit() {
 	s := p.s
 	for i := range p.ents {
-		e := p.ents[i]
-		if cur, ok := s.producers[e.ProducerID]; ok {
-			*cur = e
+		pe := &p.ents[i]
+		if cur, ok := s.producers[pe.ProducerID]; ok {
+			*cur = *pe
 		} else {
-			s.producers[e.ProducerID] = &e
+			e := new(Entry)
+			*e = *pe
+			s.producers[pe.ProducerID] = e
 		}
-		if e.TxnStartOffset >= 0 {
-			s.ongoing[e.ProducerID] = e.TxnStartOffset
+		if pe.TxnStartOffset >= 0 {
+			s.ongoing[pe.ProducerID] = pe.TxnStartOffset
 		} else {
-			delete(s.ongoing, e.ProducerID)
+			delete(s.ongoing, pe.ProducerID)
 		}
 	}
 	s.aborted = append(s.aborted, p.aborted...)
