@@ -134,6 +134,9 @@ type State struct {
 	producers map[int64]*Entry
 	ongoing   map[int64]int64 // producer id -> TxnStartOffset, open transactions only
 	aborted   []Aborted       // by LastOffset
+	// maxSpan >= LastOffset-FirstOffset of every aborted transaction held (it never
+	// shrinks): AbortedTxns stops at a marker past to+maxSpan.
+	maxSpan int64
 	scratch   Pending         // reused by Begin: appends run one at a time under the log's lock
 }
 
@@ -195,12 +198,16 @@ func (s *State) FirstUnstableOffset() (int64, bool) {
 }
 
 // AbortedTxns appends to dst the aborted transactions with LastOffset >= from and
-// FirstOffset < to, in marker order. The start is found by binary search; the scan
-// then runs to the end of the list, since a marker past to may close a transaction
-// that began before to (aborted transactions above a fetch position are few).
+// FirstOffset < to, in marker order. The start is found by binary search; a marker
+// past to may still close a transaction that began before to, so the scan goes on
+// until a marker past to+maxSpan (the longest aborted transaction), beyond which no
+// transaction can have begun before to.
 func (s *State) AbortedTxns(dst []kernel.AbortedTxn, from, to int64) []kernel.AbortedTxn {
 	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
 	for _, a := range s.aborted[i:] {
+		if a.LastOffset-s.maxSpan >= to {
+			break
+		}
 		if a.FirstOffset < to {
 			dst = append(dst, a.AbortedTxn)
 		}
@@ -213,7 +220,12 @@ func (s *State) AllAborted() []Aborted { return s.aborted }
 
 // AddAborted appends aborted transactions read from disk (recovery); they must come
 // after the ones already held.
-func (s *State) AddAborted(a ...Aborted) { s.aborted = append(s.aborted, a...) }
+func (s *State) AddAborted(as ...Aborted) {
+	for _, a := range as {
+		s.maxSpan = max(s.maxSpan, a.LastOffset-a.FirstOffset)
+	}
+	s.aborted = append(s.aborted, as...)
+}
 
 // Load replaces the producers with es (a decoded snapshot), keeping the aborted
 // transactions.
@@ -434,5 +446,5 @@ func (p *Pending) Commit() {
 			delete(s.ongoing, pe.ProducerID)
 		}
 	}
-	s.aborted = append(s.aborted, p.aborted...)
+	s.AddAborted(p.aborted...)
 }

@@ -3,6 +3,7 @@ package producers
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -206,5 +207,41 @@ func TestTxnIndexCodec(t *testing.T) {
 	got, torn, err := ParseTxnIndex(append(b, 1, 2))
 	if err != nil || !torn || len(got) != 1 || got[0] != a {
 		t.Fatal(got, torn, err)
+	}
+}
+
+// TestAbortedTxnsModel checks AbortedTxns against a brute-force filter over random
+// interleaved transactions of several producers.
+func TestAbortedTxnsModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	s := New()
+	off := int64(0)
+	for range 2000 {
+		pid := int64(r.IntN(6))
+		var b Batch
+		if r.IntN(4) == 0 {
+			b = marker(pid, 0, r.IntN(2) == 0, 0, off)
+		} else {
+			b = data(pid, 0, -1, 1, off, true)
+			b.FirstSeq, b.LastSeq = -1, -1
+		}
+		mustOK(t, s, b, Leader)
+		off = b.LastOffset + 1
+	}
+	all := s.AllAborted()
+	if len(all) < 50 {
+		t.Fatalf("only %d aborts", len(all))
+	}
+	for range 2000 {
+		from, to := r.Int64N(off+10), r.Int64N(off+10)
+		var want []kernel.AbortedTxn
+		for _, a := range all {
+			if a.LastOffset >= from && a.FirstOffset < to {
+				want = append(want, a.AbortedTxn)
+			}
+		}
+		if got := s.AbortedTxns(nil, from, to); !reflect.DeepEqual(got, want) {
+			t.Fatalf("AbortedTxns(%d, %d) = %v, want %v", from, to, got, want)
+		}
 	}
 }
