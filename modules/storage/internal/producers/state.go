@@ -137,7 +137,7 @@ type State struct {
 	// maxSpan >= LastOffset-FirstOffset of every aborted transaction held (it never
 	// shrinks): AbortedTxns stops at a marker past to+maxSpan.
 	maxSpan int64
-	scratch   Pending         // reused by Begin: appends run one at a time under the log's lock
+	scratch Pending // reused by Begin: appends run one at a time under the log's lock
 }
 
 // New returns an empty State.
