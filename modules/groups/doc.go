@@ -61,6 +61,30 @@
 // empty groups older than offsets.retention.minutes (counted from when the group
 // became empty, else from the commit).
 //
+// # Transactions
+//
+// FindCoordinator key type 1 asks the transaction coordinator (role "txn",
+// kernel.TxnCoordinatorLocator, optional) for the transactional id's
+// __transaction_state partition and answers its leader, as for groups.
+//
+// TxnOffsetCommit (txn.go, 28_txn_offset_commit.go) appends one transactional batch of
+// the producer (id, epoch, base sequence -1) with ordinary offset commit records to
+// the group's partition; the Log fences old epochs (INVALID_PRODUCER_EPOCH). The
+// offsets stay pending per (partition, producer) until the producer's marker: the
+// replication module reports markers appended to __consumer_offsets through
+// kernel.TxnMarkerHook; the listener queues them to the partition's shard, whose
+// writer applies a COMMIT's offsets (unless a plain commit or tombstone of the same
+// partition was appended after the transactional batch: the latest record in the log
+// wins, as in Kafka) or drops an ABORT's. OffsetFetch with require_stable answers
+// UNSTABLE_OFFSET_COMMIT for partitions with pending offsets; deleting a group or an
+// offset tombstones pending ones too; expiry skips them.
+//
+// A load replays from min(applied offset + 1, offsets.Store.TxnReplayStart), the
+// first offset of the earliest transactional batch whose marker was not applied,
+// re-applying everything after it in log order: pending offsets survive a restart
+// even when later plain commits moved the applied offset past them (the txnStart
+// invariant, txn.go).
+//
 // # One protocol per group
 //
 // A group id holds classic members or KIP-848 members, never both (Kafka's
@@ -110,6 +134,10 @@
 //
 //   - An acknowledged OffsetCommit is in the log at or below the high watermark
 //     and in the store; a later OffsetFetch to the same coordinator sees it.
+//   - An acknowledged TxnOffsetCommit is in the log and pending in memory; its
+//     offsets reach the store only at its producer's COMMIT marker, and the store's
+//     replay start (TxnReplayStart) stays at or below every open transaction's
+//     first batch, so no pending offset is lost across a restart.
 //   - Records reach the store in log order per partition, from one writer or the
 //     replay, never both at once (a new shard waits for the old one's done).
 //   - Handlers never block on a group's lock for long: the state machines answer

@@ -81,6 +81,9 @@
 //
 //	0x00 "layout"                                  -> u32 layout version (1); Open refuses others
 //	'a' | partition u32                            -> last applied __consumer_offsets offset, i64
+//	'r' | partition u32                            -> TxnReplayStart: first offset of the earliest
+//	                                                  transactional batch whose marker is not
+//	                                                  applied, i64 (absent: none)
 //	'g' | u16 len | group                          -> group metadata value, Kafka bytes as applied
 //	'o' | u16 len | group | u16 len | topic | p u32 -> stored offset:
 //	    | 0x01 | offset i64 | leader_epoch i32 | commit_ts i64 | expire_ts i64 | metadata ... |
@@ -105,6 +108,14 @@
 //   - CommitBatch is all or nothing.
 //   - Commit and CommitBatch do not move AppliedOffset: a caller that commits
 //     directly must also append to the log, or a rebuild loses the commit.
+//   - TxnReplayStart(p), when set, is where a replay must start if it is below
+//     AppliedOffset(p)+1 (transactional offsets pending at a crash are pending
+//     again). The caller keeps it at or below every open transaction's first batch
+//     (modules/groups/txn.go); ApplyMarker writes it with the marker's effects.
+//   - ApplyBatch skips records at or below AppliedOffset(p); Reapply and
+//     ApplyMarker apply whatever they are given (a replay from TxnReplayStart
+//     re-applies that stretch of the log in log order) and never lower it.
+//   - A store written before the 'r' key existed has none: nothing was pending.
 //
 // # Concurrency
 //
