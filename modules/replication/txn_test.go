@@ -313,6 +313,14 @@ func TestListOffsetsIsolation(t *testing.T) {
 	if o := list(1, 0); o.Offset != 0 {
 		t.Errorf("read_committed ts 0: %d", o.Offset)
 	}
+	// The plain records are from 2023, the transaction's from now: a timestamp between
+	// them finds the open transaction's first batch, past the LSO for read_committed.
+	if o := list(0, 1_700_000_000_001); o.Offset != 2 {
+		t.Errorf("read_uncommitted ts lookup %d, want 2", o.Offset)
+	}
+	if o := list(1, 1_700_000_000_001); o.Offset != -1 {
+		t.Errorf("read_committed ts lookup %d, want -1 (at or past the LSO)", o.Offset)
+	}
 	if o := list(1, -3); o.Offset >= 2 {
 		t.Errorf("read_committed max timestamp at %d, past the LSO", o.Offset)
 	}
