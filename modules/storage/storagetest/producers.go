@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,4 +404,44 @@ func testProducerReopen(t *testing.T, s kernel.Storage, reopen func(*testing.T, 
 		t.Fatalf("retry after reopen: %+v, %v", res, err)
 	}
 	mustProduce(t, l, 1, 0, 2, 1, false)
+}
+
+// testProducerConcurrentRetries: copies of the same batch sent at once are appended
+// once; every other copy is answered as a duplicate of it (the check and the append
+// are atomic).
+func testProducerConcurrentRetries(t *testing.T, s kernel.Storage) {
+	l := mustOpen(t, s, tp0, DefaultConfig())
+	const copies = 8
+	for round := range 20 {
+		seq := int32(round * 3)
+		results := make([]kernel.AppendResult, copies)
+		errs := make([]error, copies)
+		var wg sync.WaitGroup
+		for i := range copies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = produce(l, 1, 0, seq, 3, false)
+			}()
+		}
+		wg.Wait()
+		appended := 0
+		for i := range copies {
+			if errs[i] != nil {
+				t.Fatalf("round %d copy %d: %v", round, i, errs[i])
+			}
+			if !results[i].Duplicate {
+				appended++
+			}
+			if results[i].BaseOffset != int64(round*3) || results[i].LastOffset != int64(round*3+2) {
+				t.Fatalf("round %d copy %d: %+v", round, i, results[i])
+			}
+		}
+		if appended != 1 {
+			t.Fatalf("round %d: appended %d times", round, appended)
+		}
+	}
+	if l.LogEndOffset() != 60 {
+		t.Fatalf("log end %d, want 60", l.LogEndOffset())
+	}
 }

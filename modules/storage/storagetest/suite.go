@@ -88,6 +88,7 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"ProducerExpiry", testProducerExpiry},
 		{"ProducerAtomicMultiBatch", testProducerAtomicMultiBatch},
 		{"ProducerLogStart", testProducerLogStart},
+		{"ProducerConcurrentRetries", testProducerConcurrentRetries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
