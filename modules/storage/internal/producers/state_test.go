@@ -245,3 +245,37 @@ func TestAbortedTxnsModel(t *testing.T) {
 		}
 	}
 }
+
+func TestFollowerAndLeaderModes(t *testing.T) {
+	s := New()
+	mustOK(t, s, data(1, 5, 0, 1, 0, false), Client)
+	// Leader mode: sequences unchecked, epochs checked.
+	mustOK(t, s, data(1, 5, 40, 1, 1, false), Leader)
+	if _, _, err := check(t, s, data(1, 4, 41, 1, 2, false), Leader); !errors.Is(err, kernel.ErrInvalidProducerEpoch) {
+		t.Fatalf("leader, old epoch: %v", err)
+	}
+	// Follower mode: nothing checked; an old epoch never moves the epoch back.
+	mustOK(t, s, data(1, 4, 99, 1, 2, false), Follower)
+	mustOK(t, s, data(1, 5, 7, 1, 3, true), Follower)
+	mustOK(t, s, data(1, 5, 9, 1, 4, false), Follower) // non-transactional inside: accepted
+	ps, _ := s.Producer(1)
+	if ps.Epoch != 5 || ps.LastSequence != 9 || ps.TxnStartOffset != 3 {
+		t.Fatalf("%+v", ps)
+	}
+	mustOK(t, s, marker(1, 5, true, 2, 5), Follower)
+	mustOK(t, s, marker(1, 5, true, 1, 6), Follower) // older coordinator epoch: not fenced
+	// A marker with a newer epoch moves the epoch and forgets the old batches.
+	mustOK(t, s, marker(1, 6, false, 2, 7), Leader)
+	if ps, _ := s.Producer(1); ps.Epoch != 6 || ps.LastSequence != -1 {
+		t.Fatalf("%+v", ps)
+	}
+	if _, _, err := check(t, s, data(1, 6, 1, 1, 8, false), Client); !errors.Is(err, kernel.ErrOutOfOrderSequence) {
+		t.Fatalf("after the epoch bump by a marker, seq 1: %v", err)
+	}
+	mustOK(t, s, data(1, 6, 0, 1, 8, false), Client)
+	// Batches without a producer id are ignored.
+	mustOK(t, s, data(-1, -1, -1, 1, 9, false), Client)
+	if s.Len() != 1 {
+		t.Fatal(s.Len())
+	}
+}
