@@ -145,9 +145,10 @@ func (m *Module) writeMarkers(ctx context.Context, ws []markerWrite, timeout tim
 		}
 	}
 	// Committed markers (and any earlier committed ones of the same partitions) go to
-	// the listeners, even when the caller is going away: the marker is in the log.
+	// the listeners, even when the caller is going away or the write failed after the
+	// append (the ISR shrank): what is below the HW is committed, whatever the answer.
 	for i := range ws {
-		if w := &ws[i]; w.done && w.hook {
+		if w := &ws[i]; w.hook {
 			w.p.deliverMarkers(m.listeners())
 		}
 	}
