@@ -488,7 +488,7 @@ func (l *Log) Truncate(offset int64) error {
 	if !l.closed && l.leo.Load() < leo {
 		// Roll the producer state back: newest snapshot at or below the new end plus a
 		// replay; .txnindex entries past the end go.
-		if perr := l.loadProducers(); perr != nil {
+		if _, perr := l.loadProducers(); perr != nil {
 			err = errors.Join(err, fmt.Errorf("truncate %v: rebuild producer state: %w", l.tp, perr))
 		}
 	}

@@ -162,8 +162,16 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 	}
 	l.recoveryPoint = l.leo.Load()
-	if err := l.loadProducers(); err != nil {
+	replayed, err := l.loadProducers()
+	if err != nil {
 		return nil, fmt.Errorf("open %v: producer state: %w", tp, err)
+	}
+	if replayed {
+		// The log up to its end is on stable storage now (recovered segments were
+		// synced above): a snapshot saves the next open this replay.
+		if err := l.writeSnapshot(l.leo.Load()); err != nil {
+			logger.Warn("producer snapshot after recovery failed", "error", err)
+		}
 	}
 	return l, nil
 }

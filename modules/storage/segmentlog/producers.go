@@ -170,13 +170,13 @@ func (l *Log) rewriteTxnIndexes(from int64) error {
 // skipped with a warning), the aborted transactions of the .txnindex files below the
 // snapshot's offset, then a replay of the batch headers from there to the log end,
 // which re-derives the aborted transactions above it (their .txnindex entries are
-// rewritten, never duplicated).
-func (l *Log) loadProducers() error {
+// rewritten, never duplicated). replayed reports whether any batch was replayed.
+func (l *Log) loadProducers() (replayed bool, err error) {
 	l.prod.Reset()
 	leo, first := l.leo.Load(), l.segs[0].base
 	offs, err := listSnapshots(l.dir)
 	if err != nil {
-		return fmt.Errorf("list producer snapshots: %w", err)
+		return false, fmt.Errorf("list producer snapshots: %w", err)
 	}
 	from := first
 	for i := len(offs) - 1; i >= 0; i-- {
@@ -187,7 +187,7 @@ func (l *Log) loadProducers() error {
 		}
 		b, err := os.ReadFile(filepath.Join(l.dir, snapshotName(off)))
 		if err != nil {
-			return fmt.Errorf("read producer snapshot %d: %w", off, err)
+			return false, fmt.Errorf("read producer snapshot %d: %w", off, err)
 		}
 		soff, es, err := producers.DecodeSnapshot(b)
 		if err == nil && soff != off {
@@ -212,7 +212,7 @@ func (l *Log) loadProducers() error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("read transaction index %d: %w", s.base, err)
+			return false, fmt.Errorf("read transaction index %d: %w", s.base, err)
 		}
 		as, torn, err := producers.ParseTxnIndex(b)
 		if err != nil || torn {
@@ -234,13 +234,13 @@ func (l *Log) loadProducers() error {
 		}
 	}
 	if err := l.replayProducers(from); err != nil {
-		return err
+		return false, err
 	}
 	if err := l.rewriteTxnIndexes(from); err != nil {
-		return err
+		return false, err
 	}
 	l.prod.TruncateHead(l.logStart.Load())
-	return nil
+	return from < leo, nil
 }
 
 // replayProducers applies the batches from offset from (a batch boundary) to the log
