@@ -90,7 +90,7 @@
 //
 // A producer snapshot "<20-digit offset>.snapshot" holds the producer state as of that
 // log end offset (taken at every segment roll, before the new segment's first batch,
-// and at Close); the newest 3 are kept, ones below the first segment are deleted.
+// at Close, and after a recovery that replayed batches); the newest 3 are kept, ones below the first segment are deleted.
 // Sluice's own format (not Kafka's), version 1, big-endian (producers.EncodeSnapshot):
 //
 //	| version u16 | crc32c u32 | offset i64 | count u32 | count × entry |   crc covers offset..end
@@ -134,7 +134,8 @@
 // .txnindex entries below the snapshot's offset, then every batch header from that
 // offset to the log end is replayed without checks (markers are read whole), which
 // re-derives the aborted transactions above it; the .txnindex files of those segments
-// are rewritten from the result, so entries are never duplicated. Truncate rebuilds the
+// are rewritten from the result, so entries are never duplicated; a snapshot at the log
+// end is then written if anything was replayed. Truncate rebuilds the
 // state the same way after cutting the log. The append time of a replayed batch is not
 // on disk: a duplicate of it is answered with its max timestamp as LogAppendTime, and
 // sequence ranges of empty AppendProducer calls after the snapshot are forgotten.
