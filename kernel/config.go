@@ -69,6 +69,7 @@ func defaultModules() map[string]string {
 		"auth":        "none",
 		"groups":      "coordinator",
 		"transforms":  "wasm",
+		"txn":         "coordinator",
 	}
 }
 

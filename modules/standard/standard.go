@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/modules/replication"
 	"github.com/sluicehq/sluice/modules/storage/memory"
 	"github.com/sluicehq/sluice/modules/storage/segmentlog"
+	"github.com/sluicehq/sluice/modules/txn"
 	"github.com/sluicehq/sluice/transforms"
 )
 
@@ -22,4 +23,5 @@ func Register(reg *kernel.Registry) {
 	reg.Register(replication.Info())
 	reg.Register(groups.Info())
 	reg.Register(transforms.Info())
+	reg.Register(txn.Info())
 }

@@ -28,36 +28,29 @@ func (m *Module) newProducerID(ctx context.Context) (int64, *kerr.Error) {
 func (s *shard) initProducerID(ctx context.Context, id string, timeoutMs int32, expected *pidEpoch) (int64, int16, *kerr.Error) {
 	s.mu.Lock()
 	t, e := s.lookupLocked(id)
-	s.mu.Unlock()
-	if e != nil {
-		return -1, -1, e
-	}
-	if t == nil {
+	if e == nil && t == nil {
 		// A new id: reserve its producer id outside the lock (it may write the
 		// metadata log), then create it with epoch -1 (never handed out) unless a
-		// concurrent request did first; the bump below makes the epoch 0.
+		// concurrent request did first; the bump below makes the epoch 0. The lookup
+		// is repeated so that t is the id's entry in the map when it transits (an
+		// entry dropped meanwhile, by expiry, must not be written for).
+		s.mu.Unlock()
 		pid, e := s.m.newProducerID(ctx)
 		if e != nil {
 			return -1, -1, e
 		}
 		s.mu.Lock()
-		if t, e = s.lookupLocked(id); e != nil {
-			s.mu.Unlock()
-			return -1, -1, e
-		}
-		if t == nil {
+		if t, e = s.lookupLocked(id); e == nil && t == nil {
 			t = &txnMeta{id: id, cur: txnData{
 				ProducerID: pid, LastProducerID: -1, Epoch: -1, LastEpoch: -1,
 				TimeoutMs: timeoutMs, State: stEmpty, StartMs: -1, UpdateMs: s.m.now().UnixMilli(),
 			}}
 			s.txns[id] = t
 		}
-	} else {
-		s.mu.Lock()
-		if s.dead {
-			s.mu.Unlock()
-			return -1, -1, kerr.NotCoordinator
-		}
+	}
+	if e != nil {
+		s.mu.Unlock()
+		return -1, -1, e
 	}
 	newID := func() (int64, *kerr.Error) { return s.m.newProducerID(ctx) }
 	next, fence, e := t.initTransit(timeoutMs, expected, newID, s.m.now().UnixMilli())

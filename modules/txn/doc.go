@@ -22,21 +22,29 @@
 //
 // # State machine
 //
-// One transactional id, with Kafka's states (the bracketed ones are never written):
+// One transactional id, with Kafka's states and ids. Each arrow is one record written
+// (and committed) before the request that caused it is answered:
 //
-//	          InitProducerId (epoch+1, or a new id when the epoch is exhausted)
-//	       ┌──────────────────────────────────────────────┐
-//	       ▼                      AddPartitions/AddOffsets │
-//	    Empty ──AddPartitions──► Ongoing ◄─────────────────┤
-//	       ▲                    │  │  │                    │
-//	       │        EndTxn(commit)  │  EndTxn(abort), InitProducerId (fence: epoch+1),
-//	       │                    ▼  │  timeout (epoch+1)
-//	       │          PrepareCommit │ PrepareAbort
-//	       │     markers written │  ▼   │ markers written
-//	       │          CompleteCommit   CompleteAbort ──► Empty / Ongoing (next txn)
-//	       │                    └──────┴─────────► tombstone after
-//	       │                                        transactional.id.expiration.ms idle
-//	    [Dead] [PrepareEpochFence]
+//	(new id)        ─InitProducerId──────────────► Empty (new producer id, epoch 0)
+//	Empty, Complete*─InitProducerId──────────────► Empty (epoch+1; a new producer id
+//	                                                 and epoch 0 once the epoch is
+//	                                                 exhausted, >= 32766)
+//	Empty, Complete*─AddPartitions/AddOffsets────► Ongoing (start time = now)
+//	Ongoing         ─AddPartitions/AddOffsets────► Ongoing (nothing written when the
+//	                                                 partitions are already in it)
+//	Ongoing         ─EndTxn(commit)──────────────► PrepareCommit ─markers─► CompleteCommit
+//	Ongoing         ─EndTxn(abort)───────────────► PrepareAbort  ─markers─► CompleteAbort
+//	Ongoing         ─InitProducerId (fence)──────► PrepareAbort, epoch+1 (the caller
+//	                                                 gets CONCURRENT_TRANSACTIONS)
+//	Ongoing         ─transaction.timeout.ms──────► PrepareAbort, epoch+1
+//	Empty, Complete*─transactional.id.expiration.ms idle─► tombstone (forgotten)
+//
+// Refusals: another producer id INVALID_PRODUCER_ID_MAPPING; another epoch
+// PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for old request versions); a transition
+// still being written, or Prepare* for anything but the opposite EndTxn,
+// CONCURRENT_TRANSACTIONS; EndTxn of Empty or the opposite of a Prepare*/Complete*
+// state INVALID_TXN_STATE; a retried EndTxn of a Complete* transaction is answered OK.
+// Dead (6) and PrepareEpochFence (7) are never written.
 //
 // Kafka's PrepareEpochFence is folded into the PrepareAbort record it leads to: the
 // fence writes PrepareAbort with the bumped epoch directly, and the client that
