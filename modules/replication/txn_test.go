@@ -580,3 +580,66 @@ func (rewritingTransformer) Bound(string) bool { return true }
 func (rewritingTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, records []byte) ([]byte, error) {
 	return testBatch(1, "z"), nil
 }
+
+// Producers racing their own retries: every batch is sent twice at once; each must be
+// stored exactly once, in sequence order, and both sends answered with its offset.
+func TestIdempotentConcurrentRetries(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1})
+	const producers, batches = 4, 40
+	var wg sync.WaitGroup
+	for pid := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range batches {
+				var offs [2]int64
+				var codes [2]int16
+				var inner sync.WaitGroup
+				for i := range 2 {
+					inner.Add(1)
+					go func() {
+						defer inner.Done()
+						r := produceReq(-1, "t", 1, 0, pidBatch(int64(pid), 0, int32(seq), false, fmt.Sprintf("%d-%d", pid, seq)))
+						resp, err := h.call(t, context.Background(), 9, r, kernel.AllowAll{})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						p := resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+						offs[i], codes[i] = p.BaseOffset, p.ErrorCode
+					}()
+				}
+				inner.Wait()
+				if codes[0] != 0 || codes[1] != 0 || offs[0] != offs[1] {
+					t.Errorf("producer %d seq %d: codes %v offsets %v", pid, seq, codes, offs)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	out := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
+	next := make([]int, producers)
+	n := 0
+	var dec recordbatch.Decoder
+	if err := recordbatch.Split(out.RecordBatches, func(_ recordbatch.Header, b []byte) error {
+		_, err := dec.Records(b, func(r *recordbatch.Record) error {
+			var pid, seq int
+			if _, err := fmt.Sscanf(string(r.Value), "%d-%d", &pid, &seq); err != nil {
+				return err
+			}
+			if seq != next[pid] {
+				return fmt.Errorf("producer %d: seq %d stored where %d was next", pid, seq, next[pid])
+			}
+			next[pid]++
+			n++
+			return nil
+		})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != producers*batches {
+		t.Fatalf("stored %d records, want %d", n, producers*batches)
+	}
+}
