@@ -77,8 +77,7 @@
 //     WRITE on each topic every produce already needs (as Kafka since 2.8, KIP-679:
 //     IDEMPOTENT_WRITE on the cluster or WRITE on any topic is checked when the
 //     producer id is handed out, and a producer that may write the partition has the
-//     latter). Without a producer
-//     id the path is unchanged and allocation-free.
+//     latter). Without a producer id the path is unchanged and allocation-free.
 //   - KIP-890 verification: before the first transactional batch of a producer's
 //     transaction in a partition (the log knows no open transaction of it), the txn
 //     module's kernel.TxnVerifier, when the "txn" role has one (looked up on first use:
@@ -122,9 +121,10 @@
 //
 // # Invariants
 //
-//   - Offsets are assigned only by the leader, by Log.AppendLeader, under Partition.mu;
-//     the leader epoch is stamped into each batch (bytes 12-16, outside the CRC) under
-//     the same lock, so a batch carries the epoch it was written in.
+//   - Offsets are assigned only by the leader, by Log.AppendLeader or
+//     Log.AppendProducer, under Partition.mu; the leader epoch is stamped into each
+//     batch (bytes 12-16, outside the CRC) under the same lock, so a batch carries the
+//     epoch it was written in.
 //   - HW <= LEO, and the HW never moves down. Consumers never see past the HW: Fetch
 //     reads with maxOffset = HW (LSO <= HW for read_committed) and ListOffsets answers
 //     at most the HW (the LSO for read_committed).
