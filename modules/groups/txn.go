@@ -130,32 +130,55 @@ func (p *pendingTxns) supersede(key []byte) {
 	}
 }
 
-// resolve ends producer id's transaction at a marker at log offset marker: it removes
-// the pending offsets written before the marker and returns, for a COMMIT, those to
-// apply (not superseded) in log order. Offsets written after the marker (the
-// producer's next transaction, appended before the marker was handed to the writer)
-// stay pending.
-func (p *pendingTxns) resolve(id int64, commit bool, marker int64) []offsets.Record {
+// ending returns what a marker at log offset marker ends of producer id's
+// transaction, without changing anything: the pending offsets written before the
+// marker (those written after it, the producer's next transaction appended before the
+// marker was handed to the writer, stay), for a COMMIT the records to apply (not
+// superseded) in log order, and the first offset of the open transactions left.
+func (p *pendingTxns) ending(id int64, commit bool, marker int64) (ended []*pendingOffset, apply []offsets.Record, first int64) {
 	t := p.byProducer[id]
 	if t == nil {
-		return nil
+		return nil, nil, p.first()
 	}
-	var out []offsets.Record
-	for k, e := range t.entries {
+	for _, e := range t.entries {
 		if e.pos > marker {
 			continue
 		}
-		delete(t.entries, k)
-		p.unindex(e)
+		ended = append(ended, e)
 		if commit && !e.superseded {
-			out = append(out, offsets.Record{Key: e.key, Value: e.value, Offset: e.pos})
+			apply = append(apply, offsets.Record{Key: e.key, Value: e.value, Offset: e.pos})
 		}
+	}
+	slices.SortFunc(apply, func(a, b offsets.Record) int { return cmp.Compare(a.Offset, b.Offset) })
+	first = -1
+	for pid, o := range p.byProducer {
+		for _, e := range o.entries {
+			if pid == id && e.pos <= marker {
+				continue
+			}
+			if first < 0 || e.batch < first {
+				first = e.batch
+			}
+		}
+	}
+	return ended, apply, first
+}
+
+// end removes the pending offsets ending returned.
+func (p *pendingTxns) end(id int64, ended []*pendingOffset) {
+	t := p.byProducer[id]
+	if t == nil {
+		return
+	}
+	for _, e := range ended {
+		if t.entries[string(e.key)] == e {
+			delete(t.entries, string(e.key))
+		}
+		p.unindex(e)
 	}
 	if len(t.entries) == 0 {
 		delete(p.byProducer, id)
 	}
-	slices.SortFunc(out, func(a, b offsets.Record) int { return cmp.Compare(a.Offset, b.Offset) })
-	return out
 }
 
 // has reports whether group has a pending offset for topic/partition.
@@ -250,20 +273,25 @@ func (s *shard) addPending(id int64, epoch int16, base int64, recs []offsets.Rec
 }
 
 // endTxn applies (COMMIT) or drops (ABORT) producer id's pending offsets at a marker
-// at log offset marker, and persists the new TxnReplayStart with them.
+// at log offset marker, and persists the new TxnReplayStart with them. The offsets
+// stay pending until the store has them, so an OffsetFetch with require_stable never
+// sees the old offset as stable in between. Writer or replay only.
 func (s *shard) endTxn(id int64, commit bool, marker int64) error {
 	s.txnMu.Lock()
 	if s.txns.byProducer[id] == nil {
 		s.txnMu.Unlock()
 		return nil // a retried marker, or a transaction with no offsets here
 	}
-	recs := s.txns.resolve(id, commit, marker)
-	first := s.txns.first()
+	ended, recs, first := s.txns.ending(id, commit, marker)
 	s.txnMu.Unlock()
+	if len(ended) == 0 {
+		return nil
+	}
 	if err := s.m.store.ApplyMarker(s.tp.Partition, recs, marker, first); err != nil {
 		return err
 	}
 	s.txnMu.Lock()
+	s.txns.end(id, ended)
 	s.txns.persisted = first
 	s.txnMu.Unlock()
 	if commit {
