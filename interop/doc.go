@@ -19,6 +19,21 @@
 // redpanda-uppercase) and derived (route-by-key) transforms store, across a broker
 // SIGKILL, and that bad deploys fail with a non-zero exit and a clear message.
 //
+// The idempotence and transaction tests (idempotence_test.go, txn_*_test.go, helpers in
+// txn_helpers_test.go) resend hand-built producer batches with raw Produce requests
+// (duplicates answered with their original offsets, before and after a broker SIGKILL;
+// sequence gaps refused), keep one idempotent franz-go producer running across broker
+// SIGKILLs (every record exactly once, in order), run a GroupTransactSession
+// consume-transform-produce pipeline as a separate process (interop/internal/eospipe,
+// built once) with the pipeline or the broker SIGKILLed mid-stream, and check
+// read_committed against read_uncommitted for franz-go, librdkafka
+// (txn_librdkafka_test.py) and kafkajs (txn_kafkajs_test.js: the seed's idempotent and
+// transactional producer snippets, tx.sendOffsets checked with kadm), zombie fencing on a
+// second InitProducerId, the coordinator aborting a transaction past its timeout, and 8
+// concurrent transactional producers on shared partitions. Consumers read up to a plain
+// sentinel record appended to each partition afterwards, so a transaction left open
+// (the last stable offset stuck below the sentinel) fails the read instead of passing it.
+//
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
 // directory, waits for GET /readyz on the admin listener, and stops it with SIGTERM in

@@ -1,0 +1,190 @@
+package interop
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var (
+	eospipeOnce sync.Once
+	eospipeBin  string
+	eospipeErr  error
+)
+
+// eospipe returns the path of interop/internal/eospipe built once per test binary, next
+// to the broker binary (TestMain's cleanup removes it).
+func eospipe(t *testing.T) string {
+	t.Helper()
+	needBroker(t)
+	eospipeOnce.Do(func() {
+		bin := filepath.Join(filepath.Dir(brokerBin), "eospipe")
+		cmd := exec.Command("go", "build", "-o", bin, "./interop/internal/eospipe")
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			eospipeErr = fmt.Errorf("go build ./interop/internal/eospipe: %w\n%s", err, out)
+			return
+		}
+		eospipeBin = bin
+	})
+	if eospipeErr != nil {
+		t.Fatal(eospipeErr)
+	}
+	return eospipeBin
+}
+
+// eosRun is one exactly-once pipeline test: N numbered input records, the pipeline
+// (eospipe) restarted whenever it dies, and the output checked with read_committed.
+type eosRun struct {
+	t          *testing.T
+	b          *broker
+	in, out    string
+	group      string
+	partitions int32
+	n          int
+	adm        *kadm.Client
+	pipe       *lineProc
+	starts     int
+	unexpected int // pipeline exits the test did not cause
+}
+
+const eosMaxStarts = 30 // pipeline starts before the test gives up
+
+func newEOSRun(t *testing.T, name string) *eosRun {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	r := &eosRun{t: t, b: b, in: name + "-in", out: name + "-out", group: name + "-g", partitions: 3, n: 3000}
+	createTopic(t, b.addr, r.in, r.partitions)
+	createTopic(t, b.addr, r.out, r.partitions)
+	produceSeq(t, b.addr, r.in, r.partitions, "in", r.n)
+	r.adm = kadm.NewClient(newClient(t, b.addr))
+	return r
+}
+
+// start starts the pipeline (transactional id and group instance id stay the same
+// across starts).
+func (r *eosRun) start() {
+	r.t.Helper()
+	if r.starts >= eosMaxStarts {
+		r.t.Fatalf("the pipeline was started %d times (%d exits the test did not cause); giving up", r.starts, r.unexpected)
+	}
+	r.starts++
+	r.pipe = startLineProc(r.t, nil, eospipe(r.t), "-brokers", r.b.addr, "-group", r.group, "-in", r.in, "-out", r.out,
+		"-txn-id", r.group+"-txn", "-chunk", "60", "-pace", "20ms")
+}
+
+func (r *eosRun) pipeRunning() bool {
+	select {
+	case <-r.pipe.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// progress returns how many input records the group has committed, or -1 on an error.
+func (r *eosRun) progress() int {
+	got, err := committed(r.adm, r.group, r.in)
+	if err != nil {
+		return -1
+	}
+	n := int64(0)
+	for _, o := range got {
+		n += o
+	}
+	return int(n)
+}
+
+// waitProgress waits until the group has committed at least target input records,
+// restarting the pipeline whenever it exits on its own.
+func (r *eosRun) waitProgress(target int, timeout time.Duration) {
+	r.t.Helper()
+	last := -1
+	ok := pollUntil(timeout, func() bool {
+		if !r.pipeRunning() {
+			r.unexpected++
+			r.t.Logf("pipeline start %d exited on its own (%v); starting it again; stderr:\n%s",
+				r.starts, r.pipe.err, tail(r.pipe.errb.String(), 10))
+			r.start()
+		}
+		last = r.progress()
+		return last >= target
+	})
+	if !ok {
+		r.t.Fatalf("the group committed %d input records within %s, want at least %d", last, timeout, target)
+	}
+}
+
+// finish waits for the whole input to be committed, stops the pipeline cleanly and
+// checks the output with read_committed: each input record's output exactly once, in
+// the input's partition and order.
+func (r *eosRun) finish() {
+	r.t.Helper()
+	r.waitProgress(r.n, 120*time.Second)
+	if got := r.progress(); got != r.n {
+		r.t.Errorf("the group committed %d input records, want exactly %d", got, r.n)
+	}
+	_ = r.pipe.stdin.Close()
+	r.pipe.wait(60 * time.Second)
+
+	writeSentinels(r.t, r.b.addr, r.out, int(r.partitions))
+	got := readToSentinels(r.t, r.b.addr, r.out, int(r.partitions), kgo.ReadCommitted(), 60*time.Second)
+	want := map[int32][]string{}
+	for i := range r.n {
+		p := int32(i) % r.partitions
+		want[p] = append(want[p], fmt.Sprintf("out-in-%04d", i))
+	}
+	checkSamePartitionValues(r.t, "output read with read_committed", valuesPerPartition(got), want)
+	all := readToSentinels(r.t, r.b.addr, r.out, int(r.partitions), kgo.ReadUncommitted(), 60*time.Second)
+	total := 0
+	for _, rs := range all {
+		total += len(rs)
+	}
+	if total < r.n {
+		r.t.Errorf("read_uncommitted sees %d output records, fewer than the %d committed ones", total, r.n)
+	}
+	r.t.Logf("%d pipeline starts (%d exits not caused by the test); output: %d records committed, %d written in all (the rest aborted)",
+		r.starts, r.unexpected, r.n, total)
+}
+
+// TestEOSPipelineClientKills runs a franz-go GroupTransactSession consume-transform-
+// produce pipeline (interop/internal/eospipe, a separate process) over 3000 numbered
+// records, 60 per transaction with each transaction held open 20ms, SIGKILLs the
+// pipeline process three times mid-stream (at a quarter, half and three quarters of the
+// input committed) and starts it again with the same transactional id. The output, read
+// with read_committed, must hold each input record's output exactly once: the killed
+// pipeline's open transaction is aborted when its successor initialises, and the
+// successor resumes from the offsets committed in the last committed transaction.
+func TestEOSPipelineClientKills(t *testing.T) {
+	r := newEOSRun(t, "eos-client-kills")
+	r.start()
+	for k := 1; k <= 3; k++ {
+		r.waitProgress(k*r.n/4, 90*time.Second)
+		t.Logf("SIGKILLing the pipeline at %d committed input records", r.progress())
+		r.pipe.kill()
+		r.start()
+	}
+	r.finish()
+}
+
+// TestEOSPipelineBrokerKills is TestEOSPipelineClientKills with the broker SIGKILLed
+// (and restarted on its data dir) three times instead of the client: the pipeline keeps
+// running, or exits with an error and is started again, and the transaction
+// coordinator, the group coordinator and the partitions must recover in-flight
+// transactions so that the output still holds each input record's output exactly once.
+func TestEOSPipelineBrokerKills(t *testing.T) {
+	r := newEOSRun(t, "eos-broker-kills")
+	r.start()
+	for k := 1; k <= 3; k++ {
+		r.waitProgress(k*r.n/4, 90*time.Second)
+		t.Logf("SIGKILLing the broker at %d committed input records", r.progress())
+		r.b.kill()
+		r.b.start()
+	}
+	r.finish()
+}

@@ -1,0 +1,431 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnClient returns a franz-go transactional producer (manual partitioning), closed in
+// t.Cleanup.
+func txnClient(t *testing.T, addr, txnID string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return newClient(t, addr, append([]kgo.Opt{
+		kgo.TransactionalID(txnID),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(30 * time.Second),
+	}, opts...)...)
+}
+
+// runTxn begins a transaction, produces recs and waits for their acknowledgements, then
+// commits or aborts.
+func runTxn(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, commit bool) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		_ = cl.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("produce: %w", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		return fmt.Errorf("end (commit %v): %w", commit, err)
+	}
+	return nil
+}
+
+// txnLedger is what producers wrote: values per producer (the value's prefix up to the
+// first '-') and partition, in production order, all of them and the committed ones.
+type txnLedger struct {
+	mu        sync.Mutex
+	all       map[string]map[int32][]string
+	committed map[string]map[int32][]string
+}
+
+func newTxnLedger() *txnLedger {
+	return &txnLedger{all: map[string]map[int32][]string{}, committed: map[string]map[int32][]string{}}
+}
+
+func (l *txnLedger) add(recs []*kgo.Record, committed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range recs {
+		v := string(r.Value)
+		appendValue(l.all, producerOf(v), r.Partition, v)
+		if committed {
+			appendValue(l.committed, producerOf(v), r.Partition, v)
+		}
+	}
+}
+
+func appendValue(m map[string]map[int32][]string, prod string, p int32, v string) {
+	if m[prod] == nil {
+		m[prod] = map[int32][]string{}
+	}
+	m[prod][p] = append(m[prod][p], v)
+}
+
+func producerOf(v string) string {
+	if i := strings.IndexByte(v, '-'); i > 0 {
+		return v[:i]
+	}
+	return v
+}
+
+// byProducer splits what a consumer read per partition by producer.
+func byProducer(got map[int32][]*kgo.Record) map[string]map[int32][]string {
+	out := map[string]map[int32][]string{}
+	for p, rs := range got {
+		for _, r := range rs {
+			appendValue(out, producerOf(string(r.Value)), p, string(r.Value))
+		}
+	}
+	return out
+}
+
+// checkLedger compares what a consumer read with the ledger: for every producer and
+// partition, the same values in the same order.
+func checkLedger(t *testing.T, what string, got map[int32][]*kgo.Record, want map[string]map[int32][]string) {
+	t.Helper()
+	g := byProducer(got)
+	prods := map[string]bool{}
+	for p := range g {
+		prods[p] = true
+	}
+	for p := range want {
+		prods[p] = true
+	}
+	for prod := range prods {
+		checkSamePartitionValues(t, fmt.Sprintf("%s, producer %s", what, prod), g[prod], want[prod])
+	}
+}
+
+// TestTxnAbortedInvisible: franz-go transactional producers commit some transactions and
+// abort others, interleaved on three shared partitions with each other and with a plain
+// idempotent producer. First, a transaction left open pins the last stable offset
+// (ListOffsets read_committed) at its first record even after later plain records, and
+// commit releases it. Afterwards the last stable offsets reach the high watermarks; a
+// read_committed consumer reads exactly the committed and plain records (per producer
+// and partition, in order), a read_uncommitted one reads the aborted ones too.
+func TestTxnAbortedInvisible(t *testing.T) {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	const (
+		topic      = "txn-aborts"
+		partitions = 3
+	)
+	createTopic(t, b.addr, topic, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ledger := newTxnLedger()
+	plain := newClient(t, b.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(plain)
+
+	// An open transaction pins the last stable offset.
+	open := txnClient(t, b.addr, "txn-aborts-open")
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	openRec := &kgo.Record{Topic: topic, Partition: 0, Value: []byte("O-0")}
+	if err := open.ProduceSync(ctx, openRec).FirstErr(); err != nil {
+		t.Fatalf("produce in an open transaction: %v", err)
+	}
+	after := []*kgo.Record{{Topic: topic, Partition: 0, Value: []byte("C-open-0")}, {Topic: topic, Partition: 0, Value: []byte("C-open-1")}}
+	if err := plain.ProduceSync(ctx, after...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	lso, hw, err := stableAndEnd(ctx, adm, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lso[0] != openRec.Offset || hw[0] != openRec.Offset+3 {
+		t.Errorf("with a transaction open at offset %d and 2 plain records after it: last stable offset %d, high watermark %d; want %d and %d",
+			openRec.Offset, lso[0], hw[0], openRec.Offset, openRec.Offset+3)
+	}
+	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	ledger.add([]*kgo.Record{openRec}, true)
+	ledger.add(after, true)
+	waitStable(t, b.addr, topic, 30*time.Second)
+
+	// Two transactional producers and a plain one, concurrently.
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	txnProducer := func(cl *kgo.Client, name string, txns, perTxn int, commit func(int) bool) {
+		defer wg.Done()
+		for tx := range txns {
+			var recs []*kgo.Record
+			for i := range perTxn {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32((tx + i) % partitions),
+					Value: []byte(fmt.Sprintf("%s-t%02d-r%02d", name, tx, i))})
+			}
+			c := commit(tx)
+			if err := runTxn(ctx, cl, recs, c); err != nil {
+				errs <- fmt.Errorf("producer %s transaction %d: %w", name, tx, err)
+				return
+			}
+			ledger.add(recs, c)
+		}
+	}
+	wg.Add(3)
+	clA, clB := txnClient(t, b.addr, "txn-aborts-A"), txnClient(t, b.addr, "txn-aborts-B")
+	go txnProducer(clA, "A", 12, 10, func(tx int) bool { return tx%2 == 0 })
+	go txnProducer(clB, "B", 12, 7, func(tx int) bool { return tx%3 != 0 })
+	go func() {
+		defer wg.Done()
+		for chunk := range 20 {
+			var recs []*kgo.Record
+			for i := range 10 {
+				n := chunk*10 + i
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(n % partitions), Value: []byte(fmt.Sprintf("C-%03d", n))})
+			}
+			if err := plain.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				errs <- fmt.Errorf("plain producer: %w", err)
+				return
+			}
+			ledger.add(recs, true)
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	waitStable(t, b.addr, topic, 30*time.Second)
+	writeSentinels(t, b.addr, topic, partitions)
+	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
+	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
+}
+
+// TestTxnZombieFenced: two franz-go producers with the same transactional id. The first
+// begins a transaction and writes to two partitions; the second initialises (which must
+// abort the first one's transaction and fence its epoch), writes and commits. The
+// first's later produce and its commit fail with PRODUCER_FENCED or
+// INVALID_PRODUCER_EPOCH; read_committed sees only the second producer's records, and
+// even read_uncommitted sees none of the first one's records written after the fencing.
+func TestTxnZombieFenced(t *testing.T) {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	const (
+		topic      = "txn-zombie"
+		partitions = 2
+		txnID      = "txn-zombie-id"
+	)
+	createTopic(t, b.addr, topic, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	recs := func(prefix string, n int) []*kgo.Record {
+		var out []*kgo.Record
+		for i := range n {
+			out = append(out, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
+		}
+		return out
+	}
+
+	zombie := txnClient(t, b.addr, txnID, kgo.RecordRetries(3), kgo.RetryTimeout(10*time.Second))
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	early := recs("Z1early", 6)
+	if err := zombie.ProduceSync(ctx, early...).FirstErr(); err != nil {
+		t.Fatalf("first producer, before the second one exists: %v", err)
+	}
+	zpid, zepoch, _ := zombie.ProducerID(ctx)
+
+	second := txnClient(t, b.addr, txnID)
+	if err := second.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	mine := recs("Z2", 4)
+	if err := second.ProduceSync(ctx, mine...).FirstErr(); err != nil {
+		t.Fatalf("second producer: %v", err)
+	}
+	spid, sepoch, _ := second.ProducerID(ctx)
+	t.Logf("first producer: id %d epoch %d; second: id %d epoch %d", zpid, zepoch, spid, sepoch)
+	if spid == zpid && sepoch <= zepoch {
+		t.Errorf("second producer got id %d epoch %d, not past the first one's epoch %d", spid, sepoch, zepoch)
+	}
+
+	late := recs("Z1late", 6)
+	err := zombie.ProduceSync(ctx, late...).FirstErr()
+	if !isFenced(err) {
+		t.Errorf("first producer after the second one initialised: produce error %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+	err = zombie.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil {
+		t.Errorf("first producer: committing after being fenced succeeded")
+	} else {
+		t.Logf("first producer: commit after fencing: %v", err)
+	}
+
+	if err := second.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("second producer: commit: %v", err)
+	}
+	waitStable(t, b.addr, topic, 30*time.Second)
+	writeSentinels(t, b.addr, topic, partitions)
+
+	committed := readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second)
+	want := map[int32][]string{}
+	for _, r := range mine {
+		want[r.Partition] = append(want[r.Partition], string(r.Value))
+	}
+	checkSamePartitionValues(t, "read_committed", valuesPerPartition(committed), want)
+	for p, rs := range readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second) {
+		for _, r := range rs {
+			if strings.HasPrefix(string(r.Value), "Z1late") {
+				t.Errorf("read_uncommitted: partition %d offset %d holds %q, written by the fenced producer", p, r.Offset, r.Value)
+			}
+		}
+	}
+}
+
+// TestTxnTimeoutAborts: a franz-go producer with transaction.timeout.ms 4s begins a
+// transaction, writes 5 records between plain records and stalls. While it is open the
+// last stable offset stays at its first record; after the timeout the coordinator
+// aborts it, so the last stable offset reaches the high watermark (within 60s: Kafka
+// looks for expired transactions every 10s), a late commit from the stalled producer
+// fails, and read_committed sees only the plain records while read_uncommitted sees all.
+func TestTxnTimeoutAborts(t *testing.T) {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	const (
+		topic   = "txn-timeout"
+		timeout = 4 * time.Second
+	)
+	createTopic(t, b.addr, topic, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	plain := newClient(t, b.addr)
+	adm := kadm.NewClient(plain)
+	seq := func(prefix string, n int) []*kgo.Record {
+		var out []*kgo.Record
+		for i := range n {
+			out = append(out, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
+		}
+		return out
+	}
+	before, slowRecs, after := seq("before", 5), seq("slow", 5), seq("after", 5)
+	if err := plain.ProduceSync(ctx, before...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	slow := txnClient(t, b.addr, "txn-timeout-id", kgo.TransactionTimeout(timeout))
+	if err := slow.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.ProduceSync(ctx, slowRecs...).FirstErr(); err != nil {
+		t.Fatalf("produce in the transaction: %v", err)
+	}
+	opened := time.Now()
+	if err := plain.ProduceSync(ctx, after...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	lso, hw, err := stableAndEnd(ctx, adm, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(opened) < timeout {
+		if lso[0] != 5 || hw[0] != 15 {
+			t.Errorf("with the transaction open: last stable offset %d, high watermark %d; want 5 and 15", lso[0], hw[0])
+		}
+	} else {
+		t.Logf("the machine is slow: %s passed before the check, the transaction may have timed out already", time.Since(opened))
+	}
+
+	waitStable(t, b.addr, topic, 60*time.Second)
+	t.Logf("the last stable offset reached the high watermark %s after the transaction's records were written", time.Since(opened).Round(time.Millisecond))
+	if err := slow.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Errorf("committing the transaction after the coordinator aborted it succeeded")
+	} else {
+		t.Logf("late commit: %v", err)
+	}
+
+	waitStable(t, b.addr, topic, 30*time.Second)
+	writeSentinels(t, b.addr, topic, 1)
+	var want, wantAll []string
+	for _, r := range before {
+		want = append(want, string(r.Value))
+	}
+	wantAll = append(wantAll, want...)
+	for _, r := range slowRecs {
+		wantAll = append(wantAll, string(r.Value))
+	}
+	for _, r := range after {
+		want = append(want, string(r.Value))
+		wantAll = append(wantAll, string(r.Value))
+	}
+	checkSamePartitionValues(t, "read_committed", valuesPerPartition(readToSentinels(t, b.addr, topic, 1, kgo.ReadCommitted(), 60*time.Second)),
+		map[int32][]string{0: want})
+	checkSamePartitionValues(t, "read_uncommitted", valuesPerPartition(readToSentinels(t, b.addr, topic, 1, kgo.ReadUncommitted(), 60*time.Second)),
+		map[int32][]string{0: wantAll})
+}
+
+// TestTxnConcurrentProducers: 8 franz-go transactional producers run 12 transactions each
+// at the same time, each transaction writing 1-15 records to random partitions of 4
+// shared ones and then committing or aborting at random (seed in the log). Nothing may
+// fail or hang; afterwards the last stable offsets reach the high watermarks, and
+// read_committed sees exactly the committed records (per producer and partition, in
+// order), read_uncommitted all of them.
+func TestTxnConcurrentProducers(t *testing.T) {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	const (
+		topic      = "txn-concurrent"
+		partitions = 4
+		producers  = 8
+		txns       = 12
+	)
+	createTopic(t, b.addr, topic, partitions)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ledger := newTxnLedger()
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	start := time.Now()
+	for p := range producers {
+		rng := rand.New(rand.NewPCG(seed, uint64(p)))
+		cl := txnClient(t, b.addr, fmt.Sprintf("txn-concurrent-%d", p))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for tx := range txns {
+				var recs []*kgo.Record
+				for i := range 1 + rng.IntN(15) {
+					recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(rng.IntN(partitions)),
+						Value: []byte(fmt.Sprintf("P%d-t%02d-r%02d", p, tx, i))})
+				}
+				commit := rng.IntN(10) < 6
+				if err := runTxn(ctx, cl, recs, commit); err != nil {
+					errs <- fmt.Errorf("producer %d transaction %d: %w", p, tx, err)
+					return
+				}
+				ledger.add(recs, commit)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("the producers did not finish within 90s")
+	}
+	if t.Failed() {
+		return
+	}
+	t.Logf("%d producers x %d transactions in %s", producers, txns, time.Since(start).Round(time.Millisecond))
+	waitStable(t, b.addr, topic, 30*time.Second)
+	writeSentinels(t, b.addr, topic, partitions)
+	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
+	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
+}
