@@ -83,9 +83,23 @@ func (p *rawProducer) batch(k, n int, seq int32) []byte {
 	}, recs...)
 }
 
-// produce sends one batch with acks=-1 and returns the partition's answer.
+// produce sends one batch with acks=-1 and returns the partition's answer; it fails the
+// test when the request itself fails.
 func (p *rawProducer) produce(batch []byte) (int64, error) {
 	p.t.Helper()
+	off, err := p.produceNoFatal(batch)
+	if errors.Is(err, errRequest) {
+		p.t.Fatal(err)
+	}
+	return off, err
+}
+
+// errRequest wraps a Produce request that got no answer.
+var errRequest = errors.New("produce request failed")
+
+// produceNoFatal is produce for other goroutines than the test's: it returns an error
+// wrapping errRequest when the request fails.
+func (p *rawProducer) produceNoFatal(batch []byte) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrProduceRequest()
@@ -101,10 +115,10 @@ func (p *rawProducer) produce(batch []byte) (int64, error) {
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, p.cl)
 	if err != nil {
-		p.t.Fatalf("Produce: %v", err)
+		return -1, fmt.Errorf("%w: %w", errRequest, err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		p.t.Fatalf("Produce: answer for %d topics, want one topic with one partition", len(resp.Topics))
+		return -1, fmt.Errorf("%w: answer for %d topics, want one topic with one partition", errRequest, len(resp.Topics))
 	}
 	part := resp.Topics[0].Partitions[0]
 	return part.BaseOffset, kerr.ErrorForCode(part.ErrorCode)
@@ -117,7 +131,8 @@ func (p *rawProducer) produce(batch []byte) (int64, error) {
 // original base offset, and nothing is appended. A batch with a sequence gap gets
 // OUT_OF_ORDER_SEQUENCE_NUMBER. The broker is SIGKILLed and restarted on its data dir,
 // and the same duplicates again get their original offsets (producer state rebuilt from
-// the log), the gap is still refused, and batches 8-9 continue the sequence. The
+// the log), the gap is still refused, and batches 8-9 continue the sequence; batch 10
+// sent at once over four connections is appended once and all four get its offset. The
 // partition then holds each record exactly once, in order.
 func TestIdempotentDuplicateSends(t *testing.T) {
 	b := startBrokerConfig(t, txnBrokerConfig)
@@ -186,9 +201,39 @@ func TestIdempotentDuplicateSends(t *testing.T) {
 	resend("after SIGKILL and restart", 9)
 	resend("after SIGKILL and restart", 8)
 
+	// Batch 10 sent at once over four connections: one append, four equal answers.
+	const senders = 4
+	batches[10] = p.batch(10, perBatch, 10*perBatch)
+	clients := make([]*rawProducer, senders)
+	for i := range clients {
+		c := *p
+		c.cl = newClient(t, b.addr)
+		clients[i] = &c
+	}
+	type answer struct {
+		off int64
+		err error
+	}
+	answers := make([]answer, senders)
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].off, answers[i].err = c.produceNoFatal(batches[10])
+		}()
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if a.err != nil || a.off != 10*perBatch {
+			t.Errorf("concurrent send %d of batch 10: offset %d, error %v; want offset %d and no error", i, a.off, a.err, 10*perBatch)
+		}
+	}
+
+	const total = 11 * perBatch
 	got := fetchAll(t, b.addr, topic, []int32{0}, 30*time.Second)[0]
-	if len(got) != 10*perBatch {
-		t.Errorf("partition holds %d records, want %d (10 batches of %d, each once)", len(got), 10*perBatch, perBatch)
+	if len(got) != total {
+		t.Errorf("partition holds %d records, want %d (11 batches of %d, each once)", len(got), total, perBatch)
 	}
 	for i, r := range got {
 		want := idemValue(i/perBatch, i%perBatch)
