@@ -454,7 +454,7 @@ func TestClassicBadInput(t *testing.T) {
 		for _, tc := range []struct {
 			typ  int8
 			want *kerr.Error
-		}{{1, kerr.CoordinatorNotAvailable}, {5, kerr.InvalidRequest}} {
+		}{{1, nil}, {5, kerr.InvalidRequest}} { // 1: the transaction coordinator (a default module)
 			f := kmsg.NewPtrFindCoordinatorRequest()
 			f.Version, f.CoordinatorType, f.CoordinatorKeys = 4, tc.typ, []string{"k"}
 			r := rc.do(f).(*kmsg.FindCoordinatorResponse)
@@ -462,6 +462,9 @@ func TestClassicBadInput(t *testing.T) {
 				t.Fatalf("FindCoordinator v4 type %d: %d answers", tc.typ, len(r.Coordinators))
 			}
 			wantCode(t, "FindCoordinator v4 type "+strconv.Itoa(int(tc.typ)), r.Coordinators[0].ErrorCode, tc.want)
+			if c := r.Coordinators[0]; tc.want == nil && (c.Host != host || c.Port != int32(port) || c.NodeID != r0.NodeID) {
+				t.Errorf("FindCoordinator v4 type %d: node %d %s:%d", tc.typ, c.NodeID, c.Host, c.Port)
+			}
 			f3 := kmsg.NewPtrFindCoordinatorRequest()
 			f3.Version, f3.CoordinatorType, f3.CoordinatorKey = 3, tc.typ, "k"
 			wantCode(t, "FindCoordinator v3 type "+strconv.Itoa(int(tc.typ)), rc.do(f3).(*kmsg.FindCoordinatorResponse).ErrorCode, tc.want)
