@@ -774,3 +774,115 @@ func TestHammer(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkerConcurrency(t *testing.T) {
+	e := newEnv(t, func(m *Module, _ *fakeCluster) { m.MarkerPartitionConcurrency = 4 })
+	e.c.addTopic("w", 6)
+	pid, epoch := e.initOK("wide")
+	var all []kernel.TopicPartition
+	for p := range int32(6) {
+		all = append(all, tp("w", p))
+	}
+	if err := e.addOne("wide", pid, epoch, all...); err != nil {
+		t.Fatal(err)
+	}
+	release := e.c.holdMarkers()
+	if err := e.endTxn("wide", pid, epoch, true, 4); err != nil {
+		t.Fatal(err)
+	}
+	// One transaction's partitions in parallel, bounded.
+	e.waitFor(func() bool { return e.c.inFlight.Load() == 4 })
+	release()
+	e.waitState("wide", "CompleteCommit")
+	if mx := e.c.maxFlight.Load(); mx != 4 {
+		t.Fatalf("max markers in flight %d, want 4", mx)
+	}
+
+	// Transactions are independent: one stuck on a partition that keeps failing does
+	// not hold up another.
+	p1, e1 := e.initOK("stuck")
+	p2, e2 := e.initOK("free")
+	if err := e.addOne("stuck", p1, e1, tp("t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.addOne("free", p2, e2, tp("t", 1)); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 100_000)
+	for i := range errs {
+		errs[i] = kernel.ErrNotLeader
+	}
+	e.c.markersMu.Lock()
+	e.c.markerErrs[tp("t", 0)] = errs
+	e.c.markersMu.Unlock()
+	if err := e.endTxn("stuck", p1, e1, true, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.endTxn("free", p2, e2, false, 4); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState("free", "CompleteAbort")
+	if st := e.state("stuck"); st != "PrepareCommit" {
+		t.Fatalf("stuck: %s", st)
+	}
+	e.c.markersMu.Lock()
+	e.c.markerErrs[tp("t", 0)] = nil
+	e.c.markersMu.Unlock()
+	e.waitState("stuck", "CompleteCommit")
+}
+
+// selectiveAuthz denies the listed (operation, resource type, name) triples.
+type selectiveAuthz map[string]bool
+
+func (a selectiveAuthz) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+	return !a[fmt.Sprint(op, "/", r.Type, "/", r.Name)]
+}
+
+func TestResourceAuthorization(t *testing.T) {
+	e := newEnv(t)
+	pid, epoch := e.initOK("a")
+	authz := selectiveAuthz{
+		fmt.Sprint(kernel.OpWrite, "/", kernel.ResTopic, "/", "u"):    true,
+		fmt.Sprint(kernel.OpRead, "/", kernel.ResGroup, "/", "g"):     true,
+		fmt.Sprint(kernel.OpDescribe, "/", kernel.ResTopic, "/", "t"): true,
+	}
+	do := func(body kmsg.Request, version int16, h kernel.Handler) kmsg.Response {
+		r := e.req(body, version)
+		r.Authorizer = authz
+		resp, err := h(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Msg
+	}
+	ar := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ar.TransactionalID, ar.ProducerID, ar.ProducerEpoch = "a", pid, epoch
+	for _, topic := range []string{"t", "u"} {
+		at := kmsg.NewAddPartitionsToTxnRequestTopic()
+		at.Topic, at.Partitions = topic, []int32{0}
+		ar.Topics = append(ar.Topics, at)
+	}
+	resp := do(ar, 3, e.m.handleAddPartitionsToTxn).(*kmsg.AddPartitionsToTxnResponse)
+	got := map[string]int16{}
+	for _, rt := range resp.Topics {
+		got[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	if got["t"] != kerr.OperationNotAttempted.Code || got["u"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("topic authorization: %v", got)
+	}
+	or := kmsg.NewPtrAddOffsetsToTxnRequest()
+	or.TransactionalID, or.ProducerID, or.ProducerEpoch, or.Group = "a", pid, epoch, "g"
+	if c := do(or, 3, e.m.handleAddOffsetsToTxn).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; c != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("group authorization: %d", c)
+	}
+	// DescribeTransactions hides partitions of topics the caller may not describe.
+	if err := e.addOne("a", pid, epoch, tp("t", 0), tp("u", 0)); err != nil {
+		t.Fatal(err)
+	}
+	dr := kmsg.NewPtrDescribeTransactionsRequest()
+	dr.TransactionalIDs = []string{"a"}
+	st := do(dr, 0, e.m.handleDescribeTransactions).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+	if st.ErrorCode != 0 || len(st.Topics) != 1 || st.Topics[0].Topic != "u" {
+		t.Fatalf("describe topics: %+v", st.Topics)
+	}
+}

@@ -37,6 +37,8 @@ type fakeCluster struct {
 	markerErrs map[kernel.TopicPartition][]error // errors returned before success
 	markerHold chan struct{}                     // non-nil: WriteTxnMarker waits for it
 	readHold   chan struct{}                     // non-nil: ReadCommitted waits for it
+	inFlight   atomic.Int32                      // WriteTxnMarker calls running
+	maxFlight  atomic.Int32
 }
 
 type markerCall struct {
@@ -177,6 +179,14 @@ func (c *fakeCluster) setLeader(tp kernel.TopicPartition, leads bool, epoch int3
 
 // TxnMarkerWriter.
 func (c *fakeCluster) WriteTxnMarker(ctx context.Context, tp kernel.TopicPartition, m kernel.TxnMarker) error {
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for {
+		mx := c.maxFlight.Load()
+		if n <= mx || c.maxFlight.CompareAndSwap(mx, n) {
+			break
+		}
+	}
 	c.markersMu.Lock()
 	hold := c.markerHold
 	c.markersMu.Unlock()
