@@ -333,7 +333,7 @@ func (s *shard) replay(from int64) (int, error) {
 		}
 		n += len(recs)
 		if h.IsTransactional() && h.ProducerID >= 0 {
-			return s.addPending(h.ProducerID, h.ProducerEpoch, h.BaseOffset, recs)
+			return s.addPending(h.ProducerID, h.BaseOffset, recs)
 		}
 		s.supersedePlain(recs)
 		if err := s.m.store.Reapply(s.tp.Partition, recs); err != nil {

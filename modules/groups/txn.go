@@ -62,8 +62,10 @@ type pendingTxns struct {
 
 // openTxn is one producer's open transaction in the partition.
 type openTxn struct {
-	epoch   int16
-	entries map[string]*pendingOffset // by key: a later commit of a key replaces the earlier
+	// entries by key: a later commit of a key in the transaction replaces the
+	// earlier (whose batch then no longer counts for first: replaying from the
+	// later batch rebuilds the same pending state).
+	entries map[string]*pendingOffset
 }
 
 // pendingOffset is one offset commit record of a transactional batch.
@@ -98,13 +100,12 @@ func (p *pendingTxns) first() int64 {
 }
 
 // add records a transactional offset commit of producer id.
-func (p *pendingTxns) add(e *pendingOffset, epoch int16) {
+func (p *pendingTxns) add(e *pendingOffset) {
 	t := p.byProducer[e.producerID]
 	if t == nil {
 		t = &openTxn{entries: map[string]*pendingOffset{}}
 		p.byProducer[e.producerID] = t
 	}
-	t.epoch = epoch
 	k := string(e.key)
 	if old := t.entries[k]; old != nil {
 		p.unindex(old)
@@ -231,7 +232,7 @@ func (s *shard) supersedePlain(recs []offsets.Record) {
 // addPending records the offset commit records of a transactional batch with base
 // offset base of producer id (recs carry their log offsets), and keeps the txnStart
 // invariant: TxnReplayStart is persisted before the caller applies anything past base.
-func (s *shard) addPending(id int64, epoch int16, base int64, recs []offsets.Record) error {
+func (s *shard) addPending(id int64, base int64, recs []offsets.Record) error {
 	s.txnMu.Lock()
 	for _, r := range recs {
 		k, err := offsets.DecodeKey(r.Key)
@@ -248,13 +249,17 @@ func (s *shard) addPending(id int64, epoch int16, base int64, recs []offsets.Rec
 			// producer's pending offset of the key, as Kafka's load does.
 			if t := s.txns.byProducer[id]; t != nil {
 				if old := t.entries[string(e.key)]; old != nil {
-					delete(t.entries, string(e.key))
-					s.txns.unindex(old)
+					s.txns.end(id, []*pendingOffset{old})
 				}
 			}
 			continue
 		}
-		s.txns.add(e, epoch)
+		if _, err := offsets.DecodeOffsetValue(r.Value); err != nil {
+			// Applying it at COMMIT would fail, and the reload would fail again.
+			s.m.log.Warn("skipping unreadable transactional offset commit", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
+			continue
+		}
+		s.txns.add(e)
 	}
 	// Persisted values are at or below every open transaction's first batch; only
 	// a first transaction (none persisted) or, defensively, an older batch lowers it.
@@ -408,7 +413,7 @@ func (s *shard) flushTxn(b *recordbatch.Builder, w *writeReq) *kerr.Error {
 	for i := range recs {
 		recs[i].Offset = res.BaseOffset + int64(i)
 	}
-	if err := s.addPending(w.txn.producerID, w.txn.epoch, res.BaseOffset, recs); err != nil {
+	if err := s.addPending(w.txn.producerID, res.BaseOffset, recs); err != nil {
 		// The batch is committed but its pending state may not survive a crash:
 		// reload, the replay makes it pending again (the applied offset is below it).
 		s.m.log.Error("persisting the transactional replay start failed; reloading the partition", "partition", s.tp.Partition, "err", err)
