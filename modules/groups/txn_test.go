@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -658,4 +659,73 @@ func TestTxnReplayReappliesInLogOrder(t *testing.T) {
 	r.marker(8, 0, true)
 	r.waitSettled(8)
 	r.want("g", map[int32]int64{0: 50, 1: 20})
+}
+
+// Hammer: producers commit and abort transactions concurrently with plain commits and
+// require_stable fetches; afterwards (and after a restart) every group holds its last
+// committed transaction's offsets.
+func TestTxnOffsetCommitHammer(t *testing.T) {
+	r := newTxnRig(t)
+	const producers, rounds = 6, 15
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { // plain commits to another group
+		defer bg.Done()
+		for i := int64(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r.commit("plain", map[int32]int64{int32(i % 4): i})
+		}
+	}()
+	go func() { // readers
+		defer bg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for p := range producers {
+				r.fetch("h"+strconv.Itoa(p), true)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	want := make([]map[int32]int64, producers)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, group := int64(100+p), "h"+strconv.Itoa(p)
+			want[p] = map[int32]int64{0: -1, 1: -1}
+			for i := range rounds {
+				offs := map[int32]int64{0: int64(i), 1: int64(1000 + i)}
+				for q, c := range r.txnCommit(group, id, 0, offs) {
+					if c != 0 {
+						t.Errorf("%s t/%d: %v", group, q, kerr.ErrorForCode(c))
+					}
+				}
+				commit := i%3 != 1
+				if commit {
+					want[p] = offs
+				}
+				r.marker(id, 0, commit)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	for p := range producers {
+		r.waitSettled(int64(100 + p))
+		r.want("h"+strconv.Itoa(p), want[p])
+	}
+	r.restart()
+	for p := range producers {
+		r.want("h"+strconv.Itoa(p), want[p])
+	}
 }
