@@ -99,8 +99,10 @@
 // reserves an id under shard.mu). Each shard has one writer goroutine that batches
 // queued records into one append. Markers are written by marker_concurrency workers
 // pulling from an unbounded queue (so EndTxn never waits for them), each writing one
-// transaction's partitions in parallel, at most marker_partition_concurrency at a
-// time; marker writes retry with backoff (doubling to 1s) on NOT_LEADER and other
-// transient errors and stop when the partition is unloaded. Stop unloads every
+// transaction's pending partitions in parallel, at most marker_partition_concurrency
+// at a time. Partitions that failed transiently (NOT_LEADER, ...) are retried by
+// putting the job back in the queue after a backoff (doubling to 1s), so a partition
+// without a leader never holds a worker; a job of an unloaded partition is dropped
+// (the next load resumes its transaction from the log). Stop unloads every
 // partition, then waits for the sweeper, writers, loaders and workers.
 package txn

@@ -4,21 +4,27 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
 // markerJob ends one transaction: a marker to each of its partitions, then the
-// Complete* record.
+// Complete* record. parts, pid, epoch and commit never change; pending (the
+// partitions still without a marker), attempt and backoff belong to the worker that
+// runs the job (one at a time: a job is in the queue, with a worker, or waiting for
+// its retry timer).
 type markerJob struct {
 	s      *shard
 	id     string
 	pid    int64
 	epoch  int16
 	commit bool
-	parts  []kernel.TopicPartition // not modified
+	parts  []kernel.TopicPartition
+
+	pending []kernel.TopicPartition // nil: not started (all of parts)
+	attempt int
+	backoff time.Duration
 }
 
 // jobQueue is an unbounded FIFO of marker jobs served by MarkerConcurrency workers, so
@@ -95,8 +101,11 @@ func (m *Module) markerWorker(ctx context.Context) {
 	}
 }
 
-// runJob writes the job's markers, its partitions in parallel (at most
-// MarkerPartitionConcurrency at once), then completes the transaction.
+// runJob tries to write the job's pending markers, its partitions in parallel (at
+// most MarkerPartitionConcurrency at once). When all are written it completes the
+// transaction; when some failed with a retriable error the job goes back to the
+// queue after a backoff (doubling up to 1s), so a partition without a leader never
+// holds a worker.
 //
 // Invariant: Complete* is written only after every partition's marker is committed
 // (or its topic is gone); a job that cannot write a marker (the shard was unloaded, or
@@ -104,78 +113,98 @@ func (m *Module) markerWorker(ctx context.Context) {
 // transaction stays Prepare* in the log until a coordinator resumes it.
 func (m *Module) runJob(j *markerJob) {
 	ctx := j.s.ctx
+	if ctx.Err() != nil {
+		return
+	}
 	if m.markers == nil {
 		if !m.noMarkerWarns.Swap(true) {
 			m.log.Error("cannot end transactions: the replication module writes no markers", "transactional_id", j.id)
 		}
 		return
 	}
-	var failed atomic.Bool
-	if len(j.parts) == 1 {
-		failed.Store(!m.writeMarker(ctx, j, j.parts[0]))
+	if j.pending == nil {
+		j.pending = j.parts
+		j.backoff = time.Duration(m.MarkerRetryBackoffMs) * time.Millisecond
+	}
+	results := make([]markerResult, len(j.pending))
+	if len(j.pending) == 1 {
+		results[0] = m.writeMarker(ctx, j, j.pending[0])
 	} else {
 		sem := make(chan struct{}, m.MarkerPartitionConcurrency)
 		var wg sync.WaitGroup
-	loop:
-		for _, tp := range j.parts {
+		for i, tp := range j.pending {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				failed.Store(true)
-				break loop
+				wg.Wait()
+				return
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if !m.writeMarker(ctx, j, tp) {
-					failed.Store(true)
-				}
+				results[i] = m.writeMarker(ctx, j, tp)
 			}()
 		}
 		wg.Wait()
 	}
-	if failed.Load() || ctx.Err() != nil {
+	var retry []kernel.TopicPartition
+	for i, r := range results {
+		switch r {
+		case markerFenced:
+			return
+		case markerRetry:
+			retry = append(retry, j.pending[i])
+		}
+	}
+	if ctx.Err() != nil {
 		return
 	}
-	j.s.complete(j)
+	if len(retry) == 0 {
+		j.s.complete(j)
+		return
+	}
+	j.pending = retry
+	j.attempt++
+	d := j.backoff
+	j.backoff = min(2*j.backoff, time.Second)
+	// After Stop the push is a no-op (the queue is closed): the transaction stays
+	// Prepare* in the log and the next load resumes it.
+	time.AfterFunc(d, func() { m.jobs.push(j) })
 }
 
-// writeMarker writes the job's marker to tp, retrying with backoff while the partition
-// has no leader here, until it is written (true) or cannot be (false: the shard was
-// unloaded, or the partition fenced this coordinator or this producer epoch). A
-// partition whose topic is gone is skipped (true): there is nothing left to mark.
-func (m *Module) writeMarker(ctx context.Context, j *markerJob, tp kernel.TopicPartition) bool {
-	mk := kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.epoch, Commit: j.commit}
-	backoff := time.Duration(m.MarkerRetryBackoffMs) * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		if m.meta.Image().Partition(tp.Topic, tp.Partition) == nil {
-			m.log.Info("skipping the transaction marker of a deleted partition", "transactional_id", j.id, "topic", tp.Topic, "partition", tp.Partition)
-			return true
-		}
-		err := m.markers.WriteTxnMarker(ctx, tp, mk)
-		switch {
-		case err == nil:
-			return true
-		case ctx.Err() != nil:
-			return false
-		case errors.Is(err, kernel.ErrInvalidProducerEpoch), errors.Is(err, kernel.ErrTxnCoordinatorFenced):
-			m.log.Warn("transaction marker refused: a newer coordinator or producer epoch took over; not completing",
-				"transactional_id", j.id, "producer_id", j.pid, "epoch", j.epoch, "coordinator_epoch", j.s.epoch,
-				"topic", tp.Topic, "partition", tp.Partition, "err", err)
-			return false
-		}
-		if attempt%20 == 0 {
-			m.log.Warn("writing a transaction marker failed; retrying", "transactional_id", j.id,
-				"topic", tp.Topic, "partition", tp.Partition, "attempt", attempt+1, "err", err)
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		}
-		backoff = min(2*backoff, time.Second)
+// markerResult is the outcome of one marker write.
+type markerResult int8
+
+const (
+	markerDone   markerResult = iota // written, or its topic is gone
+	markerRetry                      // a transient failure (no leader here, ...)
+	markerFenced                     // refused for good, or the shard was unloaded
+)
+
+// writeMarker writes the job's marker to tp once. A partition whose topic is gone is
+// skipped (done): there is nothing left to mark.
+func (m *Module) writeMarker(ctx context.Context, j *markerJob, tp kernel.TopicPartition) markerResult {
+	if m.meta.Image().Partition(tp.Topic, tp.Partition) == nil {
+		m.log.Info("skipping the transaction marker of a deleted partition", "transactional_id", j.id, "topic", tp.Topic, "partition", tp.Partition)
+		return markerDone
 	}
+	mk := kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.epoch, Commit: j.commit}
+	err := m.markers.WriteTxnMarker(ctx, tp, mk)
+	switch {
+	case err == nil:
+		return markerDone
+	case ctx.Err() != nil:
+		return markerFenced
+	case errors.Is(err, kernel.ErrInvalidProducerEpoch), errors.Is(err, kernel.ErrTxnCoordinatorFenced):
+		m.log.Warn("transaction marker refused: a newer coordinator or producer epoch took over; not completing",
+			"transactional_id", j.id, "producer_id", j.pid, "epoch", j.epoch, "coordinator_epoch", j.s.epoch,
+			"topic", tp.Topic, "partition", tp.Partition, "err", err)
+		return markerFenced
+	}
+	if j.attempt%20 == 0 {
+		m.log.Warn("writing a transaction marker failed; retrying", "transactional_id", j.id,
+			"topic", tp.Topic, "partition", tp.Partition, "attempt", j.attempt+1, "err", err)
+	}
+	return markerRetry
 }
