@@ -49,6 +49,9 @@
 // commits to groups of one partition share the cost. A write is acknowledged
 // only after both. A failed append (leadership lost) unloads the shard; a failed
 // apply of a committed append unloads it too, and the reload replays the record.
+// A TxnOffsetCommit is appended alone (its own producer's transactional batch), and
+// the writer also applies the transaction markers queued by the marker listener, so
+// the store has one writer.
 //
 // # The sweeper
 //

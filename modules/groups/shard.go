@@ -29,7 +29,10 @@ import (
 // Invariants:
 //   - Records reach the store only through the shard's single writer (after load)
 //     or the replay (before), in log order, so AppliedOffset is exact and a restart
-//     replays exactly what the store lacks.
+//     replays exactly what the store lacks. Transactional offsets reach it at their
+//     marker, which the writer may see after later plain records; txn.go explains
+//     why the result is still the log's (the latest commit record wins) and how the
+//     replay start stays at or below every open transaction (TxnReplayStart).
 //   - A commit is acknowledged only after its records are committed in the log
 //     (kernel.Partitions.Append waits for the high watermark) and applied to the
 //     store: an acknowledged commit survives a crash (the log replays it) and is
