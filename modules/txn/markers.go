@@ -34,6 +34,7 @@ type jobQueue struct {
 	q      []*markerJob
 	signal chan struct{} // capacity 1: "the queue may be non-empty"
 	closed bool
+	timers map[*time.Timer]struct{} // retries waiting for their backoff (later)
 }
 
 func (q *jobQueue) init() {
@@ -82,10 +83,35 @@ func (q *jobQueue) pop(ctx context.Context) *markerJob {
 	}
 }
 
+// later pushes j after d, unless the queue is closed first.
+func (q *jobQueue) later(d time.Duration, j *markerJob) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	if q.timers == nil {
+		q.timers = map[*time.Timer]struct{}{}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		q.mu.Lock()
+		delete(q.timers, t)
+		q.mu.Unlock()
+		q.push(j)
+	})
+	q.timers[t] = struct{}{}
+}
+
+// close drops the queued jobs and the waiting retries; later pushes are ignored.
 func (q *jobQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.q = nil
+	for t := range q.timers {
+		t.Stop()
+	}
+	q.timers = nil
 	q.mu.Unlock()
 }
 
@@ -168,9 +194,9 @@ func (m *Module) runJob(j *markerJob) {
 	j.attempt++
 	d := j.backoff
 	j.backoff = min(2*j.backoff, time.Second)
-	// After Stop the push is a no-op (the queue is closed): the transaction stays
+	// After Stop the retry is dropped (the queue is closed): the transaction stays
 	// Prepare* in the log and the next load resumes it.
-	time.AfterFunc(d, func() { m.jobs.push(j) })
+	m.jobs.later(d, j)
 }
 
 // markerResult is the outcome of one marker write.
