@@ -253,6 +253,8 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 	return p
 }
 
+// ctxOrBackground is the request's context (Background for kernel.Partitions appends,
+// which have none in produceCtx).
 func (pc *produceCtx) ctxOrBackground() context.Context {
 	if pc.ctx == nil {
 		return context.Background()
