@@ -52,7 +52,11 @@ type eosRun struct {
 	pipe       *lineProc
 	starts     int
 	unexpected int // pipeline exits the test did not cause
+	began      time.Time
 }
+
+// since is the time since the input was written, for the log.
+func (r *eosRun) since() time.Duration { return time.Since(r.began).Round(time.Millisecond) }
 
 const eosMaxStarts = 30 // pipeline starts before the test gives up
 
@@ -63,6 +67,7 @@ func newEOSRun(t *testing.T, name string) *eosRun {
 	createTopic(t, b.addr, r.out, r.partitions)
 	produceSeq(t, b.addr, r.in, r.partitions, "in", r.n)
 	r.adm = kadm.NewClient(newClient(t, b.addr))
+	r.began = time.Now()
 	return r
 }
 
@@ -108,8 +113,8 @@ func (r *eosRun) waitProgress(target int, timeout time.Duration) {
 	ok := pollUntil(timeout, func() bool {
 		if !r.pipeRunning() {
 			r.unexpected++
-			r.t.Logf("pipeline start %d exited on its own (%v); starting it again; stderr:\n%s",
-				r.starts, r.pipe.err, tail(r.pipe.errb.String(), 10))
+			r.t.Logf("%s: pipeline start %d exited on its own (%v); starting it again; stderr:\n%s",
+				r.since(), r.starts, r.pipe.err, tail(r.pipe.errb.String(), 10))
 			r.start()
 		}
 		last = r.progress()
@@ -148,8 +153,8 @@ func (r *eosRun) finish() {
 	if total < r.n {
 		r.t.Errorf("read_uncommitted sees %d output records, fewer than the %d committed ones", total, r.n)
 	}
-	r.t.Logf("%d pipeline starts (%d exits not caused by the test); output: %d records committed, %d written in all (the rest aborted)",
-		r.starts, r.unexpected, r.n, total)
+	r.t.Logf("%s: %d pipeline starts (%d exits not caused by the test); output: %d records committed, %d written in all (the rest aborted)",
+		r.since(), r.starts, r.unexpected, r.n, total)
 }
 
 // TestEOSPipelineClientKills runs a franz-go GroupTransactSession consume-transform-
@@ -165,7 +170,7 @@ func TestEOSPipelineClientKills(t *testing.T) {
 	r.start()
 	for k := 1; k <= 3; k++ {
 		r.waitProgress(k*r.n/4, 90*time.Second)
-		t.Logf("SIGKILLing the pipeline at %d committed input records", r.progress())
+		t.Logf("%s: SIGKILLing the pipeline at %d committed input records", r.since(), r.progress())
 		r.pipe.kill()
 		r.start()
 	}
@@ -182,7 +187,7 @@ func TestEOSPipelineBrokerKills(t *testing.T) {
 	r.start()
 	for k := 1; k <= 3; k++ {
 		r.waitProgress(k*r.n/4, 90*time.Second)
-		t.Logf("SIGKILLing the broker at %d committed input records", r.progress())
+		t.Logf("%s: SIGKILLing the broker at %d committed input records", r.since(), r.progress())
 		r.b.kill()
 		r.b.start()
 	}

@@ -68,6 +68,19 @@ func run() error {
 	}
 	defer sess.Close()
 
+	// Initialise the producer id first, as Java's initTransactions does: it fences a
+	// killed predecessor and aborts its open transaction. Otherwise the group's offset
+	// fetch (require_stable) would wait on that transaction's pending offsets until its
+	// timeout, since franz-go initialises lazily, on the first produce.
+	initStart := time.Now()
+	initCtx, cancelInit := context.WithTimeout(context.Background(), 60*time.Second)
+	pid, epoch, err := sess.Client().ProducerID(initCtx)
+	cancelInit()
+	if err != nil {
+		return fmt.Errorf("initialise the producer id: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "eospipe: producer id %d epoch %d (%s)\n", pid, epoch, time.Since(initStart).Round(time.Millisecond))
+
 	// Closing stdin asks for a clean stop between transactions.
 	pollCtx, stopPolling := context.WithCancel(context.Background())
 	defer stopPolling()
