@@ -73,5 +73,12 @@ func (m *Module) initProducerID(ctx context.Context, req *kernel.Request, r *kms
 	if e != nil {
 		return -1, -1, e
 	}
-	return s.initProducerID(ctx, id, r.TransactionTimeoutMillis, expected)
+	var pid int64
+	var epoch int16
+	e = s.retryConcurrent(ctx, func() *kerr.Error {
+		var e *kerr.Error
+		pid, epoch, e = s.initProducerID(ctx, id, r.TransactionTimeoutMillis, expected)
+		return e
+	})
+	return pid, epoch, e
 }

@@ -154,7 +154,9 @@ func (m *Module) addPartitions(ctx context.Context, req *kernel.Request, tx *kms
 	if len(order) == 0 {
 		return
 	}
-	if e := s.addPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, order); e != nil {
+	if e := s.retryConcurrent(ctx, func() *kerr.Error {
+		return s.addPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, order)
+	}); e != nil {
 		set(e)
 	}
 }

@@ -44,7 +44,10 @@ func (m *Module) addOffsets(ctx context.Context, req *kernel.Request, r *kmsg.Ad
 	if e != nil {
 		return e
 	}
-	return s.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []kernel.TopicPartition{m.offsetsPartition(r.Group)})
+	tp := m.offsetsPartition(r.Group)
+	return s.retryConcurrent(ctx, func() *kerr.Error {
+		return s.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []kernel.TopicPartition{tp})
+	})
 }
 
 // offsetsPartition is the group's __consumer_offsets partition, hashed as the group

@@ -41,5 +41,7 @@ func (m *Module) endTxn(ctx context.Context, req *kernel.Request, r *kmsg.EndTxn
 	if e != nil {
 		return e
 	}
-	return s.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit)
+	return s.retryConcurrent(ctx, func() *kerr.Error {
+		return s.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit)
+	})
 }

@@ -886,3 +886,51 @@ func TestResourceAuthorization(t *testing.T) {
 		t.Fatalf("describe topics: %+v", st.Topics)
 	}
 }
+
+// TestConcurrentWait: with concurrent_wait_ms, a request that would get
+// CONCURRENT_TRANSACTIONS while the previous transaction completes waits for it.
+func TestConcurrentWait(t *testing.T) {
+	e := newEnv(t, func(m *Module, _ *fakeCluster) { m.ConcurrentWaitMs = 10_000 })
+	pid, epoch := e.initOK("a")
+	if err := e.addOne("a", pid, epoch, tp("t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	release := e.c.holdMarkers()
+	if err := e.endTxn("a", pid, epoch, true, 4); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *kerr.Error, 1)
+	go func() { done <- e.addOne("a", pid, epoch, tp("t", 1)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("answered while the markers are held: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("add after the commit completed: %v", err)
+	}
+	if st := e.state("a"); st != "Ongoing" {
+		t.Fatalf("state %s", st)
+	}
+	// A new instance over an ongoing transaction: fenced, aborted, then answered with
+	// the epoch bumped twice.
+	_, epoch2, err := e.initPID("a", 60000, -1, -1)
+	if err != nil || epoch2 != epoch+2 {
+		t.Fatalf("init over ongoing: epoch %d %v", epoch2, err)
+	}
+	// The wait is bounded.
+	e.m.ConcurrentWaitMs = 30
+	pid3, epoch3 := e.initOK("b")
+	if err := e.addOne("b", pid3, epoch3, tp("t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	release = e.c.holdMarkers()
+	defer release()
+	if err := e.endTxn("b", pid3, epoch3, true, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.addOne("b", pid3, epoch3, tp("t", 1)); err != kerr.ConcurrentTransactions {
+		t.Fatalf("bounded wait: %v", err)
+	}
+}

@@ -8,8 +8,8 @@
 // produce path's KIP-890 part 1 check).
 //
 // Usage: the module is a default (modules: {txn: {use: coordinator}}); its own
-// settings are sweep_interval_ms, load_wait_ms, marker_concurrency,
-// marker_partition_concurrency and marker_retry_backoff_ms. Broker configs:
+// settings are sweep_interval_ms, load_wait_ms, concurrent_wait_ms,
+// marker_concurrency, marker_partition_concurrency and marker_retry_backoff_ms. Broker configs:
 // transaction.max.timeout.ms, transaction.state.log.{num.partitions,
 // replication.factor,min.isr}, transactional.id.expiration.ms.
 //
@@ -45,6 +45,14 @@
 // CONCURRENT_TRANSACTIONS; EndTxn of Empty or the opposite of a Prepare*/Complete*
 // state INVALID_TXN_STATE; a retried EndTxn of a Complete* transaction is answered OK.
 // Dead (6) and PrepareEpochFence (7) are never written.
+//
+// One departure from Kafka: a request that would be answered
+// CONCURRENT_TRANSACTIONS (its id's previous transition or transaction is still
+// being completed) first waits up to concurrent_wait_ms (100) for the id's shard to
+// finish a transition and is tried again, so a producer that begins its next
+// transaction right after EndTxn gets its answer in well under a millisecond
+// instead of retrying after a 20 ms or longer client backoff. The answer is the one
+// the retry would get; concurrent_wait_ms: 0 restores Kafka's behaviour.
 //
 // Kafka's PrepareEpochFence is folded into the PrepareAbort record it leads to: the
 // fence writes PrepareAbort with the bumped epoch directly, and the client that

@@ -327,6 +327,7 @@ func startEnv(t *testing.T, c *fakeCluster, opts ...envOpt) *testEnv {
 	m.completed, m.timedOut = &kernel.Counter{}, &kernel.Counter{}
 	m.SweepIntervalMs = 5
 	m.MarkerRetryBackoffMs = 1
+	m.ConcurrentWaitMs = 0 // Kafka's behaviour; TestConcurrentWait sets it
 	for _, o := range opts {
 		o(m, c)
 	}

@@ -43,6 +43,10 @@ type Module struct {
 	// LoadWaitMs is how long a request waits for its id's partition to load before it
 	// is answered COORDINATOR_LOAD_IN_PROGRESS.
 	LoadWaitMs int64 `yaml:"load_wait_ms"`
+	// ConcurrentWaitMs is how long a request that would be answered
+	// CONCURRENT_TRANSACTIONS (its id's previous transaction is still being
+	// completed) waits for it instead; 0 answers at once, as Kafka does.
+	ConcurrentWaitMs int64 `yaml:"concurrent_wait_ms"`
 	// MarkerConcurrency is how many transactions have their markers written at once.
 	MarkerConcurrency int `yaml:"marker_concurrency"`
 	// MarkerPartitionConcurrency is how many partitions of one transaction get their
@@ -80,6 +84,7 @@ func New() *Module {
 	return &Module{
 		SweepIntervalMs:            200,
 		LoadWaitMs:                 2000,
+		ConcurrentWaitMs:           100,
 		MarkerConcurrency:          64,
 		MarkerPartitionConcurrency: 8,
 		MarkerRetryBackoffMs:       50,
@@ -174,6 +179,8 @@ func (m *Module) Validate() error {
 		return errors.New("txn: sweep_interval_ms must be > 0")
 	case m.LoadWaitMs < 0:
 		return errors.New("txn: load_wait_ms must be >= 0")
+	case m.ConcurrentWaitMs < 0:
+		return errors.New("txn: concurrent_wait_ms must be >= 0")
 	case m.MarkerConcurrency <= 0:
 		return errors.New("txn: marker_concurrency must be > 0")
 	case m.MarkerPartitionConcurrency <= 0:

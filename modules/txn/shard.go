@@ -43,9 +43,10 @@ type shard struct {
 	done    chan struct{} // closed when the writer exits (or the load failed)
 	writes  chan *writeReq
 
-	mu   sync.Mutex
-	dead bool
-	txns map[string]*txnMeta
+	mu      sync.Mutex
+	dead    bool
+	txns    map[string]*txnMeta
+	changed chan struct{} // closed (and replaced) when a transition ends; see waitChange
 }
 
 // writeReq is one record to append; done gets the outcome (buffered 1).
@@ -62,10 +63,11 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 	return &shard{
 		m: m, tp: tp, epoch: epoch,
 		ctx: ctx, cancel: cancel,
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
-		writes: make(chan *writeReq, 256),
-		txns:   map[string]*txnMeta{},
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+		writes:  make(chan *writeReq, 256),
+		txns:    map[string]*txnMeta{},
+		changed: make(chan struct{}),
 	}
 }
 
@@ -308,6 +310,8 @@ func (s *shard) commit(ctx context.Context, ts []transit) []*kerr.Error {
 	codes := s.write(ctx, recs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	close(s.changed) // wake requests waiting out CONCURRENT_TRANSACTIONS
+	s.changed = make(chan struct{})
 	for i, tr := range ts {
 		t := tr.t
 		if codes[i] != nil {
@@ -377,6 +381,39 @@ func (s *shard) tick(nowMs, expirationMs int64) {
 			s.m.log.Info("aborting timed-out transaction", "transactional_id", tr.t.id,
 				"producer_id", tr.next.ProducerID, "bumped_epoch", tr.next.Epoch, "partitions", len(tr.next.Partitions))
 			s.m.jobs.push(s.jobFor(tr.t.id, tr.next))
+		}
+	}
+}
+
+// retryConcurrent runs op, and while it answers CONCURRENT_TRANSACTIONS (a transition
+// of the id is being written, or its markers are: both usually take well under a
+// millisecond) runs it again after the shard's next transition, for at most
+// ConcurrentWaitMs. The answer is the one the client would get by retrying, without
+// its backoff (20 ms or more): a producer that begins its next transaction right
+// after EndTxn does not wait for it.
+func (s *shard) retryConcurrent(ctx context.Context, op func() *kerr.Error) *kerr.Error {
+	var deadline <-chan time.Time
+	for {
+		s.mu.Lock()
+		changed := s.changed
+		s.mu.Unlock()
+		e := op()
+		if e != kerr.ConcurrentTransactions || s.m.ConcurrentWaitMs <= 0 {
+			return e
+		}
+		if deadline == nil {
+			t := time.NewTimer(time.Duration(s.m.ConcurrentWaitMs) * time.Millisecond)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return e
+		case <-ctx.Done():
+			return e
+		case <-s.ctx.Done():
+			return e
 		}
 	}
 }
