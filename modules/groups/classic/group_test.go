@@ -808,3 +808,42 @@ func TestValidateCommit(t *testing.T) {
 		t.Fatalf("dead group: %v", e)
 	}
 }
+
+func TestValidateTxnCommit(t *testing.T) {
+	h := newHarness(t, Config{InitialRebalanceDelay: -1})
+	g := h.g
+	if e := g.ValidateTxnCommit("", nil, -1, h.now); e != nil {
+		t.Fatalf("commit without a member to an empty group: %v", e)
+	}
+	if e := g.ValidateTxnCommit("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
+		t.Fatalf("unknown member: %v", e)
+	}
+	ids, gen := h.stable(2)
+	if e := g.ValidateTxnCommit(ids[0], nil, gen, h.now); e != nil {
+		t.Fatalf("member commit: %v", e)
+	}
+	if e := g.ValidateTxnCommit(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
+		t.Fatalf("stale generation: %v", e)
+	}
+	// v0-v2 carry no member: allowed even with members (unlike OffsetCommit).
+	if e := g.ValidateTxnCommit("", nil, -1, h.now); e != nil {
+		t.Fatalf("commit without a member to a live group: %v", e)
+	}
+	inst := "i1"
+	if e := g.ValidateTxnCommit(ids[0], &inst, gen, h.now); e != nil {
+		t.Fatalf("dynamic member naming an unknown instance: %v", e)
+	}
+	// A rebalance does not refuse transactional commits of the current generation.
+	r := mustJoin(t, h.join("", jopt{}))
+	h.join(r.MemberID, jopt{})
+	if st := g.State(); st != PreparingRebalance {
+		t.Fatalf("state %v after a new join, want PreparingRebalance", st)
+	}
+	if e := g.ValidateTxnCommit(ids[1], nil, gen, h.now); e != nil {
+		t.Fatalf("member commit during a rebalance: %v", e)
+	}
+	g.MarkDead(kerr.NotCoordinator)
+	if e := g.ValidateTxnCommit(ids[0], nil, gen, h.now); e != kerr.CoordinatorNotAvailable {
+		t.Fatalf("dead group: %v", e)
+	}
+}
