@@ -69,8 +69,10 @@ type TxnMarkerWriter interface {
 type TxnMarkerHook interface {
 	// AddTxnMarkerListener registers fn. After a marker is appended to a partition of
 	// an internal topic (and committed), fn is called with the partition, the marker
-	// and its offset; calls for one partition come in log order, from the goroutine
-	// that wrote the marker.
+	// and its offset; calls for one partition come in log order, one at a time, on a
+	// marker writer's goroutine (not necessarily the one that wrote that marker: a
+	// later writer of the same partition may deliver it). A writer returns only after
+	// its own marker was delivered, so fn must not write markers to that partition.
 	AddTxnMarkerListener(fn func(tp TopicPartition, m TxnMarker, offset int64))
 }
 
