@@ -407,3 +407,38 @@ func TestE2EDescribeAndListTransactions(t *testing.T) {
 		t.Fatalf("unknown id: %+v", ds["nope"])
 	}
 }
+
+// TestE2EVerifyOnly sends the broker-to-broker form of AddPartitionsToTxn (v4+,
+// VerifyOnly) over the wire for a transaction a kgo producer has open.
+func TestE2EVerifyOnly(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "out", 2)
+	cl := txnClient(t, b, "tx-v")
+	produceTxn(t, cl, "v") // partition 0
+	d := describeTxn(t, b, "tx-v")
+	raw := b.Client(t)
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "tx-v", d.ProducerID, d.ProducerEpoch, true
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = "out", []int32{0, 1}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version < 4 || resp.ErrorCode != 0 || len(resp.Transactions) != 1 {
+		t.Fatalf("response v%d: %+v", resp.Version, resp)
+	}
+	codes := map[int32]int16{}
+	for _, p := range resp.Transactions[0].Topics[0].Partitions {
+		codes[p.Partition] = p.ErrorCode
+	}
+	if codes[0] != 0 || codes[1] != kerr.InvalidTxnState.Code {
+		t.Fatalf("verify: %v", codes)
+	}
+	if err := cl.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+}
