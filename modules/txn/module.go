@@ -314,7 +314,7 @@ func (m *Module) shard(p int32) (*shard, *kerr.Error) {
 	if !leads {
 		if s != nil {
 			delete(m.shards, p)
-			go s.unload()
+			s.unload() // lock order: Module.mu, then shard.mu
 		}
 		return nil, kerr.NotCoordinator
 	}
@@ -323,7 +323,7 @@ func (m *Module) shard(p int32) (*shard, *kerr.Error) {
 	}
 	old := s
 	if old != nil {
-		go old.unload()
+		old.unload()
 	}
 	s = newShard(m, tp, epoch)
 	s.prev = old

@@ -255,7 +255,7 @@ func (s *shard) flush(b *recordbatch.Builder, ws []*writeReq) *kerr.Error {
 		if s.ctx.Err() == nil {
 			s.m.log.Warn("appending to __transaction_state failed; reloading the partition", "partition", s.tp.Partition, "records", len(ws), "err", err)
 		}
-		go s.m.dropShard(s)
+		s.m.dropShard(s) // the writer holds no lock here
 		return code
 	}
 	return nil
