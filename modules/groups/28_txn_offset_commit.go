@@ -7,6 +7,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -102,7 +103,11 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request)
 	// One transactional batch, all or nothing (maxFlushRecords does not apply: a
 	// transaction's offsets are one append, as in Kafka).
 	if len(recs) > 0 {
-		if e := s.writeTxn(ctx, r.ProducerID, r.ProducerEpoch, recs); e != nil {
+		e := m.verifyTxn(ctx, s, r)
+		if e == nil {
+			e = s.writeTxn(ctx, r.ProducerID, r.ProducerEpoch, recs)
+		}
+		if e != nil {
 			if e == kerr.InvalidProducerEpoch {
 				m.log.Debug("TxnOffsetCommit fenced", "group", r.Group, "transactional_id", r.TransactionalID,
 					"producer_id", r.ProducerID, "producer_epoch", r.ProducerEpoch)
@@ -122,6 +127,36 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return kernel.Reply(resp), nil
+}
+
+// verifyTxn asks the transaction coordinator (kernel.TxnVerifier, KIP-890 part 1, as
+// Kafka 3.6+ does for TxnOffsetCommit) whether the producer's ongoing transaction
+// includes the group's __consumer_offsets partition, before the producer's first
+// transactional batch in it: a commit arriving after its transaction ended (a zombie,
+// a late retry) would otherwise open a transaction no marker ends, leaving the offsets
+// pending (UNSTABLE_OFFSET_COMMIT) forever. Skipped when the producer's transaction is
+// already open in the partition, when there is no verifier, and when this broker does
+// not coordinate the transactional id. The check and the append are not atomic (no
+// verification guard in the Log): a marker written in between still lets the batch
+// open a transaction.
+func (m *Module) verifyTxn(ctx context.Context, s *shard, r *kmsg.TxnOffsetCommitRequest) *kerr.Error {
+	if m.txnVerifier == nil || s.hasOpenTxn(r.ProducerID) {
+		return nil
+	}
+	err := m.txnVerifier.VerifyTxnPartition(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, s.tp)
+	if err == nil || errors.Is(err, kernel.ErrNotCoordinator) {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if m.log.Enabled(ctx, slog.LevelDebug) {
+			m.log.Debug("TxnOffsetCommit refused by the transaction coordinator", "group", r.Group,
+				"transactional_id", r.TransactionalID, "producer_id", r.ProducerID, "err", err)
+		}
+		return ke
+	}
+	m.log.Warn("verifying a transactional offset commit failed", "group", r.Group, "transactional_id", r.TransactionalID, "err", err)
+	return kerr.CoordinatorNotAvailable
 }
 
 // validateTxnCommit checks a TxnOffsetCommit against the group, as Kafka: an unknown

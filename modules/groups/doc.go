@@ -72,7 +72,9 @@
 //
 // TxnOffsetCommit (txn.go, 28_txn_offset_commit.go) appends one transactional batch of
 // the producer (id, epoch, base sequence -1) with ordinary offset commit records to
-// the group's partition; the Log fences old epochs (INVALID_PRODUCER_EPOCH). The
+// the group's partition; the Log fences old epochs (INVALID_PRODUCER_EPOCH), and the
+// transaction coordinator (kernel.TxnVerifier) first confirms the partition is in the
+// producer's ongoing transaction (KIP-890 part 1; INVALID_TXN_STATE otherwise). The
 // offsets stay pending per (partition, producer) until the producer's marker: the
 // replication module reports markers appended to __consumer_offsets through
 // kernel.TxnMarkerHook; the listener queues them to the partition's shard, whose

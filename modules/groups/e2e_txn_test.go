@@ -191,6 +191,11 @@ func TestTxnOffsetCommitE2E(t *testing.T) {
 	x := &txnRaw{t: t, cl: cl, id: "t-raw"}
 	x.init()
 
+	// Without AddOffsetsToTxn the transaction coordinator refuses (KIP-890 part 1).
+	if c := x.commit("g1", "in", x.epoch, map[int32]int64{0: 1}); c != kerr.InvalidTxnState.Code {
+		t.Fatalf("TxnOffsetCommit outside a transaction: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(c))
+	}
+
 	// Commit.
 	x.addOffsets("g1")
 	if c := x.commit("g1", "in", x.epoch, map[int32]int64{0: 5, 1: 6}); c != 0 {

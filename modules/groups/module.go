@@ -61,6 +61,7 @@ type Module struct {
 	plugins        []*pluginAssignor            // the plugin-backed ones among assignors
 	poffs          kernel.PartitionOffsets      // nil if replication does not offer it
 	txnLocator     kernel.TxnCoordinatorLocator // nil without a transaction coordinator
+	txnVerifier    kernel.TxnVerifier           // nil if the transaction coordinator does not verify
 	groupCfgLogged sync.Map                     // group id + "\x00" + configured assignor → logged once
 
 	store    *offsets.Store
@@ -150,6 +151,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	// COORDINATOR_NOT_AVAILABLE; without the marker hook transactional offset commits
 	// become visible only when a load replays their marker (logged).
 	m.txnLocator, _ = kernel.LookupAs[kernel.TxnCoordinatorLocator](ctx, "txn")
+	m.txnVerifier, _ = kernel.LookupAs[kernel.TxnVerifier](ctx, "txn")
 	if hook, err := kernel.LookupAs[kernel.TxnMarkerHook](ctx, "replication"); err == nil {
 		hook.AddTxnMarkerListener(m.onTxnMarker)
 	} else if m.txnLocator != nil {

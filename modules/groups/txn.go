@@ -206,6 +206,14 @@ func (s *shard) hasPending(group, topic string, partition int32) bool {
 	return s.txns.has(group, topic, partition)
 }
 
+// hasOpenTxn reports whether producer id has pending offsets in this shard (its
+// transaction is open in the partition).
+func (s *shard) hasOpenTxn(id int64) bool {
+	s.txnMu.Lock()
+	defer s.txnMu.Unlock()
+	return s.txns.byProducer[id] != nil
+}
+
 // pendingPartitions returns the partitions of group with pending transactional
 // offsets in this shard.
 func (s *shard) pendingPartitions(group string) []offsets.TopicPartition {

@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -728,4 +729,60 @@ func TestTxnOffsetCommitHammer(t *testing.T) {
 	for p := range producers {
 		r.want("h"+strconv.Itoa(p), want[p])
 	}
+}
+
+type fakeVerifier struct {
+	mu    sync.Mutex
+	err   error
+	calls int
+}
+
+func (f *fakeVerifier) VerifyTxnPartition(_ context.Context, id string, pid int64, epoch int16, tp kernel.TopicPartition) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if id != "tx" || tp != offsetsTP {
+		return fmt.Errorf("unexpected verification of %q in %v: %w", id, tp, kerr.UnknownServerError)
+	}
+	return f.err
+}
+
+// The transaction coordinator verifies the producer's first transactional batch in
+// the partition (KIP-890 part 1); a refusal appends nothing.
+func TestTxnOffsetCommitVerified(t *testing.T) {
+	r := newTxnRig(t)
+	v := &fakeVerifier{err: fmt.Errorf("txn: not in the transaction: %w", kerr.InvalidTxnState)}
+	r.m.txnVerifier = v
+	if c := r.txnCommit("g", 7, 0, map[int32]int64{0: 10}); c[0] != kerr.InvalidTxnState.Code {
+		t.Fatalf("refused verification: %v", kerr.ErrorForCode(c[0]))
+	}
+	r.log.mu.Lock()
+	n := r.log.appends
+	r.log.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d appends after a refused verification", n)
+	}
+	v.mu.Lock()
+	v.err = errors.New("cancelled")
+	v.mu.Unlock()
+	if c := r.txnCommit("g", 7, 0, map[int32]int64{0: 10}); c[0] != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("failed verification: %v", kerr.ErrorForCode(c[0]))
+	}
+	v.mu.Lock()
+	v.err = fmt.Errorf("elsewhere: %w", kernel.ErrNotCoordinator) // not ours to check
+	v.mu.Unlock()
+	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 10}))
+	v.mu.Lock()
+	v.err, v.calls = kerr.InvalidTxnState, 0
+	v.mu.Unlock()
+	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{1: 11})) // open already: not asked
+	v.mu.Lock()
+	calls := v.calls
+	v.mu.Unlock()
+	if calls != 0 {
+		t.Fatalf("verified %d times with the transaction open in the partition", calls)
+	}
+	r.marker(7, 0, true)
+	r.waitSettled(7)
+	r.want("g", map[int32]int64{0: 10, 1: 11})
 }
