@@ -25,8 +25,9 @@
 // sequence gaps refused), keep one idempotent franz-go producer running across broker
 // SIGKILLs (every record exactly once, in order), run a GroupTransactSession
 // consume-transform-produce pipeline as a separate process (interop/internal/eospipe,
-// built once) with the pipeline or the broker SIGKILLed mid-stream, and check
-// read_committed against read_uncommitted for franz-go, librdkafka
+// built once) with the pipeline or the broker SIGKILLed mid-stream, do the same with a
+// kafkajs pipeline made of the seed's transaction snippet (txn_kafkajs_eos_test.js), and
+// check read_committed against read_uncommitted for franz-go, librdkafka
 // (txn_librdkafka_test.py) and kafkajs (txn_kafkajs_test.js: the seed's idempotent and
 // transactional producer snippets, tx.sendOffsets checked with kadm), zombie fencing on a
 // second InitProducerId, the coordinator aborting a transaction past its timeout, and 8

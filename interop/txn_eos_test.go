@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,7 @@ type eosRun struct {
 	starts     int
 	unexpected int // pipeline exits the test did not cause
 	began      time.Time
+	launch     func(r *eosRun) *lineProc
 }
 
 // since is the time since the input was written, for the log.
@@ -60,27 +62,50 @@ func (r *eosRun) since() time.Duration { return time.Since(r.began).Round(time.M
 
 const eosMaxStarts = 30 // pipeline starts before the test gives up
 
-func newEOSRun(t *testing.T, name string) *eosRun {
+// newEOSRun starts a broker and writes n input records ("in-%04d", record i to
+// partition i%3) in produce requests of at most chunk records (0: one request).
+// launch starts one pipeline process.
+func newEOSRun(t *testing.T, name string, n, chunk int, launch func(r *eosRun) *lineProc) *eosRun {
 	b := startBrokerConfig(t, txnBrokerConfig)
-	r := &eosRun{t: t, b: b, in: name + "-in", out: name + "-out", group: name + "-g", partitions: 3, n: 3000}
+	r := &eosRun{t: t, b: b, in: name + "-in", out: name + "-out", group: name + "-g", partitions: 3, n: n, launch: launch}
 	createTopic(t, b.addr, r.in, r.partitions)
 	createTopic(t, b.addr, r.out, r.partitions)
-	produceSeq(t, b.addr, r.in, r.partitions, "in", r.n)
+	if chunk == 0 {
+		produceSeq(t, b.addr, r.in, r.partitions, "in", r.n)
+	} else {
+		cl := newClient(t, b.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for from := 0; from < n; from += chunk {
+			var recs []*kgo.Record
+			for i := from; i < min(from+chunk, n); i++ {
+				recs = append(recs, &kgo.Record{Topic: r.in, Partition: int32(i) % r.partitions, Value: []byte(fmt.Sprintf("in-%04d", i))})
+			}
+			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Fatalf("produce the input: %v", err)
+			}
+		}
+	}
 	r.adm = kadm.NewClient(newClient(t, b.addr))
 	r.began = time.Now()
 	return r
 }
 
-// start starts the pipeline (transactional id and group instance id stay the same
-// across starts).
+// launchEOSPipe starts interop/internal/eospipe (transactional id and group instance id
+// stay the same across starts).
+func launchEOSPipe(r *eosRun) *lineProc {
+	return startLineProc(r.t, nil, eospipe(r.t), "-brokers", r.b.addr, "-group", r.group, "-in", r.in, "-out", r.out,
+		"-txn-id", r.group+"-txn", "-chunk", "60", "-pace", "20ms")
+}
+
+// start starts the pipeline.
 func (r *eosRun) start() {
 	r.t.Helper()
 	if r.starts >= eosMaxStarts {
 		r.t.Fatalf("the pipeline was started %d times (%d exits the test did not cause); giving up", r.starts, r.unexpected)
 	}
 	r.starts++
-	r.pipe = startLineProc(r.t, nil, eospipe(r.t), "-brokers", r.b.addr, "-group", r.group, "-in", r.in, "-out", r.out,
-		"-txn-id", r.group+"-txn", "-chunk", "60", "-pace", "20ms")
+	r.pipe = r.launch(r)
 }
 
 func (r *eosRun) pipeRunning() bool {
@@ -166,7 +191,7 @@ func (r *eosRun) finish() {
 // pipeline's open transaction is aborted when its successor initialises, and the
 // successor resumes from the offsets committed in the last committed transaction.
 func TestEOSPipelineClientKills(t *testing.T) {
-	r := newEOSRun(t, "eos-client-kills")
+	r := newEOSRun(t, "eos-client-kills", 3000, 0, launchEOSPipe)
 	r.start()
 	for k := 1; k <= 3; k++ {
 		r.waitProgress(k*r.n/4, 90*time.Second)
@@ -183,13 +208,40 @@ func TestEOSPipelineClientKills(t *testing.T) {
 // coordinator, the group coordinator and the partitions must recover in-flight
 // transactions so that the output still holds each input record's output exactly once.
 func TestEOSPipelineBrokerKills(t *testing.T) {
-	r := newEOSRun(t, "eos-broker-kills")
+	r := newEOSRun(t, "eos-broker-kills", 3000, 0, launchEOSPipe)
 	r.start()
 	for k := 1; k <= 3; k++ {
 		r.waitProgress(k*r.n/4, 90*time.Second)
 		t.Logf("%s: SIGKILLing the broker at %d committed input records", r.since(), r.progress())
 		r.b.kill()
 		r.b.start()
+	}
+	r.finish()
+}
+
+// TestKafkajsEOSKills runs txn_kafkajs_eos_test.js, a kafkajs pipeline made of the seed's
+// transaction snippet (a group consumer's eachBatch doing tx.send + tx.sendOffsets +
+// tx.commit), over 900 input records written in small batches, and SIGKILLs the node
+// process at a quarter of the input, the broker at half, and the node process again at
+// three quarters (the pipeline exits on any failure and is started again). The output,
+// read with read_committed, must hold each input record's output exactly once.
+func TestKafkajsEOSKills(t *testing.T) {
+	node := needKafkajs(t)
+	r := newEOSRun(t, "kjs-eos", 900, 10, func(r *eosRun) *lineProc {
+		return startLineProc(r.t, []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}, node, "txn_kafkajs_eos_test.js",
+			r.b.addr, r.group, r.in, r.out, r.group+"-txn")
+	})
+	r.start()
+	for k, what := range []string{"node", "broker", "node"} {
+		r.waitProgress((k+1)*r.n/4, 90*time.Second)
+		t.Logf("%s: SIGKILLing the %s at %d committed input records", r.since(), what, r.progress())
+		if what == "broker" {
+			r.b.kill()
+			r.b.start()
+		} else {
+			r.pipe.kill()
+			r.start()
+		}
 	}
 	r.finish()
 }
