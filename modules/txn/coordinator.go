@@ -35,9 +35,9 @@ func (s *shard) initProducerID(ctx context.Context, id string, timeoutMs int32, 
 		// is repeated so that t is the id's entry in the map when it transits (an
 		// entry dropped meanwhile, by expiry, must not be written for).
 		s.mu.Unlock()
-		pid, e := s.m.newProducerID(ctx)
-		if e != nil {
-			return -1, -1, e
+		pid, perr := s.m.newProducerID(ctx)
+		if perr != nil {
+			return -1, -1, perr
 		}
 		s.mu.Lock()
 		if t, e = s.lookupLocked(id); e == nil && t == nil {

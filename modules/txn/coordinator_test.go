@@ -934,3 +934,24 @@ func TestConcurrentWait(t *testing.T) {
 		t.Fatalf("bounded wait: %v", err)
 	}
 }
+
+// TestInitNewIDWhileUnloading: the shard is unloaded while a new id's producer id is
+// being reserved; the request gets NOT_COORDINATOR (no entry is created or written).
+func TestInitNewIDWhileUnloading(t *testing.T) {
+	e := newEnv(t)
+	s, kerrr := e.m.coordinatorFor(context.Background(), "n")
+	if kerrr != nil {
+		t.Fatal(kerrr)
+	}
+	e.m.pids = &pidBlocks{alloc: allocFunc(func(ctx context.Context, n int32) (int64, error) {
+		s.unload()
+		return e.c.AllocateProducerIDs(ctx, n)
+	})}
+	if _, _, err := s.initProducerID(context.Background(), "n", 1000, nil); err != kerr.NotCoordinator {
+		t.Fatalf("got %v", err)
+	}
+}
+
+type allocFunc func(context.Context, int32) (int64, error)
+
+func (f allocFunc) AllocateProducerIDs(ctx context.Context, n int32) (int64, error) { return f(ctx, n) }
