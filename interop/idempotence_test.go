@@ -131,9 +131,10 @@ func (p *rawProducer) produceNoFatal(batch []byte) (int64, error) {
 // original base offset, and nothing is appended. A batch with a sequence gap gets
 // OUT_OF_ORDER_SEQUENCE_NUMBER. The broker is SIGKILLed and restarted on its data dir,
 // and the same duplicates again get their original offsets (producer state rebuilt from
-// the log), the gap is still refused, and batches 8-9 continue the sequence; batch 10
-// sent at once over four connections is appended once and all four get its offset. The
-// partition then holds each record exactly once, in order.
+// the log), a new InitProducerId gets another producer id, the gap is still refused, and
+// batches 8-9 continue the sequence; batch 10 sent at once over four connections is
+// appended once and all four get its offset. The partition then holds each record
+// exactly once, in order.
 func TestIdempotentDuplicateSends(t *testing.T) {
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
@@ -190,6 +191,10 @@ func TestIdempotentDuplicateSends(t *testing.T) {
 
 	b.kill()
 	b.start()
+	// Producer ids stay unique across restarts.
+	if pid2, _ := initProducerID(t, cl); pid2 == pid {
+		t.Errorf("InitProducerId after the restart handed out producer id %d again", pid)
+	}
 	for range 2 {
 		for k := 7; k >= 3; k-- {
 			resend("after SIGKILL and restart", k)

@@ -429,3 +429,102 @@ func TestTxnConcurrentProducers(t *testing.T) {
 	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
 	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
 }
+
+// TestTxnAdminViews checks the inspection APIs through kadm while a franz-go transaction
+// is open and after it commits: DescribeTransactions (state Ongoing with the producer id,
+// epoch, timeout and partition; CompleteCommit with no partitions afterwards),
+// ListTransactions (with and without a state filter) and DescribeProducers (the open
+// transaction's first offset, then -1).
+func TestTxnAdminViews(t *testing.T) {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	const (
+		topic = "txn-admin"
+		txnID = "txn-admin-id"
+	)
+	createTopic(t, b.addr, topic, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	plain := newClient(t, b.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(plain)
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	cl := txnClient(t, b.addr, txnID)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &kgo.Record{Topic: topic, Partition: 1, Value: []byte("in-txn")}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	describe := func() kadm.DescribedTransaction {
+		t.Helper()
+		ds, err := adm.DescribeTransactions(ctx, txnID)
+		if err != nil {
+			t.Fatalf("DescribeTransactions: %v", err)
+		}
+		d, ok := ds[txnID]
+		if !ok || d.Err != nil {
+			t.Fatalf("DescribeTransactions %q: found %v, error %v", txnID, ok, d.Err)
+		}
+		return d
+	}
+	d := describe()
+	if d.State != "Ongoing" || d.ProducerID != pid || d.ProducerEpoch != epoch || d.TimeoutMillis != 30000 ||
+		!d.Topics.Lookup(topic, 1) || d.Topics.Lookup(topic, 0) {
+		t.Errorf("open transaction described as %+v; want state Ongoing, producer %d epoch %d, timeout 30000, partitions {%s: [1]}",
+			d, pid, epoch, topic)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatalf("ListTransactions: %v", err)
+	}
+	if l, ok := listed[txnID]; !ok || l.State != "Ongoing" || l.ProducerID != pid {
+		t.Errorf("ListTransactions: %q is %+v (listed: %v), want Ongoing with producer %d", txnID, l, ok, pid)
+	}
+	if listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"}); err != nil {
+		t.Fatalf("ListTransactions(CompleteCommit): %v", err)
+	} else if _, ok := listed[txnID]; ok {
+		t.Errorf("ListTransactions filtered on CompleteCommit lists the open transaction %q", txnID)
+	}
+
+	producerOn := func(p int32) (kadm.DescribedProducer, bool) {
+		t.Helper()
+		dps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {p: {}}})
+		if err != nil {
+			t.Fatalf("DescribeProducers: %v", err)
+		}
+		dp, ok := dps[topic].Partitions[p]
+		if !ok || dp.Err != nil {
+			t.Fatalf("DescribeProducers %s/%d: found %v, error %v", topic, p, ok, dp.Err)
+		}
+		prod, ok := dp.ActiveProducers[pid]
+		return prod, ok
+	}
+	if prod, ok := producerOn(1); !ok || prod.ProducerEpoch != epoch || prod.CurrentTxnStartOffset != rec.Offset || prod.LastSequence != 0 {
+		t.Errorf("DescribeProducers %s/1 with the transaction open: producer %d is %+v (found: %v); want epoch %d, transaction start offset %d, last sequence 0",
+			topic, pid, prod, ok, epoch, rec.Offset)
+	}
+
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// The coordinator completes the commit after EndTxn answers (markers, then
+	// CompleteCommit).
+	if !pollUntil(30*time.Second, func() bool { return describe().State == "CompleteCommit" }) {
+		t.Errorf("after the commit the transaction is described as %+v, want state CompleteCommit", describe())
+	}
+	if d := describe(); len(d.Topics) != 0 {
+		t.Errorf("a completed transaction still lists partitions: %v", d.Topics)
+	}
+	if prod, ok := producerOn(1); !ok || prod.CurrentTxnStartOffset != -1 {
+		t.Errorf("DescribeProducers %s/1 after the commit: producer %d is %+v (found: %v); want transaction start offset -1",
+			topic, pid, prod, ok)
+	}
+}
