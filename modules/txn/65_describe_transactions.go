@@ -1,5 +1,5 @@
-// DescribeTransactions: v0 (KIP-664). A transaction in Prepare* lists all its
-// partitions until it completes (Kafka drops each partition as its marker is written).
+// DescribeTransactions: v0 (KIP-664). A transaction in Prepare* lists the partitions
+// whose marker is not written yet, as Kafka.
 
 package txn
 

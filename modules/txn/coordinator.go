@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -143,7 +144,24 @@ func (s *shard) complete(j *markerJob) {
 	s.m.completed.Add(1)
 }
 
-// snapshot returns a copy of the id's current state.
+// markersWritten records that the job's markers to tps are written.
+func (s *shard) markersWritten(j *markerJob, tps []kernel.TopicPartition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, e := s.lookupLocked(j.id)
+	if e != nil || t == nil || t.cur.ProducerID != j.pid || t.cur.Epoch != j.epoch || !t.cur.State.isPrepare() {
+		return
+	}
+	if t.marked == nil {
+		t.marked = map[kernel.TopicPartition]bool{}
+	}
+	for _, tp := range tps {
+		t.marked[tp] = true
+	}
+}
+
+// snapshot returns a copy of the id's current state; a Prepare* transaction's
+// partitions whose marker is written are left out.
 func (s *shard) snapshot(id string) (txnData, bool, *kerr.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,7 +173,11 @@ func (s *shard) snapshot(id string) (txnData, bool, *kerr.Error) {
 		// Unknown, or a new id whose first record is still being written.
 		return txnData{}, false, nil
 	}
-	return t.cur.clone(), true, nil
+	d := t.cur.clone()
+	if len(t.marked) > 0 {
+		d.Partitions = slices.DeleteFunc(d.Partitions, func(tp kernel.TopicPartition) bool { return t.marked[tp] })
+	}
+	return d, true, nil
 }
 
 // each calls fn with a copy of every id's state (ids being created excluded).

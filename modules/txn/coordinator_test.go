@@ -955,3 +955,34 @@ func TestInitNewIDWhileUnloading(t *testing.T) {
 type allocFunc func(context.Context, int32) (int64, error)
 
 func (f allocFunc) AllocateProducerIDs(ctx context.Context, n int32) (int64, error) { return f(ctx, n) }
+
+// TestDescribeShowsUnmarkedPartitions: while a transaction's markers are being
+// written, DescribeTransactions lists only the partitions still without one.
+func TestDescribeShowsUnmarkedPartitions(t *testing.T) {
+	e := newEnv(t)
+	pid, epoch := e.initOK("a")
+	if err := e.addOne("a", pid, epoch, tp("t", 0), tp("t", 1)); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 100_000)
+	for i := range errs {
+		errs[i] = kernel.ErrNotLeader
+	}
+	e.c.markersMu.Lock()
+	e.c.markerErrs[tp("t", 1)] = errs
+	e.c.markersMu.Unlock()
+	if err := e.endTxn("a", pid, epoch, true, 4); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(func() bool {
+		d := e.describe("a")
+		return d.State == "PrepareCommit" && len(d.Topics) == 1 && slices.Equal(d.Topics[0].Partitions, []int32{1})
+	})
+	e.c.markersMu.Lock()
+	e.c.markerErrs[tp("t", 1)] = nil
+	e.c.markersMu.Unlock()
+	e.waitState("a", "CompleteCommit")
+	if d := e.describe("a"); len(d.Topics) != 0 {
+		t.Fatalf("complete: %+v", d.Topics)
+	}
+}

@@ -174,13 +174,15 @@ func (m *Module) runJob(j *markerJob) {
 		}
 		wg.Wait()
 	}
-	var retry []kernel.TopicPartition
+	var retry, done []kernel.TopicPartition
 	for i, r := range results {
 		switch r {
 		case markerFenced:
 			return
 		case markerRetry:
 			retry = append(retry, j.pending[i])
+		case markerDone:
+			done = append(done, j.pending[i])
 		}
 	}
 	if ctx.Err() != nil {
@@ -190,6 +192,7 @@ func (m *Module) runJob(j *markerJob) {
 		j.s.complete(j)
 		return
 	}
+	j.s.markersWritten(j, done)
 	j.pending = retry
 	j.attempt++
 	d := j.backoff

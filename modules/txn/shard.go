@@ -327,6 +327,7 @@ func (s *shard) commit(ctx context.Context, ts []transit) []*kerr.Error {
 		}
 		t.cur = *tr.next
 		t.pending = nil
+		t.marked = nil
 	}
 	return codes
 }

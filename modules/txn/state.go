@@ -108,6 +108,10 @@ type txnMeta struct {
 	id      string
 	cur     txnData
 	pending *txnData
+	// marked are the partitions of the current Prepare* transaction whose marker is
+	// written (DescribeTransactions leaves them out, as Kafka). Memory only; reset by
+	// every transition.
+	marked map[kernel.TopicPartition]bool
 }
 
 // epochExhausted: an epoch this high gets a new producer id on the next
