@@ -30,8 +30,9 @@
 // check read_committed against read_uncommitted for franz-go, librdkafka
 // (txn_librdkafka_test.py) and kafkajs (txn_kafkajs_test.js: the seed's idempotent and
 // transactional producer snippets, tx.sendOffsets checked with kadm), zombie fencing on a
-// second InitProducerId, the coordinator aborting a transaction past its timeout, and 8
-// concurrent transactional producers on shared partitions. Consumers read up to a plain
+// second InitProducerId, the coordinator aborting a transaction past its timeout, 8
+// concurrent transactional producers on shared partitions, and kadm's
+// DescribeTransactions, ListTransactions and DescribeProducers views. Consumers read up to a plain
 // sentinel record appended to each partition afterwards, so a transaction left open
 // (the last stable offset stuck below the sentinel) fails the read instead of passing it.
 //
