@@ -786,3 +786,20 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	r.waitSettled(7)
 	r.want("g", map[int32]int64{0: 10, 1: 11})
 }
+
+// Offset expiry skips partitions with pending transactional offsets (as Kafka): the
+// transaction is about to replace them.
+func TestTxnOffsetCommitExpirySkipsPending(t *testing.T) {
+	r := newTxnRig(t)
+	r.commit("g", map[int32]int64{0: 1, 1: 1})
+	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 5}))
+	s, e := r.m.coordinatorFor(context.Background(), "g")
+	if e != nil {
+		t.Fatal(e)
+	}
+	s.expireOffsets(context.Background(), time.Now().Add(24*time.Hour), time.Millisecond)
+	r.want("g", map[int32]int64{0: 1, 1: -1})
+	r.marker(7, 0, true)
+	r.waitSettled(7)
+	r.want("g", map[int32]int64{0: 5, 1: -1})
+}
