@@ -368,7 +368,7 @@ func TestTxnTimeoutAborts(t *testing.T) {
 		map[int32][]string{0: wantAll})
 }
 
-// TestTxnConcurrentProducers: 8 franz-go transactional producers run 12 transactions each
+// TestTxnConcurrentProducers: 8 franz-go transactional producers run 25 transactions each
 // at the same time, each transaction writing 1-15 records to random partitions of 4
 // shared ones and then committing or aborting at random (seed in the log). Nothing may
 // fail or hang; afterwards the last stable offsets reach the high watermarks, and
@@ -380,7 +380,7 @@ func TestTxnConcurrentProducers(t *testing.T) {
 		topic      = "txn-concurrent"
 		partitions = 4
 		producers  = 8
-		txns       = 12
+		txns       = 25
 	)
 	createTopic(t, b.addr, topic, partitions)
 	seed := uint64(time.Now().UnixNano())
