@@ -22,6 +22,11 @@ type Partitions interface {
 	// order, until the high watermark as of the call. batch is only valid during fn;
 	// an error from fn stops the read and is returned.
 	ReadCommitted(ctx context.Context, tp TopicPartition, offset int64, fn func(batch []byte) error) error
+	// ReadStable is ReadCommitted as a read_committed consumer sees it: batches below
+	// the last stable offset only, without control batches and without the batches of
+	// aborted transactions. (ReadCommitted returns every batch below the HW: the
+	// coordinators that own internal topics interpret transactions themselves.)
+	ReadStable(ctx context.Context, tp TopicPartition, offset int64, fn func(batch []byte) error) error
 	// Leader reports whether this broker leads tp, and with which leader epoch.
 	Leader(tp TopicPartition) (epoch int32, ok bool)
 }

@@ -78,3 +78,36 @@ type TxnMarkerHook interface {
 
 // ErrNotCoordinator: this broker does not coordinate the key (NOT_COORDINATOR).
 var ErrNotCoordinator = errors.New("not the coordinator")
+
+// ProducerIDEpoch is a producer id and epoch pair.
+type ProducerIDEpoch struct {
+	ID    int64
+	Epoch int16
+}
+
+// InternalTxns is an optional interface of the txn module: transactions driven from
+// inside the broker (a derived transform's exactly-once mode), the coordinator
+// requests without the wire. Each call behaves as its request (same checks, same
+// durability before it returns); errors wrap the *kerr.Error the request would have
+// answered (CONCURRENT_TRANSACTIONS, PRODUCER_FENCED, ...), or ErrNotCoordinator when
+// this broker does not coordinate transactionalID.
+type InternalTxns interface {
+	InitProducerID(ctx context.Context, transactionalID string, timeoutMs int32) (ProducerIDEpoch, error)
+	AddPartitionsToTxn(ctx context.Context, transactionalID string, pe ProducerIDEpoch, tps []TopicPartition) error
+	AddOffsetsToTxn(ctx context.Context, transactionalID string, pe ProducerIDEpoch, group string) error
+	EndTxn(ctx context.Context, transactionalID string, pe ProducerIDEpoch, commit bool) error
+}
+
+// InternalOffsets is an optional interface of the groups module: consumer offsets for
+// modules that consume inside the broker (a derived transform keeps its input
+// position as the offsets of an internal group, so it is committed atomically with
+// its outputs and visible to kadm as lag).
+type InternalOffsets interface {
+	// TxnCommitOffsets is TxnOffsetCommit for group (no member, generation -1): the
+	// offsets become visible when pe's transaction commits.
+	TxnCommitOffsets(ctx context.Context, transactionalID, group string, pe ProducerIDEpoch, offsets map[TopicPartition]int64) error
+	// StableOffsets returns group's committed offsets of tps (absent: none). It fails
+	// with an error wrapping kerr.UnstableOffsetCommit while a transaction holds
+	// pending offsets for one of them (the caller retries).
+	StableOffsets(ctx context.Context, group string, tps []TopicPartition) (map[TopicPartition]int64, error)
+}

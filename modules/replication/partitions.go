@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -98,12 +99,48 @@ func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records [
 // chunks into one reused buffer: a cold path (coordinator loading). Only the leader
 // serves it (kernel.ErrNotLeader otherwise).
 func (m *Module) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func(batch []byte) error) error {
+	return m.readBelow(ctx, tp, offset, false, fn)
+}
+
+// ReadStable is ReadCommitted for read_committed readers (kernel.Partitions): below
+// the last stable offset, control batches and aborted transactions' batches left out.
+func (m *Module) ReadStable(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func(batch []byte) error) error {
+	return m.readBelow(ctx, tp, offset, true, fn)
+}
+
+// readBelow reads tp from offset up to the HW as of the call, or, when stable, up to
+// the LSO as of the call, skipping control batches and batches of transactions
+// aborted below it (a transactional batch of producer P at offset B is aborted when
+// an aborted transaction of P spans B: FirstOffset <= B < LastOffset, its marker).
+func (m *Module) readBelow(ctx context.Context, tp kernel.TopicPartition, offset int64, stable bool, fn func(batch []byte) error) error {
 	p := m.partition(tp)
 	if p == nil || !p.IsLeader() {
 		return fmt.Errorf("read %s: %w", tp, kernel.ErrNotLeader)
 	}
-	hw := p.HighWatermark()
+	hw, lso := p.stableOffsets()
 	off := max(offset, p.log.LogStartOffset())
+	var aborted []kernel.AbortedTxn
+	if stable {
+		hw = lso
+		aborted = p.log.AbortedTxns(nil, off, lso)
+		inner := fn
+		fn = func(batch []byte) error {
+			attrs := binary.BigEndian.Uint16(batch[recordbatch.OffAttributes:])
+			if attrs&recordbatch.AttrControl != 0 {
+				return nil
+			}
+			if attrs&recordbatch.AttrTransactional != 0 && len(aborted) > 0 {
+				pid := int64(binary.BigEndian.Uint64(batch[recordbatch.OffProducerID:]))
+				base := int64(binary.BigEndian.Uint64(batch[recordbatch.OffBaseOffset:]))
+				for _, a := range aborted {
+					if a.ProducerID == pid && a.FirstOffset <= base && base < a.LastOffset {
+						return nil
+					}
+				}
+			}
+			return inner(batch)
+		}
+	}
 	var buf []byte
 	for off < hw {
 		if err := ctx.Err(); err != nil {
