@@ -62,6 +62,11 @@ func (f *fakeLog) Append(ctx context.Context, tp kernel.TopicPartition, records 
 	return res, nil
 }
 
+// ReadStable is not used by these tests.
+func (f *fakeLog) ReadStable(context.Context, kernel.TopicPartition, int64, func([]byte) error) error {
+	return errors.New("fake: ReadStable not implemented")
+}
+
 func (f *fakeLog) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func([]byte) error) error {
 	f.mu.Lock()
 	bs := append([][]byte(nil), f.batches...)

@@ -138,6 +138,11 @@ func (c *fakeCluster) Append(_ context.Context, tp kernel.TopicPartition, record
 	return kernel.AppendResult{BaseOffset: base, LastOffset: c.ends[tp] - 1}, nil
 }
 
+// ReadStable is not used by these tests.
+func (c *fakeCluster) ReadStable(context.Context, kernel.TopicPartition, int64, func([]byte) error) error {
+	return errors.New("fake: ReadStable not implemented")
+}
+
 func (c *fakeCluster) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func([]byte) error) error {
 	c.mu.Lock()
 	hold := c.readHold
