@@ -122,7 +122,7 @@ func (d *derived) work(ctx context.Context, p int32) {
 	var dec recordbatch.Decoder
 	backoff := pollInterval
 	for ctx.Err() == nil {
-		err := t.m.parts.ReadCommitted(ctx, tp, pos, func(batch []byte) error {
+		err := t.m.parts.ReadStable(ctx, tp, pos, func(batch []byte) error {
 			h, sec, err := dec.Section(batch)
 			if err != nil {
 				return err
