@@ -11,15 +11,35 @@ import (
 // Metrics is a small registry of counters and gauges written in the Prometheus text
 // format at /metrics. Metric names are snake_case and start with "sluice_".
 type Metrics struct {
-	mu       sync.Mutex
-	counters map[string]*Counter
-	gauges   map[string]func() float64
-	help     map[string]string
+	mu         sync.Mutex
+	counters   map[string]*Counter
+	gauges     map[string]func() float64
+	collectors map[string]collector
+	help       map[string]string
+}
+
+// collector is a metric family whose samples are listed at scrape time.
+type collector struct {
+	typ string
+	fn  func(emit func(labels string, v float64))
 }
 
 // NewMetrics returns an empty registry.
 func NewMetrics() *Metrics {
-	return &Metrics{counters: map[string]*Counter{}, gauges: map[string]func() float64{}, help: map[string]string{}}
+	return &Metrics{counters: map[string]*Counter{}, gauges: map[string]func() float64{},
+		collectors: map[string]collector{}, help: map[string]string{}}
+}
+
+// Collect registers a metric family (typ "counter" or "gauge") whose samples fn lists
+// at scrape time by calling emit once per sample, with its labels in Prometheus form
+// without braces (`transform="redact",mode="inline"`, or "" for none). It suits label
+// sets that come and go (one sample per deployed transform). fn runs outside the
+// registry's lock. A second registration of name replaces it.
+func (m *Metrics) Collect(name, help, typ string, fn func(emit func(labels string, v float64))) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.collectors[name] = collector{typ: typ, fn: fn}
+	m.help[name] = help
 }
 
 // Counter is a monotonically increasing count.
@@ -77,6 +97,10 @@ func (m *Metrics) WriteText(w io.Writer) {
 	for n, fn := range m.gauges {
 		gauges[n] = fn
 	}
+	collectors := make(map[string]collector, len(m.collectors))
+	for n, c := range m.collectors {
+		collectors[n] = c
+	}
 	help := make(map[string]string, len(m.help))
 	for k, v := range m.help {
 		help[k] = v
@@ -84,6 +108,15 @@ func (m *Metrics) WriteText(w io.Writer) {
 	m.mu.Unlock()
 	for n, fn := range gauges { // outside the lock: fn may take other locks
 		lines = append(lines, line{n, "gauge", fn()})
+	}
+	for n, c := range collectors {
+		c.fn(func(labels string, v float64) {
+			name := n
+			if labels != "" {
+				name = n + "{" + labels + "}"
+			}
+			lines = append(lines, line{name, c.typ, v})
+		})
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i].name < lines[j].name })
 	seen := map[string]bool{}

@@ -66,29 +66,40 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 }
 
 func (m *Module) serveList(w http.ResponseWriter) {
-	var out []Status
-	for _, t := range m.list() {
-		st, lastErr := t.state()
-		s := Status{
-			Deployment: t.dep, State: st, LastError: lastErr,
-			RecordsIn: t.recordsIn.Load(), RecordsOut: t.recordsOut.Load(), Batches: t.batches.Load(),
-			Failures: t.failures.Load(), Dropped: t.dropped.Load(), DeadLettered: t.dlq.Load(),
-			LatencyLastUs: float64(t.latencyNs.Load()) / 1e3, LatencyAvgUs: float64(t.latencyEWMA.Load()) / 1e3,
-		}
-		t.mu.Lock()
-		s.Pauses = t.pauses
-		t.mu.Unlock()
-		if t.prog != nil {
-			s.ABI = string(t.prog.ABI())
-		}
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
+	out := m.statuses()
 	if out == nil {
 		out = []Status{}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// statuses returns the status of every transform deployed here, by name.
+func (m *Module) statuses() []Status {
+	var out []Status
+	for _, t := range m.list() {
+		out = append(out, t.status())
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// status is the transform's deployment, state and counters.
+func (t *transform) status() Status {
+	st, lastErr := t.state()
+	s := Status{
+		Deployment: t.dep, State: st, LastError: lastErr,
+		RecordsIn: t.recordsIn.Load(), RecordsOut: t.recordsOut.Load(), Batches: t.batches.Load(),
+		Failures: t.failures.Load(), Dropped: t.dropped.Load(), DeadLettered: t.dlq.Load(),
+		LatencyLastUs: float64(t.latencyNs.Load()) / 1e3, LatencyAvgUs: float64(t.latencyEWMA.Load()) / 1e3,
+	}
+	t.mu.Lock()
+	s.Pauses = t.pauses
+	t.mu.Unlock()
+	if t.prog != nil {
+		s.ABI = string(t.prog.ABI())
+	}
+	return s
 }
 
 func (m *Module) serveDeploy(w http.ResponseWriter, r *http.Request, name string) {

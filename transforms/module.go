@@ -101,6 +101,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	hook.SetProduceTransformer(m)
 	ctx.HandleHTTP("/v1/transforms", m.httpHandler())
 	ctx.HandleHTTP("/v1/transforms/", m.httpHandler())
+	if mt := ctx.Metrics(); mt != nil {
+		m.registerMetrics(mt)
+	}
 	return nil
 }
 
