@@ -28,7 +28,8 @@
 // built once) with the pipeline or the broker SIGKILLed mid-stream, do the same with a
 // kafkajs pipeline made of the seed's transaction snippet (txn_kafkajs_eos_test.js), and
 // check read_committed against read_uncommitted for franz-go, librdkafka
-// (txn_librdkafka_test.py) and kafkajs (txn_kafkajs_test.js: the seed's idempotent and
+// (txn_librdkafka_test.py; txn_librdkafka_kill_test.py keeps transactional and
+// idempotent librdkafka producers running across broker SIGKILLs) and kafkajs (txn_kafkajs_test.js: the seed's idempotent and
 // transactional producer snippets, tx.sendOffsets checked with kadm), zombie fencing on a
 // second InitProducerId, the coordinator aborting a transaction past its timeout, 8
 // concurrent transactional producers on shared partitions, and kadm's
