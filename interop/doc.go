@@ -31,7 +31,8 @@
 // (txn_librdkafka_test.py; txn_librdkafka_kill_test.py keeps transactional and
 // idempotent librdkafka producers running across broker SIGKILLs) and kafkajs (txn_kafkajs_test.js: the seed's idempotent and
 // transactional producer snippets, tx.sendOffsets checked with kadm), zombie fencing on a
-// second InitProducerId, the coordinator aborting a transaction past its timeout, 8
+// second InitProducerId, the coordinator aborting a transaction past its timeout,
+// transaction state across broker SIGKILLs at each step of the two-phase commit, 8
 // concurrent transactional producers on shared partitions, and kadm's
 // DescribeTransactions, ListTransactions and DescribeProducers views. Consumers read up to a plain
 // sentinel record appended to each partition afterwards, so a transaction left open

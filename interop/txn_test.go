@@ -528,3 +528,74 @@ func TestTxnAdminViews(t *testing.T) {
 			topic, pid, prod, ok)
 	}
 }
+
+// TestTxnSurvivesBrokerKill: transaction state must survive a broker SIGKILL at each
+// step of the two-phase commit. A franz-go producer writes in a transaction, the broker
+// is SIGKILLed and restarted, the coordinator still describes the transaction as Ongoing
+// with its partitions, and the commit then succeeds. A second transaction is aborted and
+// a third committed, each with the broker SIGKILLed right after EndTxn answers: after
+// the restart the coordinator finishes writing the markers (the last stable offsets
+// reach the high watermarks), and read_committed sees exactly the first and third
+// transactions' records, read_uncommitted all three.
+func TestTxnSurvivesBrokerKill(t *testing.T) {
+	b := startBrokerConfig(t, txnBrokerConfig)
+	const (
+		topic      = "txn-kill"
+		partitions = 2
+	)
+	createTopic(t, b.addr, topic, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ledger := newTxnLedger()
+	recs := func(prefix string) []*kgo.Record {
+		var out []*kgo.Record
+		for i := range 6 {
+			out = append(out, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
+		}
+		return out
+	}
+
+	// Killed while the transaction is open.
+	a := txnClient(t, b.addr, "txn-kill-a")
+	if err := a.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	aRecs := recs("A")
+	if err := a.ProduceSync(ctx, aRecs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	b.kill()
+	b.start()
+	adm := kadm.NewClient(newClient(t, b.addr))
+	ds, err := adm.DescribeTransactions(ctx, "txn-kill-a")
+	if err != nil {
+		t.Fatalf("DescribeTransactions after the restart: %v", err)
+	}
+	if d := ds["txn-kill-a"]; d.Err != nil || d.State != "Ongoing" || !d.Topics.Lookup(topic, 0) || !d.Topics.Lookup(topic, 1) {
+		t.Errorf("after the restart the open transaction is described as %+v; want Ongoing with %s partitions 0 and 1", d, topic)
+	}
+	if err := a.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the restart: %v", err)
+	}
+	ledger.add(aRecs, true)
+
+	// Killed right after EndTxn answers: the markers may not be written yet.
+	for _, step := range []struct {
+		name   string
+		commit bool
+	}{{"B", false}, {"C", true}} {
+		cl := txnClient(t, b.addr, "txn-kill-"+step.name)
+		rs := recs(step.name)
+		if err := runTxn(ctx, cl, rs, step.commit); err != nil {
+			t.Fatalf("transaction %s: %v", step.name, err)
+		}
+		b.kill()
+		ledger.add(rs, step.commit)
+		b.start()
+		waitStable(t, b.addr, topic, 60*time.Second)
+	}
+
+	writeSentinels(t, b.addr, topic, partitions)
+	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
+	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
+}
