@@ -113,6 +113,15 @@ var errPaused = errors.New("transform paused after repeated failures")
 
 // run transforms one batch, keeping stats and the breaker.
 func (t *transform) run(ctx context.Context, b *wasm.Batch) ([]wasm.Output, error) {
+	var outs []wasm.Output
+	err := t.runFunc(ctx, b, false, func(o []wasm.Output) error { outs = o; return nil })
+	return outs, err
+}
+
+// runFunc runs one batch and calls fn with its outputs; with keep they are valid only
+// during fn (wasm.Pool.TransformFunc: the instance reuses their memory), otherwise fn
+// may keep them. fn's error is returned as is: it is not the transform's failure.
+func (t *transform) runFunc(ctx context.Context, b *wasm.Batch, keep bool, fn func([]wasm.Output) error) error {
 	now := t.m.now()
 	t.mu.Lock()
 	failed, paused := t.failed, now.Before(t.pausedUntil)
@@ -120,15 +129,34 @@ func (t *transform) run(ctx context.Context, b *wasm.Batch) ([]wasm.Output, erro
 	switch {
 	case failed != nil:
 		t.failures.Add(1)
-		return nil, failed
+		return failed
 	case paused:
 		t.failures.Add(1)
-		return nil, errPaused
+		return errPaused
 	}
 	t.recordsIn.Add(int64(b.RecordCount))
 	t.batches.Add(1)
 	start := time.Now()
-	outs, err := t.pool.Transform(ctx, b)
+	var fnErr error
+	n := 0
+	consume := func(outs []wasm.Output) error {
+		for i := range outs {
+			if outs[i].Index == 0 || t.dep.Mode == ModeDerived {
+				n++
+			}
+		}
+		fnErr = fn(outs)
+		return nil
+	}
+	var err error
+	if keep {
+		err = t.pool.TransformFunc(ctx, b, consume)
+	} else {
+		var outs []wasm.Output
+		if outs, err = t.pool.Transform(ctx, b); err == nil {
+			_ = consume(outs)
+		}
+	}
 	d := time.Since(start).Nanoseconds()
 	t.latencyNs.Store(d)
 	if old := t.latencyEWMA.Load(); old == 0 {
@@ -140,7 +168,7 @@ func (t *transform) run(ctx context.Context, b *wasm.Batch) ([]wasm.Output, erro
 	defer t.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err // the client went away: not the transform's failure
+			return err // the client went away: not the transform's failure
 		}
 		t.failures.Add(1)
 		t.lastErr = err.Error()
@@ -157,20 +185,14 @@ func (t *transform) run(ctx context.Context, b *wasm.Batch) ([]wasm.Output, erro
 			t.m.log.Warn("transform paused after repeated failures", "transform", t.dep.Name,
 				"for", t.pause, "last_error", t.lastErr)
 		}
-		return nil, err
+		return err
 	}
 	t.consecutive = 0
 	if t.pause > 0 && now.After(t.pausedUntil.Add(t.pause)) {
 		t.pause = 0 // healthy for a whole pause period after resuming: reset the backoff
 	}
-	n := 0
-	for i := range outs {
-		if outs[i].Index == 0 || t.dep.Mode == ModeDerived {
-			n++
-		}
-	}
 	t.recordsOut.Add(int64(n))
-	return outs, nil
+	return fnErr
 }
 
 // state is what list shows.
@@ -209,29 +231,34 @@ func (t *transform) transformProduce(ctx context.Context, tp kernel.TopicPartiti
 			Attributes: h.Attributes, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
 			BaseSequence: h.BaseSequence, RecordCount: h.RecordCount, Records: sec,
 		}
-		outs, err := t.run(ctx, wb)
+		// The outputs are consumed inside the callback (the instance reuses their
+		// memory for its next batch): the batch is built before it returns.
+		var buildErr error
+		err = t.runFunc(ctx, wb, true, func(outs []wasm.Output) error {
+			if len(outs) == 0 {
+				return nil
+			}
+			if buildErr = bld.Reset(recordbatch.OptionsFrom(h)); buildErr != nil {
+				return nil
+			}
+			for i := range outs {
+				o := &outs[i]
+				r := recordbatch.Record{Key: o.Key, Value: o.Value, TimestampDelta: o.TimestampDelta}
+				if len(o.Headers) > 0 {
+					r.Headers = make([]recordbatch.RecordHeader, len(o.Headers))
+					for j, hd := range o.Headers {
+						r.Headers[j] = recordbatch.RecordHeader{Key: []byte(hd.Key), Value: hd.Value}
+					}
+				}
+				bld.Add(&r)
+			}
+			out, buildErr = bld.AppendTo(out)
+			return nil
+		})
 		if err != nil {
 			return t.onFailure(ctx, tp, h, batch, err)
 		}
-		if len(outs) == 0 {
-			return nil
-		}
-		if err := bld.Reset(recordbatch.OptionsFrom(h)); err != nil {
-			return err
-		}
-		for i := range outs {
-			o := &outs[i]
-			r := recordbatch.Record{Key: o.Key, Value: o.Value, TimestampDelta: o.TimestampDelta}
-			if len(o.Headers) > 0 {
-				r.Headers = make([]recordbatch.RecordHeader, len(o.Headers))
-				for j, hd := range o.Headers {
-					r.Headers[j] = recordbatch.RecordHeader{Key: []byte(hd.Key), Value: hd.Value}
-				}
-			}
-			bld.Add(&r)
-		}
-		out, err = bld.AppendTo(out)
-		return err
+		return buildErr
 	})
 	if err != nil {
 		return nil, err

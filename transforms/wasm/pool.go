@@ -184,6 +184,9 @@ func (p *Program) NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 type request struct {
 	batch *Batch
 	resp  chan result // capacity 1: the guest goroutine never blocks on it
+	// keep: the outputs are consumed before the instance serves another batch
+	// (TransformFunc), so the instance may reuse their memory.
+	keep bool
 }
 
 type result struct {
@@ -198,16 +201,33 @@ var errClosed = &Error{Kind: KindClosed, Msg: "pool closed"}
 // *Error. If ctx is cancelled while the batch runs, the instance is discarded
 // and ctx's error returned.
 func (p *Pool) Transform(ctx context.Context, b *Batch) ([]Output, error) {
+	var outs []Output
+	err := p.run(ctx, b, false, func(o []Output) error { outs = o; return nil })
+	return outs, err
+}
+
+// TransformFunc is Transform for callers that consume the outputs at once: fn is
+// called with them (when the batch succeeded) before the instance serves another
+// batch, and they are valid only during fn, which lets the instance reuse their
+// memory from batch to batch instead of allocating it for every batch. fn's error is
+// returned.
+func (p *Pool) TransformFunc(ctx context.Context, b *Batch, fn func([]Output) error) error {
+	return p.run(ctx, b, true, fn)
+}
+
+// run serves one batch on an idle instance; see Transform and TransformFunc. With
+// keep, fn runs before the instance goes back to the idle set.
+func (p *Pool) run(ctx context.Context, b *Batch, keep bool, fn func([]Output) error) error {
 	if b == nil {
-		return nil, errors.New("wasm: nil batch")
+		return errors.New("wasm: nil batch")
 	}
 	var inst *instance
 	select {
 	case inst = <-p.idle:
 	case <-p.closing:
-		return nil, errClosed
+		return errClosed
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	// This goroutine owns a slot until it puts an instance (or nil) back.
 	if inst != nil && inst.dead() {
@@ -217,42 +237,49 @@ func (p *Pool) Transform(ctx context.Context, b *Batch) ([]Output, error) {
 		var err error
 		if inst, err = p.start(); err != nil {
 			p.idle <- nil
-			return nil, err
+			return err
 		}
 		if err := p.awaitReady(ctx, inst); err != nil {
-			return nil, err
+			return err
 		}
 	}
 
-	req := &request{batch: b, resp: make(chan result, 1)}
+	req := &request{batch: b, resp: make(chan result, 1), keep: keep}
 	inst.reqs <- req // never blocks: capacity 1 and one batch at a time
 	timer := time.NewTimer(p.cfg.Timeout)
 	defer timer.Stop()
+	deliver := func(r result) error {
+		if r.err != nil {
+			return r.err
+		}
+		return fn(r.out)
+	}
 	select {
 	case r := <-req.resp:
+		err := deliver(r) // before the instance is released: its buffers back r.out
 		if inst.dead() {
 			p.discard(inst)
 		} else {
 			p.idle <- inst
 		}
-		return r.out, r.err
+		return err
 	case <-inst.done:
 		p.discard(inst)
 		select {
 		case r := <-req.resp:
-			return r.out, r.err
+			return deliver(r)
 		default:
 		}
 		if p.isClosed() {
-			return nil, errClosed
+			return errClosed
 		}
-		return nil, &Error{Kind: KindTrap, Msg: inst.exitReason()}
+		return &Error{Kind: KindTrap, Msg: inst.exitReason()}
 	case <-timer.C:
 		p.discard(inst)
-		return nil, &Error{Kind: KindTimeout, Msg: "batch not completed within " + p.cfg.Timeout.String()}
+		return &Error{Kind: KindTimeout, Msg: "batch not completed within " + p.cfg.Timeout.String()}
 	case <-ctx.Done():
 		p.discard(inst)
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -500,7 +527,7 @@ func (inst *instance) wait() {
 	case req := <-inst.reqs:
 		inst.cur = req
 		inst.delivered = false
-		inst.out.reset()
+		inst.out.reset(req.keep)
 	case <-inst.ctx.Done():
 		panic(errStopped)
 	}

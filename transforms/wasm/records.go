@@ -54,10 +54,28 @@ type outBuilder struct {
 	err   *Error // first error of the batch, if any
 	errno int32  // what emit returns once err is set
 	hint  int    // capacity of buf for the next batch
+	// outs and hdrsOut are finish's result slices, reused when keep is set.
+	outs    []Output
+	hdrsOut []Header
+	keep    bool // the batch's outputs are dead before the next batch starts
 }
 
-func (o *outBuilder) reset() {
-	o.buf = nil
+// reset starts a batch. With keep (Pool.TransformFunc: the caller is done with the
+// previous batch's outputs before this one starts), the buffers the previous outputs
+// point into are reused; otherwise the outputs own their memory and a new buffer is
+// allocated on the first payload.
+func (o *outBuilder) reset(keep bool) {
+	o.keep = keep
+	if keep {
+		o.buf = o.buf[:0]
+	} else {
+		o.buf, o.outs, o.hdrsOut = nil, nil, nil
+	}
+	o.clear()
+}
+
+// clear drops the batch's bookkeeping, not the buffers.
+func (o *outBuilder) clear() {
 	o.keys = o.keys[:0]
 	o.recs = o.recs[:0]
 	o.hdrs = o.hdrs[:0]
@@ -180,7 +198,7 @@ func (o *outBuilder) appendRecords(b []byte, outputs int) int32 {
 
 // finish returns the batch's outputs (nil error) or its error and resets o.
 func (o *outBuilder) finish() ([]Output, error) {
-	defer o.reset()
+	defer o.clear()
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -198,12 +216,15 @@ func (o *outBuilder) finish() ([]Output, error) {
 	keys := string(o.keys) // one allocation; header keys are substrings
 	var hdrs []Header
 	if len(o.hdrs) > 0 {
-		hdrs = make([]Header, len(o.hdrs))
+		hdrs = grow(o.hdrsOut, len(o.hdrs), o.keep)
 		for i, h := range o.hdrs {
 			hdrs[i] = Header{Key: keys[h.key[0]:h.key[1]], Value: bytesOf(h.value)}
 		}
 	}
-	out := make([]Output, len(o.recs))
+	out := grow(o.outs, len(o.recs), o.keep)
+	if o.keep {
+		o.outs, o.hdrsOut = out, hdrs
+	}
 	for i, r := range o.recs {
 		out[i] = Output{
 			Index:          r.index,
@@ -216,6 +237,15 @@ func (o *outBuilder) finish() ([]Output, error) {
 		}
 	}
 	return out, nil
+}
+
+// grow returns s resized to n, reusing its array when reuse is set and it is large
+// enough, else a new slice.
+func grow[T any](s []T, n int, reuse bool) []T {
+	if reuse && cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }
 
 // inRecord is one parsed input record (Redpanda ABI).
