@@ -93,7 +93,9 @@ func TestBrokerCatalogue(t *testing.T) {
 	}{
 		{"advertised.listeners", TypeString, null, false},
 		{"auto.create.topics.enable", TypeBoolean, "true", false},
+		{"broker.heartbeat.interval.ms", TypeInt, "2000", false},
 		{"broker.id", TypeInt, "-1", false},
+		{"broker.session.timeout.ms", TypeInt, "9000", false},
 		{"compression.gzip.level", TypeInt, "-1", true},
 		{"compression.lz4.level", TypeInt, "9", true},
 		{"compression.type", TypeString, "producer", true},
