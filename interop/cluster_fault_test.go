@@ -1,0 +1,135 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestClusterNetworkPartition cuts the active controller off from the two other brokers
+// and heals the cut later.
+//
+// Every raft link between two brokers goes through its own in-process TCP proxy: broker
+// i's config lists voter j (j != i) at the proxy for i→j and itself at its own raft
+// listener, so each direction can be cut on its own. A cut proxy closes its connections
+// and drops whatever new ones send (a network that loses packets, not one that refuses
+// connections).
+//
+// While cut: the two others elect a new controller, fence the cut broker (its RF=1
+// partitions lose their leader), keep creating topics (placed on live brokers only), and
+// a CreateTopics sent to the cut broker does not succeed. After healing: the cut broker
+// catches up on what it missed, is unfenced and leads its partitions again, and topics
+// can be created through it.
+func TestClusterNetworkPartition(t *testing.T) {
+	waitingFor(t, "forwarding of metadata writes to the raft leader", "a broker that is not the raft leader cannot register: its Start blocks until the 60s startup timeout (register broker 2: context deadline exceeded)")
+	needBroker(t)
+	// links[i][j] carries raft traffic from broker i+1 to broker j+1.
+	var links [3][3]*tcpProxy
+	c := newCluster(t, 3, 3, func(c *cluster, id int32) []string {
+		var vs []string
+		for j := int32(1); j <= 3; j++ {
+			if j == id {
+				vs = append(vs, fmt.Sprintf("%d@%s", j, c.raftAddrs[j-1]))
+				continue
+			}
+			p := newTCPProxy(t, c.raftAddrs[j-1])
+			links[id-1][j-1] = p
+			vs = append(vs, fmt.Sprintf("%d@%s", j, p.addr()))
+		}
+		return vs
+	})
+	c.startAll()
+	ctrl := c.agreedController(20 * time.Second)
+	victim := c.node(ctrl)
+	var survivors []*clusterNode
+	for _, n := range c.nodes {
+		if n != victim {
+			survivors = append(survivors, n)
+		}
+	}
+	survivors[0].mustCreateTopic(30*time.Second, "pre-cut", 12, 1, nil)
+	before := survivors[0].waitView(20*time.Second, "pre-cut led", func(v *view) bool { return allLed(v, "pre-cut", 12) }, "pre-cut")
+	var victimParts []int32
+	for p, l := range before.leaders["pre-cut"] {
+		if l == victim.id {
+			victimParts = append(victimParts, p)
+		}
+	}
+	if len(victimParts) == 0 {
+		t.Fatalf("broker %d leads no partition of pre-cut: %v", victim.id, before)
+	}
+
+	cut := func(on bool) {
+		for i := range 3 {
+			for j := range 3 {
+				if p := links[i][j]; p != nil && (int32(i+1) == victim.id || int32(j+1) == victim.id) {
+					p.setCut(on)
+				}
+			}
+		}
+	}
+	cut(true)
+	cutAt := time.Now()
+
+	// The majority elects a new controller among themselves.
+	newCtrl := survivors[0].waitController(20*time.Second, func(id int32) bool { return id != victim.id })
+	survivors[1].waitController(10*time.Second, func(id int32) bool { return id == newCtrl })
+	t.Logf("broker %d cut off; broker %d is controller after %s", victim.id, newCtrl, time.Since(cutAt).Round(time.Millisecond))
+
+	// The cut broker cannot get a metadata write committed.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	err := victim.createTopic(ctx, "through-the-cut", 1, 1, nil)
+	cancel()
+	if err == nil {
+		t.Errorf("CreateTopics through the cut-off broker %d succeeded", victim.id)
+	}
+
+	// It stops heartbeating to the new controller, so it is fenced.
+	for _, n := range survivors {
+		n.waitView(clusterSessionTimeout+20*time.Second, fmt.Sprintf("broker %d fenced", victim.id), func(v *view) bool {
+			if slices.Contains(v.brokers, victim.id) {
+				return false
+			}
+			for _, p := range victimParts {
+				if v.leaders["pre-cut"][p] != -1 {
+					return false
+				}
+			}
+			return true
+		}, "pre-cut")
+	}
+	// The majority keeps working, and places new partitions on live brokers only.
+	survivors[1].mustCreateTopic(20*time.Second, "during-cut", 6, 1, nil)
+	during := survivors[0].waitView(10*time.Second, "during-cut led", func(v *view) bool { return allLed(v, "during-cut", 6) }, "during-cut")
+	for p, l := range during.leaders["during-cut"] {
+		if l == victim.id {
+			t.Errorf("during-cut-%d placed on the fenced broker %d", p, victim.id)
+		}
+	}
+
+	cut(false)
+	healed := time.Now()
+	victim.waitView(30*time.Second, "caught up after healing", func(v *view) bool {
+		return v.controller == newCtrl && allLed(v, "during-cut", 6)
+	}, "during-cut")
+	for _, n := range c.nodes {
+		n.waitView(30*time.Second, fmt.Sprintf("broker %d unfenced and leading its partitions", victim.id), func(v *view) bool {
+			if !slices.Equal(v.brokers, allThree) {
+				return false
+			}
+			for _, p := range victimParts {
+				if v.leaders["pre-cut"][p] != victim.id {
+					return false
+				}
+			}
+			return true
+		}, "pre-cut")
+	}
+	t.Logf("healed; broker %d back in %s", victim.id, time.Since(healed).Round(time.Millisecond))
+	victim.mustCreateTopic(20*time.Second, "after-heal", 3, 1, nil)
+	for _, n := range survivors {
+		n.waitView(10*time.Second, "after-heal led", func(v *view) bool { return allLed(v, "after-heal", 3) }, "after-heal")
+	}
+}
