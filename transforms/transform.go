@@ -1,6 +1,7 @@
 package transforms
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -238,6 +239,13 @@ func (t *transform) transformProduce(ctx context.Context, tp kernel.TopicPartiti
 			if len(outs) == 0 {
 				return nil
 			}
+			if unchanged(&h, sec, outs) {
+				// Every record came back as it went in (an identity or a filter that
+				// kept everything): the input batch is the output, as it is, with its
+				// codec and CRC; no rebuild, no recompression.
+				out = append(out, batch...)
+				return nil
+			}
 			if buildErr = bld.Reset(recordbatch.OptionsFrom(h)); buildErr != nil {
 				return nil
 			}
@@ -337,3 +345,34 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// errDiffers stops unchanged's scan at the first record that differs.
+var errDiffers = errors.New("differs")
+
+// unchanged reports whether outs are exactly the records of the input section sec
+// (header h), in order, on output 0: same key, value, headers and timestamp, null and
+// empty told apart. It reads the section in place and allocates nothing.
+func unchanged(h *recordbatch.Header, sec []byte, outs []wasm.Output) bool {
+	if len(outs) != int(h.RecordCount) {
+		return false
+	}
+	i := 0
+	err := recordbatch.ScanSection(h, sec, func(r *recordbatch.Record) error {
+		o := &outs[i]
+		i++
+		if o.Index != 0 || o.TimestampDelta != r.TimestampDelta || !sameBytes(o.Key, r.Key) ||
+			!sameBytes(o.Value, r.Value) || len(o.Headers) != len(r.Headers) {
+			return errDiffers
+		}
+		for j := range o.Headers {
+			if o.Headers[j].Key != string(r.Headers[j].Key) || !sameBytes(o.Headers[j].Value, r.Headers[j].Value) {
+				return errDiffers
+			}
+		}
+		return nil
+	})
+	return err == nil && i == len(outs)
+}
+
+// sameBytes is bytes.Equal that tells null (nil) from empty.
+func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }

@@ -203,3 +203,13 @@ func (d *Decoder) Section(batch []byte) (Header, []byte, error) {
 	}
 	return h, data, nil
 }
+
+// ScanSection calls fn for each record of sec, the uncompressed records section of a
+// batch with header h (as Section returned it: already validated). The *Record and
+// its slices point into sec and are valid only during fn. fn's error is returned as
+// is.
+func ScanSection(h *Header, sec []byte, fn func(r *Record) error) error {
+	var rec Record
+	_, err := scan(h, sec, &rec, fn)
+	return err
+}
