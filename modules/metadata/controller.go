@@ -56,7 +56,20 @@ func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, 
 // proposeAllResults is proposeAll that also returns each record's apply result (its
 // raft future's response; zero when errs[i] is not nil). What an entry produced that
 // the image does not show (the first id of a ProducerIDs block) is read from there.
+//
+// On the controller (the raft leader) it proposes the records itself; elsewhere it
+// forwards them to the controller (forward.go) and waits until this broker's image
+// has the last one applied, so the caller reads its own writes either way.
 func (m *Module) proposeAllResults(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+	if r := m.raft.Load(); r != nil && r.State() != raft.Leader && m.networked() {
+		return m.forwardAll(ctx, recs)
+	}
+	return m.proposeLocal(ctx, recs)
+}
+
+// proposeLocal proposes records on this broker, which must be the raft leader
+// (ErrNotController otherwise).
+func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
 	errs := make([]error, len(recs))
 	results := make([]applyResult, len(recs))
 	fail := func(err error) (*kernel.Image, []applyResult, []error) {
@@ -151,26 +164,42 @@ func (m *Module) await(ctx context.Context, f raft.Future) error {
 
 // leaderLoop does the controller's one-off duties each time this node becomes the raft
 // leader: set the cluster id on a new log and record itself as controller.
+//
+// Once the duties are done it runs controllerLoop (fencing, elections) until leadership
+// is lost; each new term starts with fresh broker sessions.
 func (m *Module) leaderLoop(ctx context.Context, r *raft.Raft) {
+	stopCtl := func() {}
+	defer func() { stopCtl() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case leader := <-r.LeaderCh():
-			if leader {
-				m.becomeController(ctx, r)
+			stopCtl()
+			stopCtl = func() {}
+			if leader && m.becomeController(ctx, r) {
+				m.ctl.reset()
+				cctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				if m.goTracked(func() { defer close(done); m.controllerLoop(cctx, r) }) {
+					stopCtl = func() { cancel(); <-done }
+				} else {
+					cancel()
+				}
 			}
 		}
 	}
 }
 
-func (m *Module) becomeController(ctx context.Context, r *raft.Raft) {
+// becomeController does the new controller's one-off duties; false when leadership was
+// lost (or the module stops) first.
+func (m *Module) becomeController(ctx context.Context, r *raft.Raft) bool {
 	term := r.CurrentTerm()
 	for backoff := 10 * time.Millisecond; ctx.Err() == nil && r.State() == raft.Leader; backoff = min(2*backoff, time.Second) {
 		err := m.controllerDuties(ctx, r, term)
 		if err == nil {
 			m.log.Info("became controller", "term", term)
-			return
+			return true
 		}
 		m.log.Warn("controller setup failed; retrying", "err", err, "term", term)
 		select {
@@ -178,6 +207,7 @@ func (m *Module) becomeController(ctx context.Context, r *raft.Raft) {
 		case <-time.After(backoff):
 		}
 	}
+	return false
 }
 
 func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64) error {
@@ -202,50 +232,6 @@ func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64
 	if _, err := m.propose(ctx, &leaderChangeRecord{NodeID: m.nodeID, Term: term}); err != nil {
 		return fmt.Errorf("record leader change: %w", err)
 	}
-	return nil
-}
-
-// register writes this broker's registration (a new incarnation each start) once the
-// log has a cluster id, and returns when the image holds it.
-func (m *Module) register(ctx context.Context) error {
-	inc, err := m.newUUID()
-	if err != nil {
-		return err
-	}
-	bi := m.kctx.Broker() // now: listener ports are bound
-	rec := &registerBrokerRecord{NodeID: m.nodeID, Incarnation: inc, Rack: bi.Rack}
-	for _, l := range bi.Listeners {
-		rec.Endpoints = append(rec.Endpoints, endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
-	}
-	for {
-		im := m.hub.image()
-		if im.ClusterID != "" && im.ControllerID >= 0 {
-			if bi.ClusterID != "" && bi.ClusterID != im.ClusterID {
-				return fmt.Errorf("configured %s, log has %s: %w", bi.ClusterID, im.ClusterID, ErrClusterIDMismatch)
-			}
-			_, err := m.propose(ctx, rec)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrNotController) {
-				return err
-			}
-			// TODO(cluster): forward the registration to the controller when this
-			// broker is not the raft leader.
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	err = m.hub.waitFor(ctx, func(im *kernel.Image) bool {
-		return im.Brokers[m.nodeID] != nil && m.hub.state().regs[m.nodeID].Incarnation == inc
-	})
-	if err != nil {
-		return err
-	}
-	m.registered.Store(true)
 	return nil
 }
 

@@ -75,9 +75,21 @@ type Module struct {
 
 	raft       atomic.Pointer[raft.Raft]
 	trans      raft.Transport
+	mux        *muxListener // raft port (raft + controller RPC); nil with the in-memory transport
+	rpc        *rpcClient
+	ctl        *controllerState
 	registered atomic.Bool
 	stopLoops  context.CancelFunc
 	shutdown   chan struct{} // closed once raft has shut down
+
+	// Broker lifecycle (lifecycle.go).
+	incarnation     uuid         // chosen anew at each Start
+	brokerEpoch     atomic.Int64 // this broker's registration epoch
+	wantShutdown    atomic.Bool  // controlled shutdown asked
+	hbKick          chan struct{}
+	shutdownAck     chan struct{} // closed when the controller says "shut down"
+	shutdownAckOnce sync.Once
+	pauseHeartbeats atomic.Bool // test hook: a broker that stops heartbeating
 
 	// groupConfigsMu serialises writes of group configs (groupconfigs.go).
 	groupConfigsMu sync.Mutex
@@ -117,6 +129,10 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.hub = newHub()
 	m.fsm = &fsm{log: m.log, hub: m.hub}
 	m.shutdown = make(chan struct{})
+	m.rpc = newRPCClient()
+	m.ctl = newControllerState()
+	m.hbKick = make(chan struct{}, 1)
+	m.shutdownAck = make(chan struct{})
 	if err := m.parseVoters(); err != nil {
 		return err
 	}
@@ -162,6 +178,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		{kmsg.CreatePartitions, 0, 3, m.handleCreatePartitions},
 		{kmsg.IncrementalAlterConfigs, 0, 1, m.handleIncrementalAlterConfigs},
 		{kmsg.DescribeCluster, 0, 2, m.handleDescribeCluster},
+		{kmsg.DescribeQuorum, 0, 2, m.handleDescribeQuorum},
 	} {
 		if err := ctx.Handle(h.key.Int16(), h.min, h.max, h.fn); err != nil {
 			return fmt.Errorf("claim %s: %w", kmsg.NameForKey(h.key.Int16()), err)
@@ -209,13 +226,30 @@ func (m *Module) self() (voter, bool) {
 	return voter{}, false
 }
 
+// isVoter reports whether this node is in the static voter set.
+func (m *Module) isVoter() bool {
+	_, ok := m.self()
+	return ok
+}
+
 // Validate checks the voter set and the raft settings.
 func (m *Module) Validate() error {
 	me, ok := m.self()
 	if !ok {
-		return fmt.Errorf("node %d is not in voters %v (non-voting brokers are not supported yet): %w", m.nodeID, m.Voters, ErrConfig)
-	}
-	if len(m.voters) > 1 {
+		// A non-voter: it follows the log over raft, so it needs its own raft port and
+		// the voters' addresses to ask to be added.
+		if m.RaftListen == "" {
+			return fmt.Errorf("node %d is not in voters %v: a non-voting broker needs raft_listen: %w", m.nodeID, m.Voters, ErrConfig)
+		}
+		if _, _, err := net.SplitHostPort(m.RaftListen); err != nil {
+			return fmt.Errorf("raft_listen %q: %w: %v", m.RaftListen, ErrConfig, err)
+		}
+		for _, v := range m.voters {
+			if v.Addr == "" {
+				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
+			}
+		}
+	} else if len(m.voters) > 1 {
 		for _, v := range m.voters {
 			if v.Addr == "" {
 				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
@@ -242,7 +276,7 @@ func (m *Module) raftConfig() *raft.Config {
 	c := raft.DefaultConfig()
 	c.LocalID = raft.ServerID(strconv.FormatInt(int64(m.nodeID), 10))
 	hb, el, lease, commit := 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond, 5*time.Millisecond
-	if len(m.voters) > 1 {
+	if len(m.voters) > 1 || !m.isVoter() {
 		hb, el, lease, commit = c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, c.CommitTimeout
 	}
 	c.HeartbeatTimeout = orDefault(m.HeartbeatTimeout, hb)
@@ -253,12 +287,15 @@ func (m *Module) raftConfig() *raft.Config {
 	if m.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = m.SnapshotThreshold
 	}
-	c.Logger = newHCLog(m.log, len(m.voters) == 1)
+	c.Logger = newHCLog(m.log, len(m.voters) == 1 && m.isVoter())
 	c.NoLegacyTelemetry = true
 	return c
 }
 
-func (m *Module) newTransport() (raft.Transport, error) {
+// newTransport returns raft's transport: in memory for a single voter without an
+// address; otherwise a NetworkTransport over muxListener, which also serves the
+// controller RPC on the same port (ctx bounds the RPC handlers).
+func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 	me, _ := m.self()
 	bind := m.RaftListen
 	if bind == "" {
@@ -278,11 +315,24 @@ func (m *Module) newTransport() (raft.Transport, error) {
 			advertise = a
 		}
 	}
-	t, err := raft.NewTCPTransportWithLogger(bind, advertise, 3, 10*time.Second, newHCLog(m.log, len(m.voters) == 1))
+	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", bind, err)
 	}
-	return t, nil
+	if advertise == nil {
+		if a, ok := ln.Addr().(*net.TCPAddr); !ok || a.IP.IsUnspecified() {
+			_ = ln.Close()
+			return nil, fmt.Errorf("raft transport on %s: the address is not advertisable (give a host): %w", bind, ErrConfig)
+		}
+	}
+	mux := newMux(ln, advertise, m.log, func(c net.Conn) { m.serveRPCConn(ctx, c) })
+	m.mux = mux
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  mux,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  newHCLog(m.log, false),
+	}), nil
 }
 
 func (m *Module) bootstrapConfiguration(trans raft.Transport) raft.Configuration {
@@ -305,8 +355,14 @@ func (m *Module) bootstrapConfiguration(trans raft.Transport) raft.Configuration
 // returns once this broker is registered in the image.
 func (m *Module) Start(ctx context.Context) error {
 	conf := m.raftConfig()
-	trans, err := m.newTransport()
+	loopCtx, cancel := context.WithCancel(context.Background())
+	m.stopLoops = cancel
+	trans, err := m.newTransport(loopCtx)
 	if err != nil {
+		return err
+	}
+	if m.incarnation, err = m.newUUID(); err != nil {
+		closeTransport(trans)
 		return err
 	}
 	has, err := raft.HasExistingState(m.logs, m.store, m.snaps)
@@ -314,7 +370,7 @@ func (m *Module) Start(ctx context.Context) error {
 		closeTransport(trans)
 		return fmt.Errorf("read raft state: %w", err)
 	}
-	if !has {
+	if !has && m.isVoter() {
 		if err := raft.BootstrapCluster(conf, m.logs, m.store, m.snaps, trans, m.bootstrapConfiguration(trans)); err != nil {
 			closeTransport(trans)
 			return fmt.Errorf("bootstrap metadata log: %w", err)
@@ -328,13 +384,19 @@ func (m *Module) Start(ctx context.Context) error {
 	}
 	m.trans = trans
 	m.raft.Store(r)
-	loopCtx, cancel := context.WithCancel(context.Background())
-	m.stopLoops = cancel
 	if !m.goTracked(func() { m.leaderLoop(loopCtx, r) }) {
 		return ErrNotRunning
 	}
+	if !m.isVoter() {
+		if err := m.joinAsObserver(ctx); err != nil {
+			return fmt.Errorf("join the metadata quorum as non-voter %d: %w", m.nodeID, err)
+		}
+	}
 	if err := m.register(ctx); err != nil {
 		return fmt.Errorf("register broker %d: %w", m.nodeID, err)
+	}
+	if !m.goTracked(func() { m.heartbeatLoop(loopCtx) }) {
+		return ErrNotRunning
 	}
 	im := m.hub.image()
 	m.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", len(im.Topics))
@@ -365,6 +427,9 @@ func (m *Module) goTracked(fn func()) bool {
 // Stop shuts raft down and waits for the module's goroutines; ctx bounds the wait
 // (Cleanup finishes it).
 func (m *Module) Stop(ctx context.Context) error {
+	if !m.isStopped() {
+		m.controlledShutdown(ctx)
+	}
 	m.beginStop()
 	select {
 	case <-m.shutdown:
@@ -385,6 +450,9 @@ func (m *Module) beginStop() {
 	m.mu.Unlock()
 	if m.stopLoops != nil {
 		m.stopLoops()
+	}
+	if m.rpc != nil {
+		m.rpc.close()
 	}
 	go func() {
 		defer close(m.shutdown)

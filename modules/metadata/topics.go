@@ -124,23 +124,19 @@ func (m *Module) mergedBrokerConfigs(im *kernel.Image) map[string]string {
 	return kconfig.MergeBroker(m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
 }
 
-// place assigns replicas round-robin over the live brokers (sorted by id) from a random
-// start: replica j of new partition p goes to live[(start+p+j) % n]. The leader is the
-// first replica and the ISR is every replica.
-func (m *Module) place(live []int32, count int, rf int) ([]partitionAssignment, error) {
+// place assigns replicas of count new partitions over the live brokers from a random
+// start (see placeReplicas). The leader is the first replica and the ISR is every
+// replica.
+func (m *Module) place(im *kernel.Image, live []int32, count int, rf int) ([]partitionAssignment, error) {
 	start, err := m.randIntn(len(live))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]partitionAssignment, count)
-	for p := range out {
-		replicas := make([]int32, rf)
-		for j := range replicas {
-			replicas[j] = live[(start+p+j)%len(live)]
-		}
-		out[p] = partitionAssignment{Replicas: replicas, Leader: replicas[0], ISR: slices.Clone(replicas)}
+	racks := make(map[int32]string, len(live))
+	for _, id := range live {
+		racks[id] = im.Brokers[id].Rack
 	}
-	return out, nil
+	return placeReplicas(live, racks, start, count, rf), nil
 }
 
 // manualAssignment checks client-given replica lists: each non-empty, without
@@ -232,7 +228,7 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecor
 			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d: must be between 1 and the number of live brokers (%d)", rf, len(live))
 		}
 		var err error
-		if parts, err = m.place(live, int(np), rf); err != nil {
+		if parts, err = m.place(im, live, int(np), rf); err != nil {
 			return nil, err
 		}
 	}
@@ -304,7 +300,7 @@ func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count in
 		if rf > len(live) {
 			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d is larger than the number of live brokers (%d)", rf, len(live))
 		}
-		parts, err = m.place(live, add, rf)
+		parts, err = m.place(im, live, add, rf)
 	}
 	if err != nil {
 		return nil, err

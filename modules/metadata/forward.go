@@ -1,0 +1,298 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Forwarding (see doc.go, "Controller RPC"). A broker that is not the raft leader sends
+// the encoded records it would propose to the controller, which proposes them as its
+// own and answers each record's outcome and the index of the last one applied.
+//
+// Invariant: forwarding records, not client requests, is safe because Apply re-validates
+// every record on every broker against the image at its index: a record planned on a
+// stale image (a topic since created, a partition count since changed, a broker since
+// re-registered) is rejected by Apply everywhere alike, and the proposer gets that
+// verdict back. The controller trusts nothing in a forwarded record that Apply does not
+// check.
+
+// defaultControllerWait bounds the search for a reachable controller when the caller's
+// ctx has no deadline.
+const defaultControllerWait = 15 * time.Second
+
+// maxForwardTimeout caps the time a controller spends on one forwarded request.
+const maxForwardTimeout = 5 * time.Minute
+
+// forwardErrs are the per-record outcomes a forward response can carry; a record's code
+// is its index here (0 = accepted). Frozen: append only.
+var forwardErrs = []error{
+	nil,
+	ErrNotController,
+	ErrNotRunning,
+	context.DeadlineExceeded,
+	errTopicExists,
+	errUnknownTopic,
+	errUnknownBroker,
+	errStale,
+	errClusterIDSet,
+	errInvalidEntry,
+	errProducerIDsExhausted,
+	ErrInvalidProducerIDCount,
+	ErrInvalidExtension,
+	context.Canceled,
+}
+
+// forwardCodeOther is the code of an error not in forwardErrs.
+const forwardCodeOther int16 = -1
+
+func forwardCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for i, e := range forwardErrs[1:] {
+		if errors.Is(err, e) {
+			return int16(i + 1)
+		}
+	}
+	return forwardCodeOther
+}
+
+// forwardError turns a forwarded record's code and message back into an error that
+// matches the same sentinel with errors.Is.
+func forwardError(code int16, msg string) error {
+	switch {
+	case code == 0:
+		return nil
+	case code > 0 && int(code) < len(forwardErrs):
+		return fmt.Errorf("%w (controller: %s)", forwardErrs[code], msg)
+	}
+	return fmt.Errorf("controller: %s", msg)
+}
+
+// networked reports whether this broker talks to other raft servers (a TCP transport).
+func (m *Module) networked() bool { return m.mux != nil }
+
+// isLeader reports whether this broker is the raft leader.
+func (m *Module) isLeader() bool {
+	r := m.raft.Load()
+	return r != nil && r.State() == raft.Leader
+}
+
+// leaderID is the raft leader's node id, or -1.
+func (m *Module) leaderID() int32 {
+	r := m.raft.Load()
+	if r == nil {
+		return -1
+	}
+	_, id := r.LeaderWithID()
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if id == "" || err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+// controllerAddr picks the address to try on attempt n: the raft leader when this
+// broker knows it, otherwise the voters in turn (one that is not the controller
+// answers NOT_CONTROLLER and the next is tried).
+func (m *Module) controllerAddr(n int) string {
+	if r := m.raft.Load(); r != nil {
+		if addr, _ := r.LeaderWithID(); addr != "" && n%4 != 3 {
+			return string(addr)
+		}
+	}
+	var others []voter
+	for _, v := range m.voters {
+		if v.ID != m.nodeID {
+			others = append(others, v)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return others[n%len(others)].Addr
+}
+
+// withController runs do against the controller until it does not ask for a retry:
+// locally (addr "") when this broker is the raft leader, otherwise over the controller
+// RPC. do returns retry=true when the request surely had no effect (not sent, or
+// NOT_CONTROLLER). Without a controller within ctx's deadline (defaultControllerWait
+// without one) it returns an error wrapping ErrNotController.
+func (m *Module) withController(ctx context.Context, do func(ctx context.Context, addr string) (retry bool, err error)) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultControllerWait)
+		defer cancel()
+	}
+	backoff := 5 * time.Millisecond
+	var last error
+	for n := 0; ; n++ {
+		if m.isStopped() {
+			return ErrNotRunning
+		}
+		addr := ""
+		if !m.isLeader() {
+			addr = m.controllerAddr(n)
+		}
+		if addr != "" || m.isLeader() {
+			retry, err := do(ctx, addr)
+			if !retry {
+				return err
+			}
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("%w: no controller reachable: %v", ErrNotController, last)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+func (m *Module) isStopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stopped
+}
+
+// forwardAll is proposeAllResults on a broker that is not the controller.
+func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+	errs := make([]error, len(recs))
+	results := make([]applyResult, len(recs))
+	req := &forwardRequest{}
+	var at []int
+	for i, rec := range recs {
+		data, err := encodeRecord(rec)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		req.Entries = append(req.Entries, data)
+		at = append(at, i)
+	}
+	fail := func(err error) (*kernel.Image, []applyResult, []error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return m.hub.image(), results, errs
+	}
+	if len(at) == 0 {
+		return m.hub.image(), results, errs
+	}
+	var resp *forwardResponse
+	var local struct {
+		res  []applyResult
+		errs []error
+	}
+	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+		if addr == "" { // became the controller meanwhile
+			_, local.res, local.errs = m.proposeLocal(ctx, recs)
+			return false, nil
+		}
+		req.TimeoutMs = 0
+		if d, ok := ctx.Deadline(); ok {
+			req.TimeoutMs = int32(min(time.Until(d).Milliseconds(), math.MaxInt32))
+			if req.TimeoutMs <= 0 {
+				return false, context.DeadlineExceeded
+			}
+		}
+		body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, req.appendTo(nil))
+		if err != nil {
+			if errors.Is(err, errRPCNotSent) {
+				return true, err
+			}
+			// The controller may have applied it: report a timeout, as Kafka does
+			// when a forwarded request gets no answer.
+			return false, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+		}
+		fr, err := decodeForwardResponse(body)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case fr.ErrorCode == kerr.NotController.Code:
+			return true, fmt.Errorf("%w: %s answered NOT_CONTROLLER", ErrNotController, addr)
+		case fr.ErrorCode != 0:
+			return false, fmt.Errorf("controller %s: %w", addr, kerr.ErrorForCode(fr.ErrorCode))
+		case len(fr.Results) != len(req.Entries):
+			return false, fmt.Errorf("%w: %d results for %d entries", errRPCFrame, len(fr.Results), len(req.Entries))
+		}
+		resp = fr
+		return false, nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if local.errs != nil {
+		return m.hub.image(), local.res, local.errs
+	}
+	for j, i := range at {
+		r := resp.Results[j]
+		errs[i] = forwardError(r.Code, r.Message)
+		if errs[i] == nil {
+			results[i] = applyResult{Index: uint64(r.Index), FirstProducerID: r.FirstProducerID}
+			m.logApplied(recs[i], uint64(r.Index))
+		}
+	}
+	// Read-your-writes: the caller's image must hold what the controller applied.
+	idx := uint64(max(resp.AppliedIndex, 0))
+	if err := m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx }); err != nil {
+		return fail(err)
+	}
+	return m.hub.image(), results, errs
+}
+
+// serveForward proposes a forwarded request's records on the controller.
+func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forwardResponse {
+	resp := &forwardResponse{LeaderID: m.leaderID()}
+	if !m.isLeader() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	}
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	if timeout <= 0 || timeout > maxForwardTimeout {
+		timeout = rpcCallTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp.Results = make([]forwardResult, len(req.Entries))
+	var recs []record
+	var at []int
+	for i, e := range req.Entries {
+		rec, err := decodeRecord(e)
+		if err != nil {
+			m.log.Warn("refused forwarded metadata entry", "err", err)
+			resp.Results[i] = forwardResult{Code: forwardCode(errInvalidEntry), Message: err.Error()}
+			continue
+		}
+		recs = append(recs, rec)
+		at = append(at, i)
+	}
+	if len(recs) > 0 {
+		_, res, errs := m.proposeLocal(ctx, recs)
+		for j, i := range at {
+			fr := forwardResult{Code: forwardCode(errs[j]), Index: int64(res[j].Index), FirstProducerID: res[j].FirstProducerID}
+			if errs[j] != nil {
+				fr.Message = errs[j].Error()
+			}
+			resp.AppliedIndex = max(resp.AppliedIndex, int64(res[j].Index))
+			resp.Results[i] = fr
+		}
+	}
+	return resp
+}

@@ -1,0 +1,524 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Broker lifecycle (see doc.go, "Brokers"): registration, heartbeats, fencing,
+// controlled shutdown, and the controller's leader elections.
+
+// Defaults of the lifecycle configs (Kafka's).
+const (
+	defaultHeartbeatIntervalMs = 2000
+	defaultSessionTimeoutMs    = 9000
+	// controlledShutdownWait bounds how long Stop waits for the controller to move
+	// this broker's leaderships away.
+	controlledShutdownWait = 10 * time.Second
+)
+
+// lifecycleIntervals reads broker.heartbeat.interval.ms and broker.session.timeout.ms
+// from the static configs (they are read-only, as in Kafka).
+func (m *Module) lifecycleIntervals() (heartbeat, session time.Duration) {
+	get := func(name string, def int64) time.Duration {
+		if v, ok := m.kctx.Broker().StaticConfigs[name]; ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				return time.Duration(n) * time.Millisecond
+			}
+		}
+		return time.Duration(def) * time.Millisecond
+	}
+	return get("broker.heartbeat.interval.ms", defaultHeartbeatIntervalMs), get("broker.session.timeout.ms", defaultSessionTimeoutMs)
+}
+
+// ----- broker side -----
+
+// register registers this broker with the controller (a new incarnation each process
+// start, chosen in Start) once the log has a cluster id, and returns when the image
+// holds the registration.
+func (m *Module) register(ctx context.Context) error {
+	bi := m.kctx.Broker() // now: listener ports are bound
+	if err := m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.ClusterID != "" && im.ControllerID >= 0 }); err != nil {
+		return err
+	}
+	if im := m.hub.image(); bi.ClusterID != "" && bi.ClusterID != im.ClusterID {
+		return fmt.Errorf("configured %s, log has %s: %w", bi.ClusterID, im.ClusterID, ErrClusterIDMismatch)
+	}
+	epoch, err := m.sendRegistration(ctx)
+	if err != nil {
+		return err
+	}
+	err = m.hub.waitFor(ctx, func(im *kernel.Image) bool {
+		return im.Version >= uint64(epoch) && im.Brokers[m.nodeID] != nil && m.hub.state().regs[m.nodeID].Incarnation == m.incarnation
+	})
+	if err != nil {
+		return err
+	}
+	m.registered.Store(true)
+	return nil
+}
+
+// registrationRequest is this broker's BrokerRegistration.
+func (m *Module) registrationRequest() *kmsg.BrokerRegistrationRequest {
+	bi := m.kctx.Broker()
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = rpcVerBrokerRegistration
+	req.BrokerID, req.ClusterID, req.IncarnationID = m.nodeID, m.hub.image().ClusterID, m.incarnation
+	req.Rack = rackPtr(bi.Rack)
+	req.PreviousBrokerEpoch = -1
+	for _, l := range bi.Listeners {
+		rl := kmsg.NewBrokerRegistrationRequestListener()
+		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
+		req.Listeners = append(req.Listeners, rl)
+	}
+	return req
+}
+
+// sendRegistration registers with the controller and returns the broker epoch.
+func (m *Module) sendRegistration(ctx context.Context) (int64, error) {
+	req := m.registrationRequest()
+	var epoch int64
+	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+		var resp *kmsg.BrokerRegistrationResponse
+		if addr == "" {
+			resp = m.ctlRegister(ctx, req)
+		} else {
+			r, err := m.rpc.callKmsg(ctx, addr, req)
+			if err != nil {
+				return errors.Is(err, errRPCNotSent), err
+			}
+			resp = r.(*kmsg.BrokerRegistrationResponse)
+		}
+		switch resp.ErrorCode {
+		case 0:
+			epoch = resp.BrokerEpoch
+			return false, nil
+		case kerr.NotController.Code:
+			return true, ErrNotController
+		case kerr.InconsistentClusterID.Code:
+			return false, ErrClusterIDMismatch
+		case kerr.RequestTimedOut.Code:
+			return false, context.DeadlineExceeded
+		}
+		return false, fmt.Errorf("registration: %w", kerr.ErrorForCode(resp.ErrorCode))
+	})
+	if err != nil {
+		return 0, err
+	}
+	m.brokerEpoch.Store(epoch)
+	return epoch, nil
+}
+
+// heartbeatLoop sends a BrokerHeartbeat every broker.heartbeat.interval.ms (more often
+// during a controlled shutdown), re-registering when the controller no longer knows
+// this registration.
+func (m *Module) heartbeatLoop(ctx context.Context) {
+	interval, _ := m.lifecycleIntervals()
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.hbKick:
+		}
+		m.heartbeatOnce(ctx, interval)
+		next := interval
+		if m.wantShutdown.Load() {
+			next = min(interval, 50*time.Millisecond)
+		}
+		t.Reset(next)
+	}
+}
+
+func (m *Module) heartbeatOnce(ctx context.Context, interval time.Duration) {
+	if m.pauseHeartbeats.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(interval, time.Second))
+	defer cancel()
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.Version = rpcVerBrokerHeartbeat
+	req.BrokerID, req.BrokerEpoch = m.nodeID, m.brokerEpoch.Load()
+	req.CurrentMetadataOffset = int64(m.hub.image().Version)
+	req.WantShutdown = m.wantShutdown.Load()
+	var resp *kmsg.BrokerHeartbeatResponse
+	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+		if addr == "" {
+			resp = m.ctlHeartbeat(req)
+		} else {
+			r, err := m.rpc.callKmsg(ctx, addr, req)
+			if err != nil {
+				return errors.Is(err, errRPCNotSent), err
+			}
+			resp = r.(*kmsg.BrokerHeartbeatResponse)
+		}
+		if resp.ErrorCode == kerr.NotController.Code {
+			return true, ErrNotController
+		}
+		return false, nil
+	})
+	if err != nil {
+		if ctx.Err() == nil || !errors.Is(err, ErrNotRunning) {
+			m.log.Debug("broker heartbeat failed", "err", err)
+		}
+		return
+	}
+	switch resp.ErrorCode {
+	case 0:
+	case kerr.StaleBrokerEpoch.Code, kerr.BrokerIDNotRegistered.Code:
+		// The controller knows a newer (or no) registration of this node: register
+		// again, same incarnation.
+		m.log.Info("re-registering with the controller", "reason", kerr.ErrorForCode(resp.ErrorCode))
+		if _, err := m.sendRegistration(ctx); err != nil {
+			m.log.Warn("re-registration failed", "err", err)
+		}
+		return
+	default:
+		m.log.Warn("broker heartbeat refused", "err", kerr.ErrorForCode(resp.ErrorCode))
+		return
+	}
+	if resp.ShouldShutdown {
+		m.shutdownAckOnce.Do(func() { close(m.shutdownAck) })
+	}
+}
+
+// controlledShutdown asks the controller to move this broker's leaderships away and
+// fence it, and waits (bounded by ctx and controlledShutdownWait) until it did. A
+// raft leader then hands leadership to another voter.
+func (m *Module) controlledShutdown(ctx context.Context) {
+	if !m.networked() || !m.registered.Load() {
+		return
+	}
+	im := m.hub.image()
+	others := slices.ContainsFunc(liveBrokers(im), func(id int32) bool { return id != m.nodeID })
+	if others {
+		ctx, cancel := context.WithTimeout(ctx, controlledShutdownWait)
+		defer cancel()
+		m.wantShutdown.Store(true)
+		select {
+		case m.hbKick <- struct{}{}:
+		default:
+		}
+		select {
+		case <-m.shutdownAck:
+			m.log.Info("controlled shutdown: leaderships moved")
+		case <-ctx.Done():
+			m.log.Warn("controlled shutdown: controller did not confirm in time; stopping anyway")
+		}
+	}
+	if r := m.raft.Load(); r != nil && r.State() == raft.Leader && len(m.voters) > 1 {
+		if err := m.await(ctx, r.LeadershipTransfer()); err != nil {
+			m.log.Warn("raft leadership transfer", "err", err)
+		}
+	}
+}
+
+// joinAsObserver asks the controller to add this broker to the raft configuration as a
+// non-voter; raft then replicates the log to it.
+func (m *Module) joinAsObserver(ctx context.Context) error {
+	req := &addObserverRequest{NodeID: m.nodeID, Address: string(m.trans.LocalAddr())}
+	return m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+		if addr == "" {
+			return false, fmt.Errorf("a non-voter became raft leader: %w", ErrConfig)
+		}
+		body, err := m.rpc.call(ctx, addr, rpcKeyAddObserver, rpcVerAddObserver, req.appendTo(nil))
+		if err != nil {
+			// Adding is idempotent: retry even when the request may have been executed.
+			return true, err
+		}
+		resp, err := decodeAddObserverResponse(body)
+		if err != nil {
+			return false, err
+		}
+		switch resp.ErrorCode {
+		case 0:
+			return false, nil
+		case kerr.NotController.Code, kerr.RequestTimedOut.Code:
+			return true, ErrNotController
+		}
+		return false, fmt.Errorf("join as non-voter: %w", kerr.ErrorForCode(resp.ErrorCode))
+	})
+}
+
+// ----- controller side -----
+
+// brokerSession is what the controller knows of a broker's liveness. Sessions live in
+// the controller's memory only: a new controller starts every broker's session afresh,
+// so each registered broker gets a whole session timeout to reach it before it is
+// fenced.
+type brokerSession struct {
+	epoch        uint64    // registration epoch the session belongs to
+	lastSeen     time.Time // last heartbeat or registration (or the session's start)
+	heard        bool      // a heartbeat or registration arrived in this session
+	offset       int64     // metadata offset from the last heartbeat, -1 unknown
+	caughtUp     time.Time // last heartbeat whose offset reached the commit index
+	wantShutdown bool
+}
+
+// controllerState is the active controller's memory. Guarded by mu.
+type controllerState struct {
+	mu       sync.Mutex
+	sessions map[int32]*brokerSession
+	kick     chan struct{}
+}
+
+func newControllerState() *controllerState {
+	return &controllerState{sessions: map[int32]*brokerSession{}, kick: make(chan struct{}, 1)}
+}
+
+func (c *controllerState) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// reset forgets every session (a new term).
+func (c *controllerState) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessions = map[int32]*brokerSession{}
+}
+
+// session returns the session of node at epoch, starting one (lastSeen now) if the
+// epoch changed. c.mu must be held.
+func (c *controllerState) session(node int32, epoch uint64, now time.Time) *brokerSession {
+	s := c.sessions[node]
+	if s == nil || s.epoch != epoch {
+		s = &brokerSession{epoch: epoch, lastSeen: now, offset: -1}
+		c.sessions[node] = s
+	}
+	return s
+}
+
+// ctlRegister serves BrokerRegistration on the controller: it writes a RegisterBroker
+// entry (unfenced) and answers the entry's index as the broker epoch.
+func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse {
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	resp.BrokerEpoch = -1
+	if !m.isLeader() {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	}
+	im := m.hub.image()
+	if req.ClusterID != "" && im.ClusterID != "" && req.ClusterID != im.ClusterID {
+		m.log.Warn("refused broker registration: cluster id mismatch", "node", req.BrokerID, "cluster_id", req.ClusterID)
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return resp
+	}
+	if req.BrokerID < 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	rec := &registerBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, "")}
+	for _, l := range req.Listeners {
+		rec.Endpoints = append(rec.Endpoints, endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	_, res, errs := m.proposeLocal(ctx, []record{rec})
+	if errs[0] != nil {
+		resp.ErrorCode, _ = errCode(errs[0])
+		return resp
+	}
+	resp.BrokerEpoch = int64(res[0].Index)
+	m.ctl.mu.Lock()
+	s := m.ctl.session(req.BrokerID, res[0].Index, time.Now())
+	s.heard = true
+	m.ctl.mu.Unlock()
+	m.ctl.wake() // offline partitions it replicates may get a leader
+	m.log.Info("registered broker", "node", req.BrokerID, "epoch", resp.BrokerEpoch, "incarnation", uuid(req.IncarnationID).String())
+	return resp
+}
+
+// ctlHeartbeat serves BrokerHeartbeat on the controller.
+func (m *Module) ctlHeartbeat(req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	r := m.raft.Load()
+	if r == nil || r.State() != raft.Leader {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	}
+	st := m.hub.state()
+	b := st.img.Brokers[req.BrokerID]
+	if b == nil {
+		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		return resp
+	}
+	epoch := st.regs[req.BrokerID].Epoch
+	if uint64(req.BrokerEpoch) != epoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp
+	}
+	now := time.Now()
+	commit := r.CommitIndex()
+	m.ctl.mu.Lock()
+	s := m.ctl.session(req.BrokerID, epoch, now)
+	s.lastSeen, s.heard, s.offset = now, true, req.CurrentMetadataOffset
+	caughtUp := req.CurrentMetadataOffset >= 0 && uint64(req.CurrentMetadataOffset) >= min(commit, st.img.Version)
+	if caughtUp {
+		s.caughtUp = now
+	}
+	wake := s.wantShutdown != req.WantShutdown || b.Fenced != req.WantShutdown
+	s.wantShutdown = req.WantShutdown
+	m.ctl.mu.Unlock()
+	if wake {
+		m.ctl.wake()
+	}
+	resp.IsCaughtUp, resp.IsFenced = caughtUp, b.Fenced
+	resp.ShouldShutdown = req.WantShutdown && b.Fenced && !leadsAny(st.img, req.BrokerID)
+	return resp
+}
+
+// ctlAddObserver adds a broker to the raft configuration as a non-voter.
+func (m *Module) ctlAddObserver(ctx context.Context, req *addObserverRequest) *addObserverResponse {
+	resp := &addObserverResponse{LeaderID: m.leaderID()}
+	r := m.raft.Load()
+	if r == nil || r.State() != raft.Leader {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	}
+	if req.NodeID < 0 || req.Address == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	id := raft.ServerID(strconv.FormatInt(int64(req.NodeID), 10))
+	f := r.GetConfiguration()
+	if err := m.await(ctx, f); err != nil {
+		resp.ErrorCode, _ = errCode(mapRaftErr(err))
+		return resp
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == id && s.Suffrage == raft.Voter {
+			m.log.Warn("refused non-voter: node id is a voter", "node", req.NodeID, "address", req.Address)
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp
+		}
+		if s.ID == id && s.Address == raft.ServerAddress(req.Address) {
+			return resp // already there
+		}
+	}
+	if err := m.await(ctx, r.AddNonvoter(id, raft.ServerAddress(req.Address), 0, 10*time.Second)); err != nil {
+		resp.ErrorCode, _ = errCode(mapRaftErr(err))
+		return resp
+	}
+	m.log.Info("added raft non-voter", "node", req.NodeID, "address", req.Address)
+	return resp
+}
+
+// leadsAny reports whether node leads a partition.
+func leadsAny(im *kernel.Image, node int32) bool {
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == node {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// controllerLoop runs the active controller's periodic duties until ctx ends or this
+// broker loses raft leadership: fence brokers whose session expired or that asked to
+// shut down, unfence those heard from again, and elect leaders.
+func (m *Module) controllerLoop(ctx context.Context, r *raft.Raft) {
+	hb, _ := m.lifecycleIntervals()
+	tick := min(max(hb/2, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if r.State() != raft.Leader {
+			return
+		}
+		m.controllerTick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.ctl.kick:
+		}
+	}
+}
+
+func (m *Module) controllerTick(ctx context.Context) {
+	_, sessionTimeout := m.lifecycleIntervals()
+	now := time.Now()
+	st := m.hub.state()
+	var recs []record
+	m.ctl.mu.Lock()
+	for _, id := range slices.Sorted(maps.Keys(st.img.Brokers)) {
+		b, epoch := st.img.Brokers[id], st.regs[id].Epoch
+		s := m.ctl.session(id, epoch, now)
+		expired := now.Sub(s.lastSeen) > sessionTimeout
+		switch {
+		case !b.Fenced && (expired || s.wantShutdown):
+			m.log.Info("fencing broker", "node", id, "epoch", epoch, "session_expired", expired, "controlled_shutdown", s.wantShutdown)
+			recs = append(recs, &fenceBrokerRecord{NodeID: id, Epoch: epoch})
+		case b.Fenced && s.heard && !expired && !s.wantShutdown:
+			m.log.Info("unfencing broker", "node", id, "epoch", epoch)
+			recs = append(recs, &unfenceBrokerRecord{NodeID: id, Epoch: epoch})
+		}
+	}
+	m.ctl.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if len(recs) > 0 {
+		if _, _, errs := m.proposeLocal(ctx, recs); errors.Join(errs...) != nil {
+			m.log.Debug("fence/unfence entries", "err", errors.Join(errs...))
+		}
+	}
+	if changes := electLeaders(m.hub.image()); len(changes) > 0 {
+		_, _, errs := m.proposeLocal(ctx, changes)
+		moved := 0
+		for _, err := range errs {
+			if err == nil {
+				moved++
+			}
+		}
+		m.log.Info("elected partition leaders", "changes", moved, "proposed", len(changes))
+	}
+}
+
+// electLeaders returns the PartitionChange entries that give every partition whose
+// leader is not a live broker (fenced, unregistered, or -1) the first live ISR member
+// in replica order, or -1 when there is none.
+//
+// The ISR is not shrunk here: follower fetch and ISR changes come with replication
+// (issue 8), so the ISR is the replica set and "first live ISR member" is the first
+// live replica.
+func electLeaders(im *kernel.Image) []record {
+	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
+	var out []record
+	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
+		t := im.Topics[name]
+		for _, p := range t.Partitions {
+			if alive(p.Leader) {
+				continue
+			}
+			leader := int32(-1)
+			for _, r := range p.Replicas {
+				if alive(r) && slices.Contains(p.ISR, r) {
+					leader = r
+					break
+				}
+			}
+			if leader == p.Leader {
+				continue
+			}
+			out = append(out, &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch, Leader: &leader})
+		}
+	}
+	return out
+}

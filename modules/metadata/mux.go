@@ -1,0 +1,178 @@
+package metadata
+
+import (
+	"bufio"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// sniffTimeout bounds how long a new connection may take to send its first byte.
+const sniffTimeout = 10 * time.Second
+
+// muxListener is the raft.StreamLayer of the raft port: it accepts connections on one
+// listener and looks at each one's first byte. rpcMagic[0] hands the connection to
+// the controller RPC server (serve); anything else goes to raft's NetworkTransport
+// through Accept, with the byte read put back in front.
+//
+// Invariant: a connection is either raft's or the RPC server's, never both, and every
+// accepted connection is closed by its owner (raft, serve, or Close for connections
+// still being sniffed or queued).
+type muxListener struct {
+	ln        net.Listener
+	advertise net.Addr
+	log       *slog.Logger
+	serve     func(net.Conn) // owns conn; runs on a goroutine the mux tracks
+
+	raftCh chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // RPC connections being served, closed by Close
+}
+
+func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, serve func(net.Conn)) *muxListener {
+	m := &muxListener{
+		ln: ln, advertise: advertise, log: log, serve: serve,
+		raftCh: make(chan net.Conn), done: make(chan struct{}),
+		conns: map[net.Conn]struct{}{},
+	}
+	m.wg.Add(1)
+	go m.acceptLoop()
+	return m
+}
+
+func (m *muxListener) acceptLoop() {
+	defer m.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			m.log.Warn("raft port accept", "err", err)
+			select {
+			case <-m.done:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		m.wg.Add(1)
+		go m.sniff(c)
+	}
+}
+
+// sniff reads the first byte of c and routes it.
+func (m *muxListener) sniff(c net.Conn) {
+	defer m.wg.Done()
+	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	br := bufio.NewReaderSize(c, 4096)
+	first, err := br.Peek(1)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	pc := &peekedConn{Conn: c, r: br}
+	if first[0] != rpcMagic[0] {
+		select {
+		case m.raftCh <- pc:
+		case <-m.done:
+			_ = c.Close()
+		}
+		return
+	}
+	if !m.track(pc) {
+		_ = c.Close()
+		return
+	}
+	defer m.untrack(pc)
+	m.serve(pc)
+}
+
+func (m *muxListener) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conns == nil {
+		return false
+	}
+	m.conns[c] = struct{}{}
+	return true
+}
+
+func (m *muxListener) untrack(c net.Conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.conns, c)
+}
+
+// Accept returns the next raft connection.
+func (m *muxListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.raftCh:
+		return c, nil
+	case <-m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting, closes the RPC connections and waits for the mux's
+// goroutines (the RPC handlers among them).
+func (m *muxListener) Close() error {
+	var err error
+	m.once.Do(func() {
+		close(m.done)
+		err = m.ln.Close()
+		m.mu.Lock()
+		for c := range m.conns {
+			_ = c.Close()
+		}
+		m.conns = nil
+		m.mu.Unlock()
+	})
+	m.wg.Wait()
+	return err
+}
+
+// Addr is the advertised address when there is one.
+func (m *muxListener) Addr() net.Addr {
+	if m.advertise != nil {
+		return m.advertise
+	}
+	return m.ln.Addr()
+}
+
+// Dial opens a raft connection.
+func (m *muxListener) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	return d.Dial("tcp", string(address))
+}
+
+// peekedConn is a connection whose first bytes were read into r.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+var _ raft.StreamLayer = (*muxListener)(nil)

@@ -1,0 +1,169 @@
+package metadata
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client-side bounds of the controller RPC.
+const (
+	rpcDialTimeout = 5 * time.Second
+	// rpcCallTimeout bounds a call whose ctx has no deadline.
+	rpcCallTimeout = 30 * time.Second
+	// rpcMaxIdle is how many idle connections are kept per controller address.
+	rpcMaxIdle = 4
+	// rpcIdleFor is how long an idle connection is kept; the server closes idle
+	// connections after rpcServerIdle, which is longer.
+	rpcIdleFor = 60 * time.Second
+)
+
+// errRPCNotSent: the request was not (entirely) written, so it is safe to retry it
+// elsewhere. Other call errors may follow a request the controller executed.
+var errRPCNotSent = errors.New("metadata: controller rpc not sent")
+
+// rpcClient calls controllers. Connections are reused: a call takes an idle one for its
+// address (or dials), and puts it back once it has the whole response.
+type rpcClient struct {
+	mu     sync.Mutex
+	idle   map[string][]*rpcConn
+	closed bool
+	corr   int32
+}
+
+type rpcConn struct {
+	c    net.Conn
+	r    *bufio.Reader
+	used time.Time
+}
+
+func newRPCClient() *rpcClient { return &rpcClient{idle: map[string][]*rpcConn{}} }
+
+func (c *rpcClient) get(ctx context.Context, addr string) (*rpcConn, int32, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, 0, fmt.Errorf("%w: %w", errRPCNotSent, ErrNotRunning)
+	}
+	c.corr++
+	corr := c.corr
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		list := c.idle[addr]
+		if len(list) == 0 {
+			c.mu.Unlock()
+			break
+		}
+		rc := list[len(list)-1]
+		c.idle[addr] = list[:len(list)-1]
+		c.mu.Unlock()
+		if time.Since(rc.used) < rpcIdleFor && alive(rc) {
+			return rc, corr, nil
+		}
+		_ = rc.c.Close()
+	}
+	d := net.Dialer{Timeout: rpcDialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: dial %s: %w", errRPCNotSent, addr, err)
+	}
+	_ = nc.SetWriteDeadline(time.Now().Add(rpcDialTimeout))
+	if _, err := nc.Write(rpcMagic[:]); err != nil {
+		_ = nc.Close()
+		return nil, 0, fmt.Errorf("%w: %s: %w", errRPCNotSent, addr, err)
+	}
+	return &rpcConn{c: nc, r: bufio.NewReader(nc)}, corr, nil
+}
+
+// alive checks that the peer has not closed an idle connection: a read that times out
+// at once means nothing is pending and the connection is open; EOF (or stray bytes)
+// means it is unusable. This keeps a request from going out on a connection to a
+// controller that has since stopped, where it could not tell "not sent" from "lost".
+func alive(rc *rpcConn) bool {
+	// A deadline already passed fails the read before it looks at the socket, so
+	// give the read a moment to see a pending EOF.
+	_ = rc.c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := rc.r.Peek(1)
+	_ = rc.c.SetReadDeadline(time.Time{})
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (c *rpcClient) put(addr string, rc *rpcConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.idle[addr]) >= rpcMaxIdle {
+		_ = rc.c.Close()
+		return
+	}
+	rc.used = time.Now()
+	c.idle[addr] = append(c.idle[addr], rc)
+}
+
+// close closes the idle connections; calls in flight close theirs when they end.
+func (c *rpcClient) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, list := range c.idle {
+		for _, rc := range list {
+			_ = rc.c.Close()
+		}
+	}
+	c.idle = nil
+}
+
+// call sends one request and returns the response body. A cancelled ctx interrupts the
+// call at once (the connection's deadline is moved to now).
+func (c *rpcClient) call(ctx context.Context, addr string, key, version int16, body []byte) ([]byte, error) {
+	rc, corr, err := c.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(rpcCallTimeout)
+	}
+	_ = rc.c.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = rc.c.SetDeadline(time.Now()) })
+	frame := appendRequestFrame(nil, key, version, corr, body)
+	if _, err := rc.c.Write(frame); err != nil {
+		stop()
+		_ = rc.c.Close()
+		return nil, fmt.Errorf("%w: %s: %w", errRPCNotSent, addr, err)
+	}
+	resp, err := readFrame(rc.r, maxRPCFrame)
+	if err == nil {
+		resp, err = parseResponseFrame(resp, corr)
+	}
+	if !stop() || err != nil {
+		_ = rc.c.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("controller rpc to %s: %w", addr, err)
+	}
+	_ = rc.c.SetDeadline(time.Time{})
+	c.put(addr, rc)
+	return resp, nil
+}
+
+// callKmsg sends a Kafka request and decodes its response.
+func (c *rpcClient) callKmsg(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	body, err := c.call(ctx, addr, req.Key(), req.GetVersion(), req.AppendTo(nil))
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind()
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %s response: %v", errRPCFrame, kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
