@@ -20,6 +20,144 @@
 //	  metadata: {use: raft, raft_listen: 127.0.0.1:9093,
 //	             voters: ["1@10.0.0.1:9093", "2@10.0.0.2:9093", "3@10.0.0.3:9093"]}
 //
+// # Cluster configuration
+//
+// Module keys (the `metadata:` section):
+//
+//   - voters: the static raft voter set, "id@host:port" each, the same list on every
+//     broker. host:port is the voter's raft port, which also serves the controller RPC
+//     (below); it must be reachable from every broker (not 0.0.0.0). Default: this
+//     node alone.
+//   - raft_listen: host:port this broker binds its raft port to. A voter may leave it
+//     empty when its voters entry is bindable; 0.0.0.0 is fine when the voters entry
+//     names the real host. Required for a non-voter (below).
+//   - heartbeat_timeout, election_timeout, lease_timeout, commit_timeout: raft's
+//     timings (Go durations). Zero: short ones for a single voter, raft's defaults (1 s,
+//     1 s, 500 ms, 50 ms) otherwise.
+//   - snapshot_threshold, snapshot_interval: see Storage (8192 entries, 2 m).
+//
+// Broker configs (the `configs:` section; read-only, Kafka's names and defaults):
+//
+//   - broker.heartbeat.interval.ms (2000): how often a broker heartbeats to the
+//     controller.
+//   - broker.session.timeout.ms (9000): how long the controller waits without a
+//     heartbeat before it fences a broker.
+//
+// The node id, rack and client listeners come from the broker config (node_id, rack,
+// listeners), as for a single node. Three brokers on one machine (broker 1 shown; 2
+// and 3 change node_id, data_dir, listener and admin ports and raft_listen, and keep
+// voters identical):
+//
+//	node_id: 1
+//	data_dir: /tmp/sluice/1
+//	listeners: [{name: PLAINTEXT, address: 127.0.0.1:9092}]
+//	admin_listen: 127.0.0.1:9644
+//	modules:
+//	  metadata: {use: raft, raft_listen: "127.0.0.1:9192",
+//	             voters: ["1@127.0.0.1:9192", "2@127.0.0.1:9193", "3@127.0.0.1:9194"]}
+//	  # ... storage, replication, auth as for a single node
+//
+// Start them in any order: Start returns once a leader is elected and this broker is
+// registered, so each waits until a quorum (two of three) is up.
+//
+// A non-voter (a broker that follows the log but does not vote) lists the same voters,
+// is not among them, and sets raft_listen to an address the voters can reach (port 0
+// picks one). On Start it asks the controller to add it to the raft configuration as a
+// non-voter (raft AddNonvoter; AddObserver below), receives the log, then registers.
+// Its node id must not be a voter's.
+//
+// # Controller RPC
+//
+// Brokers talk to the active controller (the raft leader) over the raft port: raft's
+// NetworkTransport runs over a StreamLayer (mux.go) that reads each accepted
+// connection's first byte; raft's own connections start with an rpc type (0-4), a
+// controller RPC connection starts with the 4 bytes "SLC" 0x01 (first byte 'S', 0x53).
+// Multiplexing keeps one port per voter (no second address to configure, advertise and
+// firewall); the cost is a goroutine per new connection until its first byte arrives
+// (10 s at most). After the preamble a connection carries Kafka frames, one request at
+// a time:
+//
+//	request:  | size i32 | api_key i16 | api_version i16 | correlation_id i32 |
+//	            client_id str16 | tagged fields (uvarint 0) | body |
+//	response: | size i32 | correlation_id i32 | tagged fields (uvarint 0) | body |
+//
+// Kafka's APIs where Kafka has one, bodies encoded by kmsg: BrokerRegistration (62, v4),
+// BrokerHeartbeat (63, v1), DescribeQuorum (55, v2). Sluice's own (keys from 32000,
+// frozen; big endian; str16 = | len i16 | bytes |):
+//
+//	32000 Forward v0:     | timeout_ms i32 | count i32 | count × (len i32 | log entry) |
+//	      response:       | error_code i16 | leader_id i32 | applied_index i64 | count i32 |
+//	                        count × (code i16 | message str16 | index i64 | first_producer_id i64) |
+//	32001 AddObserver v0: | node_id i32 | raft_address str16 |
+//	      response:       | error_code i16 | leader_id i32 |
+//
+// A Forward entry is a metadata log entry (below). Its result code is 0 (applied and
+// accepted) or the position of its error in forwardErrs (forward.go; 1 not controller,
+// 2 not running, 3 timeout, 4 topic exists, 5 unknown topic, 6 unknown broker, 7 stale,
+// 8 cluster id set, 9 invalid entry, 10 producer ids exhausted, 11 bad producer id
+// count, 12 bad extension, 13 cancelled; -1 other; append only), so errors.Is works on
+// the forwarding broker as on the controller. Bounds: a frame is at most 64 MiB (an
+// extension entry of 32 MiB is ~43 MB); a server connection idle 5 minutes is closed;
+// responses are written within 30 s; a frame or message that does not parse, and an
+// unknown key or version, close the connection after a log line. A new version of a
+// Sluice message gets a new version number; the sender uses the newest both sides know
+// (v0 only today). Clients keep up to 4 idle connections per controller for 60 s and
+// check that an idle one is still open before reusing it.
+//
+// # Forwarding
+//
+// Every metadata write (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+// IncrementalAlterConfigs, group configs, extensions, producer-id blocks, TopicCreator)
+// is planned on the broker that received it, against its image, and the resulting
+// records are proposed: through raft on the controller, otherwise with Forward. The
+// controller proposes them, waits until they are applied on it, and answers each
+// record's outcome and the highest index; the forwarding broker then waits until its
+// own image has that index, so a client reads its write from the broker it wrote
+// through. NOT_CONTROLLER is answered only when no controller answered within the
+// request's timeout (15 s when it has none): a broker tries the raft leader it knows,
+// else the voters in turn, with backoff. A request lost after it was sent (the
+// controller died) reports REQUEST_TIMED_OUT: it may have been applied.
+//
+// Forwarding records rather than client requests is safe because Apply re-validates
+// every record on every broker against the image at its index (see Invariants): a
+// record planned on a stale image is rejected everywhere alike, and the verdict goes
+// back to the forwarding broker. Client authorization happens on the receiving broker,
+// before planning.
+//
+// # Brokers
+//
+// Each Start picks a fresh incarnation id. Registration (BrokerRegistration) writes a
+// RegisterBroker entry, unfenced; its index is the broker epoch. Every
+// broker.heartbeat.interval.ms the broker sends BrokerHeartbeat with its epoch and its
+// image version (its applied metadata offset); BROKER_ID_NOT_REGISTERED or
+// STALE_BROKER_EPOCH makes it register again. The controller keeps each broker's
+// session in memory: it fences a broker (FenceBroker) after broker.session.timeout.ms
+// without a heartbeat, and unfences it (UnfenceBroker) at its next heartbeat. A new
+// controller starts every session afresh, so each broker gets a whole session timeout
+// to find it. A restarted broker registers again, with a new incarnation, which
+// unfences it.
+//
+// Leader election: the controller gives every partition whose leader is not a live
+// (registered, unfenced) broker the first live ISR member in replica order, with leader
+// epoch + 1 (PartitionChange), or leader -1 when there is none (Metadata then answers
+// LEADER_NOT_AVAILABLE). It runs after every fence and unfence and on every controller
+// tick (half the heartbeat interval, at most 1 s), so a broker that comes back takes
+// its offline partitions again. The ISR is not shrunk here (follower fetch and ISR
+// changes come with replication), so today the first live ISR member is the first live
+// replica.
+//
+// Controlled shutdown: Stop first heartbeats with WantShutdown; the controller fences
+// the broker and moves its leaderships as above, and answers ShouldShutdown once the
+// broker leads nothing. Stop waits for that at most 10 s (and its ctx); a raft leader
+// then transfers raft leadership to another voter before shutting raft down. A broker
+// with no live peer skips this.
+//
+// Placement of new partitions (placement.go): brokers in rack-alternating order, the
+// leader of new partition p at position (start+p) mod n from a random start, followers
+// walking the order from the leader, racks the partition does not use yet first. The
+// leaders of one request are spread evenly; a broker registered later is used by new
+// topics.
+//
 // Another module finds it during Provision and follows the image:
 //
 //	mod, _ := ctx.Lookup("metadata")
@@ -30,11 +168,12 @@
 // # Lifecycle
 //
 // Provision opens the stores and claims the API keys. Start starts raft, bootstraps a
-// new log with the configured voters, and waits until this broker is registered: the
-// raft leader first writes the cluster id (a fresh log only) and a LeaderChange entry
-// naming itself controller; Start then writes a RegisterBroker entry with a new
-// incarnation id and this broker's listeners and rack. Stop shuts raft down; Cleanup
-// closes the stores.
+// new log with the configured voters (a voter only), joins as a non-voter when this
+// broker is not a voter, and waits until this broker is registered: the raft leader
+// first writes the cluster id (a fresh log only) and a LeaderChange entry naming itself
+// controller; the broker then registers with the controller with a new incarnation id,
+// its listeners and rack, and starts heartbeating. Stop does a controlled shutdown,
+// then shuts raft down; Cleanup closes the stores.
 //
 // # Storage
 //
@@ -86,8 +225,8 @@
 // response), never from the state afterwards, where another allocation may already
 // be applied. count is 1 to 1,000,000 (frozen; checked by the proposer and by Apply),
 // broker_id at least 0 (checked by Apply); an entry that would take next past the
-// largest int64 is rejected. Only the controller proposes (elsewhere ErrNotController;
-// forwarding is not done yet).
+// largest int64 is rejected. A broker that is not the controller forwards the entry and
+// reads its block from the Forward response.
 //
 // Group configs (the GROUP config resource of DescribeConfigs, AlterConfigs and
 // IncrementalAlterConfigs; groupconfigs.go) are Extension entries in namespace
@@ -142,6 +281,13 @@
 //   - A topic is addressed by name and id together in entries, so an entry for a topic
 //     that was deleted and re-created under the same name does not touch the new one.
 //   - A new partition's leader is its first replica, its ISR all replicas, epochs 0.
+//   - Only the raft leader proposes; other brokers forward records (never client
+//     requests) to it, and Apply re-validates each record on every broker.
+//   - FenceBroker and UnfenceBroker name the registration epoch they are about, so a
+//     decision about an old registration never touches a newer one.
+//   - A partition's leader changes only through PartitionChange entries checked against
+//     the partition epoch the controller saw; a raced change is rejected and redone on
+//     the next controller tick.
 //   - Producer-id blocks never overlap and never repeat: the counter only grows, every
 //     broker applies the same entries in the same order, and the counter is in every
 //     snapshot (format 3), so this holds across restarts, snapshots and controller
@@ -155,6 +301,8 @@
 // and goroutine, so a slow subscriber delays only itself; publish never blocks. Handlers
 // run concurrently: they read one image, validate against it, and propose entries;
 // races between handlers are settled by Apply. Goroutines the module starts (the
-// leader loop, raft-future waiters, subscribers) are stopped and waited for by
-// Stop/Cleanup. Lock order: hub.mu, then subscriber.mu.
+// leader loop, the controller loop, the heartbeat loop, raft-future waiters,
+// subscribers, the raft port's accept loop and its RPC connections) are stopped and
+// waited for by Stop/Cleanup. Lock order: hub.mu, then subscriber.mu;
+// controllerState.mu and rpcClient.mu are leaves.
 package metadata

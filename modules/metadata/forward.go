@@ -207,8 +207,8 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 		req.TimeoutMs = 0
 		if d, ok := ctx.Deadline(); ok {
 			req.TimeoutMs = int32(min(time.Until(d).Milliseconds(), math.MaxInt32))
-			if req.TimeoutMs <= 0 {
-				return false, context.DeadlineExceeded
+			if req.TimeoutMs <= 0 { // out of time before anything was sent
+				return true, context.DeadlineExceeded
 			}
 		}
 		body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, req.appendTo(nil))

@@ -56,11 +56,20 @@ func (m *Module) register(ctx context.Context) error {
 	if im := m.hub.image(); bi.ClusterID != "" && bi.ClusterID != im.ClusterID {
 		return fmt.Errorf("configured %s, log has %s: %w", bi.ClusterID, im.ClusterID, ErrClusterIDMismatch)
 	}
-	epoch, err := m.sendRegistration(ctx)
-	if err != nil {
-		return err
+	// Start waits for a quorum as long as its ctx allows: a broker started before the
+	// others of its cluster keeps trying.
+	var epoch int64
+	for {
+		var err error
+		if epoch, err = m.sendRegistration(ctx); err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotController) || ctx.Err() != nil {
+			return err
+		}
+		m.log.Info("waiting for a metadata controller to register with", "err", err)
 	}
-	err = m.hub.waitFor(ctx, func(im *kernel.Image) bool {
+	err := m.hub.waitFor(ctx, func(im *kernel.Image) bool {
 		return im.Version >= uint64(epoch) && im.Brokers[m.nodeID] != nil && m.hub.state().regs[m.nodeID].Incarnation == m.incarnation
 	})
 	if err != nil {
@@ -231,6 +240,16 @@ func (m *Module) controlledShutdown(ctx context.Context) {
 // non-voter; raft then replicates the log to it.
 func (m *Module) joinAsObserver(ctx context.Context) error {
 	req := &addObserverRequest{NodeID: m.nodeID, Address: string(m.trans.LocalAddr())}
+	for {
+		err := m.addObserver(ctx, req)
+		if err == nil || !errors.Is(err, ErrNotController) || ctx.Err() != nil {
+			return err
+		}
+		m.log.Info("waiting for a metadata controller to join", "err", err)
+	}
+}
+
+func (m *Module) addObserver(ctx context.Context, req *addObserverRequest) error {
 	return m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
 		if addr == "" {
 			return false, fmt.Errorf("a non-voter became raft leader: %w", ErrConfig)
@@ -438,11 +457,12 @@ func (m *Module) controllerLoop(ctx context.Context, r *raft.Raft) {
 	tick := min(max(hb/2, 10*time.Millisecond), time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	var scanned uint64 // image version the last election scan saw
 	for {
 		if r.State() != raft.Leader {
 			return
 		}
-		m.controllerTick(ctx)
+		scanned = m.controllerTick(ctx, scanned)
 		select {
 		case <-ctx.Done():
 			return
@@ -452,7 +472,9 @@ func (m *Module) controllerLoop(ctx context.Context, r *raft.Raft) {
 	}
 }
 
-func (m *Module) controllerTick(ctx context.Context) {
+// controllerTick fences and unfences, then elects leaders unless the image is still
+// the one the previous scan saw (scanned); it returns the version it scanned.
+func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 	_, sessionTimeout := m.lifecycleIntervals()
 	now := time.Now()
 	st := m.hub.state()
@@ -479,7 +501,11 @@ func (m *Module) controllerTick(ctx context.Context) {
 			m.log.Debug("fence/unfence entries", "err", errors.Join(errs...))
 		}
 	}
-	if changes := electLeaders(m.hub.image()); len(changes) > 0 {
+	im := m.hub.image()
+	if im.Version == scanned {
+		return scanned
+	}
+	if changes := electLeaders(im); len(changes) > 0 {
 		_, _, errs := m.proposeLocal(ctx, changes)
 		moved := 0
 		for _, err := range errs {
@@ -488,7 +514,9 @@ func (m *Module) controllerTick(ctx context.Context) {
 			}
 		}
 		m.log.Info("elected partition leaders", "changes", moved, "proposed", len(changes))
+		return 0 // look again next tick: a change may have been rejected as stale
 	}
+	return im.Version
 }
 
 // electLeaders returns the PartitionChange entries that give every partition whose
