@@ -89,12 +89,22 @@ modules:
 EOF
 }
 
+# alive PID: the process exists and is not a zombie (an init that does not reap may
+# leave a killed broker as one, and kill -0 still succeeds on it).
+alive() {
+	local stat
+	kill -0 "$1" 2>/dev/null || return 1
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0 # no /proc: trust kill -0
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
+}
+
 # pid_of N prints broker N's pid if it is running.
 pid_of() {
 	local f="$dir/$1.pid" pid
 	[ -f "$f" ] || return 1
 	pid=$(cat "$f")
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	[ -n "$pid" ] && alive "$pid" || return 1
 	echo "$pid"
 }
 
@@ -152,7 +162,7 @@ stop_all() {
 		if pid=$(pid_of "$n"); then
 			kill -TERM "$pid" 2>/dev/null || true
 			for i in $(seq 1 150); do
-				kill -0 "$pid" 2>/dev/null || break
+				alive "$pid" || break
 				[ "$i" -eq 150 ] && {
 					echo "broker $n (pid $pid) still running 30s after SIGTERM; killing it" >&2
 					kill -KILL "$pid" 2>/dev/null || true
