@@ -176,6 +176,13 @@ func TestClusterRun3Script(t *testing.T) {
 		return true
 	})
 
+	status := runCmd(t, opts, "bash", script, dir, strconv.Itoa(base), "status")
+	for n := 1; n <= 3; n++ {
+		if want := fmt.Sprintf("broker %d: pid %d, ready,", n, pidOf(n)); !strings.Contains(status, want) {
+			t.Errorf("run-3.sh status lacks %q:\n%s", want, status)
+		}
+	}
+
 	// Starting a running broker again is refused.
 	if err := runScript(script, dir, strconv.Itoa(base), "1"); err == nil {
 		t.Errorf("run-3.sh ... 1 while broker 1 runs: exit 0, want a refusal")

@@ -27,12 +27,18 @@ usage() {
 	exit 2
 }
 
-[ $# -ge 2 ] && [ $# -le 3 ] || usage
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+	usage
+fi
 dir=$1
 base=$2
 action=${3:-all}
 case $base in
-'' | *[!0-9]*) echo "$0: BASEPORT must be a number, got '$base'" >&2 && exit 2 ;;
+'' | *[!0-9]*)
+	echo "$0: BASEPORT must be a number, got '$base'" >&2
+	exit 2
+	;;
+*) ;;
 esac
 if [ "$base" -lt 1024 ] || [ "$base" -gt 65500 ]; then
 	echo "$0: BASEPORT must be in 1024..65500 (broker ports go up to BASEPORT+28)" >&2
@@ -104,7 +110,9 @@ pid_of() {
 	local f="$dir/$1.pid" pid
 	[ -f "$f" ] || return 1
 	pid=$(cat "$f")
-	[ -n "$pid" ] && alive "$pid" || return 1
+	if [ -z "$pid" ] || ! alive "$pid"; then
+		return 1
+	fi
 	echo "$pid"
 }
 
@@ -148,6 +156,7 @@ wait_ready() {
 				echo "--- last lines of $dir/$n.log:" >&2
 				tail -n 30 "$dir/$n.log" >&2
 			done
+			echo "$0: the brokers keep running; stop them with: $0 $dir $base stop" >&2
 			exit 1
 		fi
 		sleep 0.2
