@@ -41,6 +41,11 @@ type Status struct {
 	LatencyLastUs float64 `json:"latency_last_us"`
 	LatencyAvgUs  float64 `json:"latency_avg_us"`
 	Pauses        int     `json:"pauses"`
+	// ExactlyOnce: a derived transform whose workers commit outputs and position in
+	// transactions; Positions are the committed positions (next input offset) of the
+	// input partitions this broker leads.
+	ExactlyOnce bool            `json:"exactly_once,omitempty"`
+	Positions   map[int32]int64 `json:"positions,omitempty"`
 }
 
 func (m *Module) httpHandler() http.Handler {
@@ -98,6 +103,9 @@ func (t *transform) status() Status {
 	t.mu.Unlock()
 	if t.prog != nil {
 		s.ABI = string(t.prog.ABI())
+	}
+	if t.derived != nil {
+		s.ExactlyOnce, s.Positions = t.derived.status()
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -29,8 +30,10 @@ type derived struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	workers map[int32]context.CancelFunc
+	mu        sync.Mutex
+	workers   map[int32]context.CancelFunc
+	positions map[int32]int64 // next input offset per led partition, for status
+	eos       bool            // workers are exactly once
 }
 
 // pollInterval is how often a caught-up worker looks for new records and the
@@ -42,7 +45,8 @@ const positionEvery = time.Second
 
 func (t *transform) startDerived() {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &derived{t: t, ctx: ctx, cancel: cancel, workers: map[int32]context.CancelFunc{}}
+	d := &derived{t: t, ctx: ctx, cancel: cancel, workers: map[int32]context.CancelFunc{},
+		positions: map[int32]int64{}, eos: t.m.eos.enabled()}
 	t.derived = d
 	d.wg.Add(1)
 	go d.supervise()
@@ -75,6 +79,7 @@ func (d *derived) supervise() {
 			if !led[p] {
 				stop()
 				delete(d.workers, p)
+				delete(d.positions, p)
 			}
 		}
 		for p := range led {
@@ -82,7 +87,11 @@ func (d *derived) supervise() {
 				wctx, stop := context.WithCancel(d.ctx)
 				d.workers[p] = stop
 				d.wg.Add(1)
-				go d.work(wctx, p)
+				if d.eos {
+					go d.workEOS(wctx, p)
+				} else {
+					go d.work(wctx, p)
+				}
 			}
 		}
 		d.mu.Unlock()
@@ -92,6 +101,25 @@ func (d *derived) supervise() {
 		case <-tick.C:
 		}
 	}
+}
+
+// setPosition records p's committed (durably stored) position for status.
+func (d *derived) setPosition(p int32, pos int64) {
+	d.mu.Lock()
+	if d.workers[p] != nil {
+		d.positions[p] = pos
+	}
+	d.mu.Unlock()
+}
+
+// status reports whether the workers are exactly once and their committed positions.
+func (d *derived) status() (exactlyOnce bool, positions map[int32]int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.positions) > 0 {
+		positions = maps.Clone(d.positions)
+	}
+	return d.eos, positions
 }
 
 func (d *derived) posKey(p int32) string { return d.t.dep.Name + "/" + strconv.Itoa(int(p)) }
@@ -105,6 +133,7 @@ func (d *derived) work(ctx context.Context, p int32) {
 		pos = int64(binary.BigEndian.Uint64(v))
 	}
 	saved, lastSave := pos, time.Now()
+	d.setPosition(p, pos)
 	save := func(force bool) {
 		if pos == saved || (!force && time.Since(lastSave) < positionEvery) {
 			return
@@ -116,6 +145,7 @@ func (d *derived) work(ctx context.Context, p int32) {
 			return
 		}
 		saved, lastSave = pos, time.Now()
+		d.setPosition(p, pos)
 	}
 	defer save(true)
 	tp := kernel.TopicPartition{Topic: t.dep.Input, Partition: p}
@@ -160,6 +190,43 @@ func (d *derived) work(ctx context.Context, p int32) {
 // batches instead.
 func (d *derived) transformBatch(ctx context.Context, tp kernel.TopicPartition, h recordbatch.Header, sec, batch []byte) error {
 	t := d.t
+	perOut, err := d.outputs(ctx, tp, h, sec, batch)
+	if err != nil || perOut == nil {
+		return err
+	}
+	im := t.m.meta.Image()
+	for i, recs := range perOut {
+		if len(recs) == 0 {
+			continue
+		}
+		otp, err := d.outputPartition(im, i, tp.Partition)
+		if err != nil {
+			return err
+		}
+		out := recordbatch.Build(recordbatch.Options{Codec: h.Codec(), BaseTimestamp: h.BaseTimestamp, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs...)
+		if _, err := t.m.parts.Append(ctx, otp, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outputPartition is output i's partition for input partition p: p modulo the
+// output's partition count, so per-partition order is kept.
+func (d *derived) outputPartition(im *kernel.Image, i int, p int32) (kernel.TopicPartition, error) {
+	ot := im.Topic(d.t.dep.Outputs[i])
+	if ot == nil || len(ot.Partitions) == 0 {
+		return kernel.TopicPartition{}, errors.New("output topic " + d.t.dep.Outputs[i] + " does not exist")
+	}
+	return kernel.TopicPartition{Topic: ot.Name, Partition: p % int32(len(ot.Partitions))}, nil
+}
+
+// outputs transforms one input batch into records per output (indexed as
+// dep.Outputs; timestamp deltas from h.BaseTimestamp). It returns nil, nil when the
+// transform failed and the policy dropped or dead-lettered the batch, and the error
+// under the reject policy (the batch is retried later).
+func (d *derived) outputs(ctx context.Context, tp kernel.TopicPartition, h recordbatch.Header, sec, batch []byte) ([][]recordbatch.Record, error) {
+	t := d.t
 	wb := &wasm.Batch{
 		Topic: tp.Topic, Partition: tp.Partition,
 		BaseOffset: h.BaseOffset, BaseTimestamp: h.BaseTimestamp, MaxTimestamp: h.MaxTimestamp,
@@ -171,15 +238,15 @@ func (d *derived) transformBatch(ctx context.Context, tp kernel.TopicPartition, 
 		switch t.dep.Policy {
 		case PolicyDrop:
 			t.dropped.Add(int64(h.RecordCount))
-			return nil
+			return nil, nil
 		case PolicyDLQ:
 			if derr := t.writeDLQ(ctx, tp, batch, err); derr != nil {
-				return derr
+				return nil, derr
 			}
 			t.dlq.Add(int64(h.RecordCount))
-			return nil
+			return nil, nil
 		}
-		return err // reject: retry this batch later
+		return nil, err // reject: retry this batch later
 	}
 	perOut := make([][]recordbatch.Record, len(t.dep.Outputs))
 	for i := range outs {
@@ -193,20 +260,5 @@ func (d *derived) transformBatch(ctx context.Context, tp kernel.TopicPartition, 
 		}
 		perOut[o.Index] = append(perOut[o.Index], r)
 	}
-	im := t.m.meta.Image()
-	for i, recs := range perOut {
-		if len(recs) == 0 {
-			continue
-		}
-		ot := im.Topic(t.dep.Outputs[i])
-		if ot == nil || len(ot.Partitions) == 0 {
-			return errors.New("output topic " + t.dep.Outputs[i] + " does not exist")
-		}
-		out := recordbatch.Build(recordbatch.Options{Codec: h.Codec(), BaseTimestamp: h.BaseTimestamp, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs...)
-		otp := kernel.TopicPartition{Topic: ot.Name, Partition: tp.Partition % int32(len(ot.Partitions))}
-		if _, err := t.m.parts.Append(ctx, otp, out); err != nil {
-			return err
-		}
-	}
-	return nil
+	return perOut, nil
 }

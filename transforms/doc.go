@@ -13,11 +13,52 @@
 // answers the log end offset).
 //
 // Derived: like Redpanda's transforms, a worker per input partition this broker leads
-// reads committed records from a stored position, transforms them and appends the
-// outputs to up to eight output topics (output partition = input partition modulo
-// its partition count), then stores the position (at most once a second, and on
-// stop). At least once: a crash between an append and the position write repeats
-// those records. The input topic is not modified.
+// reads the input as a read_committed consumer would (Partitions.ReadStable: below the
+// last stable offset, without control batches or aborted transactions' batches),
+// transforms it and appends the outputs to up to eight output topics (output
+// partition = input partition modulo its partition count). The input topic is not
+// modified. Two guarantees, chosen at Provision:
+//
+// Exactly once (derived_eos.go), when the txn module offers kernel.InternalTxns and the
+// groups module kernel.InternalOffsets (the standard broker): Kafka Streams'
+// exactly-once inside the broker. The worker of input partition P is a transactional
+// producer with id "__sluice-transform-<name>-<P>", and its position is the committed
+// offset of P in the group "__sluice-transform-<name>". A session starts with
+// InitProducerID, which fences any earlier worker of P (this broker's before a crash
+// or restart, or the previous leader's after a leadership move) and aborts its open
+// transaction; then it reads the committed position (waiting while an offset commit
+// is pending). Each run of input batches (up to 1 s or 1 MiB) is one transaction: the
+// outputs, one transactional batch per output partition, then the position as a
+// TxnOffsetCommit, then EndTxn(commit). Any failure aborts the transaction and the
+// next session starts again from the committed position. So a read_committed
+// consumer of the outputs sees every committed input record's outputs exactly once,
+// across crashes, restarts and leadership moves; a read_uncommitted one may also see
+// aborted attempts. Limits:
+//   - The worker must run where its transactional id is coordinated (the leader of
+//     its __transaction_state partition) and, for the offsets, of its group's
+//     __consumer_offsets partition: in a multi-broker cluster where they differ the
+//     worker waits (NOT_COORDINATOR, logged at debug) until they are co-located.
+//   - Dead-letter writes (policy dlq) are not part of the transaction: a batch
+//     dead-lettered in a transaction that then aborts is dead-lettered again (at
+//     least once in the DLQ topic). drop and reject keep their meaning (a rejected
+//     batch stalls the partition, retried with a backoff, and feeds the breaker).
+//   - A worker that hangs without crashing holds its transaction open, so the
+//     outputs' last stable offset, until the transaction timeout (60 s) aborts it.
+//   - The position stops after the last data batch it read: trailing control batches
+//     (markers) and aborted batches are skipped only when later data arrives, so the
+//     group's lag can show a few offsets at the end of a quiet input.
+//
+// The lag is the group's: `kadm` (Lag of DescribeGroups/FetchOffsets) or `kcat`/
+// kafka-consumer-groups for group __sluice-transform-<name>; `sluice transform list`
+// shows exactly_once and the positions of the partitions this broker leads. A
+// transform first deployed at least once, then run exactly once, starts from its
+// stored at-least-once position when the group has none (migration). Positions
+// outlive a delete: a transform redeployed under the same name resumes where it
+// stopped (delete the group's offsets, e.g. with kadm DeleteOffsets, to start over).
+//
+// At least once, without those modules: the position is stored in the metadata log
+// (extension namespace "transforms.pos", at most once a second, and on stop); a crash
+// between an append and the position write repeats those records.
 //
 // # Deployments
 //
@@ -52,4 +93,13 @@
 //     since the output keeps the input's producer fields and base sequence, the
 //     producer state the log records is the input's. (Idempotence itself is issue 6;
 //     until then retries are appended again, transformed or not.)
+//   - Exactly-once derived: a worker's outputs and its position change only together,
+//     in one transaction whose producer epoch is the latest for its transactional id
+//     (every output append is an epoch-checked coordinator write, base sequence -1).
+//
+// # Concurrency
+//
+// One supervisor goroutine per derived transform starts and stops the partition
+// workers as leadership changes; derived.stop waits for all of them. A worker aborts
+// its open transaction (best effort, 5 s) when it stops.
 package transforms

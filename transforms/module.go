@@ -46,6 +46,7 @@ type Module struct {
 	ext     kernel.ExtensionStore
 	creator kernel.TopicCreator
 	parts   kernel.Partitions
+	eos     eosAPIs // exactly-once derived transforms; zero without txn and groups
 	now     func() time.Time
 
 	engine *wasm.Engine
@@ -94,6 +95,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
 		return fmt.Errorf("transforms: dead-letter and derived writes: %w", err)
 	}
+	m.eos = lookupEOS(ctx)
 	empty := map[string]*transform{}
 	m.inline.Store(&empty)
 	m.running = map[string]*transform{}

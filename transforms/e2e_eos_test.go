@@ -1,0 +1,190 @@
+package transforms_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/testbroker"
+	"github.com/sluicehq/sluice/transforms"
+)
+
+// eosConfig keeps the internal topics small so the coordinators load quickly.
+const eosConfig = `
+configs:
+  offsets.topic.num.partitions: "4"
+  transaction.state.log.num.partitions: "4"
+`
+
+// txnProduce writes n transactions of 3 records each with a transactional producer,
+// aborting every third; keys alternate between the two routes. It returns the values
+// of the committed records and, per input partition, the offset after the last
+// committed record.
+func txnProduce(t *testing.T, b *testbroker.Broker, from, n int, committed map[string]bool, ends map[int32]int64) {
+	t.Helper()
+	cl := b.Client(t, kgo.TransactionalID("eos-input-producer"), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(30*time.Second))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := from; i < from+n; i++ {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatalf("begin %d: %v", i, err)
+		}
+		commit := i%3 != 2
+		var vals []string
+		for j := range 3 {
+			key := "apple"
+			if (i+j)%2 == 1 {
+				key = "zebra"
+			}
+			v := fmt.Sprintf("v-%d-%d", i, j)
+			vals = append(vals, v)
+			r := &kgo.Record{Key: []byte(key), Value: []byte(v), Partition: int32(j % 2)}
+			res := cl.ProduceSync(ctx, r)
+			if err := res.FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+			if commit {
+				ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d (commit %v): %v", i, commit, err)
+		}
+		if commit {
+			for _, v := range vals {
+				committed[v] = true
+			}
+		}
+	}
+}
+
+// txnEnds writes one committed transaction with an end record for each route in each
+// input partition: once a consumer of an output partition saw the end records, it saw
+// everything routed there before them.
+func txnEnds(t *testing.T, b *testbroker.Broker, committed map[string]bool, ends map[int32]int64) {
+	t.Helper()
+	cl := b.Client(t, kgo.TransactionalID("eos-input-producer"), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		for _, key := range []string{"apple", "zebra"} {
+			r := &kgo.Record{Key: []byte(key), Value: []byte(fmt.Sprintf("end-%s-%d", key, p)), Partition: p}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			committed[string(r.Value)] = true
+			ends[p] = max(ends[p], r.Offset+1)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDerivedExactlyOnce: a derived route-by-key transform fed by a transactional
+// producer (some transactions aborted) writes exactly the committed inputs' outputs,
+// once each, also across a broker restart in the middle of the stream; its position
+// is the offsets of the group __sluice-transform-<name>, which reach the input's end.
+func TestDerivedExactlyOnce(t *testing.T) {
+	b := testbroker.Start(t, testbroker.WithConfig(eosConfig))
+	createTopic(t, b, "in", 2)
+	createTopic(t, b, "a-to-m", 1)
+	createTopic(t, b, "n-to-z", 2)
+	mustDeploy(t, b, "router", "route-by-key", url.Values{"input": {"in"}, "mode": {"derived"}, "output": {"a-to-m", "n-to-z"}})
+	committed, ends := map[string]bool{}, map[int32]int64{}
+	txnProduce(t, b, 0, 15, committed, ends)
+	b.Restart(t) // the worker is most likely in the middle of the input
+	txnProduce(t, b, 15, 15, committed, ends)
+	txnEnds(t, b, committed, ends)
+
+	adm := b.Admin(t)
+	group := transforms.GroupPrefix + "router"
+	waitUntil(t, 60*time.Second, "the transform's group offsets reach the input's end", func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err.Error()
+		}
+		for p, end := range ends {
+			if o, ok := offs.Lookup("in", p); !ok || o.At != end {
+				return fmt.Sprintf("in/%d at %+v, want %d", p, o.At, end)
+			}
+		}
+		return ""
+	})
+	if s := list(t, b)["router"]; !s.ExactlyOnce {
+		t.Errorf("list does not say the transform is exactly once: %+v", s)
+	}
+
+	got := map[string]int{}
+	for topic, want := range map[string]byte{"a-to-m": 'a', "n-to-z": 'z'} {
+		for _, r := range consumeCommitted(t, b, topic) {
+			if r.Key[0] != want {
+				t.Errorf("%s routed to %s", r.Key, topic)
+			}
+			got[string(r.Value)]++
+		}
+	}
+	for v := range committed {
+		if got[v] != 1 {
+			t.Errorf("committed input %s appears %d times in the outputs", v, got[v])
+		}
+	}
+	for v, n := range got {
+		if !committed[v] {
+			t.Errorf("output %s (%d times) is from an aborted transaction", v, n)
+		}
+	}
+}
+
+// consumeCommitted reads every partition of topic with read_committed until the end
+// records of both input partitions (written last, see txnEnds) arrived in it.
+func consumeCommitted(t *testing.T, b *testbroker.Broker, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := b.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+	var out []*kgo.Record
+	ends := map[string]bool{}
+	for len(ends) < 2 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %d records, end records %v before the deadline", topic, len(out), ends)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			if v := string(r.Value); strings.HasPrefix(v, "end-") {
+				ends[v] = true
+			}
+		})
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
