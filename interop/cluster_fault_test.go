@@ -44,6 +44,7 @@ func TestClusterNetworkPartition(t *testing.T) {
 	})
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)
+	c.waitAllSeeAll(20*time.Second, allThree) // all unfenced, so placement uses all three
 	victim := c.node(ctrl)
 	var survivors []*clusterNode
 	for _, n := range c.nodes {

@@ -289,6 +289,7 @@ func TestClusterBrokerStopFencing(t *testing.T) {
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)
+	c.waitAllSeeAll(20*time.Second, allThree) // all unfenced, so placement uses all three
 	watcher := c.node(ctrl)
 	var victim *clusterNode
 	for _, n := range c.nodes {

@@ -41,14 +41,16 @@
 // The cluster tests (cluster_*_test.go, helpers in cluster_helpers_test.go) start three
 // or four broker processes that form one cluster (a three-voter raft metadata quorum,
 // each broker with its own client, raft and admin ports): partition leaders spread over
-// the brokers, produce and consume through each, topic creation forwarded from a broker
-// that is not the controller, a SIGKILLed controller replaced within seconds and the
-// killed broker rejoining, a SIGTERMed broker fenced (RF=1 partitions offline, RF=3 ones
-// re-led) and unfenced on return, a whole-cluster restart keeping topics and configs, a
-// fourth non-voting broker taking new partitions, DescribeQuorum, and a network partition
-// made with in-process TCP proxies on every raft link (the controller cut off, the
-// majority going on, the cut broker catching up after healing).
-// TestClusterRun3Script drives examples/cluster/run-3.sh.
+// the brokers, produce and consume through each, a Fetch sent to a broker that does not
+// lead the partition answered NOT_LEADER_OR_FOLLOWER with the leader (KIP-951), topic
+// creation forwarded from a broker that is not the controller, a SIGKILLed controller
+// replaced within seconds and the killed broker fenced, then rejoining, a SIGTERMed
+// broker fenced (RF=1 partitions offline, RF=3 ones re-led) and unfenced on return, a
+// whole-cluster restart keeping topics and configs, a fourth non-voting broker taking
+// new partitions, DescribeQuorum, and a network partition made with in-process TCP
+// proxies on every raft link (the controller cut off, the majority going on, the cut
+// broker catching up after healing). TestClusterRun3Script drives
+// examples/cluster/run-3.sh.
 //
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
