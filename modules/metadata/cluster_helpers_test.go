@@ -87,7 +87,9 @@ func (c *tcluster) start(nd *tnode) error {
 	fc.info.StaticConfigs = c.configs
 	m := Info().New().(*Module)
 	m.Voters, m.RaftListen = c.voters, nd.addr
-	m.HeartbeatTimeout, m.ElectionTimeout, m.LeaseTimeout, m.CommitTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond, 10*time.Millisecond
+	// raft's default timings (1 s, 1 s, 500 ms): shorter ones lose leadership on a
+	// loaded 2-core machine under -race.
+	m.CommitTimeout = 10 * time.Millisecond
 	if err := m.Provision(fc); err != nil {
 		return err
 	}

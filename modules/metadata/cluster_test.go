@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,4 +309,56 @@ func TestNoControllerReachable(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}
+}
+
+// TestClusterStopAllAtOnce: every broker stopping at once (each asking for a controlled
+// shutdown) stops promptly, and the whole cluster restarts with its topics, which get
+// leaders again.
+func TestClusterStopAllAtOnce(t *testing.T) {
+	c := newCluster(t, 3)
+	if rt := createTopicOn(t, c.follower(), "kept", 6, 2, nil); rt.ErrorCode != 0 {
+		t.Fatalf("create: %d", rt.ErrorCode)
+	}
+	start := time.Now()
+	done := make(chan int32, 3)
+	for _, nd := range c.running() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := nd.m.Stop(ctx); err != nil {
+				t.Errorf("stop %d: %v", nd.id, err)
+			}
+			done <- nd.id
+		}()
+	}
+	for range 3 {
+		id := <-done
+		nd := c.nodes[id]
+		if err := nd.m.Cleanup(); err != nil {
+			t.Errorf("cleanup %d: %v", id, err)
+		}
+		nd.m = nil
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("stopping all took %v", d)
+	}
+	var wg sync.WaitGroup
+	for _, nd := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.start(nd); err != nil {
+				t.Errorf("restart %d: %v", nd.id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	c.waitAll(20*time.Second, "kept has a leader on every partition after the restart", func(im *kernel.Image) bool {
+		tp := im.Topic("kept")
+		return tp != nil && len(liveBrokers(im)) == 3 &&
+			!slices.ContainsFunc(tp.Partitions, func(p kernel.PartitionImage) bool { return p.Leader < 0 })
+	})
 }

@@ -181,8 +181,11 @@ func (m *Module) heartbeatOnce(ctx context.Context, interval time.Duration) {
 		return false, nil
 	})
 	if err != nil {
-		if ctx.Err() == nil || !errors.Is(err, ErrNotRunning) {
+		if !errors.Is(err, ErrNotRunning) {
 			m.log.Debug("broker heartbeat failed", "err", err)
+		}
+		if req.WantShutdown {
+			m.shutdownFailures.Add(1)
 		}
 		return
 	}
@@ -222,11 +225,25 @@ func (m *Module) controlledShutdown(ctx context.Context) {
 		case m.hbKick <- struct{}{}:
 		default:
 		}
-		select {
-		case <-m.shutdownAck:
-			m.log.Info("controlled shutdown: leaderships moved")
-		case <-ctx.Done():
-			m.log.Warn("controlled shutdown: controller did not confirm in time; stopping anyway")
+		// Wait for the controller's go-ahead; give up when the controller stays
+		// unreachable (the whole cluster may be stopping) or time runs out.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case <-m.shutdownAck:
+				m.log.Info("controlled shutdown: leaderships moved")
+				break wait
+			case <-ctx.Done():
+				m.log.Warn("controlled shutdown: controller did not confirm in time; stopping anyway")
+				break wait
+			case <-tick.C:
+				if m.shutdownFailures.Load() >= 3 {
+					m.log.Warn("controlled shutdown: no controller reachable; stopping anyway")
+					break wait
+				}
+			}
 		}
 	}
 	if r := m.raft.Load(); r != nil && r.State() == raft.Leader && len(m.voters) > 1 {

@@ -83,13 +83,14 @@ type Module struct {
 	shutdown   chan struct{} // closed once raft has shut down
 
 	// Broker lifecycle (lifecycle.go).
-	incarnation     uuid         // chosen anew at each Start
-	brokerEpoch     atomic.Int64 // this broker's registration epoch
-	wantShutdown    atomic.Bool  // controlled shutdown asked
-	hbKick          chan struct{}
-	shutdownAck     chan struct{} // closed when the controller says "shut down"
-	shutdownAckOnce sync.Once
-	pauseHeartbeats atomic.Bool // test hook: a broker that stops heartbeating
+	incarnation      uuid         // chosen anew at each Start
+	brokerEpoch      atomic.Int64 // this broker's registration epoch
+	wantShutdown     atomic.Bool  // controlled shutdown asked
+	hbKick           chan struct{}
+	shutdownAck      chan struct{} // closed when the controller says "shut down"
+	shutdownAckOnce  sync.Once
+	shutdownFailures atomic.Int32 // heartbeats with WantShutdown that reached no controller
+	pauseHeartbeats  atomic.Bool  // test hook: a broker that stops heartbeating
 
 	// groupConfigsMu serialises writes of group configs (groupconfigs.go).
 	groupConfigsMu sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -43,10 +44,10 @@ func validProducerIDCount(count int32) error {
 
 // AllocateProducerIDs reserves count consecutive producer ids for this broker through
 // the metadata log and returns the first (kernel.ProducerIDAllocator). It returns once
-// the entry is applied to this broker's image. Only the controller (the raft leader)
-// writes: elsewhere it returns ErrNotController, like every metadata write (forwarding
-// the request to the controller is a later change; see skipped.md). A count outside 1
-// to 1,000,000 returns an error wrapping ErrInvalidProducerIDCount.
+// the entry is applied to this broker's image. A broker that is not the controller
+// forwards the entry to it; ErrNotController only when no controller answered before
+// ctx ended. A count outside 1 to 1,000,000 returns an error wrapping
+// ErrInvalidProducerIDCount.
 //
 // Invariant: the first id comes from this entry's own apply result (the raft future's
 // response), never from reading the state afterwards: another allocation may have been
@@ -58,6 +59,17 @@ func (m *Module) AllocateProducerIDs(ctx context.Context, count int32) (int64, e
 	}
 	rec := &producerIDsRecord{BrokerID: m.nodeID, Count: count}
 	_, res, errs := m.proposeAllResults(ctx, []record{rec})
+	// A controller change mid-proposal (NOT_CONTROLLER after the entry may have been
+	// appended) is retried while ctx allows: a block allocated but never reported is
+	// just lost, never handed out twice.
+	for errors.Is(errs[0], ErrNotController) && ctx.Err() == nil && !m.isStopped() {
+		m.log.Info("retrying producer id allocation after a controller change", "err", errs[0])
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+		_, res, errs = m.proposeAllResults(ctx, []record{rec})
+	}
 	if errs[0] != nil {
 		return -1, fmt.Errorf("allocate %d producer ids: %w", count, errs[0])
 	}
