@@ -2,8 +2,11 @@ package transforms_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
+	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/transforms"
 )
 
@@ -186,5 +190,57 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() str
 			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDerivedExactlyOnceMigratesPosition: a transform whose group has no offset yet
+// starts from the position the at-least-once worker stored in the metadata log.
+func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
+	b := testbroker.Start(t, testbroker.WithConfig(eosConfig))
+	createTopic(t, b, "in", 1)
+	createTopic(t, b, "a-to-m", 1)
+	createTopic(t, b, "n-to-z", 1)
+	cl := b.Client(t)
+	for i := range 4 {
+		if err := produce(t, cl, &kgo.Record{Topic: "in", Key: []byte("apple"), Value: []byte("v" + strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ext, ok := b.Kernel.Module("metadata").(kernel.ExtensionStore)
+	if !ok {
+		t.Fatal("metadata module is not a kernel.ExtensionStore")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ext.PutExtension(ctx, transforms.PositionNamespace, "mig/0", binary.BigEndian.AppendUint64(nil, 2)); err != nil {
+		t.Fatal(err)
+	}
+	mustDeploy(t, b, "mig", "route-by-key", url.Values{"input": {"in"}, "mode": {"derived"}, "output": {"a-to-m", "n-to-z"}})
+	adm := b.Admin(t)
+	waitUntil(t, 30*time.Second, "the group offset at the input's end", func() string {
+		offs, err := adm.FetchOffsets(ctx, transforms.GroupPrefix+"mig")
+		if err != nil {
+			return err.Error()
+		}
+		if o, ok := offs.Lookup("in", 0); !ok || o.At != 4 {
+			return fmt.Sprintf("in/0 at %d (found %v)", o.At, ok)
+		}
+		return ""
+	})
+	if err := produce(t, cl, &kgo.Record{Topic: "a-to-m", Key: []byte("end"), Value: []byte("end-mark")}); err != nil {
+		t.Fatal(err)
+	}
+	rc := b.Client(t, kgo.ConsumeTopics("a-to-m"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+	var got []string
+	for !slices.Contains(got, "end-mark") {
+		fs := rc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("a-to-m: %q before the deadline", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if want := []string{"v2", "v3", "end-mark"}; !slices.Equal(got, want) {
+		t.Fatalf("a-to-m holds %q, want %q (resumed from the stored position 2)", got, want)
 	}
 }
