@@ -11,8 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// TestClusterNetworkPartition cuts the active controller off from the two other brokers
-// and heals the cut later.
+// TestClusterNetworkPartition cuts one broker off from the two others, first the active
+// controller, then (on a new cluster) a broker that is not the controller, and heals
+// the cut later.
 //
 // Every raft link between two brokers goes through its own in-process TCP proxy: broker
 // i's config lists voter j (j != i) at the proxy for i→j and itself at its own raft
@@ -20,12 +21,23 @@ import (
 // and drops whatever new ones send (a network that loses packets, not one that refuses
 // connections).
 //
-// While cut: the two others elect a new controller, fence the cut broker (its RF=1
+// While cut: the two others have a controller among themselves (a new one when the
+// controller was cut off, the same one otherwise), fence the cut broker (its RF=1
 // partitions lose their leader), keep creating topics (placed on live brokers only), and
-// a CreateTopics sent to the cut broker does not succeed. After healing: the cut broker
-// catches up on what it missed, is unfenced and leads its partitions again, and topics
-// can be created through it.
+// a CreateTopics sent to the cut broker fails with a Kafka error. After healing: the cut
+// broker catches up on what it missed, is unfenced and leads its partitions again, and
+// topics can be created through it.
 func TestClusterNetworkPartition(t *testing.T) {
+	for _, cutController := range []bool{true, false} {
+		name := "follower"
+		if cutController {
+			name = "controller"
+		}
+		t.Run(name, func(t *testing.T) { testNetworkPartition(t, cutController) })
+	}
+}
+
+func testNetworkPartition(t *testing.T, cutController bool) {
 	needBroker(t)
 	// links[i][j] carries raft traffic from broker i+1 to broker j+1.
 	var links [3][3]*tcpProxy
@@ -46,6 +58,9 @@ func TestClusterNetworkPartition(t *testing.T) {
 	ctrl := c.agreedController(20 * time.Second)
 	c.waitAllSeeAll(20*time.Second, allThree) // all unfenced, so placement uses all three
 	victim := c.node(ctrl)
+	if !cutController {
+		victim = c.node(ctrl%3 + 1)
+	}
 	var survivors []*clusterNode
 	for _, n := range c.nodes {
 		if n != victim {
@@ -76,9 +91,13 @@ func TestClusterNetworkPartition(t *testing.T) {
 	cut(true)
 	cutAt := time.Now()
 
-	// The majority elects a new controller among themselves.
+	// The majority has a controller among themselves: a new one when the controller was
+	// cut off. (Raft's pre-vote keeps a cut-off follower from deposing the leader.)
 	newCtrl := survivors[0].waitController(20*time.Second, func(id int32) bool { return id != victim.id })
 	survivors[1].waitController(10*time.Second, func(id int32) bool { return id == newCtrl })
+	if !cutController && newCtrl != ctrl {
+		t.Errorf("cutting off follower %d moved the controller from %d to %d", victim.id, ctrl, newCtrl)
+	}
 	t.Logf("broker %d cut off; broker %d is controller after %s", victim.id, newCtrl, time.Since(cutAt).Round(time.Millisecond))
 
 	// The cut broker cannot get a metadata write committed.
