@@ -48,8 +48,8 @@
 // broker fenced (RF=1 partitions offline, RF=3 ones re-led) and unfenced on return, a
 // whole-cluster restart keeping topics and configs, a fourth non-voting broker taking
 // new partitions, DescribeQuorum, and a network partition made with in-process TCP
-// proxies on every raft link (the controller cut off, the majority going on, the cut
-// broker catching up after healing). TestClusterRun3Script drives
+// proxies on every raft link (the controller or a follower cut off, the majority going
+// on, the cut broker fenced, then catching up after healing). TestClusterRun3Script drives
 // examples/cluster/run-3.sh.
 //
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
