@@ -114,7 +114,7 @@ func TestDerivedExactlyOnce(t *testing.T) {
 
 	adm := b.Admin(t)
 	group := transforms.GroupPrefix + "router"
-	waitUntil(t, 60*time.Second, "the transform's group offsets reach the input's end", func() string {
+	waitUntil(t, 90*time.Second, "the transform's group offsets reach the input's end", func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		offs, err := adm.FetchOffsets(ctx, group)
@@ -157,7 +157,7 @@ func TestDerivedExactlyOnce(t *testing.T) {
 // records of both input partitions (written last, see txnEnds) arrived in it.
 func consumeCommitted(t *testing.T, b *testbroker.Broker, topic string) []*kgo.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := b.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
@@ -210,14 +210,16 @@ func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
 	if !ok {
 		t.Fatal("metadata module is not a kernel.ExtensionStore")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := ext.PutExtension(ctx, transforms.PositionNamespace, "mig/0", binary.BigEndian.AppendUint64(nil, 2)); err != nil {
+	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer pcancel()
+	if err := ext.PutExtension(pctx, transforms.PositionNamespace, "mig/0", binary.BigEndian.AppendUint64(nil, 2)); err != nil {
 		t.Fatal(err)
 	}
 	mustDeploy(t, b, "mig", "route-by-key", url.Values{"input": {"in"}, "mode": {"derived"}, "output": {"a-to-m", "n-to-z"}})
 	adm := b.Admin(t)
-	waitUntil(t, 30*time.Second, "the group offset at the input's end", func() string {
+	waitUntil(t, 60*time.Second, "the group offset at the input's end", func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		offs, err := adm.FetchOffsets(ctx, transforms.GroupPrefix+"mig")
 		if err != nil {
 			return err.Error()
@@ -230,6 +232,8 @@ func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
 	if err := produce(t, cl, &kgo.Record{Topic: "a-to-m", Key: []byte("end"), Value: []byte("end-mark")}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	rc := b.Client(t, kgo.ConsumeTopics("a-to-m"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
 	var got []string
