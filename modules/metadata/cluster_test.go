@@ -166,6 +166,12 @@ func TestClusterFailover(t *testing.T) {
 		b := im.Brokers[old.id]
 		return im.ControllerID == nl.id && b != nil && b.Fenced && !leadsAny(im, old.id)
 	})
+	// The new controller gave the survivors a whole session: none was fenced.
+	for _, nd := range c.running() {
+		if b := nl.m.Image().Brokers[nd.id]; b == nil || b.Fenced {
+			t.Errorf("surviving broker %d fenced after the failover", nd.id)
+		}
+	}
 	c.restart(old.id)
 	c.waitAll(20*time.Second, "the restarted broker is registered again, unfenced", func(im *kernel.Image) bool {
 		b := im.Brokers[old.id]

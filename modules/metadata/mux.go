@@ -34,7 +34,7 @@ type muxListener struct {
 	wg     sync.WaitGroup
 
 	mu    sync.Mutex
-	conns map[net.Conn]struct{} // RPC connections being served, closed by Close
+	conns map[net.Conn]struct{} // connections being sniffed or served as RPC, closed by Close
 }
 
 func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, serve func(net.Conn)) *muxListener {
@@ -82,18 +82,26 @@ func (m *muxListener) acceptLoop() {
 }
 
 // sniff reads the first byte of c and routes it.
+// The connection is tracked (Close closes it) until it is handed to raft, which owns
+// it from then on.
 func (m *muxListener) sniff(c net.Conn) {
 	defer m.wg.Done()
+	if !m.track(c) {
+		_ = c.Close()
+		return
+	}
 	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	br := bufio.NewReaderSize(c, 4096)
 	first, err := br.Peek(1)
 	if err != nil {
+		m.untrack(c)
 		_ = c.Close()
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	pc := &peekedConn{Conn: c, r: br}
 	if first[0] != rpcMagic[0] {
+		m.untrack(c)
 		select {
 		case m.raftCh <- pc:
 		case <-m.done:
@@ -101,11 +109,7 @@ func (m *muxListener) sniff(c net.Conn) {
 		}
 		return
 	}
-	if !m.track(pc) {
-		_ = c.Close()
-		return
-	}
-	defer m.untrack(pc)
+	defer m.untrack(c)
 	m.serve(pc)
 }
 

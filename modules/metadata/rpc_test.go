@@ -152,3 +152,24 @@ func TestReadFrameBounds(t *testing.T) {
 		t.Errorf("truncated: %v", err)
 	}
 }
+
+// TestStopWithSilentConnection: a connection to the raft port that never sends a byte
+// does not hold up Stop.
+func TestStopWithSilentConnection(t *testing.T) {
+	m, _ := startModule(t, t.TempDir(), func(m *Module, _ *fakeContext) { m.RaftListen = "127.0.0.1:0" })
+	conn, err := net.Dial("tcp", m.mux.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitFor(t, 10*time.Second, func() bool { // the mux is sniffing it
+		m.mux.mu.Lock()
+		defer m.mux.mu.Unlock()
+		return len(m.mux.conns) > 0
+	})
+	start := time.Now()
+	stopModule(t, m)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+}
