@@ -242,10 +242,15 @@ func (r *eosRun) fill(ctx context.Context, pos int64) (int64, error) {
 		if h.LastOffset() < next {
 			return nil
 		}
-		size += len(batch)
 		if !h.IsControl() { // ReadStable has none; kept for safety
 			perOut, err := d.outputs(ctx, r.tp, h, sec, batch)
 			if err != nil {
+				if next > pos {
+					// Commit the batches before the failed one first: the next
+					// run starts at it (and fails there alone), so the position
+					// and the lag show where the transform is stuck.
+					return errRunFull
+				}
 				return err
 			}
 			for i, recs := range perOut {
@@ -268,6 +273,7 @@ func (r *eosRun) fill(ctx context.Context, pos int64) (int64, error) {
 				}
 			}
 		}
+		size += len(batch)
 		next = h.LastOffset() + 1
 		return nil
 	})

@@ -248,3 +248,68 @@ func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
 		t.Fatalf("a-to-m holds %q, want %q (resumed from the stored position 2)", got, want)
 	}
 }
+
+// TestDerivedExactlyOncePolicies: under drop, a failing batch is skipped and the
+// position passes it; under reject, the batches before a failing one are committed
+// and the position (the group's lag) stops at it, with nothing after it written.
+func TestDerivedExactlyOncePolicies(t *testing.T) {
+	b := testbroker.Start(t, testbroker.WithConfig(eosConfig+"modules:\n  transforms: {breaker_failures: 100, breaker_pause_ms: 100}\n"))
+	for _, topic := range []string{"din", "dout", "rin", "rout"} {
+		createTopic(t, b, topic, 1)
+	}
+	mustDeploy(t, b, "drp", "trap", url.Values{"input": {"din"}, "mode": {"derived"}, "output": {"dout"}, "policy": {"drop"}})
+	mustDeploy(t, b, "rej", "trap", url.Values{"input": {"rin"}, "mode": {"derived"}, "output": {"rout"}})
+	cl := b.Client(t)
+	for _, topic := range []string{"din", "rin"} {
+		for _, v := range []string{"a", "b", "trap", "c"} { // one batch each
+			if err := produce(t, cl, &kgo.Record{Topic: topic, Value: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	adm := b.Admin(t)
+	position := func(name, topic string, want int64) {
+		t.Helper()
+		waitUntil(t, 60*time.Second, name+"'s position at "+strconv.FormatInt(want, 10), func() string {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			offs, err := adm.FetchOffsets(ctx, transforms.GroupPrefix+name)
+			if err != nil {
+				return err.Error()
+			}
+			if o, ok := offs.Lookup(topic, 0); !ok || o.At != want {
+				return fmt.Sprintf("%s/0 at %d (found %v)", topic, o.At, ok)
+			}
+			return ""
+		})
+	}
+	position("drp", "din", 4)
+	position("rej", "rin", 2)
+	// The rejecting transform keeps failing at the trap and writes nothing more.
+	waitUntil(t, 60*time.Second, "rej retried the trap", func() string {
+		if s := list(t, b)["rej"]; s.Failures < 3 {
+			return fmt.Sprintf("%d failures", s.Failures)
+		}
+		return ""
+	})
+	position("rej", "rin", 2)
+	for topic, want := range map[string][]string{"dout": {"a", "b", "c"}, "rout": {"a", "b"}} {
+		if err := produce(t, cl, &kgo.Record{Topic: topic, Value: []byte("end-mark")}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		rc := b.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+		var got []string
+		for !slices.Contains(got, "end-mark") && ctx.Err() == nil {
+			rc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		cancel()
+		if want = append(want, "end-mark"); !slices.Equal(got, want) {
+			t.Errorf("%s holds %q, want %q", topic, got, want)
+		}
+	}
+	if s := list(t, b)["drp"]; s.Dropped != 1 {
+		t.Errorf("drp dropped %d records, want 1", s.Dropped)
+	}
+}
