@@ -19,11 +19,12 @@ import (
 const PositionNamespace = "transforms.pos"
 
 // derived runs a derived transform: for every input partition this broker leads, a
-// worker reads committed records from the stored position, transforms them and
-// appends the outputs to the output topics (partition = input partition modulo the
-// output's partition count, so per-partition order is kept), then advances the
-// position. At least once: a crash between an output append and the position write
-// repeats those records.
+// worker reads the input as a read_committed consumer (ReadStable) from its position,
+// transforms it and appends the outputs to the output topics (partition = input
+// partition modulo the output's partition count, so per-partition order is kept),
+// then advances the position. Exactly once when eos (derived_eos.go: outputs and
+// position in one transaction); otherwise at least once (work, below): a crash
+// between an output append and the position write repeats those records.
 type derived struct {
 	t      *transform
 	ctx    context.Context

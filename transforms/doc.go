@@ -40,8 +40,9 @@
 //     worker waits (NOT_COORDINATOR, logged at debug) until they are co-located.
 //   - Dead-letter writes (policy dlq) are not part of the transaction: a batch
 //     dead-lettered in a transaction that then aborts is dead-lettered again (at
-//     least once in the DLQ topic). drop and reject keep their meaning (a rejected
-//     batch stalls the partition, retried with a backoff, and feeds the breaker).
+//     least once in the DLQ topic). drop and reject keep their meaning: a rejected
+//     batch ends its run (the batches before it are committed), then stalls the
+//     partition at it, retried with a backoff and feeding the breaker.
 //   - A worker that hangs without crashing holds its transaction open, so the
 //     outputs' last stable offset, until the transaction timeout (60 s) aborts it.
 //   - The position stops after the last data batch it read: trailing control batches
