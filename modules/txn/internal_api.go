@@ -48,7 +48,11 @@ func (m *Module) internalCoordinator(ctx context.Context, id string) (*shard, *k
 // retries).
 func (m *Module) InitProducerID(ctx context.Context, transactionalID string, timeoutMs int32) (kernel.ProducerIDEpoch, error) {
 	none := kernel.ProducerIDEpoch{ID: -1, Epoch: -1}
-	if timeoutMs <= 0 || int64(timeoutMs) > m.settings.Load().maxTimeoutMs {
+	set := m.settings.Load()
+	if set == nil { // not started yet
+		return none, internalErr("init producer id", transactionalID, kerr.CoordinatorNotAvailable)
+	}
+	if timeoutMs <= 0 || int64(timeoutMs) > set.maxTimeoutMs {
 		return none, internalErr("init producer id", transactionalID, kerr.InvalidTransactionTimeout)
 	}
 	s, e := m.internalCoordinator(ctx, transactionalID)
