@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -58,6 +59,8 @@ const (
 	runMaxBytes = 1 << 20
 	// eosMaxBackoff caps the wait between failed attempts.
 	eosMaxBackoff = 10 * time.Second
+	// stuckWarnAfter turns a lasting coordinator wait into a warning.
+	stuckWarnAfter = 30 * time.Second
 	// briefRetry bounds retryBriefly.
 	briefRetry = 5 * time.Second
 )
@@ -107,6 +110,7 @@ func (d *derived) workEOS(ctx context.Context, p int32) {
 	defer d.wg.Done()
 	log := d.t.m.log.With("transform", d.t.dep.Name, "partition", p, "transactional_id", d.txnID(p))
 	backoff := pollInterval
+	var waitingSince time.Time // first retriable failure in a row
 	for ctx.Err() == nil {
 		progressed, err := d.session(ctx, p)
 		if ctx.Err() != nil {
@@ -115,10 +119,23 @@ func (d *derived) workEOS(ctx context.Context, p int32) {
 		if progressed {
 			backoff = pollInterval
 		}
+		if err == nil || !retriable(err) || progressed {
+			waitingSince = time.Time{}
+		}
 		switch {
 		case err == nil:
 		case retriable(err):
-			log.Debug("exactly-once derived transform waiting for its coordinators", "err", err, "retry_in", backoff)
+			if waitingSince.IsZero() {
+				waitingSince = time.Now()
+			}
+			// Passing states (markers, loads) are debug; one that lasts (e.g. the
+			// transactional id coordinated by another broker) is a warning.
+			level := slog.LevelDebug
+			if time.Since(waitingSince) > stuckWarnAfter {
+				level = slog.LevelWarn
+			}
+			log.Log(ctx, level, "exactly-once derived transform waiting for its coordinators", "err", err,
+				"waiting", time.Since(waitingSince).Round(time.Second), "retry_in", backoff)
 		default:
 			log.Warn("exactly-once derived transform stalled; retrying from its committed position", "err", err, "retry_in", backoff)
 		}

@@ -37,7 +37,8 @@
 //   - The worker must run where its transactional id is coordinated (the leader of
 //     its __transaction_state partition) and, for the offsets, of its group's
 //     __consumer_offsets partition: in a multi-broker cluster where they differ the
-//     worker waits (NOT_COORDINATOR, logged at debug) until they are co-located.
+//     worker waits (NOT_COORDINATOR; a warning once it lasts 30 s) until they are
+//     co-located.
 //   - Dead-letter writes (policy dlq) are not part of the transaction: a batch
 //     dead-lettered in a transaction that then aborts is dead-lettered again (at
 //     least once in the DLQ topic). drop and reject keep their meaning: a rejected
