@@ -21,6 +21,14 @@ import (
 // and drops whatever new ones send (a network that loses packets, not one that refuses
 // connections).
 //
+// This bends modules/metadata's rule that every broker lists the same voters: the ids
+// agree, only the addresses differ. It works because raft keeps each broker's own
+// bootstrap configuration (the same index and term everywhere) until a configuration
+// change, and this test makes none (no non-voter joins). Controller RPCs to a known
+// raft leader use the address the leader advertises (its own listener, not a proxy),
+// but a cut-off broker knows no leader once its raft heartbeat times out, and the
+// voters it then tries are proxies.
+//
 // While cut: the two others have a controller among themselves (a new one when the
 // controller was cut off, the same one otherwise), fence the cut broker (its RF=1
 // partitions lose their leader), keep creating topics (placed on live brokers only), and
