@@ -14,8 +14,9 @@ import (
 
 // TestTransformDerivedExactlyOnce deploys route-by-key as a derived transform through
 // the CLI (exactly once: the broker has the txn and groups modules), produces numbered
-// records with kgo in rounds, SIGKILLing the broker right after each round (while the
-// transform is working through it) and starting it again, and checks with a
+// records with kgo in rounds (a first chunk, which the transform commits, then the
+// rest), SIGKILLing the broker right after each round (while the transform is working
+// through it) and starting it again, and checks with a
 // read_committed consumer that every input record's output is in its route's output
 // exactly once: no loss, no duplicate. The transform's position, the offsets of the
 // group __sluice-transform-router, reaches the input's end.
@@ -34,11 +35,43 @@ func TestTransformDerivedExactlyOnce(t *testing.T) {
 	}
 
 	const group = "__sluice-transform-router"
-	const rounds, perRound = 4, 1500
+	adm := kadm.NewClient(newClient(t, b.addr))
+	// caughtUp reports whether the position reached the input's end (no transaction
+	// in the input: its high watermark), or why not.
+	caughtUp := func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, in)
+		if err != nil {
+			return false, err.Error()
+		}
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false, err.Error()
+		}
+		for p, e := range ends[in] {
+			if o, ok := offs.Lookup(in, p); !ok || o.At != e.Offset {
+				return false, fmt.Sprintf("%s/%d: group at %d (found %v), end %d", in, p, o.At, ok, e.Offset)
+			}
+		}
+		return true, ""
+	}
+	var last string
+	waitCaughtUp := func(what string) {
+		t.Helper()
+		if !pollUntil(90*time.Second, func() (ok bool) { ok, last = caughtUp(); return ok }) {
+			t.Fatalf("%s: the group %s did not reach the input's end: %s", what, group, last)
+		}
+	}
+
+	// Each round: a first chunk, which the transform commits (so the session after
+	// the last restart is working), then the rest, and a SIGKILL right away, while
+	// the transform works through it.
+	const rounds, perRound, firstChunk = 4, 1500, 300
 	want := map[string]string{} // value -> output topic
 	for round := range rounds {
 		cl := newClient(t, b.addr, kgo.DefaultProduceTopic(in), kgo.ProducerLinger(5*time.Millisecond))
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		var recs []*kgo.Record
 		for i := range perRound {
 			n := round*perRound + i
@@ -50,46 +83,23 @@ func TestTransformDerivedExactlyOnce(t *testing.T) {
 			want[v] = topic
 			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("%s-%d", key, n)), Value: []byte(v)})
 		}
-		err := cl.ProduceSync(ctx, recs...).FirstErr()
+		if err := cl.ProduceSync(ctx, recs[:firstChunk]...).FirstErr(); err != nil {
+			t.Fatalf("round %d: produce: %v", round, err)
+		}
+		waitCaughtUp(fmt.Sprintf("round %d, first chunk", round))
+		err := cl.ProduceSync(ctx, recs[firstChunk:]...).FirstErr()
 		cancel()
 		cl.Close()
 		if err != nil {
 			t.Fatalf("round %d: produce: %v", round, err)
 		}
 		if round < rounds-1 {
-			b.kill() // the transform is most likely in the middle of this round
+			b.kill()
 			b.start()
 			logPosition(t, b.addr, group, in, round)
 		}
 	}
-
-	// The position reaches the input's end (no transaction in the input: its high
-	// watermark).
-	adm := kadm.NewClient(newClient(t, b.addr))
-	var last string
-	if !pollUntil(90*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ends, err := adm.ListEndOffsets(ctx, in)
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		offs, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			last = err.Error()
-			return false
-		}
-		for p, e := range ends[in] {
-			if o, ok := offs.Lookup(in, p); !ok || o.At != e.Offset {
-				last = fmt.Sprintf("%s/%d: group at %d (found %v), end %d", in, p, o.At, ok, e.Offset)
-				return false
-			}
-		}
-		return true
-	}) {
-		t.Fatalf("the group %s did not reach the input's end: %s", group, last)
-	}
+	waitCaughtUp("the end")
 
 	// Sentinels after everything the transform wrote (it is idle now), then the
 	// outputs read with read_committed up to them.
