@@ -26,7 +26,10 @@ type Partitions interface {
 	// the last stable offset only, without control batches and without the batches of
 	// aborted transactions. (ReadCommitted returns every batch below the HW: the
 	// coordinators that own internal topics interpret transactions themselves.)
-	ReadStable(ctx context.Context, tp TopicPartition, offset int64, fn func(batch []byte) error) error
+	// It returns the offset it read up to: after a complete read, the last stable
+	// offset as of the call (so a reader's position can pass trailing markers and
+	// aborted batches it was not shown), or offset if that was already past it.
+	ReadStable(ctx context.Context, tp TopicPartition, offset int64, fn func(batch []byte) error) (int64, error)
 	// Leader reports whether this broker leads tp, and with which leader epoch.
 	Leader(tp TopicPartition) (epoch int32, ok bool)
 }

@@ -153,7 +153,7 @@ func (d *derived) work(ctx context.Context, p int32) {
 	var dec recordbatch.Decoder
 	backoff := pollInterval
 	for ctx.Err() == nil {
-		err := t.m.parts.ReadStable(ctx, tp, pos, func(batch []byte) error {
+		end, err := t.m.parts.ReadStable(ctx, tp, pos, func(batch []byte) error {
 			h, sec, err := dec.Section(batch)
 			if err != nil {
 				return err
@@ -170,6 +170,9 @@ func (d *derived) work(ctx context.Context, p int32) {
 			save(false)
 			return nil
 		})
+		if err == nil && end > pos {
+			pos = end // past trailing markers and aborted batches
+		}
 		save(false)
 		if err != nil && ctx.Err() == nil {
 			if !errors.Is(err, kernel.ErrNotLeader) {

@@ -248,7 +248,7 @@ func (r *eosRun) fill(ctx context.Context, pos int64) (int64, error) {
 		r.outs = map[kernel.TopicPartition]*runOutput{}
 	}
 	im := d.t.m.meta.Image()
-	err := d.t.m.parts.ReadStable(ctx, r.tp, pos, func(batch []byte) error {
+	end, err := d.t.m.parts.ReadStable(ctx, r.tp, pos, func(batch []byte) error {
 		if size > 0 && (size >= runMaxBytes || time.Since(start) >= runMaxTime) {
 			return errRunFull
 		}
@@ -296,6 +296,12 @@ func (r *eosRun) fill(ctx context.Context, pos int64) (int64, error) {
 	})
 	if err != nil && !errors.Is(err, errRunFull) {
 		return pos, err
+	}
+	if err == nil && end > next {
+		// A complete read passes what ReadStable did not show (trailing markers,
+		// aborted batches), so the committed position, and the group's lag, reach
+		// the last stable offset.
+		next = end
 	}
 	if next == pos {
 		return pos, nil

@@ -122,8 +122,10 @@ func TestDerivedExactlyOnce(t *testing.T) {
 			return err.Error()
 		}
 		for p, end := range ends {
-			if o, ok := offs.Lookup("in", p); !ok || o.At != end {
-				return fmt.Sprintf("in/%d at %+v, want %d", p, o.At, end)
+			// end is after the last committed record; its transaction's COMMIT
+			// marker follows, and the position passes it (ReadStable's end).
+			if o, ok := offs.Lookup("in", p); !ok || o.At != end+1 {
+				return fmt.Sprintf("in/%d at %+v, want %d", p, o.At, end+1)
 			}
 		}
 		return ""

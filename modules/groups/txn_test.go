@@ -63,8 +63,8 @@ func (f *fakeLog) Append(ctx context.Context, tp kernel.TopicPartition, records 
 }
 
 // ReadStable is not used by these tests.
-func (f *fakeLog) ReadStable(context.Context, kernel.TopicPartition, int64, func([]byte) error) error {
-	return errors.New("fake: ReadStable not implemented")
+func (f *fakeLog) ReadStable(context.Context, kernel.TopicPartition, int64, func([]byte) error) (int64, error) {
+	return 0, errors.New("fake: ReadStable not implemented")
 }
 
 func (f *fakeLog) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func([]byte) error) error {

@@ -99,12 +99,13 @@ func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records [
 // chunks into one reused buffer: a cold path (coordinator loading). Only the leader
 // serves it (kernel.ErrNotLeader otherwise).
 func (m *Module) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func(batch []byte) error) error {
-	return m.readBelow(ctx, tp, offset, false, fn)
+	_, err := m.readBelow(ctx, tp, offset, false, fn)
+	return err
 }
 
 // ReadStable is ReadCommitted for read_committed readers (kernel.Partitions): below
 // the last stable offset, control batches and aborted transactions' batches left out.
-func (m *Module) ReadStable(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func(batch []byte) error) error {
+func (m *Module) ReadStable(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func(batch []byte) error) (int64, error) {
 	return m.readBelow(ctx, tp, offset, true, fn)
 }
 
@@ -112,10 +113,10 @@ func (m *Module) ReadStable(ctx context.Context, tp kernel.TopicPartition, offse
 // the LSO as of the call, skipping control batches and batches of transactions
 // aborted below it (a transactional batch of producer P at offset B is aborted when
 // an aborted transaction of P spans B: FirstOffset <= B < LastOffset, its marker).
-func (m *Module) readBelow(ctx context.Context, tp kernel.TopicPartition, offset int64, stable bool, fn func(batch []byte) error) error {
+func (m *Module) readBelow(ctx context.Context, tp kernel.TopicPartition, offset int64, stable bool, fn func(batch []byte) error) (int64, error) {
 	p := m.partition(tp)
 	if p == nil || !p.IsLeader() {
-		return fmt.Errorf("read %s: %w", tp, kernel.ErrNotLeader)
+		return offset, fmt.Errorf("read %s: %w", tp, kernel.ErrNotLeader)
 	}
 	hw, lso := p.stableOffsets()
 	off := max(offset, p.log.LogStartOffset())
@@ -144,7 +145,7 @@ func (m *Module) readBelow(ctx context.Context, tp kernel.TopicPartition, offset
 	var buf []byte
 	for off < hw {
 		if err := ctx.Err(); err != nil {
-			return err
+			return off, err
 		}
 		rr, err := p.log.Read(off, readCommittedChunk, hw, true)
 		if err != nil {
@@ -154,15 +155,15 @@ func (m *Module) readBelow(ctx context.Context, tp kernel.TopicPartition, offset
 					continue
 				}
 			}
-			return fmt.Errorf("read %s at %d: %w", tp, off, err)
+			return off, fmt.Errorf("read %s at %d: %w", tp, off, err)
 		}
 		buf, err = copyChunks(buf[:0], &rr)
 		rr.Release()
 		if err != nil {
-			return fmt.Errorf("read %s at %d: %w", tp, off, err)
+			return off, fmt.Errorf("read %s at %d: %w", tp, off, err)
 		}
 		if len(buf) == 0 {
-			return nil
+			return off, nil
 		}
 		next := off
 		err = recordbatch.Split(buf, func(h recordbatch.Header, batch []byte) error {
@@ -170,14 +171,14 @@ func (m *Module) readBelow(ctx context.Context, tp kernel.TopicPartition, offset
 			return fn(batch)
 		})
 		if err != nil {
-			return err
+			return off, err
 		}
 		if next <= off {
-			return fmt.Errorf("read %s at %d: no progress: %w", tp, off, kernel.ErrCorrupt)
+			return off, fmt.Errorf("read %s at %d: no progress: %w", tp, off, kernel.ErrCorrupt)
 		}
 		off = next
 	}
-	return nil
+	return off, nil
 }
 
 // copyChunks appends the bytes of rr's chunks to dst.

@@ -20,11 +20,13 @@ func readValues(t *testing.T, h *harness, tp kernel.TopicPartition, stable bool)
 		})
 		return err
 	}
-	read := h.m.ReadCommitted
+	var err error
 	if stable {
-		read = h.m.ReadStable
+		_, err = h.m.ReadStable(context.Background(), tp, 0, fn)
+	} else {
+		err = h.m.ReadCommitted(context.Background(), tp, 0, fn)
 	}
-	if err := read(context.Background(), tp, 0, fn); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	return vals
@@ -60,7 +62,15 @@ func TestReadStable(t *testing.T) {
 	if got := readValues(t, h, tp, false); len(got) != 9 { // 7 data records, 2 markers
 		t.Fatalf("ReadCommitted = %q, want all 9 records", got)
 	}
+	// The read's end is the LSO (the open transaction's first offset), past the
+	// aborted batch and the markers it did not show.
+	if end, err := h.m.ReadStable(context.Background(), tp, 0, func([]byte) error { return nil }); err != nil || end != 7 {
+		t.Fatalf("ReadStable end = %d, %v; want 7 (the open transaction's first offset)", end, err)
+	}
 	marker(7, true)
+	if end, err := h.m.ReadStable(context.Background(), tp, 0, func([]byte) error { return nil }); err != nil || end != h.part("t", 0).log.LogEndOffset() {
+		t.Fatalf("ReadStable end = %d, %v; want the log end %d", end, err, h.part("t", 0).log.LogEndOffset())
+	}
 	if got, want := readValues(t, h, tp, true), []string{"p0", "c1", "p1", "o1", "p2"}; !slices.Equal(got, want) {
 		t.Fatalf("after the commit ReadStable = %q, want %q", got, want)
 	}

@@ -139,8 +139,8 @@ func (c *fakeCluster) Append(_ context.Context, tp kernel.TopicPartition, record
 }
 
 // ReadStable is not used by these tests.
-func (c *fakeCluster) ReadStable(context.Context, kernel.TopicPartition, int64, func([]byte) error) error {
-	return errors.New("fake: ReadStable not implemented")
+func (c *fakeCluster) ReadStable(context.Context, kernel.TopicPartition, int64, func([]byte) error) (int64, error) {
+	return 0, errors.New("fake: ReadStable not implemented")
 }
 
 func (c *fakeCluster) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func([]byte) error) error {
