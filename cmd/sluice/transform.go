@@ -142,6 +142,7 @@ type transformStatus struct {
 	Input         string   `json:"input"`
 	Outputs       []string `json:"outputs"`
 	Mode          string   `json:"mode"`
+	ExactlyOnce   bool     `json:"exactly_once"`
 	Policy        string   `json:"policy"`
 	State         string   `json:"state"`
 	LastError     string   `json:"last_error"`
@@ -183,7 +184,11 @@ func transformList(args []string, stdout, stderr io.Writer) int {
 		if outs == "" {
 			outs = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fµs\t%s\n", t.Name, t.Mode, t.Input, outs,
+		mode := t.Mode
+		if t.ExactlyOnce {
+			mode += "/eos" // a derived transform committing outputs and position in transactions
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fµs\t%s\n", t.Name, mode, t.Input, outs,
 			t.Policy, t.State, t.RecordsIn, t.RecordsOut, t.Failures, t.Dropped, t.DeadLettered, t.LatencyAvgUs, t.LastError)
 	}
 	_ = tw.Flush()

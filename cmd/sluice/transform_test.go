@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestTransformListTable(t *testing.T) {
+	body := `[{"name":"router","input":"in","outputs":["a","b"],"mode":"derived","exactly_once":true,"policy":"reject","state":"running","records_in":7,"records_out":7},
+{"name":"redact","input":"orders","outputs":[],"mode":"inline","policy":"dlq","state":"running","records_in":3,"records_out":3}]`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/transforms" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	if rc := run([]string{"transform", "list", "--admin", strings.TrimPrefix(srv.URL, "http://")}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], "derived/eos") || !strings.Contains(lines[1], "a,b") ||
+		!strings.Contains(lines[2], "inline ") || strings.Contains(lines[2], "/eos") || !strings.Contains(lines[2], " - ") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
