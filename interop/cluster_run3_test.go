@@ -70,7 +70,7 @@ func TestClusterRun3Script(t *testing.T) {
 	dir := t.TempDir()
 	base := freeBasePort(t)
 	opts := runOpts{timeout: 120 * time.Second, env: []string{"SLUICE_BIN=" + brokerBin, "RUN3_TIMEOUT=90"}}
-	pidOf := func(n int) int {
+	pidIn := func(dir string, n int) int {
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.pid", n)))
 		if err != nil {
 			return 0
@@ -78,6 +78,7 @@ func TestClusterRun3Script(t *testing.T) {
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		return pid
 	}
+	pidOf := func(n int) int { return pidIn(dir, n) }
 	var pids []int // every broker pid the script started
 	t.Cleanup(func() {
 		for _, pid := range pids {
@@ -181,6 +182,40 @@ func TestClusterRun3Script(t *testing.T) {
 		if want := fmt.Sprintf("broker %d: pid %d, ready,", n, pidOf(n)); !strings.Contains(status, want) {
 			t.Errorf("run-3.sh status lacks %q:\n%s", want, status)
 		}
+	}
+
+	// A second cluster beside the first: its own directory and a base port at least 30
+	// away. It is a cluster of its own three brokers and knows none of the first's topics.
+	dir2 := t.TempDir()
+	base2 := freeBasePort(t)
+	for i := 0; base2 > base-30 && base2 < base+30; i++ {
+		if i == 20 {
+			t.Fatalf("no second port range away from %d", base)
+		}
+		base2 = freeBasePort(t)
+	}
+	runCmd(t, opts, "bash", script, dir2, strconv.Itoa(base2))
+	for n := 1; n <= 3; n++ {
+		pids = append(pids, pidIn(dir2, n))
+	}
+	adm2 := kadm.NewClient(newClient(t, fmt.Sprintf("127.0.0.1:%d", base2)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m2, err := adm2.Metadata(ctx)
+	if err != nil {
+		t.Fatalf("Metadata from the second cluster: %v", err)
+	}
+	var ports []int
+	for _, b := range m2.Brokers {
+		ports = append(ports, int(b.Port))
+	}
+	slices.Sort(ports)
+	if !slices.Equal(ports, []int{base2, base2 + 1, base2 + 2}) || len(m2.Topics) != 0 {
+		t.Errorf("second cluster (base %d): broker ports %v, topics %v; want its own three brokers and no topics",
+			base2, ports, m2.Topics.Names())
+	}
+	for n := 1; n <= 3; n++ { // SIGKILL: quicker than a stop, which the first cluster tests
+		_ = syscall.Kill(pidIn(dir2, n), syscall.SIGKILL)
 	}
 
 	// Starting a running broker again is refused.

@@ -163,24 +163,35 @@ wait_ready() {
 	done
 }
 
+# stop_all sends SIGTERM to every broker of DIR at once (stopped one by one, the last
+# voter would wait in vain for a controller to move its leaderships away), waits up to
+# 30s for them to exit, and SIGKILLs the ones still running.
 stop_all() {
-	local f n pid i
+	local f n pid i pids="" names="" left
 	for f in "$dir"/*.pid; do
 		[ -e "$f" ] || continue
 		n=$(basename "$f" .pid)
 		if pid=$(pid_of "$n"); then
 			kill -TERM "$pid" 2>/dev/null || true
-			for i in $(seq 1 150); do
-				alive "$pid" || break
-				[ "$i" -eq 150 ] && {
-					echo "broker $n (pid $pid) still running 30s after SIGTERM; killing it" >&2
-					kill -KILL "$pid" 2>/dev/null || true
-				}
-				sleep 0.2
-			done
-			echo "stopped broker $n (pid $pid)"
+			pids="$pids $pid"
+			names="$names $n:$pid"
 		fi
 		rm -f "$f"
+	done
+	for i in $(seq 1 150); do
+		left=""
+		for pid in $pids; do
+			if alive "$pid"; then left="$left $pid"; fi
+		done
+		[ -z "$left" ] && break
+		if [ "$i" -eq 150 ]; then
+			echo "broker pid(s)$left still running 30s after SIGTERM; killing them" >&2
+			for pid in $left; do kill -KILL "$pid" 2>/dev/null || true; done
+		fi
+		sleep 0.2
+	done
+	for n in $names; do
+		echo "stopped broker ${n%%:*} (pid ${n#*:})"
 	done
 }
 
