@@ -18,6 +18,9 @@
 // broker's admin listener, and check with kafkajs and kcat what inline (redact-json,
 // redpanda-uppercase) and derived (route-by-key) transforms store, across a broker
 // SIGKILL, and that bad deploys fail with a non-zero exit and a clear message.
+// TestTransformDerivedExactlyOnce (transforms_eos_test.go) deploys route-by-key in
+// derived mode, SIGKILLs the broker three times while it works and checks with a
+// read_committed consumer that every input record's output is there exactly once.
 //
 // The idempotence and transaction tests (idempotence_test.go, txn_*_test.go, helpers in
 // txn_helpers_test.go) resend hand-built producer batches with raw Produce requests
