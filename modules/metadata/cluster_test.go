@@ -368,3 +368,42 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 			!slices.ContainsFunc(tp.Partitions, func(p kernel.PartitionImage) bool { return p.Leader < 0 })
 	})
 }
+
+// TestDuplicateRegistrationRefused: a second process with a live broker's node id is
+// refused (DUPLICATE_BROKER_REGISTRATION) until the first one's session ends.
+func TestDuplicateRegistrationRefused(t *testing.T) {
+	c := newCluster(t, 3)
+	l, f := c.leader(), c.follower()
+	rc := newRPCClient()
+	defer rc.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := f.m.registrationRequest()
+	req.IncarnationID = [16]byte{1, 2, 3}
+	resp, err := rc.callKmsg(ctx, l.addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("duplicate registration: code %d", code)
+	}
+	// The live broker re-registering itself (same incarnation) is fine.
+	resp, err = rc.callKmsg(ctx, l.addr, f.m.registrationRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != 0 {
+		t.Fatalf("re-registration: code %d", code)
+	}
+	// Once the broker is silent past its session, it is fenced and a new incarnation
+	// may take the id.
+	f.m.pauseHeartbeats.Store(true)
+	c.waitAll(20*time.Second, "the silent broker is fenced", func(im *kernel.Image) bool { return im.Brokers[f.id].Fenced })
+	resp, err = rc.callKmsg(ctx, l.addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != 0 {
+		t.Fatalf("registration after the session ended: code %d", code)
+	}
+}

@@ -135,7 +135,11 @@
 // without a heartbeat, and unfences it (UnfenceBroker) at its next heartbeat. A new
 // controller starts every session afresh, so each broker gets a whole session timeout
 // to find it. A restarted broker registers again, with a new incarnation, which
-// unfences it.
+// unfences it. As in Kafka, a new incarnation is refused (DUPLICATE_BROKER_REGISTRATION,
+// and the broker retries) while the node's registered incarnation is unfenced and the
+// current controller has heard from it within the session timeout: two processes with one node id cannot take turns, and a broker
+// restarted right after a crash waits up to broker.session.timeout.ms (one that shut
+// down cleanly was fenced and registers at once).
 //
 // Leader election: the controller gives every partition whose leader is not a live
 // (registered, unfenced) broker the first live ISR member in replica order, with leader

@@ -116,6 +116,9 @@ func (m *Module) sendRegistration(ctx context.Context) (int64, error) {
 			return false, nil
 		case kerr.NotController.Code:
 			return true, ErrNotController
+		case kerr.DuplicateBrokerRegistration.Code:
+			// The previous incarnation's session has not expired yet: retry.
+			return true, fmt.Errorf("%w: the previous incarnation of node %d is still registered and live", ErrNotController, m.nodeID)
 		case kerr.InconsistentClusterID.Code:
 			return false, ErrClusterIDMismatch
 		case kerr.RequestTimedOut.Code:
@@ -359,6 +362,27 @@ func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRe
 	if req.BrokerID < 0 {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
+	}
+	// Two live processes with one node id would take turns replacing each other's
+	// registration: as Kafka, a new incarnation is refused while the registered one is
+	// unfenced and its session alive. A broker restarted after a crash therefore waits
+	// up to a session timeout; one that shut down cleanly is fenced and comes back at
+	// once.
+	if old := im.Brokers[req.BrokerID]; old != nil && !old.Fenced {
+		reg := m.hub.state().regs[req.BrokerID]
+		_, sessionTimeout := m.lifecycleIntervals()
+		m.ctl.mu.Lock()
+		s := m.ctl.sessions[req.BrokerID]
+		// Only a session this controller heard from counts: the grace session a new
+		// controller starts for every broker does not (a lone broker restarting is its
+		// own new controller and must not wait for its old session).
+		live := s != nil && s.heard && s.epoch == reg.Epoch && time.Since(s.lastSeen) <= sessionTimeout
+		m.ctl.mu.Unlock()
+		if live && reg.Incarnation != uuid(req.IncarnationID) {
+			m.log.Info("refused broker registration: the node's previous incarnation is still live", "node", req.BrokerID)
+			resp.ErrorCode = kerr.DuplicateBrokerRegistration.Code
+			return resp
+		}
 	}
 	rec := &registerBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, "")}
 	for _, l := range req.Listeners {
