@@ -18,24 +18,7 @@ func (l *Log) AppendProducer(batch []byte, seq kernel.SeqRange) (kernel.AppendRe
 	if l.closed.Load() {
 		return kernel.AppendResult{}, kernel.ErrLogClosed
 	}
-	leo, nowMs := p.leo(), p.now().UnixMilli()
-	res := kernel.AppendResult{BaseOffset: leo, LastOffset: leo, LogAppendTime: nowMs, LogStartOffset: p.logStart}
-	if seq.ProducerID < 0 {
-		return res, nil
-	}
-	pend := p.prod.Begin()
-	d, dup, err := pend.Check(producers.Batch{
-		ProducerID: seq.ProducerID, Epoch: seq.Epoch, FirstSeq: seq.First, LastSeq: seq.Last,
-		BaseOffset: leo, LastOffset: leo, MaxTimestamp: nowMs, AppendMs: nowMs,
-	}, producers.Client)
-	if err != nil {
-		return kernel.AppendResult{}, err
-	}
-	if dup {
-		return kernel.AppendResult{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: d.AppendMs, LogStartOffset: p.logStart, Duplicate: true}, nil
-	}
-	pend.Commit()
-	return res, nil
+	return p.prod.RecordEmpty(seq, p.leo(), p.logStart, p.now().UnixMilli())
 }
 
 // Producer implements kernel.Log.

@@ -301,24 +301,7 @@ func (l *Log) AppendProducer(batch []byte, seq kernel.SeqRange) (kernel.AppendRe
 	if l.closed {
 		return kernel.AppendResult{}, kernel.ErrLogClosed
 	}
-	leo, nowMs := l.leo.Load(), l.nowMs()
-	res := kernel.AppendResult{BaseOffset: leo, LastOffset: leo, LogAppendTime: nowMs, LogStartOffset: l.logStart.Load()}
-	if seq.ProducerID < 0 {
-		return res, nil
-	}
-	pend := l.prod.Begin()
-	d, dup, err := pend.Check(producers.Batch{
-		ProducerID: seq.ProducerID, Epoch: seq.Epoch, FirstSeq: seq.First, LastSeq: seq.Last,
-		BaseOffset: leo, LastOffset: leo, MaxTimestamp: nowMs, AppendMs: nowMs,
-	}, producers.Client)
-	if err != nil {
-		return kernel.AppendResult{}, err
-	}
-	if dup {
-		return kernel.AppendResult{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: d.AppendMs, LogStartOffset: res.LogStartOffset, Duplicate: true}, nil
-	}
-	pend.Commit()
-	return res, nil
+	return l.prod.RecordEmpty(seq, l.leo.Load(), l.logStart.Load(), l.nowMs())
 }
 
 // Producer implements kernel.Log.

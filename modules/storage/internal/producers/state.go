@@ -448,3 +448,27 @@ func (p *Pending) Commit() {
 	}
 	s.AddAborted(p.aborted...)
 }
+
+// RecordEmpty is Log.AppendProducer with an empty batch (a produce transform dropped
+// every record): it checks seq as a client batch at the log end leo and records it
+// without appending anything; a retry is answered as a duplicate. logStart and nowMs
+// fill the result. The caller holds the log's lock.
+func (s *State) RecordEmpty(seq kernel.SeqRange, leo, logStart, nowMs int64) (kernel.AppendResult, error) {
+	res := kernel.AppendResult{BaseOffset: leo, LastOffset: leo, LogAppendTime: nowMs, LogStartOffset: logStart}
+	if seq.ProducerID < 0 {
+		return res, nil
+	}
+	pend := s.Begin()
+	d, dup, err := pend.Check(Batch{
+		ProducerID: seq.ProducerID, Epoch: seq.Epoch, FirstSeq: seq.First, LastSeq: seq.Last,
+		BaseOffset: leo, LastOffset: leo, MaxTimestamp: nowMs, AppendMs: nowMs,
+	}, Client)
+	if err != nil {
+		return kernel.AppendResult{}, err
+	}
+	if dup {
+		return kernel.AppendResult{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: d.AppendMs, LogStartOffset: logStart, Duplicate: true}, nil
+	}
+	pend.Commit()
+	return res, nil
+}
