@@ -76,6 +76,17 @@ func (s *shard) initProducerID(ctx context.Context, id string, timeoutMs int32, 
 // addPartitions is AddPartitionsToTxn (and AddOffsetsToTxn, with the group's
 // __consumer_offsets partition).
 func (s *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, ps []kernel.TopicPartition) *kerr.Error {
+	_, e := s.transitExisting(ctx, id, func(t *txnMeta, nowMs int64) (*txnData, *kerr.Error) {
+		return t.addPartitionsTransit(pid, epoch, ps, nowMs)
+	})
+	return e
+}
+
+// transitExisting applies a transition to the existing transactional id (an unknown
+// id is INVALID_PRODUCER_ID_MAPPING): under the shard lock it computes the next state
+// with fn and marks it pending, then writes it. It returns the state written, or nil
+// when fn found nothing to write.
+func (s *shard) transitExisting(ctx context.Context, id string, fn func(t *txnMeta, nowMs int64) (*txnData, *kerr.Error)) (*txnData, *kerr.Error) {
 	s.mu.Lock()
 	t, e := s.lookupLocked(id)
 	if e == nil && t == nil {
@@ -83,38 +94,28 @@ func (s *shard) addPartitions(ctx context.Context, id string, pid int64, epoch i
 	}
 	if e != nil {
 		s.mu.Unlock()
-		return e
+		return nil, e
 	}
-	next, e := t.addPartitionsTransit(pid, epoch, ps, s.m.now().UnixMilli())
+	next, e := fn(t, s.m.now().UnixMilli())
 	if e != nil || next == nil {
 		s.mu.Unlock()
-		return e
+		return nil, e
 	}
 	t.pending = next
 	s.mu.Unlock()
-	return s.commitOne(ctx, t, next)
+	if e := s.commitOne(ctx, t, next); e != nil {
+		return nil, e
+	}
+	return next, nil
 }
 
 // endTxn is EndTxn: it writes PrepareCommit/PrepareAbort, answers, and leaves the
 // markers and the Complete* record to a marker worker.
 func (s *shard) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) *kerr.Error {
-	s.mu.Lock()
-	t, e := s.lookupLocked(id)
-	if e == nil && t == nil {
-		e = kerr.InvalidProducerIDMapping
-	}
-	if e != nil {
-		s.mu.Unlock()
-		return e
-	}
-	next, e := t.endTransit(pid, epoch, commit, s.m.now().UnixMilli())
+	next, e := s.transitExisting(ctx, id, func(t *txnMeta, nowMs int64) (*txnData, *kerr.Error) {
+		return t.endTransit(pid, epoch, commit, nowMs)
+	})
 	if e != nil || next == nil {
-		s.mu.Unlock()
-		return e
-	}
-	t.pending = next
-	s.mu.Unlock()
-	if e := s.commitOne(ctx, t, next); e != nil {
 		return e
 	}
 	s.m.jobs.push(s.jobFor(id, next))

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/kafkahash"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -122,25 +122,7 @@ func decodeValue(b []byte) (txnData, error) {
 	return d, nil
 }
 
-// partitionFor returns the __transaction_state partition of a transactional id, as
-// Kafka computes it: the absolute value of Java's String.hashCode modulo n (n > 0),
-// with the hash over UTF-16 code units so non-ASCII ids agree with Kafka.
-func partitionFor(id string, n int32) int32 {
-	var h int32
-	for _, r := range id {
-		if r >= 0x10000 { // a surrogate pair in UTF-16
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	if h == math.MinInt32 { // Kafka's Utils.abs maps MinInt32 to 0
-		h = 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return h % n
-}
+// partitionFor returns the __transaction_state partition of a transactional id (and,
+// for AddOffsetsToTxn, the __consumer_offsets partition of a group), as Kafka
+// computes it (internal/kafkahash).
+func partitionFor(id string, n int32) int32 { return kafkahash.Partition(id, n) }

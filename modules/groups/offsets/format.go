@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/sluicehq/sluice/internal/kafkahash"
 )
 
 // Key versions of __consumer_offsets records. Frozen: they are Kafka's.
@@ -287,28 +289,9 @@ func DecodeGroupMetadataValue(b []byte) (GroupMetadata, error) {
 	return g, nil
 }
 
-// PartitionFor returns the __consumer_offsets partition of group, as Kafka
-// computes it: the absolute value of Java's String.hashCode modulo n (n > 0).
-// The hash is over UTF-16 code units, so non-ASCII group ids agree with Kafka.
-func PartitionFor(group string, n int32) int32 {
-	var h int32
-	for _, r := range group {
-		if r >= 0x10000 { // a surrogate pair in UTF-16
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	if h == math.MinInt32 { // Kafka's Utils.abs maps MinInt32 to 0
-		h = 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return h % n
-}
+// PartitionFor returns the __consumer_offsets partition of group, as Kafka computes
+// it (internal/kafkahash).
+func PartitionFor(group string, n int32) int32 { return kafkahash.Partition(group, n) }
 
 func appendString(dst []byte, s string) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(s)))
