@@ -326,7 +326,7 @@ func (m *Module) loadedShards() []*shard {
 	defer m.mu.Unlock()
 	out := make([]*shard, 0, len(m.shards))
 	for _, s := range m.shards {
-		if s.isReady() {
+		if s.loading.IsReady() {
 			out = append(out, s)
 		}
 	}
@@ -361,7 +361,7 @@ func (m *Module) shard(p int32) (*shard, *kerr.Error) {
 		}
 		return nil, kerr.NotCoordinator
 	}
-	if s != nil && s.epoch == epoch && !s.failed() {
+	if s != nil && s.epoch == epoch && !s.loading.Failed() {
 		return s, nil
 	}
 	old := s
@@ -400,19 +400,8 @@ func (m *Module) coordinatorFor(ctx context.Context, group string) (*shard, *ker
 	if e != nil {
 		return nil, e
 	}
-	if !s.isReady() {
-		wait := time.NewTimer(time.Duration(m.LoadWaitMs) * time.Millisecond)
-		defer wait.Stop()
-		select {
-		case <-s.ready:
-		case <-wait.C:
-			return nil, kerr.CoordinatorLoadInProgress
-		case <-ctx.Done():
-			return nil, kerr.CoordinatorLoadInProgress
-		}
-	}
-	if s.failed() {
-		return nil, kerr.CoordinatorNotAvailable
+	if e := s.loading.Wait(ctx, time.Duration(m.LoadWaitMs)*time.Millisecond); e != nil {
+		return nil, e
 	}
 	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/coordload"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/classic"
@@ -46,9 +47,8 @@ type shard struct {
 
 	ctx    context.Context // ends at unload
 	cancel context.CancelFunc
-	ready  chan struct{} // closed when the load ends (loadErr tells how)
-	// loadErr is written before ready closes; read only after.
-	loadErr error
+	// loading ends when the replay does (internal/coordload).
+	loading coordload.Load
 
 	writes chan *writeReq
 	// done is closed when the shard has stopped writing: its load failed or its
@@ -223,32 +223,14 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 	return &shard{
 		m: m, tp: tp, epoch: epoch,
 		ctx: ctx, cancel: cancel,
-		ready:  make(chan struct{}),
-		writes: make(chan *writeReq, 256),
-		done:   make(chan struct{}),
-		groups: map[string]*group{},
-		txns:   newPendingTxns(),
+		loading: coordload.New(),
+		writes:  make(chan *writeReq, 256),
+		done:    make(chan struct{}),
+		groups:  map[string]*group{},
+		txns:    newPendingTxns(),
 
 		markerSig:       make(chan struct{}, 1),
 		replayedThrough: -1,
-	}
-}
-
-func (s *shard) isReady() bool {
-	select {
-	case <-s.ready:
-		return s.loadErr == nil
-	default:
-		return false
-	}
-}
-
-func (s *shard) failed() bool {
-	select {
-	case <-s.ready:
-		return s.loadErr != nil
-	default:
-		return false
 	}
 }
 
@@ -275,10 +257,9 @@ func (s *shard) load() {
 	if err == nil && s.ctx.Err() != nil {
 		err = s.ctx.Err()
 	}
-	s.loadErr = err
 	if err != nil {
 		close(s.done)
-		close(s.ready)
+		s.loading.Done(err)
 		if !errors.Is(err, context.Canceled) {
 			s.m.log.Warn("loading __consumer_offsets partition failed", "partition", s.tp.Partition, "err", err)
 		}
@@ -286,7 +267,7 @@ func (s *shard) load() {
 	}
 	restored := s.restoreGroups()
 	s.m.wg.Add(1)
-	close(s.ready)
+	s.loading.Done(nil)
 	s.m.log.Info("coordinating __consumer_offsets partition", "partition", s.tp.Partition,
 		"leader_epoch", s.epoch, "replayed_records", n, "from_offset", from, "restored_groups", restored,
 		"took", time.Since(start))

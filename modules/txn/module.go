@@ -269,7 +269,7 @@ func (m *Module) readyShards() []*shard {
 	defer m.mu.Unlock()
 	out := make([]*shard, 0, len(m.shards))
 	for _, s := range m.shards {
-		if s.isReady() {
+		if s.loading.IsReady() {
 			out = append(out, s)
 		}
 	}
@@ -282,7 +282,7 @@ func (m *Module) loading() bool {
 	defer m.mu.Unlock()
 	for _, s := range m.shards {
 		select {
-		case <-s.ready:
+		case <-s.loading.Ready():
 		default:
 			return true
 		}
@@ -318,7 +318,7 @@ func (m *Module) shard(p int32) (*shard, *kerr.Error) {
 		}
 		return nil, kerr.NotCoordinator
 	}
-	if s != nil && s.epoch == epoch && !s.failed() {
+	if s != nil && s.epoch == epoch && !s.loading.Failed() {
 		return s, nil
 	}
 	old := s
@@ -358,19 +358,8 @@ func (m *Module) coordinatorFor(ctx context.Context, id string) (*shard, *kerr.E
 	if e != nil {
 		return nil, e
 	}
-	if !s.isReady() {
-		wait := time.NewTimer(time.Duration(m.LoadWaitMs) * time.Millisecond)
-		defer wait.Stop()
-		select {
-		case <-s.ready:
-		case <-wait.C:
-			return nil, kerr.CoordinatorLoadInProgress
-		case <-ctx.Done():
-			return nil, kerr.CoordinatorLoadInProgress
-		}
-	}
-	if s.failed() {
-		return nil, kerr.CoordinatorNotAvailable
+	if e := s.loading.Wait(ctx, time.Duration(m.LoadWaitMs)*time.Millisecond); e != nil {
+		return nil, e
 	}
 	return s, nil
 }
@@ -442,8 +431,8 @@ func (m *Module) VerifyTxnPartition(ctx context.Context, transactionalID string,
 	if e != nil {
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kernel.ErrNotCoordinator)
 	}
-	if !s.isReady() {
-		if s.failed() {
+	if !s.loading.IsReady() {
+		if s.loading.Failed() {
 			return fmt.Errorf("txn: verify %q: %w", transactionalID, kerr.CoordinatorNotAvailable)
 		}
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kerr.CoordinatorLoadInProgress)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/internal/coordload"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -38,8 +39,8 @@ type shard struct {
 	cancel context.CancelFunc
 	prev   *shard // the shard this one replaced; its writer must finish first
 
-	ready   chan struct{} // closed when the load ends (loadErr says how)
-	loadErr error
+	// loading ends when the replay does (internal/coordload).
+	loading coordload.Load
 	done    chan struct{} // closed when the writer exits (or the load failed)
 	writes  chan *writeReq
 
@@ -63,29 +64,11 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 	return &shard{
 		m: m, tp: tp, epoch: epoch,
 		ctx: ctx, cancel: cancel,
-		ready:   make(chan struct{}),
+		loading: coordload.New(),
 		done:    make(chan struct{}),
 		writes:  make(chan *writeReq, 256),
 		txns:    map[string]*txnMeta{},
 		changed: make(chan struct{}),
-	}
-}
-
-func (s *shard) isReady() bool {
-	select {
-	case <-s.ready:
-		return s.loadErr == nil
-	default:
-		return false
-	}
-}
-
-func (s *shard) failed() bool {
-	select {
-	case <-s.ready:
-		return s.loadErr != nil
-	default:
-		return false
 	}
 }
 
@@ -114,10 +97,9 @@ func (s *shard) load() {
 	if err == nil && s.ctx.Err() != nil {
 		err = s.ctx.Err()
 	}
-	s.loadErr = err
 	if err != nil {
 		close(s.done)
-		close(s.ready)
+		s.loading.Done(err)
 		if !errors.Is(err, context.Canceled) {
 			s.m.log.Warn("loading __transaction_state partition failed", "partition", s.tp.Partition, "err", err)
 		}
@@ -133,7 +115,7 @@ func (s *shard) load() {
 	}
 	ids := len(s.txns)
 	s.mu.Unlock()
-	close(s.ready)
+	s.loading.Done(nil)
 	s.m.log.Info("coordinating __transaction_state partition", "partition", s.tp.Partition,
 		"leader_epoch", s.epoch, "replayed_records", n, "transactional_ids", ids,
 		"resumed_transactions", len(resume), "took", time.Since(start))
