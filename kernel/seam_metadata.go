@@ -57,6 +57,12 @@ type PartitionImage struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// AddingReplicas and RemovingReplicas describe a reassignment in progress (both
+	// nil otherwise): Replicas is then the union of the old and the target replicas,
+	// the target is Replicas minus RemovingReplicas, and the reassignment completes
+	// when every adding replica is in the ISR.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // Topic returns the topic by name, or nil.
@@ -121,4 +127,37 @@ func (im *Image) Extension(namespace, key string) []byte {
 		return nil
 	}
 	return im.Extensions[namespace][key]
+}
+
+// PartitionChanger is an optional interface of the metadata module (found by type
+// assertion on ctx.Lookup("metadata")): the partition leader's way to change the ISR
+// through the controller (Kafka's AlterPartition), so that every ISR change is in the
+// metadata log with a new partition epoch.
+type PartitionChanger interface {
+	// AlterPartition proposes req.ISR as the partition's ISR and returns the partition
+	// as the accepted change left it (its new PartitionEpoch), once this broker's image
+	// has it. The controller accepts it only when
+	//   - the topic (by ID) and partition exist (else an error wrapping
+	//     kerr.UnknownTopicOrPartition / kerr.UnknownTopicID),
+	//   - req.Leader is the partition's leader and req.LeaderEpoch its leader epoch
+	//     (else kerr.FencedLeaderEpoch; NotLeaderOrFollower when req.Leader is not
+	//     the leader),
+	//   - req.PartitionEpoch is its partition epoch (else kerr.InvalidUpdateVersion),
+	//   - the ISR is non-empty, holds the leader, has no duplicates and only replicas
+	//     (else kerr.InvalidRequest), and every member it adds is a registered,
+	//     unfenced broker (else kerr.IneligibleReplica).
+	// Errors wrap a *kerr.Error (also kerr.NotController/RequestTimedOut when the
+	// controller cannot be reached) or ctx.Err().
+	AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionImage, error)
+}
+
+// AlterPartitionRequest is one ISR change proposed by a partition's leader.
+type AlterPartitionRequest struct {
+	Topic          string
+	TopicID        [16]byte
+	Partition      int32
+	Leader         int32 // the proposing broker
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	ISR            []int32
 }

@@ -169,6 +169,59 @@ type Log interface {
 	AbortedTxns(dst []AbortedTxn, from, to int64) []AbortedTxn
 	// Producers lists the producers the log remembers (DescribeProducers), by id.
 	Producers() []ProducerState
+
+	// Leader epochs (Kafka's leader-epoch-checkpoint). The log keeps, in ascending
+	// order, each leader epoch it holds records of (or was assigned) with the first
+	// offset of that epoch. Invariants every implementation keeps:
+	//   - epochs strictly increase, start offsets never decrease;
+	//   - an append (AppendLeader, AppendProducer, AppendFollower) of a batch whose
+	//     partition leader epoch is newer than the latest entry adds (that epoch, the
+	//     batch's base offset); a batch with an older or equal epoch adds nothing;
+	//   - AssignEpoch adds an entry explicitly (a new leader assigns its epoch at its
+	//     log end before it appends anything, as Kafka's makeLeader does);
+	//   - Truncate(offset) drops the entries that start at or after the new log end;
+	//     Reset drops them all; moving the log start (DeleteRecordsBefore, retention)
+	//     drops the entries wholly below the new log start and moves the start of the
+	//     one holding it up to it;
+	//   - they survive a restart (segmentlog: the partition's leader-epoch-checkpoint
+	//     file, Kafka's text format, rewritten when the entries change; when it is
+	//     missing or unreadable the entries are rebuilt from the batch headers).
+
+	// AssignEpoch records that epoch starts at startOffset. An epoch not newer than
+	// the latest entry's is ignored (nil error); a startOffset below the latest
+	// entry's start or above LogEndOffset is ErrInvalidOffset.
+	AssignEpoch(epoch int32, startOffset int64) error
+	// Epochs returns a copy of the entries, oldest first.
+	Epochs() []EpochEntry
+	// EndOffsetForEpoch answers OffsetForLeaderEpoch (and the Fetch diverging-epoch
+	// check) as Kafka's LeaderEpochFileCache.endOffsetFor does:
+	//   - requested == the latest epoch: (latest, LogEndOffset);
+	//   - requested below every entry: (requested, the first entry's start offset);
+	//   - otherwise the largest epoch <= requested and the start offset of the first
+	//     entry after it;
+	//   - requested < 0, newer than every entry, or no entries: (-1, -1).
+	EndOffsetForEpoch(requested int32) (epoch int32, endOffset int64)
+
+	// Reset empties the log and restarts it at offset (log start = log end = offset),
+	// forgetting producer state and leader epochs: a follower whose log lies wholly
+	// below the leader's log start (Kafka's truncateFullyAndStartAt).
+	Reset(offset int64) error
+
+	// SetHighWatermark records the partition's high watermark. The replication module
+	// owns the value; the log only persists it: segmentlog writes every log dir's
+	// high watermarks to its replication-offset-checkpoint (Kafka's format) every
+	// replica.high.watermark.checkpoint.interval.ms when one changed, and at Close.
+	SetHighWatermark(hw int64)
+	// HighWatermark returns the last recorded high watermark (after a restart, the
+	// checkpointed one) clamped to [LogStartOffset, LogEndOffset]; the log start
+	// offset when none was ever recorded.
+	HighWatermark() int64
+}
+
+// EpochEntry is one leader epoch and the first offset written in it.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
 }
 
 // SeqRange is the first and last sequence number of a producer batch (Last may be

@@ -166,6 +166,18 @@ type Broker struct {
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
+	ReplicaFetchMaxBytes                     int32  // replica.fetch.max.bytes
+	ReplicaFetchResponseMaxBytes             int32  // replica.fetch.response.max.bytes
+	ReplicaFetchWaitMaxMs                    int32  // replica.fetch.wait.max.ms
+	ReplicaFetchMinBytes                     int32  // replica.fetch.min.bytes
+	ReplicaFetchBackoffMs                    int32  // replica.fetch.backoff.ms
+	NumReplicaFetchers                       int32  // num.replica.fetchers
+	ReplicaHighWatermarkCheckpointIntervalMs int64  // replica.high.watermark.checkpoint.interval.ms
+	InterBrokerListenerName                  string // inter.broker.listener.name ("" = the first listener)
+	AutoLeaderRebalanceEnable                bool   // auto.leader.rebalance.enable
+	LeaderImbalanceCheckIntervalSeconds      int64  // leader.imbalance.check.interval.seconds
+	LeaderImbalancePerBrokerPercentage       int32  // leader.imbalance.per.broker.percentage
+
 	OffsetsTopicNumPartitions       int32 // offsets.topic.num.partitions
 	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
 	OffsetsRetentionMs              int64 // offsets.retention.minutes, in ms
@@ -219,6 +231,18 @@ func ResolveBroker(merged map[string]string) Broker {
 
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
+
+		ReplicaFetchMaxBytes:                     int32(n("replica.fetch.max.bytes")),
+		ReplicaFetchResponseMaxBytes:             int32(n("replica.fetch.response.max.bytes")),
+		ReplicaFetchWaitMaxMs:                    int32(n("replica.fetch.wait.max.ms")),
+		ReplicaFetchMinBytes:                     int32(n("replica.fetch.min.bytes")),
+		ReplicaFetchBackoffMs:                    int32(n("replica.fetch.backoff.ms")),
+		NumReplicaFetchers:                       int32(n("num.replica.fetchers")),
+		ReplicaHighWatermarkCheckpointIntervalMs: n("replica.high.watermark.checkpoint.interval.ms"),
+		InterBrokerListenerName:                  eff["inter.broker.listener.name"].s,
+		AutoLeaderRebalanceEnable:                eff["auto.leader.rebalance.enable"].bool(),
+		LeaderImbalanceCheckIntervalSeconds:      n("leader.imbalance.check.interval.seconds"),
+		LeaderImbalancePerBrokerPercentage:       int32(n("leader.imbalance.per.broker.percentage")),
 
 		OffsetsTopicNumPartitions:       int32(n("offsets.topic.num.partitions")),
 		OffsetsTopicReplicationFactor:   int16(n("offsets.topic.replication.factor")),

@@ -120,3 +120,9 @@ func (l *nullLog) Producer(int64) (kernel.ProducerState, bool)                  
 func (l *nullLog) FirstUnstableOffset() (int64, bool)                                  { return 0, false }
 func (l *nullLog) AbortedTxns(dst []kernel.AbortedTxn, _, _ int64) []kernel.AbortedTxn { return dst }
 func (l *nullLog) Producers() []kernel.ProducerState                                   { return nil }
+func (l *nullLog) AssignEpoch(int32, int64) error                                      { return nil }
+func (l *nullLog) Epochs() []kernel.EpochEntry                                         { return nil }
+func (l *nullLog) EndOffsetForEpoch(int32) (int32, int64)                              { return -1, -1 }
+func (l *nullLog) Reset(int64) error                                                   { return nil }
+func (l *nullLog) SetHighWatermark(int64)                                              {}
+func (l *nullLog) HighWatermark() int64                                                { return l.leo.Load() }
