@@ -119,7 +119,7 @@ func required() bool { return os.Getenv(envRequired) == "1" }
 
 // need skips the test (or fails it when SLUICE_INTEROP_REQUIRED=1) because a client it
 // drives is missing.
-func need(t *testing.T, format string, args ...any) {
+func need(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if required() {
@@ -129,7 +129,7 @@ func need(t *testing.T, format string, args ...any) {
 }
 
 // needBroker skips under -short and fails when the broker binary did not build.
-func needBroker(t *testing.T) {
+func needBroker(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("interop tests start broker processes; skipped under -short")
@@ -140,7 +140,7 @@ func needBroker(t *testing.T) {
 }
 
 // freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -170,7 +170,7 @@ func (s *syncBuffer) String() string {
 
 // broker is one broker process (and its restarts on the same data dir and ports).
 type broker struct {
-	t         *testing.T
+	t         testing.TB
 	dataDir   string
 	addr      string // Kafka listener, 127.0.0.1:PORT
 	adminAddr string // admin HTTP listener
@@ -264,7 +264,7 @@ func (b *broker) start() {
 
 // waitReady polls GET http://admin/readyz until it answers 200. It fails early when the
 // process exits (done is closed).
-func waitReady(t *testing.T, adminAddr string, done <-chan struct{}, timeout time.Duration) {
+func waitReady(t testing.TB, adminAddr string, done <-chan struct{}, timeout time.Duration) {
 	t.Helper()
 	// No keep-alive: no idle connection (and its goroutines) outlives the poll.
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -354,7 +354,7 @@ func tail(s string, n int) string {
 }
 
 // newClient returns a franz-go client for addr, closed in t.Cleanup.
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("sluice-interop")}, opts...)
 	cl, err := kgo.NewClient(opts...)

@@ -41,7 +41,7 @@ type clusterNode struct {
 
 // cluster is a set of broker processes; nodes[i] has node id i+1.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*clusterNode
 	// raftAddrs[i] is the raft listener of node i+1 (voters and non-voters alike).
 	raftAddrs []string
@@ -52,7 +52,7 @@ type cluster struct {
 // starting them. voterList, when not nil, gives the voter set broker id writes in its
 // config (the network fault test points voters at proxies); by default every broker
 // lists each voter's raft listener.
-func newCluster(t *testing.T, n, nvoters int, voterList func(c *cluster, id int32) []string) *cluster {
+func newCluster(t testing.TB, n, nvoters int, voterList func(c *cluster, id int32) []string) *cluster {
 	t.Helper()
 	needBroker(t)
 	c := &cluster{t: t, nvoters: nvoters}
