@@ -3,12 +3,14 @@ package kernel
 import (
 	"errors"
 	"net/http"
+	"net/http/pprof"
 	"time"
 )
 
 // The admin listener is plain HTTP: /healthz (the process is up), /readyz (the broker
 // serves: modules started and ready), /metrics (Prometheus text format). Modules add
-// their own admin API routes with Context.HandleHTTP.
+// their own admin API routes with Context.HandleHTTP. With admin_pprof: true it also
+// serves Go's profiler under /debug/pprof/.
 func (k *Kernel) startAdmin() {
 	k.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -24,6 +26,13 @@ func (k *Kernel) startAdmin() {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		k.metric.WriteText(w)
 	})
+	if k.cfg.AdminPprof {
+		k.adminMux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		k.adminMux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		k.adminMux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		k.adminMux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		k.adminMux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	k.adminSrv = &http.Server{Handler: k.adminMux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ln := k.adminLn
 	k.adminWG.Add(1)

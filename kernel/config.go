@@ -30,6 +30,9 @@ type Config struct {
 	Rack        string           `yaml:"rack"`
 	Listeners   []ListenerConfig `yaml:"listeners"`
 	AdminListen string           `yaml:"admin_listen"`
+	// AdminPprof serves Go's profiler under /debug/pprof/ on the admin listener. Off by
+	// default: a profile exposes internals and costs CPU while it runs.
+	AdminPprof bool `yaml:"admin_pprof"`
 	// Configs are static broker configs by Kafka name. Values are strings as in
 	// server.properties.
 	Configs map[string]string `yaml:"configs"`

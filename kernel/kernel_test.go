@@ -622,3 +622,25 @@ func TestApiVersionsClientSoftware(t *testing.T) {
 		}
 	}
 }
+
+// The profiler is served only when admin_pprof is set.
+func TestAdminPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := echoConfig
+		if on {
+			cfg = "admin_pprof: true\n" + cfg
+		}
+		k, _ := newKernel(t, cfg)
+		r, err := http.Get("http://" + k.AdminAddr().String() + "/debug/pprof/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if want := map[bool]int{false: 404, true: 200}[on]; r.StatusCode != want {
+			t.Fatalf("admin_pprof %v: /debug/pprof/cmdline answered %d, want %d", on, r.StatusCode, want)
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
