@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -101,7 +102,12 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	resp, err := c.roundTrip(ctx, req)
 	if err != nil {
 		c.broken = err
-		if ctxErr := ctx.Err(); ctxErr != nil {
+		ctxErr := ctx.Err()
+		if _, ok := ctx.Deadline(); ok && ctxErr == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The socket deadline we set from ctx fired a moment before ctx's timer.
+			ctxErr = context.DeadlineExceeded
+		}
+		if ctxErr != nil {
 			// The deadline we set from ctx fired (or ctx was cancelled): say so.
 			return nil, fmt.Errorf("kclient: %s to %s: %w", kmsg.NameForKey(req.Key()), c.addr, ctxErr)
 		}
