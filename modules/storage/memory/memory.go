@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/batches"
+	"github.com/sluicehq/sluice/modules/storage/internal/epochs"
 	"github.com/sluicehq/sluice/modules/storage/internal/producers"
 )
 
@@ -160,6 +161,7 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 	if !ok {
 		p = &partition{topicID: topicID, now: s.now, prod: producers.New()}
 		p.segs = []*segment{p.newSegment(0)}
+		p.hw.Store(-1)
 		s.parts[tp] = p
 	}
 	p.mu.Lock()
@@ -241,6 +243,12 @@ type partition struct {
 	// prod is the producer state of the batches in segs (plus the sequence ranges of
 	// empty AppendProducer calls); rebuilt from segs by Truncate.
 	prod *producers.State
+	// epochs is the leader-epoch cache: every append adds the newer epochs of its
+	// batches, Truncate cuts it at the new log end, a moving log start cuts its head.
+	epochs epochs.Cache
+	// hw is the high watermark the replication module last set (-1: never); read
+	// clamped to [logStart, leo]. Atomic: set on every HW move without the lock.
+	hw atomic.Int64
 }
 
 func (p *partition) newSegment(base int64) *segment {
@@ -294,8 +302,11 @@ func (l *Log) append(records []byte, mode producers.Mode, seq *kernel.SeqRange) 
 	leo := p.leo()
 	nowMs := p.now().UnixMilli()
 	pend := p.prod.Begin()
-	// Validate the whole set first: all or nothing.
+	// Validate the whole set first: all or nothing. Newer leader epochs are collected
+	// and assigned after the append (rare: at most one per leader change).
 	next, maxTs, first := leo, int64(-1), int64(-1)
+	latestEpoch := p.epochs.LatestEpoch()
+	var newEpochs []kernel.EpochEntry
 	for b := records; len(b) > 0; {
 		h, err := recordbatch.ParseHeader(b)
 		if err != nil {
@@ -313,6 +324,10 @@ func (l *Log) append(records []byte, mode producers.Mode, seq *kernel.SeqRange) 
 		}
 		if first < 0 {
 			first = base
+		}
+		if h.PartitionLeaderEpoch > latestEpoch {
+			latestEpoch = h.PartitionLeaderEpoch
+			newEpochs = append(newEpochs, kernel.EpochEntry{Epoch: latestEpoch, StartOffset: base})
 		}
 		h.BaseOffset = base
 		pb, err := producers.FromHeader(&h, b[:h.Size()], nowMs)
@@ -363,6 +378,11 @@ func (l *Log) append(records []byte, mode producers.Mode, seq *kernel.SeqRange) 
 		b = b[n:]
 	}
 	pend.Commit()
+	for _, e := range newEpochs {
+		// Cannot fail: epochs increase and starts are at or past the log end, which
+		// is at or past every entry's start.
+		_, _ = p.epochs.Assign(e.Epoch, e.StartOffset)
+	}
 	return kernel.AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: nowMs, LogStartOffset: p.logStart}, nil
 }
 
@@ -499,6 +519,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	}
 	p.deleteOldest(p.deletable(time.Time{}))
 	p.prod.TruncateHead(p.logStart)
+	p.epochs.TruncateFromStart(p.logStart)
 	return nil
 }
 
@@ -520,6 +541,7 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	p.deleteOldest(n)
 	p.prod.TruncateHead(p.logStart)
 	p.prod.Expire(now.UnixMilli(), p.cfg.ProducerIDExpirationMs)
+	p.epochs.TruncateFromStart(p.logStart)
 	return nil
 }
 
@@ -558,6 +580,10 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= p.leo() {
 		return nil
 	}
+	defer func() {
+		p.epochs.TruncateFromEnd(p.leo())
+		p.lowerHW(p.leo())
+	}()
 	if offset <= p.logStart || offset <= p.segs[0].base {
 		p.segs = []*segment{p.newSegment(offset)}
 		p.logStart = offset
