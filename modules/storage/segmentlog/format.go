@@ -25,4 +25,6 @@ const (
 	checkpointVersion      = 0
 	cleanShutdownFile      = ".kafka_cleanshutdown"
 	partitionMetadataFile  = "partition.metadata"
+	epochCheckpointFile    = "leader-epoch-checkpoint"
+	hwCheckpointFile       = "replication-offset-checkpoint"
 )

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/batches"
+	"github.com/sluicehq/sluice/modules/storage/internal/epochs"
 	"github.com/sluicehq/sluice/modules/storage/internal/producers"
 )
 
@@ -40,6 +41,17 @@ type Log struct {
 	// .txnindex got entries since the last snapshot (synced before the next one).
 	prod        *producers.State
 	txnUnsynced []int64
+
+	// epochs is the leader-epoch cache, guarded by mu. epochsDirty: the
+	// leader-epoch-checkpoint file is behind it (a failed write, or a head truncation,
+	// which is written lazily); Flush writes it before it moves the recovery point.
+	// See epochs.go for what the file promises recovery.
+	epochs      epochs.Cache
+	epochsDirty bool
+
+	// hw is the high watermark the replication module last set (-1: never); read
+	// clamped to [logStart, leo], checkpointed by the store.
+	hw atomic.Int64
 
 	// Mirrors of the offsets for lock-free readers, written under mu.
 	logStart atomic.Int64
@@ -85,6 +97,10 @@ func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqR
 	nowMs := l.nowMs()
 	pend := l.prod.Begin()
 	next, maxTs, first, count := leo, int64(-1), int64(-1), int64(0)
+	// Newer leader epochs are collected here and assigned after the write (rare: at
+	// most one per leader change, so the slice is nil on the common path).
+	latestEpoch := l.epochs.LatestEpoch()
+	var newEpochs []kernel.EpochEntry
 	for b := records; len(b) > 0; {
 		h, err := recordbatch.ParseHeader(b)
 		if err != nil {
@@ -102,6 +118,10 @@ func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqR
 		}
 		if first < 0 {
 			first = base
+		}
+		if h.PartitionLeaderEpoch > latestEpoch {
+			latestEpoch = h.PartitionLeaderEpoch
+			newEpochs = append(newEpochs, kernel.EpochEntry{Epoch: latestEpoch, StartOffset: base})
 		}
 		if h.ProducerID >= 0 {
 			h.BaseOffset = base
@@ -163,6 +183,14 @@ func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqR
 	pend.Commit()
 	l.leo.Store(next)
 	l.unflushed += count
+	if len(newEpochs) > 0 {
+		for _, e := range newEpochs {
+			// Cannot fail: epochs increase and starts are at or past the old log end,
+			// which is at or past every entry's start.
+			_, _ = l.epochs.Assign(e.Epoch, e.StartOffset)
+		}
+		l.epochsChanged()
+	}
 	fm := l.cfg.FlushMessages
 	flush = fm > 0 && fm != math.MaxInt64 && l.unflushed >= fm
 	return kernel.AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: nowMs, LogStartOffset: l.logStart.Load()}, flush, nil
@@ -367,6 +395,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	}
 	err := l.deleteOldest(l.deletable(time.Time{}))
 	l.prod.TruncateHead(l.logStart.Load())
+	l.truncateEpochsHead()
 	l.mu.Unlock()
 	if moved {
 		return errors.Join(err, l.store.writeCheckpoints())
@@ -424,6 +453,15 @@ func (l *Log) deleteAll() error {
 	return err
 }
 
+// truncateEpochsHead applies the log start offset to the leader epochs. The file is
+// written lazily (by the flush loop, Flush or Close): open applies the checkpointed log
+// start offset again, so a stale file only holds entries the next open cuts. mu held.
+func (l *Log) truncateEpochsHead() {
+	if l.epochs.TruncateFromStart(l.logStart.Load()) {
+		l.epochsDirty = true
+	}
+}
+
 // deletable counts deletable segments; a zero now checks only the log start offset.
 // Called with mu held.
 func (l *Log) deletable(now time.Time) int {
@@ -455,6 +493,7 @@ func (l *Log) deleteOldest(n int) error {
 		l.logStart.Store(b)
 	}
 	l.prod.TruncateHead(l.logStart.Load())
+	l.truncateEpochsHead()
 	// Snapshots below the first segment are of no use: a replay starts there anyway.
 	if offs, err := listSnapshots(l.dir); err == nil {
 		for _, off := range offs {
@@ -491,6 +530,12 @@ func (l *Log) Truncate(offset int64) error {
 		if _, perr := l.loadProducers(); perr != nil {
 			err = errors.Join(err, fmt.Errorf("truncate %v: rebuild producer state: %w", l.tp, perr))
 		}
+		// The entries dropped start at or past the new log end, above the (lowered)
+		// recovery point: a failed write here breaks nothing recovery relies on.
+		if l.epochs.TruncateFromEnd(l.leo.Load()) {
+			l.epochsChanged()
+		}
+		l.lowerHW(l.leo.Load())
 	}
 	lowered := l.recoveryPoint < rp
 	l.mu.Unlock()
@@ -597,22 +642,26 @@ func (l *Log) cutPosition(s *segment, offset int64) (int64, bool, error) {
 
 // truncateFully deletes every segment and starts an empty one at offset. The old files
 // are renamed away first, so readers pinning them never see the new segment's bytes.
-// mu held.
+// They go newest first: a crash part way through leaves a prefix of the old log (as a
+// truncation would), never a log with a hole. A rename that fails stops it before
+// anything is created: the log is closed (unusable until reopened) and what is left on
+// disk is such a prefix. mu held.
 func (l *Log) truncateFully(offset int64) error {
-	var errs []error
-	for _, old := range l.segs {
-		if err := old.markDeleted(); err != nil {
-			errs = append(errs, err)
+	for n := len(l.segs); n > 0; n-- {
+		if err := l.segs[n-1].markDeleted(); err != nil {
+			for _, s := range l.segs[:n-1] {
+				s.unref()
+			}
+			l.segs = nil
+			l.closed = true
+			return err
 		}
 	}
 	l.segs = nil
 	s, err := openSegment(l.dir, offset, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
 	if err != nil {
 		l.closed = true // no segment to append to: the log is unusable until reopened
-		return errors.Join(append(errs, err)...)
-	}
-	if err := s.activate(l.cfg.SegmentIndexBytes); err != nil {
-		errs = append(errs, err)
+		return err
 	}
 	l.segs = []*segment{s}
 	l.logStart.Store(offset)
@@ -620,7 +669,7 @@ func (l *Log) truncateFully(offset int64) error {
 	l.recoveryPoint = min(l.recoveryPoint, offset)
 	l.dirDirty = true
 	l.store.dirty.Store(true)
-	return errors.Join(errs...)
+	return s.activate(l.cfg.SegmentIndexBytes)
 }
 
 // SetConfig implements kernel.Log. Segment and index sizes apply to new segments.
@@ -671,6 +720,13 @@ func (l *Log) Flush() error {
 		return fmt.Errorf("flush %v: %w", l.tp, err)
 	}
 	l.mu.Lock()
+	if l.epochsDirty {
+		// The file must hold every entry below the new recovery point (epochs.go).
+		if err := l.writeEpochs(); err != nil {
+			l.mu.Unlock()
+			return fmt.Errorf("flush %v: %w", l.tp, err)
+		}
+	}
 	if target > l.recoveryPoint {
 		l.recoveryPoint = target
 		l.store.dirty.Store(true)
@@ -690,11 +746,19 @@ func (l *Log) maybeFlush(nowMs int64) error {
 	fms := l.cfg.FlushMs
 	due := !l.closed && l.recoveryPoint < l.leo.Load() &&
 		((fms > 0 && fms != math.MaxInt64 && nowMs-l.lastFlushMs >= fms) || l.recoveryPoint < l.active().base)
+	epochsDirty := !l.closed && l.epochsDirty
 	l.mu.RUnlock()
-	if !due {
-		return nil
+	if due {
+		return l.Flush()
 	}
-	return l.Flush()
+	if epochsDirty { // a head truncation (or a failed write) not yet in the file
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !l.closed && l.epochsDirty {
+			return l.writeEpochs()
+		}
+	}
+	return nil
 }
 
 // Size implements kernel.Log.
@@ -736,6 +800,9 @@ func (l *Log) close() error {
 	var errs []error
 	if err := l.writeSnapshot(l.leo.Load()); err != nil {
 		errs = append(errs, err)
+	}
+	if l.epochsDirty {
+		errs = append(errs, l.writeEpochs())
 	}
 	for i, s := range l.segs {
 		errs = append(errs, s.seal())

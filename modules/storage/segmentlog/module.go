@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -29,6 +30,10 @@ type Module struct {
 	// FlushCheckIntervalMs is how often flush.ms deadlines and rolled-but-unflushed
 	// segments are checked, and dirty checkpoints written (log.flush.scheduler.interval.ms).
 	FlushCheckIntervalMs int64 `yaml:"flush_check_interval_ms"`
+	// HighWatermarkCheckpointIntervalMs is how often the high watermarks are written to
+	// replication-offset-checkpoint when one changed. Default (0): the broker config
+	// replica.high.watermark.checkpoint.interval.ms (5000).
+	HighWatermarkCheckpointIntervalMs int64 `yaml:"high_watermark_checkpoint_interval_ms"`
 
 	store  *Store
 	logger *slog.Logger
@@ -55,6 +60,10 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
 	m.Dir = abs
+	if m.HighWatermarkCheckpointIntervalMs == 0 {
+		b := kconfig.ResolveBroker(kconfig.MergeBroker(ctx.Broker().StaticConfigs, nil, nil))
+		m.HighWatermarkCheckpointIntervalMs = b.ReplicaHighWatermarkCheckpointIntervalMs
+	}
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -72,19 +81,23 @@ func (m *Module) Validate() error {
 	if m.FlushCheckIntervalMs <= 0 {
 		return fmt.Errorf("storage.segmentlog: flush_check_interval_ms must be > 0, got %d", m.FlushCheckIntervalMs)
 	}
+	if m.HighWatermarkCheckpointIntervalMs < 0 {
+		return fmt.Errorf("storage.segmentlog: high_watermark_checkpoint_interval_ms must be >= 0 (0: the broker config), got %d", m.HighWatermarkCheckpointIntervalMs)
+	}
 	return nil
 }
 
-// Start starts the retention and flush loops.
+// Start starts the retention, flush and high-watermark checkpoint loops.
 func (m *Module) Start(context.Context) error {
-	if m.store == nil {
+	if m.store == nil || m.HighWatermarkCheckpointIntervalMs <= 0 {
 		return errors.New("storage.segmentlog: not provisioned")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go m.loop(ctx, time.Duration(m.RetentionCheckIntervalMs)*time.Millisecond, m.retentionPass)
 	go m.loop(ctx, time.Duration(m.FlushCheckIntervalMs)*time.Millisecond, m.flushPass)
+	go m.loop(ctx, time.Duration(m.HighWatermarkCheckpointIntervalMs)*time.Millisecond, m.hwPass)
 	return nil
 }
 
@@ -120,6 +133,12 @@ func (m *Module) flushPass(now time.Time) {
 		if err := m.store.writeCheckpoints(); err != nil {
 			m.logger.Warn("checkpoint failed", "error", err)
 		}
+	}
+}
+
+func (m *Module) hwPass(time.Time) {
+	if err := m.store.writeHWCheckpoint(); err != nil {
+		m.logger.Warn("high watermark checkpoint failed", "error", err)
 	}
 }
 

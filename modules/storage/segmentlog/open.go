@@ -17,13 +17,14 @@ import (
 // segment from the one holding the recovery point on is recovered: validated batch by
 // batch, cut at the first torn or corrupt batch (later segments are deleted), and
 // re-indexed. Segments below it are trusted but their indexes are checked against the
-// log and rebuilt when they disagree.
-func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, recoveryPoint int64, clean bool, ckptLogStart int64) (_ *Log, err error) {
+// log and rebuilt when they disagree. ckpt holds the partition's checkpointed offsets.
+func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, ckpt checkpointed) (_ *Log, err error) {
+	recoveryPoint, clean, ckptLogStart, ckptHW := ckpt.recoveryPoint, ckpt.clean, ckpt.logStart, ckpt.hw
 	dir := filepath.Join(s.dir, tp.String())
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		// A new partition. Checkpoint entries for it are left from a removed
 		// incarnation (a crash between the Remove and its checkpoint write): not ours.
-		clean, recoveryPoint, ckptLogStart = false, 0, 0
+		clean, recoveryPoint, ckptLogStart, ckptHW = false, 0, 0, -1
 	} else if err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
 	}
@@ -49,7 +50,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("open %v: %w", tp, err)
 		}
-		ok, clean, recoveryPoint, ckptLogStart = false, false, 0, 0
+		ok, clean, recoveryPoint, ckptLogStart, ckptHW = false, false, 0, 0, -1
 	}
 	if !ok && topicID != ([16]byte{}) {
 		if err := writePartitionMetadata(dir, topicID); err != nil {
@@ -118,6 +119,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 	}
 	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New()}
+	l.hw.Store(ckptHW)
 	if len(segs) == 0 {
 		sg, err := openSegment(dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
 		if err != nil {
@@ -173,7 +175,24 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 			logger.Warn("producer snapshot after recovery failed", "error", err)
 		}
 	}
+	// Leader epochs: the checkpoint file below the first recovered offset (where the
+	// file invariant holds, see epochs.go), the batch headers from there.
+	epochsFrom := l.leo.Load()
+	if len(recovered) > 0 {
+		epochsFrom = recovered[0].base
+	}
+	if err := l.loadEpochs(epochsFrom); err != nil {
+		return nil, fmt.Errorf("open %v: leader epochs: %w", tp, err)
+	}
 	return l, nil
+}
+
+// checkpointed is what the log dir's checkpoint files say about one partition.
+type checkpointed struct {
+	recoveryPoint int64
+	clean         bool // the recovery point can be trusted (clean shutdown)
+	logStart      int64
+	hw            int64 // -1: none
 }
 
 // listSegments removes leftovers (*.deleted, *.tmp, indexes without a log) and returns

@@ -36,6 +36,7 @@ type Store struct {
 	// From the checkpoint files, kept for partitions that are not open.
 	recoveryPoints map[kernel.TopicPartition]int64
 	logStarts      map[kernel.TopicPartition]int64
+	hws            map[kernel.TopicPartition]int64
 	// unclean: partitions whose files may hold a torn or unflushed tail and that were
 	// not recovered since: every partition directory when the store opened without a
 	// clean-shutdown marker (until its log is opened, which recovers it), and any log
@@ -44,6 +45,11 @@ type Store struct {
 	unclean map[kernel.TopicPartition]bool
 
 	dirty atomic.Bool // the checkpoints are behind
+
+	// hwWritten is the content of replication-offset-checkpoint as last written (or
+	// read at open), so that an unchanged set of high watermarks is not rewritten.
+	// Guarded by ckptMu.
+	hwWritten []byte
 }
 
 // OpenStore opens (creating if needed) the log directory dir. It reads the checkpoint
@@ -67,6 +73,15 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	}
 	if s.logStarts, err = readCheckpoint(filepath.Join(dir, logStartCheckpointFile)); err != nil {
 		return nil, err
+	}
+	// High watermarks are derived state (the leader recomputes its own, a follower
+	// learns the leader's): an unreadable file is logged and ignored, not fatal.
+	hwPath := filepath.Join(dir, hwCheckpointFile)
+	if s.hws, err = readCheckpoint(hwPath); err != nil {
+		logger.Warn("ignoring unreadable high watermark checkpoint", "error", err)
+		s.hws = map[kernel.TopicPartition]int64{}
+	} else if b, err := os.ReadFile(hwPath); err == nil {
+		s.hwWritten = b
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
 	clean := false
@@ -116,8 +131,11 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 		return nil, fmt.Errorf("open %v: invalid topic partition", tp)
 	}
 	rp, hasRP := s.recoveryPoints[tp]
-	clean := !s.unclean[tp]
-	l, err := openLog(s, tp, topicID, cfg, rp, hasRP && clean, s.logStarts[tp])
+	hw, hasHW := s.hws[tp]
+	if !hasHW {
+		hw = -1
+	}
+	l, err := openLog(s, tp, topicID, cfg, checkpointed{recoveryPoint: rp, clean: hasRP && !s.unclean[tp], logStart: s.logStarts[tp], hw: hw})
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +157,7 @@ func (s *Store) forget(l *Log, clean bool) {
 		delete(s.logs, l.tp)
 		rp, ls := l.offsets()
 		s.recoveryPoints[l.tp], s.logStarts[l.tp] = rp, ls
+		s.hws[l.tp] = l.HighWatermark()
 		if !clean {
 			s.unclean[l.tp] = true
 		}
@@ -160,6 +179,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	}
 	delete(s.recoveryPoints, tp)
 	delete(s.logStarts, tp)
+	delete(s.hws, tp)
 	delete(s.unclean, tp)
 	// Rename the directory away first, durably, so that a crash part way through the
 	// deletion leaves no partial partition directory to be taken for the partition
@@ -275,7 +295,7 @@ func (s *Store) Close() error {
 			errs = append(errs, fmt.Errorf("close %v: %w", l.tp, err))
 		}
 	}
-	errs = append(errs, s.writeCheckpoints())
+	errs = append(errs, s.writeCheckpoints(), s.writeHWCheckpoint())
 	if err := errors.Join(errs...); err != nil {
 		return err // no marker: the next open recovers
 	}
@@ -321,6 +341,34 @@ func (s *Store) writeCheckpoints() error {
 		s.dirty.Store(true)
 		return fmt.Errorf("write log start checkpoint: %w", err)
 	}
+	return nil
+}
+
+// writeHWCheckpoint writes replication-offset-checkpoint (Kafka's checkpoint format)
+// with the high watermark of every partition in the log dir: the open logs' (clamped
+// to their offsets) and the remembered ones of the others. Nothing is written when the
+// content did not change since the last write. The module's loop calls it every
+// replica.high.watermark.checkpoint.interval.ms; Close calls it last.
+func (s *Store) writeHWCheckpoint() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	s.mu.Lock()
+	hws := make(map[kernel.TopicPartition]int64, len(s.hws)+len(s.logs))
+	for tp, v := range s.hws {
+		hws[tp] = v
+	}
+	for tp, l := range s.logs {
+		hws[tp] = l.HighWatermark()
+	}
+	s.mu.Unlock()
+	data := formatCheckpoint(hws)
+	if bytes.Equal(data, s.hwWritten) {
+		return nil
+	}
+	if err := writeFileAtomic(filepath.Join(s.dir, hwCheckpointFile), data); err != nil {
+		return fmt.Errorf("write high watermark checkpoint: %w", err)
+	}
+	s.hwWritten = data
 	return nil
 }
 

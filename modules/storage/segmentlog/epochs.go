@@ -1,0 +1,177 @@
+package segmentlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/epochs"
+)
+
+// Leader epochs on disk: the partition's leader-epoch-checkpoint file (Kafka's text
+// format, see internal/epochs), rewritten atomically (temp file, fsync, rename, fsync
+// the directory) when the cache changes.
+//
+// What recovery relies on (the file invariant): every cache entry that starts below
+// the recovery point is in the file, and every file entry that starts below it is in
+// the cache, except for entries the log start cut (head truncations are written
+// lazily; open applies the log start offset again). Entries at or above the recovery
+// point may be missing from the file or stale; open rebuilds them from the batch
+// headers. It holds because
+//   - an append that brings a newer epoch writes the file before it returns, and when
+//     that write fails (epochsDirty) Flush writes it before it moves the recovery
+//     point, and fails if it cannot;
+//   - Truncate only changes entries at or above the new log end, and it lowers the
+//     recovery point to at most that;
+//   - Reset removes the file (durably) before it changes the log, so a crash part way
+//     through rebuilds the entries from whatever segments are left.
+//
+// All of this runs with mu held.
+
+// writeEpochs writes the cache to the checkpoint file. On failure the file is stale
+// and epochsDirty stays set, so Flush and Close try again.
+func (l *Log) writeEpochs() error {
+	l.epochsDirty = true
+	if err := writeFileAtomic(filepath.Join(l.dir, epochCheckpointFile), epochs.Encode(l.epochs.Entries())); err != nil {
+		return fmt.Errorf("write %s: %w", epochCheckpointFile, err)
+	}
+	l.epochsDirty = false
+	return nil
+}
+
+// epochsChanged writes the file after the cache changed, outside an operation that can
+// still fail: a failed write is logged and left to Flush (which does not move the
+// recovery point past entries the file lacks).
+func (l *Log) epochsChanged() {
+	if err := l.writeEpochs(); err != nil {
+		l.logger.Warn("leader epoch checkpoint write failed; retrying at the next flush", "error", err)
+	}
+}
+
+// loadEpochs rebuilds the cache at open: the checkpoint file's entries that start below
+// from (the first offset recovery scanned; the log end after a clean shutdown), then
+// every newer epoch in the batch headers from there to the log end, then the log start
+// and log end applied (entries wholly below the log start go; entries at or past the
+// log end, which no record carries, go too, as in Kafka). A missing or unreadable file
+// is rebuilt from every batch header. The file is rewritten if the result differs.
+func (l *Log) loadEpochs(from int64) error {
+	path := filepath.Join(l.dir, epochCheckpointFile)
+	b, err := os.ReadFile(path)
+	var es []kernel.EpochEntry
+	if err == nil {
+		es, err = epochs.Decode(b)
+	}
+	first, leo := l.segs[0].base, l.leo.Load()
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) || leo > first {
+			l.logger.Warn("leader epoch checkpoint unusable; rebuilding it from the batch headers", "error", err)
+		}
+		es, from = nil, first
+	}
+	l.epochs.Load(es)
+	l.epochs.TruncateFromEnd(from)
+	if err := l.replayEpochs(from); err != nil {
+		return err
+	}
+	l.epochs.TruncateFromStart(l.logStart.Load())
+	l.epochs.TruncateFromEnd(leo)
+	if err != nil || string(epochs.Encode(l.epochs.Entries())) != string(b) {
+		l.epochsChanged()
+	}
+	return nil
+}
+
+// replayEpochs adds the newer epochs of the batches from offset from (a batch boundary
+// or a segment base) to the log end, reading headers only.
+func (l *Log) replayEpochs(from int64) error {
+	if from >= l.leo.Load() {
+		return nil
+	}
+	var hdr [recordbatch.HeaderSize]byte
+	for i, s := range l.segs {
+		if i+1 < len(l.segs) && l.segs[i+1].base <= from {
+			continue
+		}
+		pos := int64(0)
+		if from > s.base {
+			pos = s.oidx.lookup(from)
+		}
+		for pos < s.size {
+			h, err := s.readHeader(hdr[:], pos)
+			if err != nil {
+				return fmt.Errorf("rebuild leader epochs at %d of segment %d: %w", pos, s.base, err)
+			}
+			if h.BaseOffset >= from {
+				// Cannot fail: the entries kept start below from, and offsets increase
+				// (recovery and segment loading checked them).
+				_, _ = l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			}
+			pos += int64(h.Size())
+		}
+	}
+	return nil
+}
+
+// AssignEpoch implements kernel.Log. Besides the documented rules, a start offset
+// below the log start is kernel.ErrInvalidOffset (the cache's entries never start
+// below it). The checkpoint file is written before it returns.
+func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return kernel.ErrLogClosed
+	}
+	if epoch < 0 || epoch <= l.epochs.LatestEpoch() {
+		return nil
+	}
+	if start, leo := l.logStart.Load(), l.leo.Load(); startOffset > leo || startOffset < start {
+		return fmt.Errorf("%w: epoch %d at %d, log %d..%d", kernel.ErrInvalidOffset, epoch, startOffset, start, leo)
+	}
+	if _, err := l.epochs.Assign(epoch, startOffset); err != nil {
+		return err
+	}
+	if err := l.writeEpochs(); err != nil {
+		// The entry stays (the file is written again at the next flush); the caller
+		// learns that it is not durable yet.
+		return fmt.Errorf("assign leader epoch %d: %w", epoch, err)
+	}
+	return nil
+}
+
+// Epochs implements kernel.Log.
+func (l *Log) Epochs() []kernel.EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.Entries()
+}
+
+// EndOffsetForEpoch implements kernel.Log.
+func (l *Log) EndOffsetForEpoch(requested int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.EndOffsetFor(requested, l.leo.Load())
+}
+
+// SetHighWatermark implements kernel.Log: one atomic store (called on every HW move).
+// The store's checkpoint loop persists it.
+func (l *Log) SetHighWatermark(hw int64) { l.hw.Store(hw) }
+
+// HighWatermark implements kernel.Log, without a lock.
+func (l *Log) HighWatermark() int64 {
+	return min(max(l.hw.Load(), l.logStart.Load()), l.leo.Load())
+}
+
+// lowerHW clamps the recorded high watermark to leo (the log end after a truncation),
+// so records appended later at those offsets are not taken as replicated. A concurrent
+// SetHighWatermark wins or is clamped; either is a value the replication module set.
+func (l *Log) lowerHW(leo int64) {
+	for {
+		hw := l.hw.Load()
+		if hw <= leo || l.hw.CompareAndSwap(hw, leo) {
+			return
+		}
+	}
+}
