@@ -104,6 +104,7 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 		futures[i] = r.Apply(data, timeout)
 	}
 	var last uint64
+	wake := false
 	for i, f := range futures {
 		if f == nil {
 			continue
@@ -118,7 +119,15 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 		if res.Err == nil {
 			results[i] = res
 			m.logApplied(recs[i], f.Index())
+			if pc, ok := recs[i].(*partitionChangeRecord); ok && pc.Validate {
+				wake = true
+			}
 		}
+	}
+	if wake {
+		// An ISR change or a new reassignment may let the controller complete a
+		// reassignment: look now rather than at the next tick.
+		m.ctl.wake()
 	}
 	// FSM.Apply publishes before raft resolves the future, so this returns at once;
 	// it is the check that the caller's image holds what it proposed.

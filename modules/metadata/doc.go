@@ -8,8 +8,9 @@
 // write metadata: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
 // DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topic, broker and group
 // configs) and DescribeCluster. Other modules create internal topics through it
-// (kernel.TopicCreator) and keep their own cluster-wide records in it
-// (kernel.ExtensionStore: PutExtension, Image.Extensions).
+// (kernel.TopicCreator), keep their own cluster-wide records in it
+// (kernel.ExtensionStore: PutExtension, Image.Extensions), and, as partition leaders,
+// change ISRs through the controller (kernel.PartitionChanger: AlterPartition).
 //
 // # Usage
 //
@@ -95,8 +96,9 @@
 // accepted) or the position of its error in forwardErrs (forward.go; 1 not controller,
 // 2 not running, 3 timeout, 4 topic exists, 5 unknown topic, 6 unknown broker, 7 stale,
 // 8 cluster id set, 9 invalid entry, 10 producer ids exhausted, 11 bad producer id
-// count, 12 bad extension, 13 cancelled; -1 other; append only), so errors.Is works on
-// the forwarding broker as on the controller. Bounds: a frame is at most 64 MiB (an
+// count, 12 bad extension, 13 cancelled, 14 not the partition leader, 15 fenced leader
+// epoch, 16 ineligible replica; -1 other; append only), so errors.Is works on the
+// forwarding broker as on the controller. Bounds: a frame is at most 64 MiB (an
 // extension entry of 32 MiB is ~43 MB); a server connection idle 5 minutes is closed;
 // responses are written within 30 s; a frame or message that does not parse, and an
 // unknown key or version, close the connection after a log line. A new version of a
@@ -204,8 +206,33 @@
 // 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
 // 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
 // 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs. Every type is at
-// version 1. JSON field names are frozen; ids are 22-character unpadded base64url, as
-// Kafka prints them.
+// version 1 but PartitionChange, which is at version 2 (below). JSON field names are
+// frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+//
+// PartitionChange is
+//
+//	{"topic": s, "id": id, "partition": i32, "partition_epoch": i32,
+//	 "leader": i32, "isr": [i32], "replicas": [i32],                       (version 1)
+//	 "expect_leader": i32, "expect_leader_epoch": i32, "validate": true,
+//	 "reassignment": {"adding": [i32], "removing": [i32]}}                 (version 2)
+//
+// with absent fields kept as they are. A partition_epoch of -1 is not checked; any
+// other must be the partition's (else the entry is stale). A new leader bumps the
+// leader epoch; an applied entry bumps the partition epoch. Version 2 adds checks and
+// the reassignment state, which version 1 readers must not ignore: "expect_leader" and
+// "expect_leader_epoch" must be the partition's leader and leader epoch (else not the
+// partition leader / fenced leader epoch); with "validate" the partition the entry
+// leaves must hold the invariants (replicas non-empty and distinct, the ISR a non-empty
+// distinct subset of them holding the leader unless it is -1, adding and removing
+// disjoint subsets of the replicas), every broker it adds to the replicas must be
+// registered (else unknown broker), and every broker it adds to the ISR, and a new
+// leader, registered and unfenced (else ineligible replica); an ISR equal to the
+// current one as a set keeps the current one, and a validated entry that changes
+// nothing is accepted without a new partition epoch. "reassignment" replaces the adding
+// and removing replicas (both empty: no reassignment in progress). An entry is written
+// at version 2 only when it sets a version 2 field, so the controller's own elections
+// stay readable by version 1 brokers; a version 1 entry is read without version 2
+// fields whatever its payload holds.
 //
 // Extension (kernel.ExtensionStore, extensions.go) is
 //
@@ -255,9 +282,13 @@
 // bump (encoding/json skips unknown fields). A change old readers would misapply (a new
 // field they must not ignore, a changed meaning) bumps that type's version: raise
 // newest in recordVersions, keep reading newest-1, and write the new version only once
-// every broker can read it (gated by a feature level in the log, once there is a second
-// version). A broker that meets an entry it cannot read logs an error and keeps its
-// image unchanged for that entry.
+// every broker can read it. A broker that meets an entry it cannot read logs an error
+// and keeps its image unchanged for that entry. PartitionChange version 2 is the first
+// second version, and there is no feature level in the log yet to gate it: entries that
+// need it (AlterPartition, ElectLeaders, reassignments) are written whenever asked for,
+// and the rest stay version 1 (a versionedRecord names the oldest version that holds
+// it). So every broker of a cluster must run code that reads version 2 before leaders
+// change ISRs; a feature level is the fix once Sluice has rolling upgrades to support.
 //
 // Snapshots serialize the whole state: | format u8 | JSON | with brokers sorted by id
 // and topics by name, so equal states give equal bytes. Format 1 has no extensions;
@@ -292,6 +323,9 @@
 //   - A partition's leader changes only through PartitionChange entries checked against
 //     the partition epoch the controller saw; a raced change is rejected and redone on
 //     the next controller tick.
+//   - A leader's ISR change (AlterPartition) is checked by Apply against the leader, the
+//     leader epoch and the partition epoch the leader saw, and against the partition
+//     invariants, so a change planned on a stale image is refused on every broker.
 //   - Producer-id blocks never overlap and never repeat: the counter only grows, every
 //     broker applies the same entries in the same order, and the counter is in every
 //     snapshot (format 3), so this holds across restarts, snapshots and controller

@@ -49,6 +49,9 @@ var forwardErrs = []error{
 	ErrInvalidProducerIDCount,
 	ErrInvalidExtension,
 	context.Canceled,
+	errNotLeader,
+	errFencedLeaderEpoch,
+	errIneligibleReplica,
 }
 
 // forwardCodeOther is the code of an error not in forwardErrs.

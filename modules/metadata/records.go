@@ -34,9 +34,11 @@ const (
 // field, raise newest, keep decoding newest-1 (see doc.go).
 func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 	switch t {
+	case recPartitionChange:
+		return 2, 1, true
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
-		recPartitionChange, recLeaderChange, recExtension, recProducerIDs:
+		recLeaderChange, recExtension, recProducerIDs:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -52,6 +54,14 @@ var (
 
 // record is one typed metadata log entry.
 type record interface{ recordType() recordType }
+
+// versionedRecord is a record whose payload may be written at an older version than
+// its type's newest: it names the oldest version that holds it, so entries that use no
+// new field stay readable by brokers that know only the older version.
+type versionedRecord interface {
+	record
+	payloadVersion() uint8
+}
 
 // uuid is a 16-byte id (cluster, topic, incarnation), written in JSON as Kafka prints
 // it: unpadded base64url, 22 characters.
@@ -148,6 +158,9 @@ type alterBrokerConfigsRecord struct {
 // partitionChangeRecord changes a partition's leader, ISR or replicas (nil = keep).
 // PartitionEpoch is the epoch the proposer saw (-1: don't check). A leader change
 // bumps the leader epoch; any change bumps the partition epoch.
+//
+// Version 2 adds partitionChangeV2's fields, which old readers must not ignore: an
+// entry that sets any of them is written as version 2, any other as version 1.
 type partitionChangeRecord struct {
 	Topic          string  `json:"topic"`
 	ID             uuid    `json:"id"`
@@ -156,6 +169,38 @@ type partitionChangeRecord struct {
 	Leader         *int32  `json:"leader,omitempty"`
 	ISR            []int32 `json:"isr,omitempty"`
 	Replicas       []int32 `json:"replicas,omitempty"`
+	partitionChangeV2
+}
+
+// partitionChangeV2 are the version 2 fields of a PartitionChange entry (see doc.go).
+type partitionChangeV2 struct {
+	// ExpectLeader and ExpectLeaderEpoch are the leader and leader epoch the proposer
+	// saw (nil: not checked). AlterPartition sets them; Apply rejects the entry when
+	// the partition has another leader (errNotLeader) or leader epoch
+	// (errFencedLeaderEpoch).
+	ExpectLeader      *int32 `json:"expect_leader,omitempty"`
+	ExpectLeaderEpoch *int32 `json:"expect_leader_epoch,omitempty"`
+	// Validate makes Apply check the partition the entry leaves (see
+	// state.checkPartition) and accept an entry that changes nothing without a new
+	// partition epoch.
+	Validate bool `json:"validate,omitempty"`
+	// Reassignment sets the partition's adding and removing replicas (both empty: no
+	// reassignment in progress); nil keeps them.
+	Reassignment *reassignmentRecord `json:"reassignment,omitempty"`
+}
+
+// reassignmentRecord is the reassignment state a PartitionChange entry sets.
+type reassignmentRecord struct {
+	Adding   []int32 `json:"adding,omitempty"`
+	Removing []int32 `json:"removing,omitempty"`
+}
+
+// payloadVersion implements versionedRecord: 2 when a version 2 field is set.
+func (r *partitionChangeRecord) payloadVersion() uint8 {
+	if r.ExpectLeader != nil || r.ExpectLeaderEpoch != nil || r.Validate || r.Reassignment != nil {
+		return 2
+	}
+	return 1
 }
 
 // leaderChangeRecord is written by a newly elected raft leader: it is the controller.
@@ -212,15 +257,22 @@ func newRecord(t recordType) record {
 // encodeRecord writes | type u8 | version u8 | JSON payload | at the newest version.
 func encodeRecord(r record) ([]byte, error) {
 	t := r.recordType()
-	newest, _, ok := recordVersions(t)
+	newest, oldest, ok := recordVersions(t)
 	if !ok {
 		return nil, fmt.Errorf("encode type %d: %w", t, ErrUnknownRecord)
+	}
+	ver := newest
+	if vr, ok := r.(versionedRecord); ok {
+		ver = vr.payloadVersion()
+		if ver < oldest || ver > newest {
+			return nil, fmt.Errorf("encode type %d version %d: %w", t, ver, ErrUnknownRecord)
+		}
 	}
 	payload, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode type %d: %w", t, err)
 	}
-	return append([]byte{byte(t), newest}, payload...), nil
+	return append([]byte{byte(t), ver}, payload...), nil
 }
 
 // decodeRecord parses an entry written by encodeRecord (any readable version).
@@ -236,6 +288,11 @@ func decodeRecord(b []byte) (record, error) {
 	r := newRecord(t)
 	if err := json.Unmarshal(b[2:], r); err != nil {
 		return nil, fmt.Errorf("type %d version %d: %w: %v", t, ver, ErrBadRecord, err)
+	}
+	if pc, ok := r.(*partitionChangeRecord); ok && ver < 2 {
+		// A version 1 entry means what it meant to version 1 readers, whatever else
+		// its payload holds: every broker applies it alike.
+		pc.partitionChangeV2 = partitionChangeV2{}
 	}
 	return r, nil
 }

@@ -26,6 +26,13 @@ var (
 	errClusterIDSet = errors.New("cluster id already set")
 	// errInvalidEntry: the entry is malformed (no partitions, bad partition number...).
 	errInvalidEntry = errors.New("invalid metadata entry")
+	// errNotLeader: a PartitionChange names a leader the partition no longer has.
+	errNotLeader = errors.New("not the partition leader")
+	// errFencedLeaderEpoch: a PartitionChange names an old leader epoch.
+	errFencedLeaderEpoch = errors.New("fenced leader epoch")
+	// errIneligibleReplica: a PartitionChange adds a broker to the ISR, or makes it
+	// leader, that is not registered and unfenced.
+	errIneligibleReplica = errors.New("ineligible replica")
 )
 
 // state is what the log has built: the published image plus what the image does not
@@ -281,19 +288,43 @@ func (s *state) partitionChange(r *partitionChangeRecord) error {
 	if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
 		return fmt.Errorf("%s partition %d: %w", r.Topic, r.Partition, errInvalidEntry)
 	}
-	p := t.Partitions[r.Partition]
-	if r.PartitionEpoch >= 0 && r.PartitionEpoch != p.PartitionEpoch {
-		return fmt.Errorf("%s-%d partition epoch %d, entry expects %d: %w", r.Topic, r.Partition, p.PartitionEpoch, r.PartitionEpoch, errStale)
+	old := t.Partitions[r.Partition]
+	// The checks, in the order AlterPartition reports them: leader, leader epoch,
+	// partition epoch.
+	if r.ExpectLeader != nil && *r.ExpectLeader != old.Leader {
+		return fmt.Errorf("%s-%d leader is %d, entry expects %d: %w", r.Topic, r.Partition, old.Leader, *r.ExpectLeader, errNotLeader)
 	}
+	if r.ExpectLeaderEpoch != nil && *r.ExpectLeaderEpoch != old.LeaderEpoch {
+		return fmt.Errorf("%s-%d leader epoch %d, entry expects %d: %w", r.Topic, r.Partition, old.LeaderEpoch, *r.ExpectLeaderEpoch, errFencedLeaderEpoch)
+	}
+	if r.PartitionEpoch >= 0 && r.PartitionEpoch != old.PartitionEpoch {
+		return fmt.Errorf("%s-%d partition epoch %d, entry expects %d: %w", r.Topic, r.Partition, old.PartitionEpoch, r.PartitionEpoch, errStale)
+	}
+	p := old
 	if r.Leader != nil && *r.Leader != p.Leader {
 		p.Leader = *r.Leader
 		p.LeaderEpoch++
 	}
-	if r.ISR != nil {
+	if r.ISR != nil && !(r.Validate && sameMembers(r.ISR, p.ISR)) {
 		p.ISR = slices.Clone(r.ISR)
 	}
 	if r.Replicas != nil {
 		p.Replicas = slices.Clone(r.Replicas)
+	}
+	if r.Reassignment != nil {
+		p.AddingReplicas, p.RemovingReplicas = nil, nil
+		if len(r.Reassignment.Adding) > 0 || len(r.Reassignment.Removing) > 0 {
+			p.AddingReplicas = slices.Clone(r.Reassignment.Adding)
+			p.RemovingReplicas = slices.Clone(r.Reassignment.Removing)
+		}
+	}
+	if r.Validate {
+		if err := s.checkPartition(&old, &p); err != nil {
+			return fmt.Errorf("%s-%d: %w", r.Topic, r.Partition, err)
+		}
+		if partitionEqual(&old, &p) {
+			return nil // accepted, nothing to change: no new partition epoch
+		}
 	}
 	p.PartitionEpoch++
 	nt := *t
@@ -301,6 +332,82 @@ func (s *state) partitionChange(r *partitionChangeRecord) error {
 	nt.Partitions[r.Partition] = p
 	s.putTopic(&nt)
 	return nil
+}
+
+// checkPartition checks the partition a validated PartitionChange leaves (p, changed
+// from old): the invariants every partition keeps, and that the brokers it brings in
+// may come in. It reads only the image, so every broker reaches the same verdict.
+//
+//   - Replicas are non-empty and distinct; a replica it adds is registered
+//     (errUnknownBroker).
+//   - The ISR is non-empty, distinct, and a subset of the replicas.
+//   - The leader is -1 or an ISR member.
+//   - A broker it adds to the ISR, and a new leader, are registered and unfenced
+//     (errIneligibleReplica).
+//   - Adding and removing replicas are distinct replicas, none both.
+//
+// Shape problems are errInvalidEntry.
+func (s *state) checkPartition(old, p *kernel.PartitionImage) error {
+	live := func(id int32) bool { b := s.img.Brokers[id]; return b != nil && !b.Fenced }
+	if len(p.Replicas) == 0 || hasDuplicates(p.Replicas) {
+		return fmt.Errorf("replicas %v: %w", p.Replicas, errInvalidEntry)
+	}
+	for _, r := range p.Replicas {
+		if s.img.Brokers[r] == nil && !slices.Contains(old.Replicas, r) {
+			return fmt.Errorf("replica %d: %w", r, errUnknownBroker)
+		}
+	}
+	if len(p.ISR) == 0 || hasDuplicates(p.ISR) || !subset(p.ISR, p.Replicas) {
+		return fmt.Errorf("ISR %v of replicas %v: %w", p.ISR, p.Replicas, errInvalidEntry)
+	}
+	if p.Leader != -1 && !slices.Contains(p.ISR, p.Leader) {
+		return fmt.Errorf("leader %d not in ISR %v: %w", p.Leader, p.ISR, errInvalidEntry)
+	}
+	for _, r := range p.ISR {
+		if !slices.Contains(old.ISR, r) && !live(r) {
+			return fmt.Errorf("broker %d joins the ISR but is not a live broker: %w", r, errIneligibleReplica)
+		}
+	}
+	if p.Leader != old.Leader && p.Leader != -1 && !live(p.Leader) {
+		return fmt.Errorf("new leader %d is not a live broker: %w", p.Leader, errIneligibleReplica)
+	}
+	if hasDuplicates(p.AddingReplicas) || hasDuplicates(p.RemovingReplicas) ||
+		!subset(p.AddingReplicas, p.Replicas) || !subset(p.RemovingReplicas, p.Replicas) ||
+		slices.ContainsFunc(p.AddingReplicas, func(r int32) bool { return slices.Contains(p.RemovingReplicas, r) }) {
+		return fmt.Errorf("adding %v, removing %v of replicas %v: %w", p.AddingReplicas, p.RemovingReplicas, p.Replicas, errInvalidEntry)
+	}
+	return nil
+}
+
+// partitionEqual reports whether two partition states are the same (ISR as a set).
+func partitionEqual(a, b *kernel.PartitionImage) bool {
+	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && sameMembers(a.ISR, b.ISR) &&
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.AddingReplicas, b.AddingReplicas) &&
+		slices.Equal(a.RemovingReplicas, b.RemovingReplicas)
+}
+
+// sameMembers reports whether a and b hold the same ids in any order, each as often.
+func sameMembers(a, b []int32) bool {
+	return len(a) == len(b) && subset(a, b) && subset(b, a) && !hasDuplicates(a) && !hasDuplicates(b)
+}
+
+// subset reports whether every id of a is in b.
+func subset(a, b []int32) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasDuplicates(ids []int32) bool {
+	for i, x := range ids {
+		if slices.Contains(ids[i+1:], x) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyTo returns a new map: m edited by c. It never modifies m.

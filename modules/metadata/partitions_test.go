@@ -1,0 +1,234 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// partitionState is a state with brokers 1-4 (4 fenced) and topic "p" (id 20) whose
+// partition 0 has replicas 1,2,3, leader 1, ISR 1,2.
+func partitionState(t *testing.T) *state {
+	t.Helper()
+	s := emptyState()
+	recs := []record{
+		&registerBrokerRecord{NodeID: 1, Incarnation: id(1)},
+		&registerBrokerRecord{NodeID: 2, Incarnation: id(2)},
+		&registerBrokerRecord{NodeID: 3, Incarnation: id(3)},
+		&registerBrokerRecord{NodeID: 4, Incarnation: id(4)},
+		&fenceBrokerRecord{NodeID: 4},
+		&createTopicRecord{Name: "p", ID: id(20), Partitions: []partitionAssignment{{Replicas: []int32{1, 2, 3}, Leader: 1, ISR: []int32{1, 2}}}},
+	}
+	for i, r := range recs {
+		var err error
+		if s, err = s.apply(uint64(i+1), r); err != nil {
+			t.Fatalf("setup %d: %v", i, err)
+		}
+	}
+	return s
+}
+
+// alterRec is the entry AlterPartition writes.
+func alterRec(leader, leaderEpoch, partitionEpoch int32, isr ...int32) *partitionChangeRecord {
+	return &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: partitionEpoch, ISR: isr,
+		partitionChangeV2: partitionChangeV2{ExpectLeader: &leader, ExpectLeaderEpoch: &leaderEpoch, Validate: true}}
+}
+
+// TestApplyAlterPartition: every check of a validated PartitionChange, through the
+// record codec (version 2), on the state alone.
+func TestApplyAlterPartition(t *testing.T) {
+	base := partitionState(t)
+	for _, tc := range []struct {
+		name    string
+		rec     *partitionChangeRecord
+		wantErr error
+		wantISR []int32
+		epoch   int32 // partition epoch after
+	}{
+		{"expand", alterRec(1, 0, 0, 1, 2, 3), nil, []int32{1, 2, 3}, 1},
+		{"shrink", alterRec(1, 0, 0, 1), nil, []int32{1}, 1},
+		{"same set", alterRec(1, 0, 0, 2, 1), nil, []int32{1, 2}, 0},
+		{"not the leader", alterRec(2, 0, 0, 1, 2), errNotLeader, nil, 0},
+		{"old leader epoch", alterRec(1, 3, 0, 1, 2), errFencedLeaderEpoch, nil, 0},
+		{"stale partition epoch", alterRec(1, 0, 4, 1), errStale, nil, 0},
+		{"leader left out", alterRec(1, 0, 0, 2), errInvalidEntry, nil, 0},
+		{"duplicate", alterRec(1, 0, 0, 1, 1), errInvalidEntry, nil, 0},
+		{"duplicate same size", alterRec(1, 0, 0, 1, 1, 2), errInvalidEntry, nil, 0},
+		{"not a replica", alterRec(1, 0, 0, 1, 4), errInvalidEntry, nil, 0},
+		{"unknown topic", &partitionChangeRecord{Topic: "p", ID: id(21), ISR: []int32{1}, partitionChangeV2: partitionChangeV2{Validate: true}}, errUnknownTopic, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := encodeRecord(tc.rec)
+			if err != nil || b[1] != 2 {
+				t.Fatalf("encode: version %d, %v", b[1], err)
+			}
+			rec, err := decodeRecord(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := base.apply(100, rec)
+			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Fatalf("err %v, want %v", err, tc.wantErr)
+			}
+			p := s.img.Partition("p", 0)
+			if tc.wantErr != nil {
+				if !slices.Equal(p.ISR, []int32{1, 2}) || p.PartitionEpoch != 0 {
+					t.Errorf("rejected entry changed the partition: %+v", p)
+				}
+				return
+			}
+			if !slices.Equal(p.ISR, tc.wantISR) || p.PartitionEpoch != tc.epoch || p.Leader != 1 || p.LeaderEpoch != 0 {
+				t.Errorf("partition %+v, want ISR %v epoch %d", p, tc.wantISR, tc.epoch)
+			}
+		})
+	}
+	// A fenced broker cannot join the ISR.
+	s, err := base.apply(7, &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: 0, Replicas: []int32{1, 2, 3, 4},
+		partitionChangeV2: partitionChangeV2{Validate: true}})
+	if err != nil {
+		t.Fatalf("add replica 4: %v", err)
+	}
+	if _, err := s.apply(8, alterRec(1, 0, 1, 1, 2, 4)); !errors.Is(err, errIneligibleReplica) {
+		t.Errorf("fenced broker joins the ISR: %v", err)
+	}
+	// A member that stays need not be live: broker 2 fenced, the leader keeps it.
+	s, _ = s.apply(9, &fenceBrokerRecord{NodeID: 2})
+	if _, err := s.apply(10, alterRec(1, 0, 1, 1, 2)); err != nil {
+		t.Errorf("keeping a fenced member: %v", err)
+	}
+	// A validated change may not name an unregistered replica or a fenced new leader.
+	if _, err := base.apply(11, &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: -1, Replicas: []int32{1, 2, 3, 9},
+		partitionChangeV2: partitionChangeV2{Validate: true}}); !errors.Is(err, errUnknownBroker) {
+		t.Errorf("unregistered replica: %v", err)
+	}
+	if _, err := s.apply(12, &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: -1, Leader: i32(2),
+		partitionChangeV2: partitionChangeV2{Validate: true}}); !errors.Is(err, errIneligibleReplica) {
+		t.Errorf("fenced new leader: %v", err)
+	}
+}
+
+// TestPartitionChangeVersions: an entry with no version 2 field stays version 1, and a
+// version 1 entry's payload never carries version 2 meaning.
+func TestPartitionChangeVersions(t *testing.T) {
+	v1 := &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: 0, Leader: i32(2)}
+	b, err := encodeRecord(v1)
+	if err != nil || b[1] != 1 {
+		t.Fatalf("plain change: version %d, %v", b[1], err)
+	}
+	// A version 1 header with a version 2 field: the field is dropped on decoding.
+	forged := append([]byte{byte(recPartitionChange), 1}, `{"topic":"p","id":"`+id(20).String()+`","partition":0,"partition_epoch":0,"isr":[2],"expect_leader":7,"validate":true}`...)
+	rec, err := decodeRecord(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc := rec.(*partitionChangeRecord); pc.ExpectLeader != nil || pc.Validate {
+		t.Errorf("version 1 entry kept version 2 fields: %+v", pc)
+	}
+	if _, err := decodeRecord(append([]byte{byte(recPartitionChange), 3}, '{', '}')); !errors.Is(err, ErrUnknownRecord) {
+		t.Errorf("version 3: %v", err)
+	}
+}
+
+// kerrIs reports whether err wraps the Kafka error want.
+func kerrIs(err error, want *kerr.Error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && ke == want
+}
+
+// TestClusterAlterPartition: AlterPartition through a broker that is not the
+// controller, its result, and each rejection with its Kafka error.
+func TestClusterAlterPartition(t *testing.T) {
+	c := newCluster(t, 3)
+	f := c.follower()
+	var others []int32
+	for _, nd := range c.running() {
+		if nd != f {
+			others = append(others, nd.id)
+		}
+	}
+	slices.Sort(others)
+	a, b := others[0], others[1]
+	if rt := createTopicOn(t, f, "isr", -1, -1, map[int32][]int32{0: {f.id, a, b}}); rt.ErrorCode != 0 {
+		t.Fatalf("create: %d", rt.ErrorCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tp := f.m.Image().Topic("isr")
+	req := kernel.AlterPartitionRequest{Topic: "isr", TopicID: tp.ID, Partition: 0, Leader: f.id, LeaderEpoch: 0, PartitionEpoch: 0, ISR: []int32{f.id, a}}
+	got, err := f.m.AlterPartition(ctx, req)
+	if err != nil {
+		t.Fatalf("shrink: %v", err)
+	}
+	if got.PartitionEpoch != 1 || !slices.Equal(got.ISR, []int32{f.id, a}) || got.Leader != f.id || got.LeaderEpoch != 0 {
+		t.Fatalf("after shrink: %+v", got)
+	}
+	if p := f.m.Image().Partition("isr", 0); p.PartitionEpoch != 1 {
+		t.Errorf("the caller's image does not hold the change: %+v", p)
+	}
+	c.waitAll(10*time.Second, "every broker has the new ISR", func(im *kernel.Image) bool {
+		p := im.Partition("isr", 0)
+		return p != nil && p.PartitionEpoch == 1 && slices.Equal(p.ISR, []int32{f.id, a})
+	})
+	// The same ISR again: accepted, no new epoch.
+	req.PartitionEpoch = 1
+	if got, err := f.m.AlterPartition(ctx, req); err != nil || got.PartitionEpoch != 1 {
+		t.Errorf("no-op: %+v %v", got, err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(r *kernel.AlterPartitionRequest)
+		want *kerr.Error
+	}{
+		{"stale partition epoch", func(r *kernel.AlterPartitionRequest) { r.PartitionEpoch = 0 }, kerr.InvalidUpdateVersion},
+		{"not the leader", func(r *kernel.AlterPartitionRequest) { r.Leader = a }, kerr.NotLeaderForPartition},
+		{"old leader epoch", func(r *kernel.AlterPartitionRequest) { r.LeaderEpoch = 5 }, kerr.FencedLeaderEpoch},
+		{"leader left out", func(r *kernel.AlterPartitionRequest) { r.ISR = []int32{a, b} }, kerr.InvalidRequest},
+		{"duplicates", func(r *kernel.AlterPartitionRequest) { r.ISR = []int32{f.id, a, a} }, kerr.InvalidRequest},
+		{"not a replica", func(r *kernel.AlterPartitionRequest) { r.ISR = []int32{f.id, 42} }, kerr.InvalidRequest},
+		{"empty", func(r *kernel.AlterPartitionRequest) { r.ISR = nil }, kerr.InvalidRequest},
+		{"unknown topic", func(r *kernel.AlterPartitionRequest) { r.Topic, r.TopicID = "nope", [16]byte{} }, kerr.UnknownTopicOrPartition},
+		{"unknown topic id", func(r *kernel.AlterPartitionRequest) { r.TopicID = [16]byte{1} }, kerr.UnknownTopicID},
+		{"unknown partition", func(r *kernel.AlterPartitionRequest) { r.Partition = 3 }, kerr.UnknownTopicOrPartition},
+	} {
+		r := req
+		r.ISR = []int32{f.id, a, b}
+		tc.edit(&r)
+		if _, err := f.m.AlterPartition(ctx, r); !kerrIs(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if p := f.m.Image().Partition("isr", 0); p.PartitionEpoch != 1 || !slices.Equal(p.ISR, []int32{f.id, a}) {
+		t.Fatalf("a refused change changed the partition: %+v", p)
+	}
+
+	// A fenced broker cannot rejoin the ISR.
+	nb := c.nodes[b]
+	nb.m.pauseHeartbeats.Store(true)
+	c.waitAll(20*time.Second, "broker b is fenced", func(im *kernel.Image) bool { return im.Brokers[b].Fenced })
+	p := f.m.Image().Partition("isr", 0)
+	r := req
+	r.PartitionEpoch, r.ISR = p.PartitionEpoch, []int32{f.id, a, b}
+	if _, err := f.m.AlterPartition(ctx, r); !kerrIs(err, kerr.IneligibleReplica) {
+		t.Errorf("fenced broker joins: %v", err)
+	}
+	nb.m.pauseHeartbeats.Store(false)
+	c.waitAll(20*time.Second, "broker b is unfenced", func(im *kernel.Image) bool { return !im.Brokers[b].Fenced })
+	p = f.m.Image().Partition("isr", 0)
+	r.PartitionEpoch = p.PartitionEpoch
+	if got, err := f.m.AlterPartition(ctx, r); err != nil || !slices.Equal(got.ISR, []int32{f.id, a, b}) {
+		t.Errorf("expand after unfencing: %+v %v", got, err)
+	}
+	// A cancelled ctx is reported as such.
+	cctx, ccancel := context.WithCancel(ctx)
+	ccancel()
+	if _, err := f.m.AlterPartition(cctx, r); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
