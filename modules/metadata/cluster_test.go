@@ -71,9 +71,10 @@ func TestClusterForwarding(t *testing.T) {
 	c.waitAll(10*time.Second, "every broker sees the topic", func(im *kernel.Image) bool { return im.Topic("from-follower") != nil })
 }
 
-// TestClusterFencing: a broker that stops heartbeating is fenced; its RF=3 partitions
-// get new leaders, its RF=1 partitions go offline; when it heartbeats again it is
-// unfenced and its offline partitions come back with it as leader.
+// TestClusterFencing: a broker that stops heartbeating is fenced and leaves every ISR it
+// is not the last member of; its RF=3 partitions get new leaders, its RF=1 partitions
+// go offline; when it heartbeats again it is unfenced and its offline partitions come
+// back with it as leader.
 func TestClusterFencing(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.leader()
@@ -113,9 +114,15 @@ func TestClusterFencing(t *testing.T) {
 		if old := before.Partition("rf3", p); old.Leader == x.id && got.LeaderEpoch != old.LeaderEpoch+1 {
 			t.Errorf("rf3-%d leader epoch %d, was %d", p, got.LeaderEpoch, old.LeaderEpoch)
 		}
-		if !slices.Equal(got.ISR, got.Replicas) {
-			t.Errorf("rf3-%d ISR shrunk to %v", p, got.ISR)
+		// The fenced broker left the ISR; the others stay, in their order.
+		want := slices.DeleteFunc(slices.Clone(before.Partition("rf3", p).ISR), func(id int32) bool { return id == x.id })
+		if !slices.Equal(got.ISR, want) {
+			t.Errorf("rf3-%d ISR %v, want %v", p, got.ISR, want)
 		}
+	}
+	// Its last member keeps an offline partition's ISR.
+	if got := im.Partition("rf1", 0); !slices.Equal(got.ISR, []int32{x.id}) {
+		t.Errorf("offline rf1-0 ISR %v", got.ISR)
 	}
 	if got := im.Partition("rf1", 1).Leader; got != others[0] {
 		t.Errorf("rf1-1 (not on the fenced broker) leader %d", got)

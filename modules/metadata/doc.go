@@ -143,14 +143,20 @@
 // restarted right after a crash waits up to broker.session.timeout.ms (one that shut
 // down cleanly was fenced and registers at once).
 //
-// Leader election: the controller gives every partition whose leader is not a live
-// (registered, unfenced) broker the first live ISR member in replica order, with leader
-// epoch + 1 (PartitionChange), or leader -1 when there is none (Metadata then answers
-// LEADER_NOT_AVAILABLE). It runs after every fence and unfence and on every controller
-// tick (half the heartbeat interval, at most 1 s), so a broker that comes back takes
-// its offline partitions again. The ISR is not shrunk here (follower fetch and ISR
-// changes come with replication), so today the first live ISR member is the first live
-// replica.
+// Leader election: the controller keeps every partition in line with broker liveness
+// (electLeaders, lifecycle.go). An ISR member that is not a live (registered, unfenced)
+// broker leaves the ISR, unless no member is live: an offline partition keeps its ISR,
+// whose members are the ones that can lead it cleanly again. A partition whose leader
+// is not a live ISR member gets the first live ISR member in replica order, with leader
+// epoch + 1 (PartitionChange). Without one it stays offline (leader -1; Metadata then
+// answers LEADER_NOT_AVAILABLE), unless unclean.leader.election.enable (the topic's,
+// else the dynamic broker default of the controller's node or the cluster, else the
+// controller's static config) allows the first live replica to lead with the ISR {it},
+// which loses what only the old ISR had (logged as a warning). This runs after every
+// fence and unfence and on every controller tick (half the heartbeat interval, at most
+// 1 s), so a broker that comes back takes the offline partitions whose ISR it is in.
+// The ISR grows again only through the leader (AlterPartition, once the follower caught
+// up).
 //
 // Controlled shutdown: Stop first heartbeats with WantShutdown; the controller fences
 // the broker and moves its leaderships as above, and answers ShouldShutdown once the

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -546,48 +547,110 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 	if im.Version == scanned {
 		return scanned
 	}
-	if changes := electLeaders(im); len(changes) > 0 {
+	if changes := electLeaders(im, m.uncleanElection(im)); len(changes) > 0 {
 		_, _, errs := m.proposeLocal(ctx, changes)
 		moved := 0
-		for _, err := range errs {
+		for i, err := range errs {
 			if err == nil {
 				moved++
+				m.logPartitionChange(im, changes[i].(*partitionChangeRecord))
 			}
 		}
-		m.log.Info("elected partition leaders", "changes", moved, "proposed", len(changes))
+		m.log.Info("changed partitions for broker liveness", "changes", moved, "proposed", len(changes))
 		return 0 // look again next tick: a change may have been rejected as stale
 	}
 	return im.Version
 }
 
-// electLeaders returns the PartitionChange entries that give every partition whose
-// leader is not a live broker (fenced, unregistered, or -1) the first live ISR member
-// in replica order, or -1 when there is none.
+// electLeaders returns the PartitionChange entries (version 1, each checked against
+// the partition epoch it was computed from) that bring every partition in line with
+// broker liveness, as KRaft does when it fences a broker:
 //
-// The ISR is not shrunk here: follower fetch and ISR changes come with replication
-// (issue 8), so the ISR is the replica set and "first live ISR member" is the first
-// live replica.
-func electLeaders(im *kernel.Image) []record {
+//   - An ISR member that is not a live broker (fenced or unregistered) leaves the ISR,
+//     unless no member is live: then the ISR stays as it is (a partition is never left
+//     with an empty ISR; its last members are the ones that can lead it cleanly again).
+//   - A partition whose leader is not a live ISR member gets the first live ISR member
+//     in replica order, with leader epoch + 1. Without one, when unclean(topic) allows it,
+//     the first live replica leads with the ISR {it} (an unclean election: records only
+//     it had are kept, others' acknowledged records may be lost); otherwise it is offline
+//     (leader -1) until an ISR member comes back.
+//
+// It reads only im and unclean, so a new controller computes the same repairs.
+func electLeaders(im *kernel.Image, unclean func(*kernel.TopicImage) bool) []record {
 	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
 	var out []record
 	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 		t := im.Topics[name]
 		for _, p := range t.Partitions {
-			if alive(p.Leader) {
-				continue
+			isr := slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
+			if len(isr) == 0 {
+				isr = p.ISR
 			}
-			leader := int32(-1)
-			for _, r := range p.Replicas {
-				if alive(r) && slices.Contains(p.ISR, r) {
-					leader = r
-					break
+			leader := p.Leader
+			if !alive(leader) || !slices.Contains(isr, leader) {
+				leader = -1
+				for _, r := range p.Replicas {
+					if alive(r) && slices.Contains(isr, r) {
+						leader = r
+						break
+					}
+				}
+				if leader == -1 && unclean(t) {
+					if i := slices.IndexFunc(p.Replicas, alive); i >= 0 {
+						leader, isr = p.Replicas[i], []int32{p.Replicas[i]}
+					}
 				}
 			}
-			if leader == p.Leader {
+			if leader == p.Leader && slices.Equal(isr, p.ISR) {
 				continue
 			}
-			out = append(out, &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch, Leader: &leader})
+			rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch}
+			if leader != p.Leader {
+				rec.Leader = &leader
+			}
+			if !slices.Equal(isr, p.ISR) {
+				rec.ISR = slices.Clone(isr)
+			}
+			out = append(out, rec)
 		}
 	}
 	return out
+}
+
+// uncleanElection returns whether a topic allows unclean leader elections: its
+// unclean.leader.election.enable, else the dynamic broker default (this node's, then the
+// cluster's), else this controller's static config, else false. Results are cached per
+// topic for one scan of im.
+func (m *Module) uncleanElection(im *kernel.Image) func(*kernel.TopicImage) bool {
+	merged := m.mergedBrokerConfigs(im)
+	cache := map[*kernel.TopicImage]bool{}
+	return func(t *kernel.TopicImage) bool {
+		v, ok := cache[t]
+		if !ok {
+			v = kconfig.ResolveTopic(t.Configs, merged).UncleanLeaderElectionEnable
+			cache[t] = v
+		}
+		return v
+	}
+}
+
+// logPartitionChange notes a leader or ISR change the controller made from im: an
+// unclean election (a leader from outside the ISR) as a warning, the rest at debug level.
+func (m *Module) logPartitionChange(im *kernel.Image, r *partitionChangeRecord) {
+	old := im.Partition(r.Topic, r.Partition)
+	if old == nil {
+		return
+	}
+	args := []any{"topic", r.Topic, "partition", r.Partition, "old_leader", old.Leader, "old_isr", old.ISR}
+	if r.Leader != nil {
+		args = append(args, "leader", *r.Leader)
+	}
+	if r.ISR != nil {
+		args = append(args, "isr", r.ISR)
+	}
+	if r.Leader != nil && *r.Leader >= 0 && !slices.Contains(old.ISR, *r.Leader) {
+		m.log.Warn("unclean leader election: records acknowledged by the old ISR may be lost", args...)
+		return
+	}
+	m.log.Debug("partition changed", args...)
 }

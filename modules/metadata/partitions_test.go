@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -231,4 +232,147 @@ func TestClusterAlterPartition(t *testing.T) {
 	if _, err := f.m.AlterPartition(cctx, r); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
+}
+
+// electState builds an image with brokers 1-4 (those in fenced fenced) and topic "e"
+// with the given partitions.
+func electState(t *testing.T, fenced []int32, parts ...kernel.PartitionImage) *kernel.Image {
+	t.Helper()
+	im := emptyState().img
+	for id := int32(1); id <= 4; id++ {
+		im.Brokers[id] = &kernel.BrokerImage{ID: id, Fenced: slices.Contains(fenced, id)}
+	}
+	for i := range parts {
+		parts[i].Partition = int32(i)
+	}
+	tp := &kernel.TopicImage{Name: "e", ID: id(30), Partitions: parts}
+	im.Topics["e"], im.TopicsByID[tp.ID] = tp, tp
+	return im
+}
+
+// TestElectLeaders: the controller's liveness repairs, one partition per case.
+func TestElectLeaders(t *testing.T) {
+	part := func(leader int32, replicas, isr []int32) kernel.PartitionImage {
+		return kernel.PartitionImage{Leader: leader, LeaderEpoch: 3, PartitionEpoch: 5, Replicas: replicas, ISR: isr}
+	}
+	never := func(*kernel.TopicImage) bool { return false }
+	always := func(*kernel.TopicImage) bool { return true }
+	for _, tc := range []struct {
+		name       string
+		fenced     []int32
+		p          kernel.PartitionImage
+		unclean    func(*kernel.TopicImage) bool
+		wantChange bool
+		leader     int32
+		isr        []int32
+	}{
+		{"all live", nil, part(1, []int32{1, 2, 3}, []int32{1, 2, 3}), never, false, 1, []int32{1, 2, 3}},
+		{"follower fenced", []int32{2}, part(1, []int32{1, 2, 3}, []int32{1, 2, 3}), never, true, 1, []int32{1, 3}},
+		{"leader fenced", []int32{1}, part(1, []int32{1, 2, 3}, []int32{1, 3, 2}), never, true, 2, []int32{3, 2}},
+		{"leader and next fenced", []int32{1, 2}, part(1, []int32{1, 2, 3}, []int32{1, 2, 3}), never, true, 3, []int32{3}},
+		{"last member fenced", []int32{1}, part(1, []int32{1, 2, 3}, []int32{1}), never, true, -1, []int32{1}},
+		{"last members fenced at once", []int32{1, 2}, part(1, []int32{1, 2, 3}, []int32{1, 2}), never, true, -1, []int32{1, 2}},
+		{"offline stays offline", []int32{1}, part(-1, []int32{1, 2, 3}, []int32{1}), never, false, -1, []int32{1}},
+		{"member back", nil, part(-1, []int32{3, 2, 1}, []int32{1, 2}), never, true, 2, []int32{1, 2}},
+		{"member back, other still fenced", []int32{2}, part(-1, []int32{3, 2, 1}, []int32{1, 2}), never, true, 1, []int32{1}},
+		{"unclean", []int32{1}, part(1, []int32{1, 2, 3}, []int32{1}), always, true, 2, []int32{2}},
+		{"unclean, nobody live", []int32{1, 2, 3}, part(1, []int32{1, 2, 3}, []int32{1}), always, true, -1, []int32{1}},
+		{"unregistered member", nil, part(1, []int32{1, 9}, []int32{1, 9}), never, true, 1, []int32{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im := electState(t, tc.fenced, tc.p)
+			recs := electLeaders(im, tc.unclean)
+			if !tc.wantChange {
+				if len(recs) != 0 {
+					t.Fatalf("changes %+v", recs[0])
+				}
+				return
+			}
+			if len(recs) != 1 {
+				t.Fatalf("%d changes", len(recs))
+			}
+			s, err := (&state{img: im, regs: map[int32]brokerReg{}}).apply(10, recs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := encodeRecord(recs[0]); b[1] != 1 {
+				t.Errorf("controller election written at version %d", b[1])
+			}
+			p := s.img.Partition("e", 0)
+			if p.Leader != tc.leader || !slices.Equal(p.ISR, tc.isr) || p.PartitionEpoch != 6 {
+				t.Errorf("leader %d ISR %v epoch %d, want leader %d ISR %v", p.Leader, p.ISR, p.PartitionEpoch, tc.leader, tc.isr)
+			}
+			if wantEpoch := tc.p.LeaderEpoch + 1; tc.leader != tc.p.Leader && p.LeaderEpoch != wantEpoch {
+				t.Errorf("leader epoch %d, want %d", p.LeaderEpoch, wantEpoch)
+			}
+			if again := electLeaders(s.img, tc.unclean); len(again) != 0 {
+				t.Errorf("not settled: %+v", again[0])
+			}
+		})
+	}
+}
+
+// TestClusterUncleanElection: a partition whose only ISR member is fenced stays offline
+// unless unclean.leader.election.enable allows a replica outside the ISR to lead: as a
+// topic config, or as the dynamic cluster default.
+func TestClusterUncleanElection(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.leader()
+	var x, y *tnode
+	for _, nd := range c.running() {
+		switch {
+		case nd == l:
+		case x == nil:
+			x = nd
+		default:
+			y = nd
+		}
+	}
+	for _, name := range []string{"clean", "unclean"} {
+		if rt := createTopicOn(t, l, name, -1, -1, map[int32][]int32{0: {x.id, y.id}}); rt.ErrorCode != 0 {
+			t.Fatalf("create %s: %d", name, rt.ErrorCode)
+		}
+	}
+	setConfig := func(typ kmsg.ConfigResourceType, name, key, value string) {
+		t.Helper()
+		res := incremental(t, l.fc, typ, name, false, op(key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)))
+		if res.ErrorCode != 0 {
+			t.Fatalf("set %s on %s: %d %v", key, name, res.ErrorCode, res.ErrorMessage)
+		}
+	}
+	setConfig(kmsg.ConfigResourceTypeTopic, "unclean", "unclean.leader.election.enable", "true")
+	// x, the leader, shrinks both ISRs to itself (y fell behind).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range []string{"clean", "unclean"} {
+		tp := x.m.Image().Topic(name)
+		req := kernel.AlterPartitionRequest{Topic: name, TopicID: tp.ID, Leader: x.id, ISR: []int32{x.id}}
+		if _, err := x.m.AlterPartition(ctx, req); err != nil {
+			t.Fatalf("shrink %s: %v", name, err)
+		}
+	}
+	x.m.pauseHeartbeats.Store(true)
+	c.waitAll(20*time.Second, "x fenced; unclean led by y, clean offline", func(im *kernel.Image) bool {
+		u, cl := im.Partition("unclean", 0), im.Partition("clean", 0)
+		return im.Brokers[x.id].Fenced && u.Leader == y.id && cl.Leader == -1
+	})
+	im := l.m.Image()
+	if u := im.Partition("unclean", 0); !slices.Equal(u.ISR, []int32{y.id}) || u.LeaderEpoch != 1 {
+		t.Errorf("unclean: %+v", u)
+	}
+	if cl := im.Partition("clean", 0); !slices.Equal(cl.ISR, []int32{x.id}) {
+		t.Errorf("clean: %+v", cl)
+	}
+	// The cluster-wide dynamic default lets the clean topic elect uncleanly too.
+	setConfig(kmsg.ConfigResourceTypeBroker, "", "unclean.leader.election.enable", "true")
+	c.waitAll(20*time.Second, "clean led by y", func(im *kernel.Image) bool {
+		p := im.Partition("clean", 0)
+		return p.Leader == y.id && slices.Equal(p.ISR, []int32{y.id})
+	})
+	// x comes back: it is in no ISR, so it leads nothing.
+	x.m.pauseHeartbeats.Store(false)
+	c.waitAll(20*time.Second, "x unfenced", func(im *kernel.Image) bool { return !im.Brokers[x.id].Fenced })
+	c.waitAll(5*time.Second, "y still leads", func(im *kernel.Image) bool {
+		return im.Partition("clean", 0).Leader == y.id && im.Partition("unclean", 0).Leader == y.id
+	})
 }
