@@ -13,6 +13,10 @@
 // Producer state (idempotence, transactions) follows the same rules as the segment log
 // (modules/storage/internal/producers); Truncate rebuilds it from the kept batches, so
 // sequence ranges of empty AppendProducer calls are forgotten there, as after a crash.
+// Leader epochs use the same cache (modules/storage/internal/epochs), without a file;
+// Reset replaces the segments with one empty segment at the new offset; the high
+// watermark is an atomic in the partition, so it outlives a Close of the Log handle
+// like the data does.
 //
 // Usage:
 //
@@ -30,5 +34,5 @@
 // # Concurrency
 //
 // Lock order: Store.mu, then partition.mu. Every Log method takes partition.mu; reads
-// take it shared. The retention loop is owned by the Module and stopped in Stop.
+// take it shared. SetHighWatermark is one atomic store, without the lock. The retention loop is owned by the Module and stopped in Stop.
 package memory

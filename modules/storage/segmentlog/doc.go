@@ -10,6 +10,7 @@
 //	    dir: /var/lib/sluice          # default: the broker's data_dir
 //	    retention_check_interval_ms: 300000
 //	    flush_check_interval_ms: 1000
+//	    high_watermark_checkpoint_interval_ms: 5000  # default: replica.high.watermark.checkpoint.interval.ms
 //
 // and from another module:
 //
@@ -27,8 +28,10 @@
 //	  .kafka_cleanshutdown                 present only after a clean shutdown
 //	  recovery-point-offset-checkpoint     | "0" | count | "topic partition offset"... |
 //	  log-start-offset-checkpoint          same format
+//	  replication-offset-checkpoint        same format: the high watermarks
 //	  orders-0/
 //	    partition.metadata                 "version: 0\ntopic_id: <base64url, no padding>\n"
+//	    leader-epoch-checkpoint            | "0" | count | "epoch start_offset"... |
 //	    00000000000000000000.log           segment with base offset 0
 //	    00000000000000000000.index
 //	    00000000000000000000.timeindex
@@ -105,7 +108,29 @@
 //
 // Checkpoint files are Kafka's text format: a version line "0", a count line, then one
 // "topic partition offset" line per partition. They are written atomically: write a
-// .tmp file, fsync, rename, fsync the directory.
+// .tmp file, fsync, rename, fsync the directory. replication-offset-checkpoint holds
+// every partition's high watermark (Log.SetHighWatermark keeps it in memory, an
+// atomic store); the module's loop writes it every
+// replica.high.watermark.checkpoint.interval.ms when one changed, and Close writes it.
+// An unreadable one is logged and ignored (high watermarks are derived state); a
+// checkpointed HW is clamped to the log recovery keeps.
+//
+// The leader-epoch-checkpoint (Kafka's format and name, see internal/epochs) is one per
+// partition: a version line "0", a count line, then "epoch start_offset" lines,
+// oldest first:
+//
+//	0
+//	2
+//	3 0
+//	5 1200
+//
+// It is rewritten atomically whenever the entries change: an append whose batch header
+// (partition leader epoch, bytes 12-16) carries a newer epoch, AssignEpoch, Truncate,
+// Reset. Appends in the current epoch never write it. A moving log start (retention,
+// DeleteRecordsBefore) changes the first entry's start; that is written lazily (flush
+// loop, Flush, Close), since open applies the log start offset again. Flush writes a
+// pending change before it moves the recovery point, so the file is right for every
+// offset below the recovery point (see epochs.go).
 //
 // All of the above is frozen by Kafka; there is no Sluice-specific version to bump.
 // The checkpoint version is 0; a file with another version fails the open.
@@ -140,9 +165,27 @@
 // on disk: a duplicate of it is answered with its max timestamp as LogAppendTime, and
 // sequence ranges of empty AppendProducer calls after the snapshot are forgotten.
 //
+// The leader epochs are then rebuilt (loadEpochs): the leader-epoch-checkpoint's
+// entries that start below the first recovered segment (after a clean shutdown: below
+// the log end), then every newer epoch in the batch headers from there to the log end,
+// then the log start applied (entries wholly below it go, the one holding it starts
+// there) and the entries at or past the log end dropped (an epoch no record carries,
+// as Kafka does: a leader assigns it again). A missing or unreadable file (logged) is
+// rebuilt from every batch header, which reads headers only. The file is rewritten when
+// the result differs.
+//
+// # Reset
+//
+// Reset (a follower wholly below the leader's log start) removes the
+// leader-epoch-checkpoint and the producer snapshots, renames every segment away
+// (newest first), creates an empty segment at the new offset, syncs the directory,
+// writes an empty leader-epoch-checkpoint and the checkpoints. A crash part way leaves
+// the old log, a prefix of it or an empty log, each recovered as above; reset.go walks
+// through every step.
+//
 // # Deleting segments
 //
-// Retention, DeleteRecordsBefore and Truncate delete whole segments: the files are
+// Retention, DeleteRecordsBefore, Truncate and Reset delete whole segments: the files are
 // renamed to *.deleted at once (so a crash leaves no half-deleted segment in the log;
 // *.deleted files are removed at the next open) and unlinked when the last reference
 // drops. Kafka waits file.delete.delay.ms before unlinking so that in-flight reads of
@@ -183,6 +226,10 @@
 //     log up to the log end: every append, truncation and head deletion updates it
 //     under mu. Producers whose last batch or marker is below the log start offset, and
 //     aborted transactions whose marker is, are forgotten.
+//   - The leader-epoch cache (Log.epochs) describes the log up to its end and never
+//     starts below the log start; every cache entry that starts below the recovery
+//     point is in the leader-epoch-checkpoint (epochs.go). The high watermark is never
+//     read outside [log start, log end], and Truncate and Reset lower it to the new end.
 //   - No per-record allocation on append or read: a Read allocates its pin handle and
 //     Release func; header reads use ReadAt (pread) on a 12-byte buffer in that handle,
 //     never the file's seek position.
@@ -201,7 +248,12 @@
 // readers (it is rare: at most once per retention pass and partition). LogStartOffset and
 // LogEndOffset are atomics, readable without the lock.
 //
-// The Module owns two goroutines, the retention loop and the flush loop (flush.ms,
-// rolled-but-unflushed segments, dirty checkpoints); Start starts them, Stop cancels
-// and waits for them before closing the store.
+// Log.hw is atomic: SetHighWatermark and HighWatermark take no lock (both are on the
+// replication hot paths). Log.epochs is guarded by mu; the leader-epoch-checkpoint is
+// written under mu, which happens only when an epoch changes.
+//
+// The Module owns three goroutines, the retention loop, the flush loop (flush.ms,
+// rolled-but-unflushed segments, dirty checkpoints, a lazily written
+// leader-epoch-checkpoint) and the high-watermark checkpoint loop; Start starts them,
+// Stop cancels and waits for them before closing the store.
 package segmentlog

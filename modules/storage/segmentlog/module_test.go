@@ -22,13 +22,14 @@ import (
 // fakeContext is the part of kernel.Context the module uses.
 type fakeContext struct {
 	dataDir  string
+	configs  map[string]string // the broker's static configs
 	handlers map[int16]kernel.Handler
 	versions map[int16][2]int16
 }
 
 func (c *fakeContext) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func (c *fakeContext) Broker() kernel.BrokerInfo {
-	return kernel.BrokerInfo{NodeID: 1, DataDir: c.dataDir}
+	return kernel.BrokerInfo{NodeID: 1, DataDir: c.dataDir, StaticConfigs: c.configs}
 }
 func (c *fakeContext) Lookup(string) (kernel.Module, error) { return nil, nil }
 func (c *fakeContext) HandleHTTP(string, http.Handler)      {}
@@ -51,7 +52,11 @@ func (denyAll) Authorize(context.Context, kernel.Principal, kernel.Operation, ke
 
 func startModule(t *testing.T, m *Module, dataDir string) *fakeContext {
 	t.Helper()
-	fc := &fakeContext{dataDir: dataDir}
+	return startModuleWith(t, m, &fakeContext{dataDir: dataDir})
+}
+
+func startModuleWith(t *testing.T, m *Module, fc *fakeContext) *fakeContext {
+	t.Helper()
 	if err := m.Provision(fc); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +261,7 @@ func TestConfigDecodesStrictly(t *testing.T) {
 		yaml string
 		ok   bool
 	}{
-		{"all keys", "dir: /x\nretention_check_interval_ms: 5\nflush_check_interval_ms: 7\n", true},
+		{"all keys", "dir: /x\nretention_check_interval_ms: 5\nflush_check_interval_ms: 7\nhigh_watermark_checkpoint_interval_ms: 9\n", true},
 		{"unknown key", "retention_ms: 5\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,9 +272,62 @@ func TestConfigDecodesStrictly(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Fatalf("decode: %v", err)
 			}
-			if tc.ok && (m.Dir != "/x" || m.RetentionCheckIntervalMs != 5 || m.FlushCheckIntervalMs != 7) {
+			if tc.ok && (m.Dir != "/x" || m.RetentionCheckIntervalMs != 5 || m.FlushCheckIntervalMs != 7 || m.HighWatermarkCheckpointIntervalMs != 9) {
 				t.Fatalf("decoded %+v", m)
 			}
 		})
+	}
+}
+
+// TestModuleHighWatermarkLoop: the module writes the high watermarks every
+// replica.high.watermark.checkpoint.interval.ms (a broker config, overridden by the
+// module's own setting), and at Stop.
+func TestModuleHighWatermarkLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		override int64
+		configs  map[string]string
+		want     int64
+	}{
+		{"default", 0, nil, 5000},
+		{"broker config", 0, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "20"}, 20},
+		{"module setting wins", 30, map[string]string{"replica.high.watermark.checkpoint.interval.ms": "20"}, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			m := New()
+			m.HighWatermarkCheckpointIntervalMs = tc.override
+			startModuleWith(t, m, &fakeContext{dataDir: dataDir, configs: tc.configs})
+			if m.HighWatermarkCheckpointIntervalMs != tc.want {
+				t.Fatalf("interval %d, want %d", m.HighWatermarkCheckpointIntervalMs, tc.want)
+			}
+			l, err := m.Open(rtp, [16]byte{}, storagetest.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fill(t, l, 3)
+			l.SetHighWatermark(4)
+			if tc.want < 1000 {
+				waitFor(t, 5*time.Second, "high watermark checkpoint by the loop", func() bool {
+					b, _ := os.ReadFile(filepath.Join(dataDir, hwCheckpointFile))
+					return string(b) == "0\n1\nrecover 3 4\n"
+				})
+			}
+			l.SetHighWatermark(6)
+			if err := m.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(filepath.Join(dataDir, hwCheckpointFile)); err != nil || string(b) != "0\n1\nrecover 3 6\n" {
+				t.Fatalf("checkpoint after Stop %q, %v", b, err)
+			}
+		})
+	}
+	bad := New()
+	bad.HighWatermarkCheckpointIntervalMs = -1
+	if err := bad.Provision(&fakeContext{dataDir: t.TempDir()}); err == nil {
+		t.Fatal("provision with a negative interval succeeded")
+	}
+	if err := bad.Cleanup(); err != nil {
+		t.Fatal(err)
 	}
 }

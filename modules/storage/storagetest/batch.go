@@ -94,3 +94,17 @@ func ParseAll(b []byte) ([]BatchInfo, error) {
 	})
 	return out, err
 }
+
+// SetLeaderEpoch sets the partition leader epoch of every batch in records, in place
+// (the CRC does not cover it), and returns records.
+func SetLeaderEpoch(records []byte, epoch int32) []byte {
+	for b := records; len(b) >= recordbatch.HeaderSize; {
+		h, err := recordbatch.ParseHeader(b)
+		if err != nil || h.Size() > len(b) {
+			break
+		}
+		binary.BigEndian.PutUint32(b[recordbatch.OffLeaderEpoch:], uint32(epoch))
+		b = b[h.Size():]
+	}
+	return records
+}
