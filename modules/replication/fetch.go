@@ -26,11 +26,15 @@ type fetchOp struct {
 	maxBytes      int64
 	minBytes      int64
 	readCommitted bool
-	refuse        bool            // replica fetch: refused until the ISR issue
-	authz         map[string]bool // topics authorized so far, past the last one
-	lastTopic     string
-	lastAllowed   bool
-	lastSet       bool
+	// replica is the fetching follower's broker id (-1: a consumer). Follower fetches
+	// need CLUSTER_ACTION (clusterOK), read up to the log end and report the
+	// follower's log end offset to the partition.
+	replica     int32
+	clusterOK   bool
+	authz       map[string]bool // topics authorized so far, past the last one
+	lastTopic   string
+	lastAllowed bool
+	lastSet     bool
 
 	session     *fetchSession
 	incremental bool
@@ -50,11 +54,18 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 		readCommitted: r.IsolationLevel == 1,
 	}
 	op.maxBytes = min(max(op.maxBytes, 0), m.fetchMaxBytes.Load())
-	replica := r.ReplicaID
+	op.replica = r.ReplicaID
 	if req.Version >= 15 {
-		replica = r.ReplicaState.ID
+		op.replica = r.ReplicaState.ID
 	}
-	op.refuse = replica >= 0
+	if op.replica >= 0 {
+		// As Kafka: a follower's fetch needs CLUSTER_ACTION on the cluster (and no
+		// READ on the topics); without it every partition is refused.
+		op.clusterOK = req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName)
+		op.readCommitted = false
+	} else if op.replica < -1 {
+		op.replica = -1 // a debugging replica id reads like a consumer
+	}
 
 	resp := &fetchResponse{version: req.Version}
 	if code := op.resolveSession(r); code != 0 {
@@ -154,7 +165,7 @@ func (op *fetchOp) resolveSession(r *kmsg.FetchRequest) int16 {
 	op.incremental = true
 	op.parts = make([]*fetchPart, 0, len(s.parts))
 	for _, sp := range s.parts {
-		fp := op.newPart(sp.key.topic, sp.key.topicID, sp.key.partition, sp.fetchOffset, sp.maxBytes, sp.currentEpoch)
+		fp := op.newPart(sp.key.topic, sp.key.topicID, sp.key.partition, sp.fetchOffset, sp.maxBytes, sp.currentEpoch, sp.lastFetchedEpoch)
 		fp.sp = sp
 	}
 	return 0
@@ -179,7 +190,7 @@ func (op *fetchOp) fromRequest(r *kmsg.FetchRequest, s *fetchSession) {
 		t := &r.Topics[i]
 		for j := range t.Partitions {
 			rp := &t.Partitions[j]
-			fp := op.newPart(t.Topic, t.TopicID, rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch)
+			fp := op.newPart(t.Topic, t.TopicID, rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch)
 			if s != nil {
 				k := op.key(t.Topic, t.TopicID, rp.Partition)
 				s.upsert(k, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch)
@@ -190,7 +201,7 @@ func (op *fetchOp) fromRequest(r *kmsg.FetchRequest, s *fetchSession) {
 }
 
 // newPart adds a partition to read; the topic name is resolved from the ID for v13+.
-func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset int64, maxBytes, curEpoch int32) *fetchPart {
+func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset int64, maxBytes, curEpoch, lastFetchedEpoch int32) *fetchPart {
 	if op.version >= 13 {
 		topic = ""
 		if t := op.image.TopicsByID[id]; t != nil {
@@ -199,7 +210,10 @@ func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset in
 	} else if t := op.image.Topic(topic); t != nil {
 		id = t.ID
 	}
-	fp := &fetchPart{topic: topic, topicID: id, partition: partition, fetchOffset: offset, maxBytes: maxBytes, curEpoch: curEpoch}
+	if op.version < 12 {
+		lastFetchedEpoch = -1
+	}
+	fp := &fetchPart{topic: topic, topicID: id, partition: partition, fetchOffset: offset, maxBytes: maxBytes, curEpoch: curEpoch, lastFetchedEpoch: lastFetchedEpoch}
 	fp.reset()
 	op.parts = append(op.parts, fp)
 	if topic != "" {
@@ -237,7 +251,7 @@ func (op *fetchOp) readAll() (total int64, stop bool) {
 	for _, fp := range op.parts {
 		fp.reset()
 		op.readOne(fp, limit, minOne)
-		if fp.errorCode != 0 {
+		if fp.errorCode != 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 {
 			stop = true
 		}
 		if n := fp.records.Size; n > 0 {
@@ -258,7 +272,7 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		}
 		return
 	}
-	if !op.allowed(fp.topic) {
+	if op.replica >= 0 && !op.clusterOK || op.replica < 0 && !op.allowed(fp.topic) {
 		fp.errorCode = kerr.TopicAuthorizationFailed.Code
 		return
 	}
@@ -273,10 +287,6 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		fp.errorCode = kerr.UnknownTopicOrPartition.Code
 		return
 	}
-	if op.refuse {
-		fp.errorCode = kerr.NotLeaderForPartition.Code
-		return
-	}
 	pl, err := p.leaderFor(fp.curEpoch)
 	if err != nil {
 		fp.errorCode = errorCode(err)
@@ -285,19 +295,45 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		}
 		return
 	}
-	hw, lso := p.stableOffsets()
-	fp.hw, fp.lso = hw, lso
+	// The log end before the read: a follower fetching from it was caught up at this
+	// moment, whatever is appended meanwhile (Kafka's rule).
+	leo := p.log.LogEndOffset()
 	fp.logStart = p.log.LogStartOffset()
-	// read_committed reads stop at the LSO (a batch boundary: the first batch of the
-	// earliest open transaction, or the HW).
-	bound := hw
-	if op.readCommitted {
-		bound = lso
-		fp.abortedTxns = []abortedTxn{} // non-null (zero-size: no allocation)
+	if fp.lastFetchedEpoch >= 0 && op.diverging(fp, p) {
+		fp.hw, fp.lso = p.stableOffsets()
+		return
 	}
-	if fp.fetchOffset < fp.logStart || fp.fetchOffset > p.log.LogEndOffset() {
+	if fp.fetchOffset < fp.logStart || fp.fetchOffset > leo {
+		fp.hw, fp.lso = p.stableOffsets()
 		fp.errorCode = kerr.OffsetOutOfRange.Code
 		return
+	}
+	if op.replica >= 0 {
+		// The follower has everything below its fetch offset: record it (the HW may
+		// move, waking acks=all produces) before the HW for the answer is loaded.
+		prop, known := p.followerFetched(op.replica, fp.fetchOffset, leo, op.m.now().UnixMilli())
+		if prop != nil {
+			op.m.proposeISR(p, prop)
+		}
+		if !known {
+			// Not one of the partition's replicas (a stale assignment): as Kafka, an
+			// empty answer; the fetcher moves on when its image catches up.
+			fp.hw, fp.lso = p.stableOffsets()
+			return
+		}
+	}
+	hw, lso := p.stableOffsets()
+	fp.hw, fp.lso = hw, lso
+	// Consumers read up to the HW; read_committed reads stop at the LSO (a batch
+	// boundary: the first batch of the earliest open transaction, or the HW); a
+	// follower reads up to the log end (as of before the read).
+	bound := hw
+	switch {
+	case op.replica >= 0:
+		bound = leo
+	case op.readCommitted:
+		bound = lso
+		fp.abortedTxns = []abortedTxn{} // non-null (zero-size: no allocation)
 	}
 	maxBytes := min(int64(fp.maxBytes), limit)
 	if fp.fetchOffset >= bound || (maxBytes <= 0 && !minOne) {
@@ -315,6 +351,33 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	if op.readCommitted && res.Size > 0 {
 		op.abortedFor(fp, p, bound)
 	}
+}
+
+// diverging checks a fetcher's LastFetchedEpoch (v12+; followers and consumers alike,
+// as Kafka) against the log's leader-epoch cache. It reports true when fp is answered
+// by it: with a diverging epoch (the largest epoch <= the fetcher's and its end offset
+// here) when the fetcher's log has records this log does not (our epoch is older than
+// its last fetched one, or that epoch ends here before its fetch offset): it must
+// truncate before it fetches again; or OFFSET_OUT_OF_RANGE when the epoch's end is
+// unknown or the fetch offset is below the log start. A log that keeps no epochs (none
+// recorded) is not checked.
+func (op *fetchOp) diverging(fp *fetchPart, p *Partition) bool {
+	epoch, end := p.log.EndOffsetForEpoch(fp.lastFetchedEpoch)
+	switch {
+	case epoch < 0 || end < 0:
+		if len(p.log.Epochs()) == 0 {
+			return false
+		}
+		fp.errorCode = kerr.OffsetOutOfRange.Code
+		return true
+	case fp.fetchOffset < fp.logStart:
+		fp.errorCode = kerr.OffsetOutOfRange.Code
+		return true
+	case epoch < fp.lastFetchedEpoch || end < fp.fetchOffset:
+		fp.divergingEpoch, fp.divergingEndOffset = epoch, end
+		return true
+	}
+	return false
 }
 
 // abortedFor fills fp's aborted transactions: those overlapping [fetchOffset, upper)

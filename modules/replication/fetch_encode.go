@@ -60,7 +60,10 @@ type fetchPart struct {
 	fetchOffset int64
 	maxBytes    int32
 	curEpoch    int32
-	sp          *sessionPart // nil outside sessions
+	// lastFetchedEpoch is the epoch of the last batch the fetcher has (v12+; -1: not
+	// sent): the diverging-epoch check.
+	lastFetchedEpoch int32
+	sp               *sessionPart // nil outside sessions
 
 	errorCode          int16
 	hw, lso, logStart  int64

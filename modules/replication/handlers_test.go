@@ -244,7 +244,10 @@ func TestFetchErrors(t *testing.T) {
 	check("unknown epoch", 12, r, kerr.UnknownLeaderEpoch)
 	r = fetchReq("t", 1, 0, 0)
 	r.ReplicaID = 3
-	check("replica fetch refused", 11, r, kerr.NotLeaderForPartition)
+	// Not one of the replicas: an empty answer (as Kafka), no records.
+	if p := check("fetch by a non-replica", 11, r, &kerr.Error{}); len(p.RecordBatches) != 0 || p.HighWatermark != 3 {
+		t.Errorf("fetch by a non-replica: %d bytes, HW %d", len(p.RecordBatches), p.HighWatermark)
+	}
 	resp, _ := h.doAs(context.Background(), 11, fetchReq("t", 1, 0, 0), denyTopic("t"))
 	dec := &kmsg.FetchResponse{Version: 11}
 	if err := dec.ReadFrom(bodyBytes(t, resp.Body)); err != nil || dec.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {

@@ -64,6 +64,7 @@ type fakeCtx struct {
 	static   map[string]string
 	storage  kernel.Storage
 	meta     *fakeMeta
+	metaMod  kernel.Module // what Lookup("metadata") returns (nil: meta)
 	handlers map[int16]handlerClaim
 	metrics  *kernel.Metrics
 	txn      kernel.Module // role "txn" (nil: no txn module)
@@ -78,6 +79,9 @@ func (c *fakeCtx) Lookup(role string) (kernel.Module, error) {
 	case "storage":
 		return c.storage, nil
 	case "metadata":
+		if c.metaMod != nil {
+			return c.metaMod, nil
+		}
 		return c.meta, nil
 	case "txn":
 		if c.txn != nil {
@@ -137,8 +141,15 @@ type harness struct {
 func newHarness(t testing.TB, cfg func(*Module), topics ...topicSpec) *harness {
 	t.Helper()
 	meta := &fakeMeta{img: image(1, topics...)}
+	return newHarnessMeta(t, nil, meta, cfg)
+}
+
+// newHarnessMeta is newHarness with a metadata module of the test's (mod, e.g. one that
+// changes ISRs) around meta (nil mod: meta itself).
+func newHarnessMeta(t testing.TB, mod kernel.Module, meta *fakeMeta, cfg func(*Module)) *harness {
+	t.Helper()
 	store := memory.NewStore()
-	fc := &fakeCtx{node: 1, storage: store, meta: meta, handlers: map[int16]handlerClaim{}, metrics: kernel.NewMetrics()}
+	fc := &fakeCtx{node: 1, storage: store, meta: meta, metaMod: mod, handlers: map[int16]handlerClaim{}, metrics: kernel.NewMetrics()}
 	m := New()
 	if cfg != nil {
 		cfg(m)

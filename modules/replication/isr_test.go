@@ -11,6 +11,14 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
+// updateFollower records a fetch of follower replica at leo, made when the leader's
+// LEO was its current one (the leader path of a follower fetch, without the request).
+func (p *Partition) updateFollower(replica int32, leo int64) {
+	if prop, _ := p.followerFetched(replica, leo, p.log.LogEndOffset(), time.Now().UnixMilli()); prop != nil {
+		p.isrChanged(prop, nil, 0)
+	}
+}
+
 // twoReplicas returns an image where node 1 leads "t" with ISR isr and min.insync.replicas 2.
 func twoReplicas(version uint64, isr ...int32) *kernel.Image {
 	im := image(version, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})

@@ -26,7 +26,8 @@ type markerWrite struct {
 	m      kernel.TxnMarker
 	p      *Partition
 	offset int64
-	hook   bool // queued for the TxnMarkerHook listeners
+	epoch  int32 // leader epoch of the append
+	hook   bool  // queued for the TxnMarkerHook listeners
 	err    error
 	done   bool
 }
@@ -100,13 +101,13 @@ func (m *Module) writeMarkers(ctx context.Context, ws []markerWrite, timeout tim
 		if t := im.Topic(w.tp.Topic); hooks && t != nil && t.Internal {
 			queue, w.hook = &w.m, true
 		}
-		res, err := w.p.appendLocked(batch, nil, true, queue)
+		res, epoch, err := w.p.appendLocked(batch, nil, true, queue)
 		if err != nil {
 			w.err, w.hook = err, false
 			continue
 		}
 		m.produceBytes.Add(int64(len(batch)))
-		w.offset = res.BaseOffset
+		w.offset, w.epoch = res.BaseOffset, epoch
 		keys = append(keys, w.tp)
 	}
 	if len(keys) == 0 {
@@ -121,15 +122,12 @@ func (m *Module) writeMarkers(ctx context.Context, ws []markerWrite, timeout tim
 			}
 			// As for acks=all: committed once the HW passes the marker with the ISR at
 			// least min.insync.replicas.
+			done, err := w.p.ackState(w.offset, w.epoch)
 			switch {
-			case w.p.isClosed():
-				w.err = ErrClosed
-			case !w.p.IsLeader():
-				w.err = ErrNotLeader
-			case w.p.HighWatermark() <= w.offset:
+			case !done:
 				all = false
-			case int32(len(w.p.ISR())) < w.p.Config().MinInsyncReplicas:
-				w.err = ErrNotEnoughReplicasAfterAppend
+			case err != nil:
+				w.err = err
 			default:
 				w.done = true
 			}

@@ -66,6 +66,26 @@ type Module struct {
 	// fetchMaxBytes is the broker's fetch.max.bytes (caps a Fetch's max_bytes),
 	// refreshed from every image.
 	fetchMaxBytes atomic.Int64
+	// rcfg is the replica.* configuration, refreshed from every image.
+	rcfg atomic.Pointer[replicaConfig]
+
+	// env is shared by every partition.
+	env *partitionEnv
+	// changer is the metadata module's kernel.PartitionChanger (nil: ISRs change only
+	// through images; no shrink or expansion is proposed).
+	changer kernel.PartitionChanger
+	// fetchers follow the partitions this broker replicates from their leaders.
+	fetchers *fetcherSet
+	// fetchPaused (a test hook) idles every fetcher, as if the broker stopped
+	// fetching.
+	fetchPaused atomic.Bool
+	// runCtx ends at Stop; background work (the ISR check, AlterPartition calls) runs
+	// under it, started by goBG and waited for with bg.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	bgMu      sync.Mutex
+	bgStopped bool
+	bg        sync.WaitGroup
 
 	// openMu serialises opening logs and dropping partitions (taken before mu, held
 	// across Storage.Open and Storage.Remove): Storage.Open hands back the open Log of
@@ -104,7 +124,10 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
 		return fmt.Errorf("replication: %w", err)
 	}
+	m.changer, _ = m.meta.(kernel.PartitionChanger)
 	m.pg = newPurgatory()
+	m.env = &partitionEnv{self: m.broker.NodeID, pg: m.pg, log: m.log, alter: m.changer != nil}
+	m.fetchers = newFetcherSet(m)
 	m.setBrokerLimits(m.brokerConfigs(nil))
 	m.parts = make(map[kernel.TopicPartition]*Partition)
 	slots := m.FetchSessionCacheSlots
@@ -117,6 +140,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		mt.Gauge("sluice_fetch_sessions", "Cached fetch sessions (KIP-227).", func() float64 { return float64(m.sessions.len()) })
 		mt.Gauge("sluice_leader_partitions", "Partitions this broker leads.", func() float64 { return float64(m.leaderCount()) })
 		mt.Gauge("sluice_purgatory_waiting", "Fetches and acks=all produces waiting in the purgatory.", func() float64 { return float64(m.pg.n.Load()) })
+		mt.Gauge("sluice_follower_partitions", "Partitions this broker fetches from their leaders.", func() float64 { n, _ := m.fetchers.partitions(); return float64(n) })
+		mt.Gauge("sluice_replica_fetchers", "Replica fetcher goroutines (one per source broker and shard).", func() float64 { _, n := m.fetchers.partitions(); return float64(n) })
 		m.produceBytes = mt.Counter("sluice_produce_bytes_total", "Record batch bytes appended by Produce.")
 		m.fetchBytes = mt.Counter("sluice_fetch_bytes_total", "Record batch bytes returned by Fetch.")
 	}
@@ -155,8 +180,15 @@ func (m *Module) Validate() error {
 }
 
 // Start subscribes to metadata images; each image opens, reconfigures and removes
-// local partitions.
+// local partitions and (re)targets the replica fetchers. With a
+// kernel.PartitionChanger it also starts the periodic ISR check.
 func (m *Module) Start(context.Context) error {
+	m.bgMu.Lock()
+	m.runCtx, m.runCancel = context.WithCancel(context.Background())
+	m.bgMu.Unlock()
+	if m.changer != nil {
+		m.goBG(m.isrLoop)
+	}
 	unsub := m.meta.Subscribe(m.applyImage)
 	m.mu.Lock()
 	m.unsub = unsub
@@ -164,7 +196,8 @@ func (m *Module) Start(context.Context) error {
 	return nil
 }
 
-// Stop completes waiting fetches and produces, unsubscribes and waits for both.
+// Stop completes waiting fetches and produces, unsubscribes, stops the fetchers and
+// the background work, and waits for all of it. It may be called more than once.
 func (m *Module) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	m.stopping = true
@@ -175,8 +208,18 @@ func (m *Module) Stop(ctx context.Context) error {
 		m.pg.close()
 	}
 	if unsub != nil {
-		unsub() // waits for a running applyImage
+		unsub() // waits for a running applyImage; none runs after
 	}
+	if m.fetchers != nil {
+		m.fetchers.stopAll()
+	}
+	m.bgMu.Lock()
+	m.bgStopped = true
+	if m.runCancel != nil {
+		m.runCancel()
+	}
+	m.bgMu.Unlock()
+	m.bg.Wait()
 	if m.pg != nil {
 		return m.pg.drain(ctx)
 	}
@@ -224,6 +267,8 @@ func (m *Module) setBrokerLimits(bcfg map[string]string) {
 		n = v
 	}
 	m.fetchMaxBytes.Store(n)
+	b := kconfig.ResolveBroker(bcfg)
+	m.rcfg.Store(newReplicaConfig(&b))
 }
 
 func (m *Module) hosts(pi *kernel.PartitionImage) bool {
@@ -268,7 +313,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 				}
 				continue
 			}
-			if p.update(im.Version, pi, cfg) {
+			if p.update(im.Version, pi, cfg, m.now().UnixMilli()) {
 				m.pg.wake(tp)
 			}
 		}
@@ -293,6 +338,24 @@ func (m *Module) applyImage(im *kernel.Image) {
 	for _, p := range remove {
 		m.drop(p)
 	}
+	m.retarget()
+}
+
+// retarget makes the fetchers follow every local partition that this broker
+// replicates and does not lead, from its current leader (none while it is offline).
+// Called after each image is applied (from the subscription goroutine only, so
+// assignments are made in image order).
+func (m *Module) retarget() {
+	want := map[kernel.TopicPartition]*follow{}
+	m.mu.RLock()
+	for tp, p := range m.parts {
+		pl := p.place.Load()
+		if pl.leader >= 0 && pl.leader != m.broker.NodeID && slices.Contains(pl.replicas, m.broker.NodeID) {
+			want[tp] = &follow{p: p, leader: pl.leader, epoch: pl.epoch}
+		}
+	}
+	m.mu.RUnlock()
+	m.fetchers.assign(want, m.rcfg.Load().fetchers)
 }
 
 // drop closes a partition that left this node (or its topic) and deletes its data.
@@ -338,8 +401,8 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, version uint64, pi 
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", tp, err)
 	}
-	p = newPartition(tp, id, l, m.broker.NodeID, m.pg)
-	p.update(version, pi, cfg)
+	p = newPartition(tp, id, l, m.env)
+	p.update(version, pi, cfg, m.now().UnixMilli())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopping || m.parts == nil {
@@ -384,7 +447,7 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 		}
 		return nil
 	}
-	p.update(im.Version, pi, &cfg)
+	p.update(im.Version, pi, &cfg, m.now().UnixMilli())
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,44 +28,70 @@ var (
 	ErrClosed = errors.New("partition closed")
 )
 
-// placement is a partition's role as of one metadata image. It is replaced whole, never
-// modified, so the read path loads it without locks.
+// placement is a partition's role as of one metadata image (and, on the leader, the
+// ISR changes it proposed). It is replaced whole, never modified, so the read path
+// loads it without locks.
 type placement struct {
-	leader   int32
-	epoch    int32
-	replicas []int32
-	isr      []int32 // always holds the leader when the leader is this node
-	cfg      *kconfig.Topic
+	leader         int32
+	epoch          int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32 // committed ISR; always holds the leader when the leader is this node
+	// maximal is the ISR the HW and acks=all count: isr plus the member an ISR
+	// expansion in flight adds (a shrink in flight still counts the leaving members,
+	// as Kafka's maximal ISR). Equal to isr when no change is in flight.
+	maximal []int32
+	cfg     *kconfig.Topic
 }
 
-// epochEntry is one leader epoch and the first offset written in it.
-type epochEntry struct {
-	epoch       int32
-	startOffset int64
+// replicaState is what the leader knows of one follower, from its fetches.
+type replicaState struct {
+	leo                int64 // the follower's fetch offset; -1 until it fetched in this leader epoch
+	lastCaughtUpMs     int64 // last time its fetch offset reached the leader's LEO of the time
+	lastFetchLeaderLEO int64 // the leader's LEO at its previous fetch
+	lastFetchMs        int64 // time of its previous fetch
+}
+
+// partitionEnv is what every partition of a module shares.
+type partitionEnv struct {
+	self int32
+	pg   *purgatory
+	log  *slog.Logger
+	// alter: the metadata module changes ISRs (kernel.PartitionChanger); without it the
+	// leader proposes no ISR change and the ISR is whatever images say.
+	alter bool
 }
 
 // Partition is one local replica of a partition: its log, its placement (leader,
-// leader epoch, replicas, ISR, config) and its high watermark.
+// leader epoch, replicas, ISR, config) and its high watermark. On the leader it also
+// tracks the followers (their LEOs and when they were last caught up) and the ISR
+// change in flight; on a follower the fetcher appends what the leader sends.
 //
-// Partition.mu is never taken while holding Module.mu; purgatory.mu is taken last and
-// never held while calling out.
+// Partition.mu is never taken while holding Module.mu or a fetcher's lock;
+// purgatory.mu is taken last and never held while calling out.
 type Partition struct {
 	tp      kernel.TopicPartition
 	topicID [16]byte
 	log     kernel.Log
 	self    int32
 	pg      *purgatory
+	env     *partitionEnv
 
-	// mu serialises appends (offset assignment and epoch stamping), HW moves and
-	// placement changes.
+	// mu serialises appends (offset assignment and epoch stamping, follower appends and
+	// truncations), HW moves and placement changes.
 	mu     sync.Mutex
 	closed bool
-	// epochs is the leader-epoch cache: ascending epochs with their start offsets.
-	// In memory only in this issue (see doc.go).
-	epochs []epochEntry
-	// replicaLEO holds the log end offsets of followers (empty until follower fetch
-	// exists); the leader's own LEO is the log's.
-	replicaLEO map[int32]int64
+	// followers are the leader's view of the other replicas (nil on a follower); reset
+	// on every new leader epoch (their LEOs are unknown until they fetch again).
+	followers map[int32]*replicaState
+	// leaderEpochStart is the log end offset when this node became leader in the
+	// current epoch: a follower joins the ISR only once it has reached it.
+	leaderEpochStart int64
+	// pendingISR is the ISR proposed to the controller and not answered yet (nil:
+	// none; one change in flight per partition). isrRetryMs delays the next proposal
+	// after a rejected one.
+	pendingISR []int32
+	isrRetryMs int64
 	// version is the metadata image version of the current placement; an update from
 	// an older image (a lazy open may apply a newer one first) is ignored.
 	version uint64
@@ -86,12 +113,13 @@ type queuedMarker struct {
 	offset int64
 }
 
-func newPartition(tp kernel.TopicPartition, id [16]byte, log kernel.Log, self int32, pg *purgatory) *Partition {
-	p := &Partition{tp: tp, topicID: id, log: log, self: self, pg: pg, replicaLEO: map[int32]int64{}}
+func newPartition(tp kernel.TopicPartition, id [16]byte, log kernel.Log, env *partitionEnv) *Partition {
+	p := &Partition{tp: tp, topicID: id, log: log, self: env.self, pg: env.pg, env: env}
 	p.place.Store(&placement{leader: -1, epoch: -1, cfg: &kconfig.Topic{}})
-	// With no HW checkpoint yet, a partition whose ISR is only this node has committed
-	// everything in its log. The ISR issue restores the HW from a checkpoint instead.
-	p.hw.Store(log.LogEndOffset())
+	// The checkpointed HW (the log start when none was ever recorded): what is below
+	// it was committed before the restart. A leader with ISR = {self} moves it to the
+	// log end at its first placement.
+	p.hw.Store(log.HighWatermark())
 	return p
 }
 
@@ -151,8 +179,9 @@ func (p *Partition) leaderFor(currentEpoch int32) (*placement, error) {
 }
 
 // update applies a placement from a metadata image and reports whether anything that
-// waiting operations care about changed (leadership, epoch, ISR).
-func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconfig.Topic) bool {
+// waiting operations care about changed (leadership, epoch, ISR). nowMs is the time of
+// the call (a new leader's followers count as caught up from then).
+func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconfig.Topic, nowMs int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || version < p.version {
@@ -164,23 +193,93 @@ func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconf
 	if epoch < old.epoch { // epochs only grow; an older image is ignored
 		epoch = old.epoch
 	}
-	isr := slices.Clone(pi.ISR)
-	if pi.Leader == p.self && !slices.Contains(isr, p.self) {
-		isr = append(isr, p.self)
+	np := &placement{leader: pi.Leader, epoch: epoch, partitionEpoch: pi.PartitionEpoch,
+		replicas: slices.Clone(pi.Replicas), isr: slices.Clone(pi.ISR), cfg: cfg}
+	if np.epoch == old.epoch && np.partitionEpoch < old.partitionEpoch {
+		// An image older than an AlterPartition answer this leader already applied.
+		np.isr, np.partitionEpoch = old.isr, old.partitionEpoch
 	}
-	np := &placement{leader: pi.Leader, epoch: epoch, replicas: slices.Clone(pi.Replicas), isr: isr, cfg: cfg}
+	if np.leader == p.self && !slices.Contains(np.isr, p.self) {
+		np.isr = append(np.isr, p.self)
+	}
 	if *old.cfg != *cfg {
 		p.log.SetConfig(cfg.LogConfig)
 	}
-	if np.leader == p.self && (len(p.epochs) == 0 || p.epochs[len(p.epochs)-1].epoch < epoch) {
-		p.epochs = append(p.epochs, epochEntry{epoch: epoch, startOffset: p.log.LogEndOffset()})
+	leader := np.leader == p.self
+	if leader && (old.leader != p.self || old.epoch != np.epoch) {
+		p.becomeLeaderLocked(np, nowMs)
+	} else if leader {
+		p.syncFollowersLocked(np, nowMs)
 	}
+	if !leader {
+		// Markers queued as leader are never delivered now: a new leader's log
+		// decides what is committed (they may be truncated away).
+		p.followers, p.pendingISR, p.markers = nil, nil, nil
+	}
+	np.maximal = maximalISR(np.isr, p.pendingISR)
 	p.place.Store(np)
 	changed := old.leader != np.leader || old.epoch != np.epoch || !slices.Equal(old.isr, np.isr)
-	if np.leader == p.self {
+	if leader {
 		p.advanceHWLocked()
 	}
 	return changed
+}
+
+// becomeLeaderLocked starts a leader epoch (mu held): the epoch is assigned at the log
+// end (Kafka's makeLeader), followers' LEOs are unknown until they fetch, and the
+// ISR members count as caught up from now, so none is dropped before it had
+// replica.lag.time.max.ms to fetch. The HW stays what this replica knew (a follower's
+// HW, or the checkpoint) until the ISR's fetches move it.
+func (p *Partition) becomeLeaderLocked(np *placement, nowMs int64) {
+	leo := p.log.LogEndOffset()
+	if err := p.log.AssignEpoch(np.epoch, leo); err != nil {
+		p.env.log.Error("assign leader epoch", "topic", p.tp.Topic, "partition", p.tp.Partition, "epoch", np.epoch, "offset", leo, "err", err)
+	}
+	p.leaderEpochStart = leo
+	p.pendingISR = nil
+	p.followers = make(map[int32]*replicaState, len(np.replicas))
+	p.syncFollowersLocked(np, nowMs)
+	if hw := p.hw.Load(); hw > leo {
+		p.setHWLocked(leo)
+	}
+}
+
+// syncFollowersLocked matches the followers to a new replica set within a leader
+// epoch (mu held): new replicas are unknown until they fetch (an ISR member counts as
+// caught up from now), removed ones are forgotten.
+func (p *Partition) syncFollowersLocked(np *placement, nowMs int64) {
+	for _, r := range np.replicas {
+		if r == p.self || p.followers[r] != nil {
+			continue
+		}
+		rs := &replicaState{leo: -1, lastFetchLeaderLEO: -1}
+		if slices.Contains(np.isr, r) {
+			rs.lastCaughtUpMs = nowMs
+		}
+		p.followers[r] = rs
+	}
+	for r := range p.followers {
+		if !slices.Contains(np.replicas, r) {
+			delete(p.followers, r)
+		}
+	}
+}
+
+// maximalISR is isr plus the members pending adds (pending nil: isr itself).
+func maximalISR(isr, pending []int32) []int32 {
+	if pending == nil {
+		return isr
+	}
+	out := isr
+	for _, r := range pending {
+		if !slices.Contains(out, r) {
+			if len(out) == len(isr) {
+				out = slices.Clone(isr)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // close marks the partition closed: appends fail with ErrClosed from now on.
@@ -199,8 +298,9 @@ func (p *Partition) isClosed() bool {
 
 // appendLeader stamps the leader epoch into every batch of records (concatenated,
 // validated v2 batches), appends them (the log assigns offsets) and advances the HW.
-// With acksAll it first checks the ISR against min.insync.replicas.
-func (p *Partition) appendLeader(records []byte, acksAll bool) (kernel.AppendResult, error) {
+// With acksAll it first checks the ISR against min.insync.replicas. It returns the
+// leader epoch the records were written in (an acks=all wait fails when it changes).
+func (p *Partition) appendLeader(records []byte, acksAll bool) (kernel.AppendResult, int32, error) {
 	return p.appendLocked(records, nil, acksAll, nil)
 }
 
@@ -208,7 +308,7 @@ func (p *Partition) appendLeader(records []byte, acksAll bool) (kernel.AppendRes
 // producer: Log.AppendProducer checks its sequence range seq atomically with the
 // append (records nil: a produce transform dropped the batch; only seq is recorded).
 // A duplicate appends nothing and returns the original append's result (Duplicate).
-func (p *Partition) appendProducer(records []byte, seq kernel.SeqRange, acksAll bool) (kernel.AppendResult, error) {
+func (p *Partition) appendProducer(records []byte, seq kernel.SeqRange, acksAll bool) (kernel.AppendResult, int32, error) {
 	return p.appendLocked(records, &seq, acksAll, nil)
 }
 
@@ -216,20 +316,21 @@ func (p *Partition) appendProducer(records []byte, seq kernel.SeqRange, acksAll 
 // nil, else AppendProducer. A non-nil marker (a COMMIT/ABORT the caller built) is
 // queued for the TxnMarkerHook listeners at its offset under the same lock, so the
 // queue is in log order.
-func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll bool, marker *kernel.TxnMarker) (kernel.AppendResult, error) {
+func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll bool, marker *kernel.TxnMarker) (kernel.AppendResult, int32, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return kernel.AppendResult{}, ErrClosed
+		return kernel.AppendResult{}, -1, ErrClosed
 	}
 	pl := p.place.Load()
 	if pl.leader != p.self {
 		p.mu.Unlock()
-		return kernel.AppendResult{}, ErrNotLeader
+		return kernel.AppendResult{}, -1, ErrNotLeader
 	}
+	// As Kafka: the committed ISR (not the maximal one) against min.insync.replicas.
 	if acksAll && int32(len(pl.isr)) < pl.cfg.MinInsyncReplicas {
 		p.mu.Unlock()
-		return kernel.AppendResult{}, ErrNotEnoughReplicas
+		return kernel.AppendResult{}, -1, ErrNotEnoughReplicas
 	}
 	for b := records; len(b) >= recordbatch.HeaderSize; {
 		n := int(binary.BigEndian.Uint32(b[recordbatch.OffBatchLength:])) + recordbatch.LogOverhead
@@ -249,14 +350,14 @@ func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll b
 	if err != nil {
 		p.mu.Unlock()
 		if errors.Is(err, kernel.ErrLogClosed) {
-			return res, ErrClosed
+			return res, -1, ErrClosed
 		}
-		return res, fmt.Errorf("append to %s: %w", p.tp, err)
+		return res, -1, fmt.Errorf("append to %s: %w", p.tp, err)
 	}
 	if res.Duplicate || len(records) == 0 {
 		// Nothing was appended: no HW move, nothing to wake.
 		p.mu.Unlock()
-		return res, nil
+		return res, pl.epoch, nil
 	}
 	if marker != nil {
 		p.markers = append(p.markers, queuedMarker{m: *marker, offset: res.BaseOffset})
@@ -264,46 +365,177 @@ func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll b
 	p.advanceHWLocked()
 	p.mu.Unlock()
 	p.pg.wake(p.tp)
-	return res, nil
+	return res, pl.epoch, nil
 }
 
-// updateFollower records a follower's log end offset (what its fetch position says it
-// has) and advances the HW, waking operations waiting for it (acks=all produces,
-// fetches). The follower fetch path of the ISR issue calls it; today only tests do.
-func (p *Partition) updateFollower(replica int32, leo int64) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
+// ackState reports whether a write whose last offset is last, appended in leader epoch
+// epoch, is settled: committed (nil), or failed: the partition closed (ErrClosed),
+// leadership moved or a new epoch began (ErrNotLeader: the records may be truncated
+// away), or the HW passed it with the maximal ISR below min.insync.replicas
+// (ErrNotEnoughReplicasAfterAppend, as Kafka; the records stay). done is false while
+// the HW is at or below last.
+func (p *Partition) ackState(last int64, epoch int32) (done bool, err error) {
+	if p.isClosed() {
+		return true, ErrClosed
 	}
-	p.replicaLEO[replica] = leo
+	pl := p.place.Load()
+	switch {
+	case pl.leader != p.self || pl.epoch != epoch:
+		return true, ErrNotLeader
+	case p.hw.Load() <= last:
+		return false, nil
+	case int32(len(pl.maximal)) < pl.cfg.MinInsyncReplicas:
+		return true, ErrNotEnoughReplicasAfterAppend
+	}
+	return true, nil
+}
+
+// followerFetched records a follower's fetch at fetchOffset (its log end offset: a
+// follower fetches from its LEO) made when the leader's LEO was leaderLEO, as Kafka's
+// replica state does: it was caught up at nowMs when fetchOffset reached leaderLEO, or
+// at its previous fetch's time when fetchOffset reached the leader's LEO of that
+// fetch. The HW advances (waking acks=all produces), and an ISR expansion is returned
+// when the follower qualifies (see maybeExpandLocked). ok is false when this node does
+// not lead, or replica is not one of the partition's replicas.
+func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs int64) (prop *kernel.AlterPartitionRequest, ok bool) {
+	p.mu.Lock()
+	pl := p.place.Load()
+	rs := p.followers[replica]
+	if p.closed || pl.leader != p.self || rs == nil {
+		p.mu.Unlock()
+		return nil, false
+	}
+	rs.leo = fetchOffset
+	switch {
+	case fetchOffset >= leaderLEO:
+		rs.lastCaughtUpMs = max(rs.lastCaughtUpMs, nowMs)
+	case fetchOffset >= rs.lastFetchLeaderLEO && rs.lastFetchLeaderLEO >= 0:
+		rs.lastCaughtUpMs = max(rs.lastCaughtUpMs, rs.lastFetchMs)
+	}
+	rs.lastFetchLeaderLEO, rs.lastFetchMs = leaderLEO, nowMs
 	old := p.hw.Load()
 	p.advanceHWLocked()
 	moved := p.hw.Load() != old
+	prop = p.maybeExpandLocked(pl, replica, rs, nowMs)
 	p.mu.Unlock()
 	if moved {
 		p.pg.wake(p.tp)
 	}
+	return prop, true
 }
 
-// advanceHWLocked moves the HW to the smallest LEO among the ISR. With ISR = {self}
-// that is the log end offset. It never moves the HW down.
+// maybeExpandLocked proposes adding replica to the ISR when it is in sync as Kafka
+// defines it: its LEO has reached the HW and the start of the current leader epoch
+// (so it holds everything this leader committed). One change is in flight at a time.
+func (p *Partition) maybeExpandLocked(pl *placement, replica int32, rs *replicaState, nowMs int64) *kernel.AlterPartitionRequest {
+	if !p.env.alter || p.pendingISR != nil || nowMs < p.isrRetryMs || slices.Contains(pl.isr, replica) {
+		return nil
+	}
+	if rs.leo < p.hw.Load() || rs.leo < p.leaderEpochStart {
+		return nil
+	}
+	return p.proposeLocked(pl, append(slices.Clone(pl.isr), replica))
+}
+
+// maybeShrink proposes removing the ISR followers that were not caught up within
+// lagMs (replica.lag.time.max.ms), as Kafka's periodic ISR expiration does. nil when
+// nothing changes, a change is in flight, or this node does not lead.
+func (p *Partition) maybeShrink(nowMs, lagMs int64) *kernel.AlterPartitionRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl := p.place.Load()
+	if p.closed || pl.leader != p.self || !p.env.alter || p.pendingISR != nil || nowMs < p.isrRetryMs {
+		return nil
+	}
+	var keep []int32
+	for _, r := range pl.isr {
+		if rs := p.followers[r]; r != p.self && (rs == nil || nowMs-rs.lastCaughtUpMs > lagMs) {
+			continue
+		}
+		keep = append(keep, r)
+	}
+	if len(keep) == len(pl.isr) {
+		return nil
+	}
+	return p.proposeLocked(pl, keep)
+}
+
+// proposeLocked records isr as the change in flight and returns the request for it.
+func (p *Partition) proposeLocked(pl *placement, isr []int32) *kernel.AlterPartitionRequest {
+	p.pendingISR = isr
+	np := *pl
+	np.maximal = maximalISR(pl.isr, isr)
+	p.place.Store(&np)
+	return &kernel.AlterPartitionRequest{
+		Topic: p.tp.Topic, TopicID: p.topicID, Partition: p.tp.Partition,
+		Leader: p.self, LeaderEpoch: pl.epoch, PartitionEpoch: pl.partitionEpoch, ISR: isr,
+	}
+}
+
+// isrChanged ends the change in flight req: with the controller's answer res when err
+// is nil (applied unless an image already brought something newer), else dropped;
+// retryAfterMs delays the next proposal (0: none). It reports whether the placement
+// changed (waiting operations should re-check).
+func (p *Partition) isrChanged(req *kernel.AlterPartitionRequest, res *kernel.PartitionImage, retryAtMs int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pendingISR == nil || !slices.Equal(p.pendingISR, req.ISR) {
+		return false // a new leader epoch (or close) dropped it already
+	}
+	p.pendingISR = nil
+	p.isrRetryMs = retryAtMs
+	pl := p.place.Load()
+	np := *pl
+	if res != nil && !p.closed && pl.leader == p.self && res.LeaderEpoch == pl.epoch && res.PartitionEpoch > pl.partitionEpoch {
+		np.isr, np.partitionEpoch = slices.Clone(res.ISR), res.PartitionEpoch
+		if !slices.Contains(np.isr, p.self) {
+			np.isr = append(np.isr, p.self)
+		}
+	}
+	np.maximal = np.isr
+	p.place.Store(&np)
+	if pl.leader == p.self {
+		p.advanceHWLocked()
+	}
+	return true
+}
+
+// stillProposing reports whether req is still the change in flight (a retry of a
+// transient failure is pointless otherwise).
+func (p *Partition) stillProposing(req *kernel.AlterPartitionRequest) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl := p.place.Load()
+	return !p.closed && pl.leader == p.self && pl.epoch == req.LeaderEpoch && slices.Equal(p.pendingISR, req.ISR)
+}
+
+// advanceHWLocked moves the HW to the smallest LEO among the maximal ISR (a follower
+// whose LEO is not known yet holds it where it is). With ISR = {self} that is the log
+// end offset. It never moves the HW down, and persists it (Log.SetHighWatermark).
 func (p *Partition) advanceHWLocked() {
 	pl := p.place.Load()
+	cur := p.hw.Load()
 	hw := p.log.LogEndOffset()
-	for _, r := range pl.isr {
+	for _, r := range pl.maximal {
 		if r == p.self {
 			continue
 		}
-		leo, ok := p.replicaLEO[r]
-		if !ok {
-			leo = p.hw.Load()
+		rs := p.followers[r]
+		if rs == nil || rs.leo < 0 {
+			hw = min(hw, cur)
+			continue
 		}
-		hw = min(hw, leo)
+		hw = min(hw, rs.leo)
 	}
-	if hw > p.hw.Load() {
-		p.hw.Store(hw)
+	if hw > cur {
+		p.setHWLocked(hw)
 	}
+}
+
+// setHWLocked stores and persists the HW (mu held).
+func (p *Partition) setHWLocked(hw int64) {
+	p.hw.Store(hw)
+	p.log.SetHighWatermark(hw)
 }
 
 // deleteRecordsBefore moves the log start offset to offset (-1 = HW) and returns the
@@ -323,51 +555,32 @@ func (p *Partition) deleteRecordsBefore(offset int64) (int64, error) {
 	return p.log.LogStartOffset(), nil
 }
 
-// endOffsetForEpoch answers OffsetForLeaderEpoch from the leader-epoch cache: the
-// largest epoch <= requested and the start offset of the first epoch after it (the log
-// end offset for the current epoch). (-1, -1) when the epoch is unknown.
+// endOffsetForEpoch answers OffsetForLeaderEpoch from the log's leader-epoch cache
+// (Log.EndOffsetForEpoch): the largest epoch <= requested and the start offset of the
+// first epoch after it (the log end offset for the current epoch). (-1, -1) when the
+// epoch is unknown.
 func (p *Partition) endOffsetForEpoch(requested int32) (int32, int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if requested < 0 || len(p.epochs) == 0 {
-		return -1, -1
-	}
-	last := p.epochs[len(p.epochs)-1]
-	if requested == last.epoch {
-		return requested, p.log.LogEndOffset()
-	}
-	// first entry with an epoch > requested
-	i, _ := slices.BinarySearchFunc(p.epochs, requested+1, func(e epochEntry, t int32) int { return int(e.epoch) - int(t) })
-	if i == len(p.epochs) {
-		return -1, -1 // newer than anything we know
-	}
-	if i == 0 {
-		return requested, p.epochs[0].startOffset
-	}
-	return p.epochs[i-1].epoch, p.epochs[i].startOffset
+	return p.log.EndOffsetForEpoch(requested)
 }
 
 // epochForOffset returns the leader epoch in which offset was written, as far as the
-// cache knows (-1 when it does not).
+// log's cache knows (-1 when it does not).
 func (p *Partition) epochForOffset(offset int64) int32 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	e := int32(-1)
-	for _, ent := range p.epochs {
-		if ent.startOffset > offset {
+	for _, ent := range p.log.Epochs() {
+		if ent.StartOffset > offset {
 			break
 		}
-		e = ent.epoch
+		e = ent.Epoch
 	}
 	return e
 }
 
-// latestEpoch is the newest epoch in the cache (-1 when empty).
+// latestEpoch is the newest epoch in the log's cache (-1 when empty).
 func (p *Partition) latestEpoch() int32 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.epochs) == 0 {
+	es := p.log.Epochs()
+	if len(es) == 0 {
 		return -1
 	}
-	return p.epochs[len(p.epochs)-1].epoch
+	return es[len(es)-1].Epoch
 }

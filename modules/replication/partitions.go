@@ -59,7 +59,7 @@ func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records [
 		}
 		return kernel.AppendResult{}, fmt.Errorf("append to %s: %s: %w", tp, msg, ErrRecordsRejected)
 	}
-	res, err := p.appendLeader(records, true)
+	res, epoch, err := p.appendLeader(records, true)
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		return res, fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
@@ -71,15 +71,16 @@ func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records [
 	m.produceBytes.Add(int64(len(records)))
 	var werr error
 	try := func() bool {
+		done, err := p.ackState(res.LastOffset, epoch)
 		switch {
-		case p.isClosed():
-			werr = fmt.Errorf("append to %s: %w (%w)", tp, kernel.ErrNotLeader, ErrClosed)
-		case !p.IsLeader():
-			werr = fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
-		case p.HighWatermark() <= res.LastOffset:
+		case !done:
 			return false
-		case int32(len(p.ISR())) < p.Config().MinInsyncReplicas:
-			werr = fmt.Errorf("append to %s: %w", tp, ErrNotEnoughReplicasAfterAppend)
+		case errors.Is(err, ErrClosed):
+			werr = fmt.Errorf("append to %s: %w (%w)", tp, kernel.ErrNotLeader, ErrClosed)
+		case errors.Is(err, ErrNotLeader):
+			werr = fmt.Errorf("append to %s: %w", tp, kernel.ErrNotLeader)
+		case err != nil:
+			werr = fmt.Errorf("append to %s: %w", tp, err)
 		}
 		return true
 	}

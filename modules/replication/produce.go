@@ -26,10 +26,11 @@ const adminClientID = "__admin_client"
 
 // ackWait is a partition appended with acks=all, waiting for the HW to pass it.
 type ackWait struct {
-	p    *Partition
-	last int64
-	t, i int // index into the response
-	done bool
+	p     *Partition
+	last  int64
+	epoch int32 // leader epoch of the append
+	t, i  int   // index into the response
+	done  bool
 }
 
 // produce serves one Produce request.
@@ -106,7 +107,7 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 				continue
 			}
 			if acks == -1 && p != nil { // nil: a transform dropped every record
-				waits = append(waits, ackWait{p: p, last: pc.last, t: len(resp.Topics), i: pi})
+				waits = append(waits, ackWait{p: p, last: pc.last, epoch: pc.epoch, t: len(resp.Topics), i: pi})
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -135,6 +136,7 @@ type produceCtx struct {
 	version int16
 	now     int64 // ms
 	last    int64 // last offset of the latest successful append
+	epoch   int32 // leader epoch of the latest successful append
 	decBuf  []byte
 	// transformer is the registered kernel.ProduceTransformer (nil: none), loaded
 	// once per request.
@@ -221,9 +223,9 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 	if producer {
 		// The input's range, also for a transform's output whose record count
 		// changed: a retry of the input must be recognised (see doc.go).
-		res, err = p.appendProducer(records, seq, acks == -1)
+		res, pc.epoch, err = p.appendProducer(records, seq, acks == -1)
 	} else {
-		res, err = p.appendLeader(records, acks == -1)
+		res, pc.epoch, err = p.appendLeader(records, acks == -1)
 	}
 	if err != nil {
 		out.ErrorCode = errorCode(err)
@@ -304,7 +306,7 @@ func (pc *produceCtx) checkProducerBatch(tp kernel.TopicPartition, p *Partition)
 // produce transform all dropped; out already holds the answer for the drop (base
 // offset = log end), a duplicate answers the original's.
 func (pc *produceCtx) appendDropped(tp kernel.TopicPartition, p *Partition, seq kernel.SeqRange, acks int16, out *kmsg.ProduceResponseTopicPartition) {
-	res, err := p.appendProducer(nil, seq, acks == -1)
+	res, _, err := p.appendProducer(nil, seq, acks == -1)
 	if err != nil {
 		out.ErrorCode = errorCode(err)
 		out.BaseOffset, out.LogStartOffset = -1, -1
@@ -549,21 +551,18 @@ func (m *Module) waitAcks(ctx context.Context, resp *kmsg.ProduceResponse, waits
 			}
 			out := &resp.Topics[w.t].Partitions[w.i]
 			// As Kafka: once the HW passes the batch, the write is acknowledged if the
-			// ISR is still at least min.insync.replicas, else NOT_ENOUGH_REPLICAS_AFTER_APPEND
-			// (the data stays; the producer may retry and duplicate).
-			switch {
-			case w.p.isClosed():
-				// Deleted (or moved away) with its log: as Kafka, answer now.
-				out.ErrorCode, w.done = kerr.UnknownTopicOrPartition.Code, true
-			case !w.p.IsLeader():
-				out.ErrorCode, w.done = kerr.NotLeaderForPartition.Code, true
-			case w.p.HighWatermark() <= w.last:
+			// maximal ISR is still at least min.insync.replicas, else
+			// NOT_ENOUGH_REPLICAS_AFTER_APPEND (the data stays; the producer may retry
+			// and duplicate). A deleted partition answers UNKNOWN_TOPIC_OR_PARTITION at
+			// once; a lost leadership (or a new leader epoch, whose truncation may
+			// remove the batch) NOT_LEADER_OR_FOLLOWER.
+			done, err := w.p.ackState(w.last, w.epoch)
+			if !done {
 				all = false
-			case int32(len(w.p.ISR())) < w.p.Config().MinInsyncReplicas:
-				out.ErrorCode, w.done = kerr.NotEnoughReplicasAfterAppend.Code, true
-			default:
-				w.done = true
+				continue
 			}
+			w.done = true
+			out.ErrorCode = errorCode(err)
 		}
 		return all
 	}

@@ -1,0 +1,614 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// epochBatch is a batch of n records at base written in leader epoch epoch (as a
+// leader would have stamped it).
+func epochBatch(base int64, n int, epoch int32, value string) []byte {
+	b := testBatch(n, value)
+	recordbatch.SetBaseOffset(b, base)
+	binary.BigEndian.PutUint32(b[recordbatch.OffLeaderEpoch:], uint32(epoch))
+	return b
+}
+
+// followerImage makes node 1 a follower of node 2 for "t" (leader epoch epoch).
+func followerImage(version uint64, epoch int32) *kernel.Image {
+	im := image(version, topicSpec{name: "t", id: 1, leader: 2})
+	pi := &im.Topics["t"].Partitions[0]
+	pi.LeaderEpoch, pi.Replicas, pi.ISR = epoch, []int32{2, 1}, []int32{2, 1}
+	return im
+}
+
+// followerHarness is a harness whose node 1 follows node 2 for "t", with its fetcher
+// paused (the tests play the leader's answers by hand).
+func followerHarness(t *testing.T, epoch int32) (*harness, *Partition) {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.m.pauseFetching(true)
+	h.meta.publish(followerImage(2, epoch))
+	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+	if p == nil || p.IsLeader() {
+		t.Fatal("no follower partition")
+	}
+	return h, p
+}
+
+// TestFollowerAppendAndHW: a follower appends the leader's batches with their offsets
+// and epochs, follows the leader's log start, takes min(leader HW, own LEO) as its HW,
+// refuses clients, and drops answers that are stale (another log end, another epoch).
+func TestFollowerAppendAndHW(t *testing.T) {
+	h, p := followerHarness(t, 3)
+	recs := append(epochBatch(0, 3, 2, "a"), epochBatch(3, 2, 3, "b")...)
+	n, err := p.appendFetched(2, 3, 0, recs, 4, 0)
+	if err != nil || n != len(recs) {
+		t.Fatalf("append: %d %v", n, err)
+	}
+	if leo, hw := p.log.LogEndOffset(), p.HighWatermark(); leo != 5 || hw != 4 {
+		t.Fatalf("LEO %d HW %d, want 5 and 4", leo, hw)
+	}
+	if es := p.log.Epochs(); len(es) != 2 || es[0] != (kernel.EpochEntry{Epoch: 2}) || es[1] != (kernel.EpochEntry{Epoch: 3, StartOffset: 3}) {
+		t.Fatalf("epochs %+v", es)
+	}
+	// The leader's HW above our LEO: ours stops at our LEO.
+	if _, err := p.appendFetched(2, 3, 5, nil, 9, 0); err != nil || p.HighWatermark() != 5 {
+		t.Fatalf("HW %d (%v), want 5", p.HighWatermark(), err)
+	}
+	// The leader's log start moved: ours follows.
+	if _, err := p.appendFetched(2, 3, 5, nil, 5, 3); err != nil || p.log.LogStartOffset() != 3 {
+		t.Fatalf("log start %d (%v), want 3", p.log.LogStartOffset(), err)
+	}
+	// Stale answers change nothing: fetched at another log end, or for an older epoch.
+	if n, _ := p.appendFetched(2, 3, 4, epochBatch(4, 1, 3, "x"), 5, 3); n != 0 {
+		t.Fatal("appended an answer fetched at another log end")
+	}
+	if n, _ := p.appendFetched(2, 2, 5, epochBatch(5, 1, 3, "x"), 5, 3); n != 0 {
+		t.Fatal("appended an answer for an old leader epoch")
+	}
+	// A trailing partial batch is left for the next fetch; a corrupt one is an error.
+	full := epochBatch(5, 2, 3, "c")
+	if n, err := p.appendFetched(2, 3, 5, append(slices.Clone(full), full[:20]...), 5, 3); err != nil || n != len(full) || p.log.LogEndOffset() != 7 {
+		t.Fatalf("partial tail: %d %v LEO %d", n, err, p.log.LogEndOffset())
+	}
+	bad := epochBatch(7, 1, 3, "d")
+	bad[len(bad)-1] ^= 0xff
+	if _, err := p.appendFetched(2, 3, 7, bad, 7, 3); err == nil || p.log.LogEndOffset() != 7 {
+		t.Fatalf("corrupt batch: %v LEO %d", err, p.log.LogEndOffset())
+	}
+	// Clients get NOT_LEADER_OR_FOLLOWER on a follower.
+	if res := h.produce(9, 1, "t", 0, testBatch(1, "x")); res.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to a follower: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	f := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0))
+	if c := f.Topics[0].Partitions[0].ErrorCode; c != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("fetch from a follower: %v", kerr.ErrorForCode(c))
+	}
+}
+
+// TestFollowerTruncation plays Kafka's divergence rules on a follower log holding
+// epoch 1 at [0, 4) and epoch 3 at [4, 8).
+func TestFollowerTruncation(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		div      kmsg.FetchResponseTopicPartitionDivergingEpoch
+		hw       int64
+		wantLEO  int64
+		wantHWle int64
+	}{
+		{"same epoch ends earlier at the leader", kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: 3, EndOffset: 6}, 8, 6, 6},
+		{"leader's end past ours for that epoch", kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: 1, EndOffset: 6}, 8, 4, 4},
+		{"epoch we do not hold: back to our older one", kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: 2, EndOffset: 5}, 8, 4, 4},
+		{"no epoch: the leader's end", kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: -1, EndOffset: 2}, 8, 2, 2},
+		{"no end offset: our HW", kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: -1, EndOffset: -1}, 5, 5, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := followerHarness(t, 4)
+			// One record per batch, so every offset is a batch boundary (Truncate
+			// removes the whole batch holding its target).
+			var recs []byte
+			for off := range int64(8) {
+				recs = append(recs, epochBatch(off, 1, map[bool]int32{true: 1, false: 3}[off < 4], "a")...)
+			}
+			if _, err := p.appendFetched(2, 4, 0, recs, tc.hw, 0); err != nil {
+				t.Fatal(err)
+			}
+			to, err := p.truncateDiverging(2, 4, 8, tc.div)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if leo := p.log.LogEndOffset(); leo != tc.wantLEO || to < 0 {
+				t.Fatalf("truncated to %d: LEO %d, want %d", to, leo, tc.wantLEO)
+			}
+			if hw := p.HighWatermark(); hw > tc.wantHWle || hw > p.log.LogEndOffset() {
+				t.Fatalf("HW %d after truncation to %d", hw, p.log.LogEndOffset())
+			}
+			// The epochs that started at or past the new log end are gone.
+			for _, e := range p.log.Epochs() {
+				if e.StartOffset >= p.log.LogEndOffset() {
+					t.Fatalf("epoch %+v kept after truncation to %d", e, p.log.LogEndOffset())
+				}
+			}
+		})
+	}
+}
+
+// TestFollowerOutOfRange: a log end past the leader's is cut back; one below the
+// leader's log start restarts the log there.
+func TestFollowerOutOfRange(t *testing.T) {
+	_, p := followerHarness(t, 4)
+	if _, err := p.appendFetched(2, 4, 0, epochBatch(0, 6, 4, "a"), 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	if what, err := p.fixOutOfRange(2, 4, 6, 0, 6); err != nil || what != "" {
+		t.Fatalf("in range: %q %v", what, err)
+	}
+	if what, err := p.fixOutOfRange(2, 4, 6, 0, 3); err != nil || what != "truncated" || p.log.LogEndOffset() > 3 || p.HighWatermark() > p.log.LogEndOffset() {
+		t.Fatalf("past the leader's end: %q %v LEO %d HW %d", what, err, p.log.LogEndOffset(), p.HighWatermark())
+	}
+	leo := p.log.LogEndOffset()
+	if what, err := p.fixOutOfRange(2, 4, leo, 100, 120); err != nil || what != "reset" {
+		t.Fatalf("below the leader's start: %q %v", what, err)
+	}
+	if s, e, hw := p.log.LogStartOffset(), p.log.LogEndOffset(), p.HighWatermark(); s != 100 || e != 100 || hw != 100 {
+		t.Fatalf("after reset: start %d end %d HW %d", s, e, hw)
+	}
+	if _, err := p.fixOutOfRange(2, 4, 100, -1, -1); !errors.Is(err, errLeaderRange) {
+		t.Fatalf("unknown leader offsets: %v", err)
+	}
+}
+
+// TestFetchDivergingEpoch sends raw Fetch requests (v12+, encoded and decoded) with a
+// LastFetchedEpoch to a leader whose log holds epoch 5 at [0, 3) and epoch 7 from 3:
+// the answer carries the diverging epoch exactly when the fetcher's log has records
+// the leader's does not, for consumers and followers alike; the follower's fetch
+// offset does not count as its LEO then.
+func TestFetchDivergingEpoch(t *testing.T) {
+	h := newHarness(t, nil)
+	im := image(2, topicSpec{name: "t", id: 1})
+	pi := &im.Topics["t"].Partitions[0]
+	pi.Replicas = []int32{1, 2}
+	h.meta.publish(im)
+	h.produce(9, 1, "t", 0, testBatch(3, "a"))
+	im = image(3, topicSpec{name: "t", id: 1})
+	pi = &im.Topics["t"].Partitions[0]
+	pi.LeaderEpoch, pi.Replicas = 7, []int32{1, 2}
+	h.meta.publish(im)
+	h.produce(9, 1, "t", 0, testBatch(2, "b"))
+	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+	if es := p.log.Epochs(); len(es) != 2 || es[1] != (kernel.EpochEntry{Epoch: 7, StartOffset: 3}) {
+		t.Fatalf("leader epochs %+v", es)
+	}
+	for _, tc := range []struct {
+		name              string
+		replica           int32
+		lastEpoch         int32
+		offset            int64
+		wantEpoch         int32
+		wantEnd           int64
+		wantCode          int16
+		wantRecords       bool
+		wantFollowerKnown bool
+	}{
+		{"consumer in sync", -1, 5, 3, -1, -1, 0, true, false},
+		{"consumer past epoch 5's end", -1, 5, 4, 5, 3, 0, false, false},
+		{"consumer with an epoch the leader skipped", -1, 6, 5, 5, 3, 0, false, false},
+		{"follower in sync", 2, 7, 4, -1, -1, 0, true, true},
+		{"follower diverged", 2, 6, 5, 5, 3, 0, false, false},
+		{"epoch newer than the leader's", -1, 9, 5, -1, -1, kerr.OffsetOutOfRange.Code, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fetchReq("t", 1, 0, tc.offset)
+			r.ReplicaID = tc.replica
+			r.ReplicaState.ID = tc.replica
+			r.Topics[0].Partitions[0].LastFetchedEpoch = tc.lastEpoch
+			for _, v := range []int16{12, 15, 17} {
+				p.mu.Lock()
+				p.followers[2].leo = -1
+				p.mu.Unlock()
+				f := h.fetch(context.Background(), v, r)
+				fp := f.Topics[0].Partitions[0]
+				if fp.ErrorCode != tc.wantCode || fp.DivergingEpoch.Epoch != tc.wantEpoch || fp.DivergingEpoch.EndOffset != tc.wantEnd {
+					t.Fatalf("v%d: code %v diverging %+v", v, kerr.ErrorForCode(fp.ErrorCode), fp.DivergingEpoch)
+				}
+				if (len(fp.RecordBatches) > 0) != tc.wantRecords {
+					t.Fatalf("v%d: %d record bytes", v, len(fp.RecordBatches))
+				}
+				p.mu.Lock()
+				known := p.followers[2].leo >= 0
+				p.mu.Unlock()
+				if known != tc.wantFollowerKnown {
+					t.Fatalf("v%d: follower LEO recorded = %v", v, known)
+				}
+			}
+		})
+	}
+}
+
+// TestReplicaFetchReadsPastHW: a follower reads up to the log end (not the HW) and its
+// fetch offset becomes its LEO: the HW moves to it and a waiting acks=all produce
+// completes, woken by the fetch; consumers still stop at the HW. A fetch without
+// CLUSTER_ACTION is refused.
+func TestReplicaFetchReadsPastHW(t *testing.T) {
+	h := newHarness(t, nil)
+	h.meta.publish(twoReplicas(2, 1, 2))
+	tp := kernel.TopicPartition{Topic: "t"}
+	p := h.m.partition(tp)
+	got := make(chan int16, 1)
+	go func() {
+		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(3, "x")))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+	}()
+	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	consumer := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
+	if len(consumer.RecordBatches) != 0 || consumer.HighWatermark != 0 {
+		t.Fatalf("consumer read past the HW: %d bytes, HW %d", len(consumer.RecordBatches), consumer.HighWatermark)
+	}
+	r := fetchReq("t", 1, 0, 0)
+	r.ReplicaState.ID = 2
+	follower := h.fetch(context.Background(), 15, r).Topics[0].Partitions[0]
+	if follower.ErrorCode != 0 || len(follower.RecordBatches) == 0 || follower.HighWatermark != 0 {
+		t.Fatalf("follower fetch: %v %d bytes HW %d", kerr.ErrorForCode(follower.ErrorCode), len(follower.RecordBatches), follower.HighWatermark)
+	}
+	// The follower appended them and fetches from 3: that completes the produce.
+	r.Topics[0].Partitions[0].FetchOffset = 3
+	follower = h.fetch(context.Background(), 15, r).Topics[0].Partitions[0]
+	if follower.HighWatermark != 3 || p.HighWatermark() != 3 {
+		t.Fatalf("HW after the follower's fetch at 3: answer %d, partition %d", follower.HighWatermark, p.HighWatermark())
+	}
+	select {
+	case c := <-got:
+		if c != 0 {
+			t.Fatalf("acks=all: %v", kerr.ErrorForCode(c))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("acks=all produce not completed by the follower's fetch")
+	}
+	resp, _ := h.doAs(context.Background(), 15, r, denyClusterAction{})
+	dec := &kmsg.FetchResponse{Version: 15}
+	if err := dec.ReadFrom(bodyBytes(t, resp.Body)); err != nil || dec.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("replica fetch without CLUSTER_ACTION: %v %+v", err, dec.Topics)
+	}
+}
+
+// denyClusterAction denies CLUSTER_ACTION and allows everything else.
+type denyClusterAction struct{}
+
+func (denyClusterAction) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+	return !(r.Type == kernel.ResCluster && op == kernel.OpClusterAction)
+}
+
+// TestAcksAllFailsOnLeaderLoss: a produce waiting for the HW answers
+// NOT_LEADER_OR_FOLLOWER when this broker loses leadership, and so does one whose
+// leader epoch changed under it (a new epoch may truncate the batch away).
+func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
+	for _, tc := range []string{"leader moved", "new epoch"} {
+		t.Run(tc, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.m.pauseFetching(true)
+			h.meta.publish(twoReplicas(2, 1, 2))
+			tp := kernel.TopicPartition{Topic: "t"}
+			got := make(chan int16, 1)
+			go func() {
+				resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
+				if err != nil {
+					t.Error(err)
+				}
+				got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+			}()
+			waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+			im := twoReplicas(3, 1, 2)
+			pi := &im.Topics["t"].Partitions[0]
+			pi.LeaderEpoch = 6
+			if tc == "leader moved" {
+				pi.Leader = 2
+			}
+			h.meta.publish(im)
+			if tc == "new epoch" {
+				// The follower catches up with the old batch in the new epoch: the HW
+				// passes it, but the wait began in epoch 5.
+				h.m.partition(tp).updateFollower(2, 1)
+			}
+			select {
+			case c := <-got:
+				if c != kerr.NotLeaderForPartition.Code {
+					t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(c))
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("waiting produce not answered")
+			}
+		})
+	}
+}
+
+// changerMeta is a fakeMeta whose AlterPartition the test scripts.
+type changerMeta struct {
+	*fakeMeta
+	mu    sync.Mutex
+	reqs  []kernel.AlterPartitionRequest
+	reply func(req kernel.AlterPartitionRequest) (kernel.PartitionImage, error)
+}
+
+func (c *changerMeta) AlterPartition(_ context.Context, req kernel.AlterPartitionRequest) (kernel.PartitionImage, error) {
+	c.mu.Lock()
+	c.reqs = append(c.reqs, req)
+	reply := c.reply
+	c.mu.Unlock()
+	return reply(req)
+}
+
+func (c *changerMeta) requests() []kernel.AlterPartitionRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.reqs)
+}
+
+// isrHarness is a harness whose metadata changes ISRs (accepting every change
+// unless reply says otherwise), with node 1 leading "t" over replicas 1, 2, 3 and
+// min.insync.replicas 2, and a fake clock.
+func isrHarness(t *testing.T, reply func(req kernel.AlterPartitionRequest) (kernel.PartitionImage, error)) (*harness, *changerMeta, *Partition, *fakeClock) {
+	t.Helper()
+	meta := &fakeMeta{img: image(1)}
+	cm := &changerMeta{fakeMeta: meta}
+	accept := func(req kernel.AlterPartitionRequest) (kernel.PartitionImage, error) {
+		return kernel.PartitionImage{Leader: req.Leader, LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch + 1, Replicas: []int32{1, 2, 3}, ISR: req.ISR}, nil
+	}
+	if reply == nil {
+		reply = accept
+	}
+	cm.reply = reply
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	h := newHarnessMeta(t, cm, meta, func(m *Module) { m.now = clock.Now })
+	h.m.pauseFetching(true)
+	im := image(2, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
+	pi := &im.Topics["t"].Partitions[0]
+	pi.Replicas, pi.ISR, pi.PartitionEpoch = []int32{1, 2, 3}, []int32{1, 2, 3}, 10
+	h.meta.publish(im)
+	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+	return h, cm, p, clock
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fetchAs records a follower fetch at offset through the leader path.
+func fetchAs(p *Partition, h *harness, replica int32, offset int64) {
+	if prop, _ := p.followerFetched(replica, offset, p.log.LogEndOffset(), h.m.now().UnixMilli()); prop != nil {
+		h.m.proposeISR(p, prop)
+	}
+}
+
+// TestISRShrinkAndExpand: followers not caught up for replica.lag.time.max.ms leave
+// the ISR (one AlterPartition in flight, the answer's partition epoch applied);
+// acks=all keeps working while the ISR holds min.insync.replicas and answers
+// NOT_ENOUGH_REPLICAS below; a follower that reaches the HW (and the epoch's start)
+// joins again.
+func TestISRShrinkAndExpand(t *testing.T) {
+	h, cm, p, clock := isrHarness(t, nil)
+	lag := h.m.rcfg.Load().lagMaxMs
+	fetchAs(p, h, 2, 0)
+	fetchAs(p, h, 3, 0)
+	h.produce(9, 1, "t", 0, testBatch(2, "a")) // LEO 2; HW waits for 2 and 3
+	fetchAs(p, h, 2, 2)
+	if p.HighWatermark() != 0 {
+		t.Fatalf("HW %d with follower 3 behind", p.HighWatermark())
+	}
+	// 3 stops fetching; 2 keeps fetching at the log end.
+	clock.add(time.Duration(lag/2) * time.Millisecond)
+	fetchAs(p, h, 2, 2)
+	h.m.shrinkISRs(h.m.now().UnixMilli(), lag)
+	if n := len(cm.requests()); n != 0 {
+		t.Fatalf("%d ISR changes before the lag passed", n)
+	}
+	clock.add(time.Duration(lag/2+1) * time.Millisecond)
+	fetchAs(p, h, 2, 2)
+	h.m.shrinkISRs(h.m.now().UnixMilli(), lag)
+	waitFor(t, func() bool { return slices.Equal(p.ISR(), []int32{1, 2}) })
+	reqs := cm.requests()
+	if len(reqs) != 1 || !slices.Equal(reqs[0].ISR, []int32{1, 2}) || reqs[0].PartitionEpoch != 10 || reqs[0].LeaderEpoch != 5 || reqs[0].Leader != 1 {
+		t.Fatalf("shrink requests %+v", reqs)
+	}
+	if pe := p.place.Load().partitionEpoch; pe != 11 {
+		t.Fatalf("partition epoch %d, want 11", pe)
+	}
+	// The HW no longer waits for 3.
+	if hw := p.HighWatermark(); hw != 2 {
+		t.Fatalf("HW %d after the shrink, want 2", hw)
+	}
+	if res := produceWithin(h, 100, testBatch(1, "b")); res.ErrorCode != kerr.RequestTimedOut.Code {
+		// (2 is in the ISR but the test does not fetch for it: the wait times out.)
+		t.Fatalf("acks=all with ISR {1,2}: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	// 2 stops too: ISR {1} < min.insync.replicas.
+	clock.add(time.Duration(lag+1) * time.Millisecond)
+	h.m.shrinkISRs(h.m.now().UnixMilli(), lag)
+	waitFor(t, func() bool { return slices.Equal(p.ISR(), []int32{1}) })
+	if res := h.produce(9, -1, "t", 0, testBatch(1, "c")); res.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=all with ISR {1}: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+	// 3 comes back below the HW: not yet; at the HW: it joins.
+	leo := p.log.LogEndOffset()
+	fetchAs(p, h, 3, 1)
+	if n := len(cm.requests()); n != 2 {
+		t.Fatalf("%d ISR changes after a lagging fetch, want 2", n)
+	}
+	fetchAs(p, h, 3, leo)
+	waitFor(t, func() bool { return slices.Equal(p.ISR(), []int32{1, 3}) })
+	if res := produceWithin(h, 100, testBatch(1, "d")); res.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("acks=all with ISR {1,3}, 3 not fetching: %v", kerr.ErrorForCode(res.ErrorCode))
+	}
+}
+
+// produceWithin produces records to "t" with acks=all and a timeout of ms.
+func produceWithin(h *harness, ms int32, records []byte) kmsg.ProduceResponseTopicPartition {
+	h.t.Helper()
+	r := produceReq(-1, "t", 1, 0, records)
+	r.TimeoutMillis = ms
+	resp, err := h.do(context.Background(), 9, r)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+}
+
+// TestISRChangeErrors: a change rejected for good (a newer image is coming) is dropped
+// and not proposed again before the backoff; a transient failure is retried; while a
+// change is in flight no other is proposed, and the HW counts the maximal ISR.
+func TestISRChangeErrors(t *testing.T) {
+	var mu sync.Mutex
+	answers := []error{kerr.NotController, kerr.RequestTimedOut, nil, kerr.InvalidUpdateVersion}
+	release := make(chan struct{})
+	reply := func(req kernel.AlterPartitionRequest) (kernel.PartitionImage, error) {
+		mu.Lock()
+		err := error(kerr.OperationNotAttempted)
+		if len(answers) > 0 {
+			err, answers = answers[0], answers[1:]
+		}
+		mu.Unlock()
+		if err == nil {
+			<-release // hold the accepted expansion in flight
+			return kernel.PartitionImage{Leader: 1, LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch + 1, Replicas: []int32{1, 2, 3}, ISR: req.ISR}, nil
+		}
+		return kernel.PartitionImage{}, err
+	}
+	h, cm, p, clock := isrHarness(t, reply)
+	lag := h.m.rcfg.Load().lagMaxMs
+	fetchAs(p, h, 2, 0)
+	clock.add(time.Duration(lag+1) * time.Millisecond)
+	fetchAs(p, h, 2, 0)
+	h.m.shrinkISRs(h.m.now().UnixMilli(), lag) // 3 leaves: NotController, RequestTimedOut, then accepted (held)
+	waitFor(t, func() bool { return len(cm.requests()) == 3 })
+	// In flight: the maximal ISR still holds 3, so the HW waits for it.
+	h.produce(9, 1, "t", 0, testBatch(1, "a"))
+	fetchAs(p, h, 2, 1)
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("HW %d while the shrink is in flight", hw)
+	}
+	h.m.shrinkISRs(h.m.now().UnixMilli(), lag)
+	if n := len(cm.requests()); n != 3 {
+		t.Fatalf("%d requests: a second change was proposed while one is in flight", n)
+	}
+	close(release)
+	waitFor(t, func() bool { return slices.Equal(p.ISR(), []int32{1, 2}) && p.HighWatermark() == 1 })
+	// 3 catches up: the expansion is rejected (INVALID_UPDATE_VERSION) and dropped.
+	fetchAs(p, h, 3, 1)
+	waitFor(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(cm.requests()) == 4 && p.pendingISR == nil
+	})
+	if !slices.Equal(p.ISR(), []int32{1, 2}) {
+		t.Fatalf("ISR %v after a rejected expansion", p.ISR())
+	}
+	fetchAs(p, h, 3, 1) // within the backoff: not proposed again
+	if n := len(cm.requests()); n != 4 {
+		t.Fatalf("%d requests: proposed again within the backoff", n)
+	}
+}
+
+// TestStopLeavesNoFetchers: a follower's fetcher stuck on a leader that never answers
+// is stopped (and its goroutine gone) by Stop; re-targeting and removing partitions
+// stops fetchers too.
+func TestStopLeavesNoFetchers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns sync.WaitGroup
+	accepted := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			accepted <- struct{}{}
+			go func() { // read and never answer
+				defer conns.Done()
+				defer c.Close()
+				buf := make([]byte, 1024)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	follower := func(version uint64, epoch int32) *kernel.Image {
+		im := followerImage(version, epoch)
+		im.Brokers[2] = &kernel.BrokerImage{ID: 2, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: int32(port)}}}
+		return im
+	}
+	h := newHarness(t, nil)
+	h.meta.publish(follower(2, 3))
+	select {
+	case <-accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fetcher did not connect to the leader")
+	}
+	if n, parts := h.m.Fetchers(); n != 1 || parts != 1 {
+		t.Fatalf("%d fetchers, %d partitions", n, parts)
+	}
+	if !fetcherRunning() {
+		t.Fatal("no fetcher goroutine")
+	}
+	// Node 1 leads now: the fetcher stops.
+	lead := followerImage(3, 4)
+	lead.Topics["t"].Partitions[0].Leader = 1
+	h.meta.publish(lead)
+	waitFor(t, func() bool { return !fetcherRunning() })
+	// Follower again, then Stop while it waits for the silent leader.
+	h.meta.publish(follower(4, 5))
+	waitFor(t, fetcherRunning)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fetcherRunning() {
+		t.Fatal("a fetcher goroutine survived Stop")
+	}
+	if n, parts := h.m.Fetchers(); n != 0 || parts != 0 {
+		t.Fatalf("after Stop: %d fetchers, %d partitions", n, parts)
+	}
+	ln.Close()
+	conns.Wait() // the fetcher closed its connections
+}
+
+// fetcherRunning reports whether a replica fetcher goroutine exists in the process.
+func fetcherRunning() bool {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	return strings.Contains(string(buf[:n]), "replication.(*fetcher).run")
+}
