@@ -34,6 +34,10 @@ type Log struct {
 	unflushed     int64 // records appended since the last flush
 	lastFlushMs   int64
 	dirDirty      bool // files were created since the directory was last synced
+	// dirGen counts the files created (each sets dirDirty), so that a Flush clears
+	// dirDirty only if nothing was created after it took its snapshot: a segment
+	// rolled while it synced is not covered by that sync.
+	dirGen uint64
 	closed        bool
 
 	// prod is the producer state of the log (plus the sequence ranges of empty
@@ -196,6 +200,12 @@ func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqR
 	return kernel.AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: nowMs, LogStartOffset: l.logStart.Load()}, flush, nil
 }
 
+// markDirDirty records that a file was created in the partition directory. mu held.
+func (l *Log) markDirDirty() {
+	l.dirDirty = true
+	l.dirGen++
+}
+
 // roll seals the active segment and starts a new one at base. Called with mu held.
 func (l *Log) roll(base int64) error {
 	old := l.active()
@@ -211,7 +221,7 @@ func (l *Log) roll(base int64) error {
 		return err
 	}
 	l.segs = append(l.segs, s)
-	l.dirDirty = true
+	l.markDirDirty()
 	// The producer state as of base (the log end: this append's batches are not
 	// applied yet), so recovery replays at most the new segment.
 	if err := l.writeSnapshot(base); err != nil {
@@ -620,7 +630,7 @@ func (l *Log) copyPrefix(s *segment, cut int64) (*segment, error) {
 		return nil, fmt.Errorf("copy segment %d: %w", s.base, err)
 	}
 	ns.createdMs = s.createdMs
-	l.dirDirty = true
+	l.markDirDirty()
 	return ns, nil
 }
 
@@ -667,7 +677,7 @@ func (l *Log) truncateFully(offset int64) error {
 	l.logStart.Store(offset)
 	l.leo.Store(offset)
 	l.recoveryPoint = min(l.recoveryPoint, offset)
-	l.dirDirty = true
+	l.markDirDirty()
 	l.store.dirty.Store(true)
 	return s.activate(l.cfg.SegmentIndexBytes)
 }
@@ -689,7 +699,7 @@ func (l *Log) Flush() error {
 		l.mu.RUnlock()
 		return kernel.ErrLogClosed
 	}
-	target, rp, dirDirty := l.leo.Load(), l.recoveryPoint, l.dirDirty
+	target, rp, dirDirty, dirGen := l.leo.Load(), l.recoveryPoint, l.dirDirty, l.dirGen
 	var segs []*segment
 	for i, s := range l.segs {
 		// Below the recovery point: synced already; taken again only to sync and
@@ -733,7 +743,7 @@ func (l *Log) Flush() error {
 	}
 	l.unflushed = 0
 	l.lastFlushMs = l.nowMs()
-	if dirDirty {
+	if dirDirty && l.dirGen == dirGen {
 		l.dirDirty = false
 	}
 	l.mu.Unlock()

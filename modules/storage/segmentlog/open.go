@@ -126,7 +126,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 			return nil, fmt.Errorf("open %v: %w", tp, err)
 		}
 		segs = append(segs, sg)
-		l.dirDirty = true
+		l.markDirDirty()
 	}
 	l.segs = segs
 	for _, sg := range segs[:len(segs)-1] {
