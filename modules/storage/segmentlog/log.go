@@ -38,7 +38,7 @@ type Log struct {
 	// dirDirty only if nothing was created after it took its snapshot: a segment
 	// rolled while it synced is not covered by that sync.
 	dirGen uint64
-	closed        bool
+	closed bool
 
 	// prod is the producer state of the log (plus the sequence ranges of empty
 	// AppendProducer calls). Guarded by mu. txnUnsynced lists the segments whose
