@@ -65,8 +65,11 @@ func (l *Log) loadEpochs(from int64) error {
 		es, err = epochs.Decode(b)
 	}
 	first, leo := l.segs[0].base, l.leo.Load()
+	// A new, empty partition has no file yet: nothing to warn about, nothing to write
+	// until its first epoch.
+	fresh := errors.Is(err, os.ErrNotExist) && leo == first
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) || leo > first {
+		if !fresh {
 			l.logger.Warn("leader epoch checkpoint unusable; rebuilding it from the batch headers", "error", err)
 		}
 		es, from = nil, first
@@ -78,7 +81,7 @@ func (l *Log) loadEpochs(from int64) error {
 	}
 	l.epochs.TruncateFromStart(l.logStart.Load())
 	l.epochs.TruncateFromEnd(leo)
-	if err != nil || string(epochs.Encode(l.epochs.Entries())) != string(b) {
+	if (err != nil && !(fresh && l.epochs.Len() == 0)) || (err == nil && string(epochs.Encode(l.epochs.Entries())) != string(b)) {
 		l.epochsChanged()
 	}
 	return nil

@@ -17,8 +17,8 @@ import (
 //	3 0               "<epoch> <start offset>", oldest first
 //	5 1200
 //
-// Every line ends with "\n" (Decode also takes a last line without it, as Kafka's
-// reader does). Kafka splits an entry line on runs of white space; so does
+// Every line ends with "\n" (Decode also takes a last line without it, and an empty
+// file as no entries, as Kafka's reader does). Kafka splits an entry line on runs of white space; so does
 // Decode. A file with another version, a count that disagrees with the lines, or
 // entries that break the cache's invariants does not decode.
 const CheckpointVersion = 0
@@ -47,6 +47,9 @@ func Encode(es []kernel.EpochEntry) []byte {
 // negative); anything else is an error wrapping ErrBadCheckpoint. It never panics and
 // allocates at most one entry per line of input.
 func Decode(b []byte) ([]kernel.EpochEntry, error) {
+	if len(b) == 0 {
+		return nil, nil // Kafka creates the file empty and reads it as no entries
+	}
 	// Kafka's reader takes the last line with or without its newline.
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if len(lines) < 2 {

@@ -167,13 +167,13 @@ func TestCodec(t *testing.T) {
 	if string(Encode(nil)) != "0\n0\n" {
 		t.Fatalf("Encode(nil) = %q", Encode(nil))
 	}
-	for _, ok := range []string{"0\n0\n", "0\n0", "0\n1\n3 7", "0\n2\n1\t 5\n2   5\n"} {
+	for _, ok := range []string{"", "0\n0\n", "0\n0", "0\n1\n3 7", "0\n2\n1\t 5\n2   5\n"} {
 		if _, err := Decode([]byte(ok)); err != nil {
 			t.Errorf("Decode(%q): %v", ok, err)
 		}
 	}
 	for _, bad := range []string{
-		"", "\n", "0\n", "1\n0\n", "x\n0\n", "0\n-1\n", "0\n1\n", "0\n0\n1 2\n", "0\n2\n1 2\n",
+		"\n", "0\n", "1\n0\n", "x\n0\n", "0\n-1\n", "0\n1\n", "0\n0\n1 2\n", "0\n2\n1 2\n",
 		"0\n1\n1\n", "0\n1\n1 2 3\n", "0\n1\n-1 2\n", "0\n1\n1 -2\n", "0\n1\n2147483648 0\n",
 		"0\n1\n1 9223372036854775808\n", "0\n2\n3 5\n3 6\n", "0\n2\n3 5\n2 6\n", "0\n2\n3 5\n4 4\n",
 		"0\n1\n1 2\n\n", "0\n1\na b\n",
