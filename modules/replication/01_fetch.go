@@ -1,8 +1,10 @@
 // Fetch: v4-v18. read_committed (isolation level 1) reads stop at the last stable
 // offset and list the aborted transactions of the range read; every answer carries the
-// LSO. Not implemented: replica (follower) fetches, refused with NOT_LEADER_OR_FOLLOWER
-// until the ISR issue; preferred read replica (KIP-392, always -1); diverging epoch
-// detection.
+// LSO. Follower fetches (replica id / ReplicaState, CLUSTER_ACTION) read up to the log
+// end and report the follower's LEO (HW, ISR); a LastFetchedEpoch (v12+) that the log's
+// leader epochs contradict is answered with the diverging epoch, for followers and
+// consumers. Not implemented: preferred read replica (KIP-392, always -1); the
+// ReplicaState broker epoch is not checked.
 
 package replication
 

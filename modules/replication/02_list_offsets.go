@@ -1,6 +1,7 @@
-// ListOffsets: v1-v11 (isolation level 1 bounds answers by the LSO). Not implemented: tiered storage (-4 earliest-local is the log
-// start; -5 latest-tiered and -6 earliest-pending-upload answer -1); the offset's leader
-// epoch is only known for epochs led since this broker started (see doc.go).
+// ListOffsets: v1-v11 (isolation level 1 bounds answers by the LSO; a replica id >= 0
+// sees the log end). The offset's leader epoch comes from the log's leader-epoch
+// cache. Not implemented: tiered storage (-4 earliest-local is the log start; -5
+// latest-tiered and -6 earliest-pending-upload answer -1).
 
 package replication
 

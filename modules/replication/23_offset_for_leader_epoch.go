@@ -1,5 +1,8 @@
-// OffsetForLeaderEpoch: v0-v4. Not implemented: follower requests (replica id >= 0) are
-// answered like consumer ones; the leader-epoch cache is in memory (see doc.go).
+// OffsetForLeaderEpoch: v0-v4. Answered from the log's leader-epoch cache
+// (Log.EndOffsetForEpoch, checkpointed by storage) for consumers and followers alike
+// (CLUSTER_ACTION on the cluster, or DESCRIBE on the topic, as Kafka since KIP-320);
+// only the leader answers, except to the debugging replica id -2. Not implemented:
+// nothing known.
 
 package replication
 
@@ -18,11 +21,17 @@ func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Req
 		return kernel.Response{}, errBadBody
 	}
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// As Kafka: brokers (CLUSTER_ACTION) may ask about any topic; consumers need
+	// DESCRIBE on it. Asked once, without logging a denial (most callers are
+	// consumers).
+	cluster := req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName)
+	// Only the leader answers, but for the debugging replica id (-2), as Kafka.
+	fromAnyReplica := req.Version >= 3 && r.ReplicaID == -2
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
-		allowed := req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Topic)
+		allowed := cluster || req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Topic)
 		for j := range t.Partitions {
 			in := &t.Partitions[j]
 			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
@@ -41,7 +50,12 @@ func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Req
 					out.ErrorCode = kerr.NotLeaderForPartition.Code
 				}
 			default:
-				if _, err := p.leaderFor(in.CurrentLeaderEpoch); err != nil {
+				if fromAnyReplica {
+					if err := checkEpoch(p.place.Load(), in.CurrentLeaderEpoch); err != nil {
+						out.ErrorCode = errorCode(err)
+						break
+					}
+				} else if _, err := p.leaderFor(in.CurrentLeaderEpoch); err != nil {
 					out.ErrorCode = errorCode(err)
 					break
 				}

@@ -1,14 +1,69 @@
-// Package replication is the "replication.isr" module: the partition-leader path. It
+// Package replication is the "replication.isr" module: Kafka's ISR replication. It
 // owns the local replicas of partitions (a Partition holds the Log, the leader epoch,
-// the high watermark and the ISR), and serves Produce, Fetch, ListOffsets,
-// DeleteRecords, OffsetForLeaderEpoch, WriteTxnMarkers and DescribeProducers for the
-// partitions this node leads.
+// the high watermark and the ISR), serves Produce, Fetch, ListOffsets, DeleteRecords,
+// OffsetForLeaderEpoch, WriteTxnMarkers and DescribeProducers for the partitions this
+// node leads, and fetches the partitions it follows from their leaders.
 //
-// In this issue a broker is a single node: replication factor 1, ISR = {self}, and the
-// HW moves to the log end offset at every append. The code is shaped for the ISR issue
-// that follows: acks=all already waits in the purgatory for the HW to pass the batch
-// (it is satisfied at once today), the HW is the minimum LEO over the ISR (only the
-// leader's is known today), and the leader-epoch cache answers OffsetForLeaderEpoch.
+// # Replication
+//
+// Images decide roles: a partition whose leader is this node is led here; one whose
+// replicas hold this node and whose leader is another broker is followed (clients get
+// NOT_LEADER_OR_FOLLOWER). With replication factor 1 the HW moves to the log end at
+// every append and nothing else runs: no fetcher, no ISR check.
+//
+//   - Follower fetch (fetcher.go, follower.go): one fetcher goroutine per source
+//     broker and num.replica.fetchers shard, over one internal/kclient connection to
+//     the leader's inter.broker.listener.name listener (the first listener when unset),
+//     sends one Fetch for all its partitions each round (ReplicaState.ID = this node
+//     from v15, ReplicaID before; FetchOffset = the log end; LastFetchedEpoch = the
+//     log's latest epoch from v12; replica.fetch.max.bytes, .response.max.bytes,
+//     .wait.max.ms, .min.bytes; full fetches, no session). Records are appended with
+//     Log.AppendFollower (whole batches, CRC checked), the log start follows the
+//     leader's (DeleteRecordsBefore) and the follower's HW is min(leader HW, own LEO),
+//     persisted with Log.SetHighWatermark. A diverging epoch truncates (Log.Truncate)
+//     to the divergence point: min(the leader's end for that epoch, our end for it,
+//     our LEO), or, when we do not hold that epoch, to where our older epoch ends (the
+//     next fetch asks again). OFFSET_OUT_OF_RANGE asks the leader's log start and end
+//     (ListOffsets as a replica): past its end we truncate to it, below its start
+//     Log.Reset restarts the log there. Partition errors back off for
+//     replica.fetch.backoff.ms, connection errors redial after it. A new image
+//     re-targets partitions (new leader or epoch), removes the ones this node no
+//     longer follows, and stops fetchers left empty.
+//   - Leader side (fetch.go): a replica fetch needs CLUSTER_ACTION, reads up to the log
+//     end (not the HW), and records the fetch offset as the follower's LEO and, as
+//     Kafka, when it was last caught up (fetch offset >= the leader's LEO at this
+//     fetch: now; >= the leader's LEO at its previous fetch: that fetch's time). The
+//     HW is the smallest LEO over the maximal ISR (the ISR plus a member whose
+//     addition is in flight), never moves down on the leader, and is persisted. A new
+//     leader epoch assigns the epoch at the log end (Log.AssignEpoch), keeps the HW it
+//     had (a follower's, or the checkpoint), and knows no follower LEO until they
+//     fetch; its ISR members count as caught up from then.
+//   - acks=all: the committed ISR must hold min.insync.replicas before the append
+//     (NOT_ENOUGH_REPLICAS); the produce then waits in the purgatory until the HW
+//     passes its last offset, woken by the follower fetches that move the HW;
+//     NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR fell below
+//     min.insync.replicas by then, REQUEST_TIMED_OUT at the produce timeout, and
+//     NOT_LEADER_OR_FOLLOWER when leadership moved or a new leader epoch began (its
+//     truncation may have removed the batch).
+//   - ISR changes (isr.go) go to the controller through the metadata module's
+//     kernel.PartitionChanger (AlterPartition), one in flight per partition: a
+//     follower outside the ISR that reached the HW and the current epoch's start
+//     offset is added at its fetch; ISR followers not caught up for
+//     replica.lag.time.max.ms are removed by a check every half of it. The answer's
+//     ISR and partition epoch apply at once; transient failures are retried with a
+//     growing pause; INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH and the like drop the
+//     change (a newer image is coming) and delay the next one by
+//     replica.fetch.backoff.ms. Without a PartitionChanger, ISRs change only by
+//     images.
+//   - Diverging epochs (fetch.go): a Fetch v12+ with a LastFetchedEpoch (followers
+//     and consumers) is checked against Log.EndOffsetForEpoch as Kafka does: an epoch
+//     older than the fetcher's, or one that ends before its fetch offset, is answered
+//     with that epoch and end offset and no records; an unknown end is
+//     OFFSET_OUT_OF_RANGE. OffsetForLeaderEpoch answers from the same cache.
+//   - Elections come from the controller through images: a leader that loses its
+//     leadership answers its waiting produces NOT_LEADER_OR_FOLLOWER and drops the
+//     markers it queued; followers re-target to the new leader and truncate through
+//     the diverging-epoch answers.
 //
 // Usage (config):
 //
@@ -125,17 +180,29 @@
 //     Log.AppendProducer, under Partition.mu; the leader epoch is stamped into each
 //     batch (bytes 12-16, outside the CRC) under the same lock, so a batch carries the
 //     epoch it was written in.
-//   - HW <= LEO, and the HW never moves down. Consumers never see past the HW: Fetch
-//     reads with maxOffset = HW (LSO <= HW for read_committed) and ListOffsets answers
-//     at most the HW (the LSO for read_committed).
+//   - HW <= LEO on every replica. On the leader the HW never moves down and is the
+//     smallest LEO over the maximal ISR (a follower whose LEO is unknown holds it);
+//     on a follower it is min(leader HW, own LEO) and is clamped at every truncation.
+//     Consumers never see past the HW: Fetch reads with maxOffset = HW (LSO <= HW for
+//     read_committed) and ListOffsets answers at most the HW (the LSO for
+//     read_committed). Only followers read past it, up to the log end.
+//   - A follower appends only what its leader sent for the offset it asked (same
+//     leader, same epoch, log end unchanged since the fetch was sent, under
+//     Partition.mu): a stale answer never lands after a truncation or on a leader.
+//   - A follower never keeps records its leader does not have: a diverging epoch
+//     truncates to the divergence point before the next fetch, a log end past the
+//     leader's is cut back to it.
 //   - A producer's batch is checked and appended in one Log.AppendProducer call under
 //     Partition.mu: no other append of the partition slips between its sequence check
 //     and its offset assignment.
 //   - A batch is validated whole (CRC, framing, record count, size, timestamps) before
 //     the append; a partition's records are appended all or nothing.
-//   - acks=all is answered only when the HW has passed the partition's last offset and
-//     the ISR is at least min.insync.replicas (NOT_ENOUGH_REPLICAS before the append
-//     when it is not).
+//   - acks=all is answered only when the HW has passed the partition's last offset in
+//     the leader epoch it was appended in, and the ISR is at least
+//     min.insync.replicas (NOT_ENOUGH_REPLICAS before the append when it is not).
+//   - One ISR change is in flight per partition; the HW counts the maximal ISR
+//     meanwhile, so a shrink cannot commit what a leaving member lacks before the
+//     controller accepted it.
 //   - Leader epochs only grow: an image with an older epoch does not lower ours.
 //   - A partition is published in the module's map only after its placement is set,
 //     so a request never finds a partition that does not know its leader (a produce
@@ -147,17 +214,19 @@
 //     connection must close (acks=0 with a failed partition, as Kafka does; a request
 //     context cancelled while waiting).
 //
-// The leader-epoch cache is in memory only: it starts, when this node becomes leader,
-// with the image's epoch at the current log end offset; OffsetForLeaderEpoch and the
-// leader epoch in ListOffsets answers know only epochs led since this process started.
-// The ISR issue persists it (leader-epoch-checkpoint, owned by storage) together with
-// the HW checkpoint; today the HW at open is the log end (committed by ISR = {self}).
+// The leader-epoch cache and the HW checkpoint are the Log's (kernel.Log.Epochs,
+// AssignEpoch, EndOffsetForEpoch, SetHighWatermark, HighWatermark; storage persists
+// them in leader-epoch-checkpoint and replication-offset-checkpoint). A partition
+// opens with the checkpointed HW; a leader with ISR = {self} moves it to the log end
+// at its first placement.
 //
 // # Concurrency
 //
-// Lock order: sessionCache.mu before fetchSession.mu; purgatory.mu is taken last and
-// never held while calling out. Module.mu (the partition map) is never held while
-// opening or removing a log, nor while taking Partition.mu. The read path takes no
+// Lock order (DESIGN.md has the full list): sessionCache.mu before fetchSession.mu;
+// fetcherSet.mu before fetcher.mu, neither held while taking Partition.mu;
+// purgatory.mu is taken last and never held while calling out. Module.mu (the
+// partition map) is never held while opening or removing a log, nor while taking
+// Partition.mu or a fetcher's lock. The read path takes no
 // partition lock: placement (leader, epoch, ISR, config) is an immutable value behind an
 // atomic pointer and the HW is an atomic. Module.mu is a read lock on the hot path
 // (partition lookup). Placement updates carry their image version, so an older image
@@ -168,6 +237,10 @@
 // append, HW move, log-start move or placement change wakes the operations watching
 // that partition, which re-check their condition; there is no polling. Stop closes
 // the purgatory (waiting fetches answer with what they have, waiting produces with
-// REQUEST_TIMED_OUT), unsubscribes from metadata (waiting for a running image apply)
-// and waits for the waiting operations to return.
+// REQUEST_TIMED_OUT), unsubscribes from metadata (waiting for a running image apply),
+// stops the fetchers (cancelling their requests) and the background work (the ISR
+// check, AlterPartition calls) and waits for all of their goroutines, and for the
+// waiting operations to return. The module's goroutines are the fetchers (owned by
+// fetcherSet, one per source broker and shard), the ISR check and one per
+// AlterPartition in flight (owned by goBG).
 package replication

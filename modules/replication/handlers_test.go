@@ -672,7 +672,7 @@ func TestOffsetForLeaderEpochAuthorizesFirst(t *testing.T) {
 	rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 5
 	rt.Partitions = append(rt.Partitions, rp)
 	r.Topics = append(r.Topics, rt)
-	resp, err := h.doAs(context.Background(), 4, r, denyTopic("secret"))
+	resp, err := h.doAs(context.Background(), 4, r, denyTopicAndCluster("secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,4 +685,19 @@ func TestOffsetForLeaderEpochAuthorizesFirst(t *testing.T) {
 	if opened {
 		t.Fatal("an unauthorized request opened the partition")
 	}
+	// A broker (CLUSTER_ACTION) may ask without DESCRIBE on the topic, as Kafka.
+	resp, err = h.doAs(context.Background(), 4, r, denyTopic("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Msg.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LeaderEpoch != 5 || p.EndOffset != 0 {
+		t.Fatalf("with CLUSTER_ACTION: %v epoch %d end %d", kerr.ErrorForCode(p.ErrorCode), p.LeaderEpoch, p.EndOffset)
+	}
+}
+
+// denyTopicAndCluster denies every operation on one topic and CLUSTER_ACTION.
+type denyTopicAndCluster string
+
+func (d denyTopicAndCluster) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+	return !(r.Type == kernel.ResTopic && r.Name == string(d)) && !(r.Type == kernel.ResCluster && op == kernel.OpClusterAction)
 }
