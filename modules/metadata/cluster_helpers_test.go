@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -42,10 +43,17 @@ var testClusterConfigs = map[string]string{
 // every one is registered.
 func newCluster(t *testing.T, n int, racks ...string) *tcluster {
 	t.Helper()
+	return newClusterWith(t, n, nil, racks...)
+}
+
+// newClusterWith is newCluster with static broker configs added to the test ones.
+func newClusterWith(t *testing.T, n int, configs map[string]string, racks ...string) *tcluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	c := &tcluster{t: t, nodes: map[int32]*tnode{}, configs: testClusterConfigs}
+	c := &tcluster{t: t, nodes: map[int32]*tnode{}, configs: maps.Clone(testClusterConfigs)}
+	maps.Copy(c.configs, configs)
 	for i := 1; i <= n; i++ {
 		nd := &tnode{id: int32(i), dir: t.TempDir(), addr: freeAddr(t)}
 		if i-1 < len(racks) {

@@ -7,7 +7,7 @@
 // with no separate "local" mode. The module also serves the admin APIs that read or
 // write metadata: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
 // DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topic, broker and group
-// configs) and DescribeCluster. Other modules create internal topics through it
+// configs), DescribeCluster and ElectLeaders. Other modules create internal topics through it
 // (kernel.TopicCreator), keep their own cluster-wide records in it
 // (kernel.ExtensionStore: PutExtension, Image.Extensions), and, as partition leaders,
 // change ISRs through the controller (kernel.PartitionChanger: AlterPartition).
@@ -43,6 +43,12 @@
 //     controller.
 //   - broker.session.timeout.ms (9000): how long the controller waits without a
 //     heartbeat before it fences a broker.
+//   - auto.leader.rebalance.enable (true), leader.imbalance.check.interval.seconds
+//     (300), leader.imbalance.per.broker.percentage (10): the controller's automatic
+//     preferred-leader rebalance (see Leader election), read from the controller's
+//     static configs.
+//   - unclean.leader.election.enable (false; dynamic, and a topic config): see Leader
+//     election.
 //
 // The node id, rack and client listeners come from the broker config (node_id, rack,
 // listeners), as for a single node. Three brokers on one machine (broker 1 shown; 2
@@ -157,6 +163,20 @@
 // 1 s), so a broker that comes back takes the offline partitions whose ISR it is in.
 // The ISR grows again only through the leader (AlterPartition, once the follower caught
 // up).
+//
+// ElectLeaders (ALTER on CLUSTER; planned on the receiving broker, forwarded as version
+// 2 PartitionChange entries that Apply validates, re-planned up to 3 times when a
+// partition changed meanwhile, then REQUEST_TIMED_OUT): PREFERRED makes the first
+// replica leader when it is a live ISR member (ELECTION_NOT_NEEDED when it leads,
+// PREFERRED_LEADER_NOT_AVAILABLE otherwise); UNCLEAN only helps a partition without a
+// live leader: the first live ISR member, else the first live replica with the ISR {it}
+// (ELECTION_NOT_NEEDED when the leader is live, ELIGIBLE_LEADERS_NOT_AVAILABLE without
+// a live replica), whatever unclean.leader.election.enable says. Null topics elect
+// every partition and answer only those that needed an election. Every
+// leader.imbalance.check.interval.seconds, when auto.leader.rebalance.enable, the
+// controller does the preferred elections of every broker whose share of the
+// partitions it is preferred for but does not lead exceeds
+// leader.imbalance.per.broker.percentage, for those where it is a live ISR member.
 //
 // Controlled shutdown: Stop first heartbeats with WantShutdown; the controller fences
 // the broker and moves its leaderships as above, and answers ShouldShutdown once the

@@ -493,18 +493,33 @@ func leadsAny(im *kernel.Image, node int32) bool {
 
 // controllerLoop runs the active controller's periodic duties until ctx ends or this
 // broker loses raft leadership: fence brokers whose session expired or that asked to
-// shut down, unfence those heard from again, and elect leaders.
+// shut down, unfence those heard from again, elect leaders, and every
+// leader.imbalance.check.interval.seconds move leadership back to preferred replicas
+// (auto.leader.rebalance.enable).
 func (m *Module) controllerLoop(ctx context.Context, r *raft.Raft) {
 	hb, _ := m.lifecycleIntervals()
 	tick := min(max(hb/2, 10*time.Millisecond), time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	var scanned uint64 // image version the last election scan saw
+	lastBalance, lastLook := time.Now(), time.Now()
 	for {
 		if r.State() != raft.Leader {
 			return
 		}
 		scanned = m.controllerTick(ctx, scanned)
+		// leader.imbalance.check.interval.seconds is at least 1: the broker configs (which
+		// may change) are resolved at most once a second.
+		if now := time.Now(); now.Sub(lastLook) >= time.Second {
+			lastLook = now
+			s := m.brokerSettings(m.hub.image())
+			if now.Sub(lastBalance) >= time.Duration(s.LeaderImbalanceCheckIntervalSeconds)*time.Second {
+				lastBalance = now
+				if s.AutoLeaderRebalanceEnable {
+					m.rebalanceLeaders(ctx, s.LeaderImbalancePerBrokerPercentage)
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -180,6 +180,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		{kmsg.IncrementalAlterConfigs, 0, 1, m.handleIncrementalAlterConfigs},
 		{kmsg.DescribeCluster, 0, 2, m.handleDescribeCluster},
 		{kmsg.DescribeQuorum, 0, 2, m.handleDescribeQuorum},
+		{kmsg.ElectLeaders, 0, 2, m.handleElectLeaders},
 	} {
 		if err := ctx.Handle(h.key.Int16(), h.min, h.max, h.fn); err != nil {
 			return fmt.Errorf("claim %s: %w", kmsg.NameForKey(h.key.Int16()), err)

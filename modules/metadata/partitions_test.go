@@ -340,6 +340,7 @@ func TestClusterUncleanElection(t *testing.T) {
 			t.Fatalf("set %s on %s: %d %v", key, name, res.ErrorCode, res.ErrorMessage)
 		}
 	}
+	c.waitAll(10*time.Second, "every broker has the topics", func(im *kernel.Image) bool { return im.Topic("unclean") != nil })
 	setConfig(kmsg.ConfigResourceTypeTopic, "unclean", "unclean.leader.election.enable", "true")
 	// x, the leader, shrinks both ISRs to itself (y fell behind).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -36,6 +36,9 @@ func (e *opError) Error() string {
 	return e.code.Message + ": " + e.msg
 }
 
+// Unwrap returns the Kafka error, so errors.Is(err, kerr.X) works on an opError.
+func (e *opError) Unwrap() error { return e.code }
+
 func opErr(code *kerr.Error, format string, args ...any) *opError {
 	return &opError{code: code, msg: fmt.Sprintf(format, args...)}
 }

@@ -1,0 +1,279 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+)
+
+// Leader elections asked for by an admin (ElectLeaders) and the controller's automatic
+// preferred-leader rebalance.
+
+// Election types of ElectLeaders (Kafka's values).
+const (
+	electPreferred int8 = 0
+	electUnclean   int8 = 1
+)
+
+// maxReplans bounds how often proposePlanned plans an entry again after it was
+// rejected as stale.
+const maxReplans = 3
+
+// planElection returns the entry an election of type typ makes for partition p of t on
+// im, or the reason there is none: ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+// ELIGIBLE_LEADERS_NOT_AVAILABLE.
+//
+//   - Preferred: the first replica leads, if it is live and in the ISR.
+//   - Unclean: only for a partition without a live leader; the first live ISR member in
+//     replica order leads, else the first live replica with the ISR {it}.
+//
+// The entry is validated by Apply (version 2), so a leader fenced in the meantime is
+// refused (errIneligibleReplica) rather than elected.
+func planElection(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, typ int8) (*partitionChangeRecord, error) {
+	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
+	rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+		partitionChangeV2: partitionChangeV2{Validate: true}}
+	switch typ {
+	case electPreferred:
+		pref := p.Replicas[0]
+		switch {
+		case p.Leader == pref:
+			return nil, opErr(kerr.ElectionNotNeeded, "")
+		case !alive(pref) || !slices.Contains(p.ISR, pref):
+			return nil, opErr(kerr.PreferredLeaderNotAvailable, "preferred replica %d is not a live ISR member (ISR %v)", pref, p.ISR)
+		}
+		rec.Leader = &pref
+	case electUnclean:
+		if alive(p.Leader) {
+			return nil, opErr(kerr.ElectionNotNeeded, "")
+		}
+		for _, r := range p.Replicas {
+			if alive(r) && slices.Contains(p.ISR, r) {
+				rec.Leader = &r
+				return rec, nil
+			}
+		}
+		i := slices.IndexFunc(p.Replicas, alive)
+		if i < 0 {
+			return nil, opErr(kerr.EligibleLeadersNotAvailable, "no replica of %v is a live broker", p.Replicas)
+		}
+		leader := p.Replicas[i]
+		rec.Leader, rec.ISR = &leader, []int32{leader}
+	default:
+		return nil, opErr(kerr.InvalidRequest, "unknown election type %d", typ)
+	}
+	return rec, nil
+}
+
+// proposePlanned plans one entry per item on the current image (plan returns nil and
+// the item's outcome when there is nothing to propose) and proposes them together. An
+// entry Apply rejects as stale (its partition changed after it was planned) is planned
+// again on the newer image, at most maxReplans times. errs[i] is item i's outcome.
+func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel.Image, i int) (record, error)) []error {
+	errs := make([]error, n)
+	todo := make([]int, n)
+	for i := range todo {
+		todo[i] = i
+	}
+	im := m.hub.image()
+	for round := 0; len(todo) > 0; round++ {
+		var recs []record
+		var at []int
+		for _, i := range todo {
+			rec, err := plan(im, i)
+			if errs[i] = err; err == nil && rec != nil {
+				recs = append(recs, rec)
+				at = append(at, i)
+			}
+		}
+		if len(recs) == 0 {
+			break
+		}
+		var perrs []error
+		im, perrs = m.proposeAll(ctx, recs)
+		todo = todo[:0]
+		for j, i := range at {
+			errs[i] = perrs[j]
+			if errors.Is(perrs[j], errStale) && round < maxReplans {
+				todo = append(todo, i)
+			}
+		}
+	}
+	return errs
+}
+
+// electLeadersResp serves ElectLeaders: null topics elect every partition (and leave
+// out the ones that need no election, as Kafka does).
+func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+	resp := kmsg.NewPtrElectLeadersResponse()
+	resp.Version = r.Version
+	typ := r.ElectionType
+	if r.Version == 0 {
+		typ = electPreferred
+	}
+	type item struct {
+		topic     string
+		partition int32
+	}
+	im := m.hub.image()
+	var items []item
+	all := r.Topics == nil
+	if all {
+		for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
+			for _, p := range im.Topics[name].Partitions {
+				items = append(items, item{name, p.Partition})
+			}
+		}
+	} else {
+		seen := map[item]bool{}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if it := (item{t.Topic, p}); !seen[it] {
+					seen[it] = true
+					items = append(items, it)
+				}
+			}
+		}
+	}
+	var denied error
+	switch {
+	case !req.Allowed(ctx, kernel.OpAlter, kernel.ResCluster, kernel.ClusterResourceName):
+		denied = opErr(kerr.ClusterAuthorizationFailed, "")
+	case typ != electPreferred && typ != electUnclean:
+		denied = opErr(kerr.InvalidRequest, "unknown election type %d", typ)
+	}
+	errs := make([]error, len(items))
+	if denied != nil {
+		if r.Version >= 1 {
+			resp.ErrorCode, _ = errCode(denied)
+		}
+		for i := range errs {
+			errs[i] = denied
+		}
+	} else {
+		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+		defer cancel()
+		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (record, error) {
+			t := im.Topics[items[i].topic]
+			if t == nil || items[i].partition < 0 || int(items[i].partition) >= len(t.Partitions) {
+				return nil, opErr(kerr.UnknownTopicOrPartition, "")
+			}
+			rec, err := planElection(im, t, &t.Partitions[items[i].partition], typ)
+			if err != nil {
+				return nil, err
+			}
+			return rec, nil
+		})
+	}
+	topicAt := map[string]int{}
+	for i, it := range items {
+		err := electionError(errs[i], typ)
+		if all && errors.Is(err, kerr.ElectionNotNeeded) {
+			continue
+		}
+		if err == nil {
+			m.log.Info("elected leader", "topic", it.topic, "partition", it.partition, "election", electionName(typ))
+		}
+		at, ok := topicAt[it.topic]
+		if !ok {
+			at = len(resp.Topics)
+			topicAt[it.topic] = at
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = it.topic
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewElectLeadersResponseTopicPartition()
+		rp.Partition = it.partition
+		rp.ErrorCode, rp.ErrorMessage = errCode(err)
+		resp.Topics[at].Partitions = append(resp.Topics[at].Partitions, rp)
+	}
+	return resp
+}
+
+// electionError turns a planned election's outcome into what the client gets: a leader
+// fenced between planning and Apply is "not available", a partition that kept changing
+// is a timeout (retriable).
+func electionError(err error, typ int8) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errIneligibleReplica) && typ == electPreferred:
+		return opErr(kerr.PreferredLeaderNotAvailable, "%v", err)
+	case errors.Is(err, errIneligibleReplica):
+		return opErr(kerr.EligibleLeadersNotAvailable, "%v", err)
+	case errors.Is(err, errStale):
+		return opErr(kerr.RequestTimedOut, "the partition kept changing: %v", err)
+	case errors.Is(err, errUnknownTopic):
+		return opErr(kerr.UnknownTopicOrPartition, "")
+	}
+	return err
+}
+
+func electionName(typ int8) string {
+	if typ == electUnclean {
+		return "unclean"
+	}
+	return "preferred"
+}
+
+// imbalancedLeaders returns the preferred-leader elections of the automatic rebalance
+// (auto.leader.rebalance.enable): for each broker whose share of the partitions that
+// prefer it (it is their first replica) but are led by another exceeds pct percent,
+// every such partition whose preferred replica is live and in the ISR. The entries are
+// version 1, checked against the partition epoch: the controller plans them on its own
+// latest image, where it decides liveness itself.
+func imbalancedLeaders(im *kernel.Image, pct int32) []record {
+	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
+	total, notLed := map[int32]int{}, map[int32]int{}
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			pref := p.Replicas[0]
+			total[pref]++
+			if p.Leader != pref {
+				notLed[pref]++
+			}
+		}
+	}
+	var out []record
+	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
+		t := im.Topics[name]
+		for _, p := range t.Partitions {
+			pref := p.Replicas[0]
+			// notLed/total > pct/100, in integers.
+			if p.Leader == pref || int64(notLed[pref])*100 <= int64(pct)*int64(total[pref]) {
+				continue
+			}
+			if !alive(pref) || !slices.Contains(p.ISR, pref) {
+				continue
+			}
+			out = append(out, &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch, Leader: &pref})
+		}
+	}
+	return out
+}
+
+// rebalanceLeaders proposes the automatic rebalance's elections (see imbalancedLeaders).
+func (m *Module) rebalanceLeaders(ctx context.Context, pct int32) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	im := m.hub.image()
+	recs := imbalancedLeaders(im, pct)
+	if len(recs) == 0 {
+		return
+	}
+	_, _, errs := m.proposeLocal(ctx, recs)
+	moved := 0
+	for _, err := range errs {
+		if err == nil {
+			moved++
+		}
+	}
+	m.log.Info("moved leaders back to preferred replicas", "changes", moved, "proposed", len(recs))
+}
