@@ -570,8 +570,9 @@ func (l *Log) truncateLocked(offset int64) error {
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	var errs []error
-	for _, s := range l.segs[i+1:] {
-		if err := s.markDeleted(); err != nil {
+	// Newest first: a crash part way leaves a prefix of the log, never a hole.
+	for j := len(l.segs) - 1; j > i; j-- {
+		if err := l.segs[j].markDeleted(); err != nil {
 			errs = append(errs, err)
 		}
 	}
