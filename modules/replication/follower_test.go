@@ -531,6 +531,32 @@ func TestISRChangeErrors(t *testing.T) {
 	if n := len(cm.requests()); n != 4 {
 		t.Fatalf("%d requests: proposed again within the backoff", n)
 	}
+	// Stop ends the ISR check and the AlterPartition calls.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := moduleGoroutines(); g != "" {
+		t.Fatalf("goroutines left after Stop:\n%s", g)
+	}
+}
+
+// moduleGoroutines returns the stacks of the module's own goroutines (fetchers, the
+// ISR check, AlterPartition calls) still running in the process.
+func moduleGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		for _, fn := range []string{"replication.(*fetcher).run", "replication.(*Module).isrLoop", "replication.(*Module).alterPartition"} {
+			if strings.Contains(g, fn) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // TestStopLeavesNoFetchers: a follower's fetcher stuck on a leader that never answers
@@ -596,8 +622,8 @@ func TestStopLeavesNoFetchers(t *testing.T) {
 	if err := h.m.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if fetcherRunning() {
-		t.Fatal("a fetcher goroutine survived Stop")
+	if g := moduleGoroutines(); g != "" {
+		t.Fatalf("goroutines survived Stop:\n%s", g)
 	}
 	if n, parts := h.m.Fetchers(); n != 0 || parts != 0 {
 		t.Fatalf("after Stop: %d fetchers, %d partitions", n, parts)
@@ -608,7 +634,5 @@ func TestStopLeavesNoFetchers(t *testing.T) {
 
 // fetcherRunning reports whether a replica fetcher goroutine exists in the process.
 func fetcherRunning() bool {
-	buf := make([]byte, 1<<20)
-	n := runtime.Stack(buf, true)
-	return strings.Contains(string(buf[:n]), "replication.(*fetcher).run")
+	return strings.Contains(moduleGoroutines(), "replication.(*fetcher).run")
 }

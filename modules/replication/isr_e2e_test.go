@@ -85,7 +85,8 @@ func clusterFetch(t *testing.T, c *rcluster, id int32, topic string, offset int6
 // acknowledged record is on every replica, whose logs are byte for byte the leader's
 // (offsets, epochs, log start), and consumers read them all.
 func TestClusterAcksAllReplicates(t *testing.T) {
-	c := startCluster(t, 3, "memory", nil)
+	// Two fetchers per source broker: the three partitions are sharded over them.
+	c := startCluster(t, 3, "memory", map[string]string{"num.replica.fetchers": "2"})
 	c.createTopic("r3", 3, 3, map[string]*string{"min.insync.replicas": strp("2")})
 	cl := c.client(kgo.DefaultProduceTopic("r3"))
 	const n = 300
@@ -99,6 +100,13 @@ func TestClusterAcksAllReplicates(t *testing.T) {
 	}
 	if total != n {
 		t.Fatalf("%d records in the logs, want %d", total, n)
+	}
+	for _, nd := range c.nodes {
+		// Each broker follows 2 of the 3 partitions (RF 3), from at most 2 leaders
+		// with at most 2 shards each.
+		if fetchers, parts := c.repl(nd.id).Fetchers(); parts != 2 || fetchers < 1 || fetchers > 4 {
+			t.Errorf("broker %d: %d fetchers for %d partitions", nd.id, fetchers, parts)
+		}
 	}
 	// A consumer reads every record once.
 	cons := c.client(kgo.ConsumeTopics("r3"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
