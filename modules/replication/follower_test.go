@@ -376,7 +376,7 @@ func isrHarness(t *testing.T, reply func(req kernel.AlterPartitionRequest) (kern
 	}
 	cm.reply = reply
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	h := newHarnessMeta(t, cm, meta, func(m *Module) { m.now = clock.Now })
+	h := newHarnessMeta(t, cm, meta, nil, func(m *Module) { m.now = clock.Now })
 	h.m.pauseFetching(true)
 	im := image(2, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
 	pi := &im.Topics["t"].Partitions[0]
@@ -635,4 +635,112 @@ func TestStopLeavesNoFetchers(t *testing.T) {
 // fetcherRunning reports whether a replica fetcher goroutine exists in the process.
 func fetcherRunning() bool {
 	return strings.Contains(moduleGoroutines(), "replication.(*fetcher).run")
+}
+
+// TestISRHammer runs acks=all producers, two followers fetching through the leader
+// path (one of them stalling now and then, so the ISR shrinks and expands through a
+// PartitionChanger), the periodic ISR check and a stream of images (new leader epochs,
+// leadership moving away and back) on one partition at once: no deadlock, every
+// answer is one Kafka allows, and HW <= LEO throughout.
+func TestISRHammer(t *testing.T) {
+	meta := &fakeMeta{img: image(1)}
+	cm := &changerMeta{fakeMeta: meta}
+	cm.reply = func(req kernel.AlterPartitionRequest) (kernel.PartitionImage, error) {
+		return kernel.PartitionImage{Leader: req.Leader, LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch + 1, Replicas: []int32{1, 2, 3}, ISR: req.ISR}, nil
+	}
+	h := newHarnessMeta(t, cm, meta, map[string]string{"replica.lag.time.max.ms": "20"}, nil)
+	h.m.pauseFetching(true)
+	var imu sync.Mutex
+	version, epoch := uint64(1), int32(5)
+	publish := func(leader int32, newEpoch bool) {
+		imu.Lock()
+		defer imu.Unlock()
+		version++
+		if newEpoch {
+			epoch++
+		}
+		im := image(version, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
+		pi := &im.Topics["t"].Partitions[0]
+		pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = leader, epoch, []int32{1, 2, 3}, []int32{1, 2, 3}
+		if p := h.m.partition(kernel.TopicPartition{Topic: "t"}); p != nil {
+			pl := p.place.Load()
+			pi.ISR, pi.PartitionEpoch = slices.Clone(pl.isr), pl.partitionEpoch
+			if !slices.Contains(pi.ISR, leader) {
+				pi.ISR = append(pi.ISR, leader)
+			}
+		}
+		h.meta.publish(im)
+	}
+	publish(1, true)
+	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	allowed := map[int16]bool{0: true, kerr.RequestTimedOut.Code: true, kerr.NotEnoughReplicas.Code: true,
+		kerr.NotEnoughReplicasAfterAppend.Code: true, kerr.NotLeaderForPartition.Code: true}
+	var pwg sync.WaitGroup
+	for range 3 {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for range 100 {
+				if res := produceWithin(h, 50, testBatch(2, "h")); !allowed[res.ErrorCode] {
+					t.Errorf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
+					return
+				}
+			}
+		}()
+	}
+	for _, replica := range []int32{2, 3} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				if replica == 3 && i%50 < 10 {
+					time.Sleep(2 * time.Millisecond) // stall: falls out of the ISR
+					continue
+				}
+				r := fetchReq("t", 1, 0, p.log.LogEndOffset())
+				r.ReplicaState.ID = replica
+				r.MinBytes, r.MaxWaitMillis = 1, 5
+				resp, err := h.do(ctx, 15, r)
+				if err != nil {
+					return
+				}
+				bodyBytes(t, resp.Body)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			// Mostly images that change nothing for the partition; every 20th a new
+			// epoch, every 40th with leadership elsewhere (and back at the next).
+			leader := int32(1)
+			if i%40 == 39 {
+				leader = 2
+			}
+			publish(leader, i%20 == 19)
+			time.Sleep(3 * time.Millisecond)
+			if hw, leo := p.HighWatermark(), p.log.LogEndOffset(); hw > leo {
+				t.Errorf("HW %d > LEO %d", hw, leo)
+			}
+		}
+	}()
+	pwg.Wait()
+	// Both kinds of change happened: a shrink (fewer than 3) and an expansion back to
+	// 3 (the images always start from the leader's ISR, so 3 is only ever proposed
+	// by an expansion).
+	waitFor(t, func() bool {
+		var shrink, expand bool
+		for _, r := range cm.requests() {
+			shrink = shrink || len(r.ISR) < 3
+			expand = expand || len(r.ISR) == 3
+		}
+		return shrink && expand
+	})
+	cancel()
+	wg.Wait()
+	publish(1, true)
 }

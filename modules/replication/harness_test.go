@@ -141,15 +141,15 @@ type harness struct {
 func newHarness(t testing.TB, cfg func(*Module), topics ...topicSpec) *harness {
 	t.Helper()
 	meta := &fakeMeta{img: image(1, topics...)}
-	return newHarnessMeta(t, nil, meta, cfg)
+	return newHarnessMeta(t, nil, meta, nil, cfg)
 }
 
 // newHarnessMeta is newHarness with a metadata module of the test's (mod, e.g. one that
-// changes ISRs) around meta (nil mod: meta itself).
-func newHarnessMeta(t testing.TB, mod kernel.Module, meta *fakeMeta, cfg func(*Module)) *harness {
+// changes ISRs) around meta (nil mod: meta itself) and static broker configs.
+func newHarnessMeta(t testing.TB, mod kernel.Module, meta *fakeMeta, static map[string]string, cfg func(*Module)) *harness {
 	t.Helper()
 	store := memory.NewStore()
-	fc := &fakeCtx{node: 1, storage: store, meta: meta, metaMod: mod, handlers: map[int16]handlerClaim{}, metrics: kernel.NewMetrics()}
+	fc := &fakeCtx{node: 1, static: static, storage: store, meta: meta, metaMod: mod, handlers: map[int16]handlerClaim{}, metrics: kernel.NewMetrics()}
 	m := New()
 	if cfg != nil {
 		cfg(m)
