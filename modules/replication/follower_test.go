@@ -522,7 +522,7 @@ func TestISRChangeErrors(t *testing.T) {
 	waitFor(t, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return len(cm.requests()) == 4 && p.pendingISR == nil
+		return len(cm.requests()) == 4 && p.pending == nil
 	})
 	if !slices.Equal(p.ISR(), []int32{1, 2}) {
 		t.Fatalf("ISR %v after a rejected expansion", p.ISR())

@@ -87,10 +87,10 @@ type Partition struct {
 	// leaderEpochStart is the log end offset when this node became leader in the
 	// current epoch: a follower joins the ISR only once it has reached it.
 	leaderEpochStart int64
-	// pendingISR is the ISR proposed to the controller and not answered yet (nil:
-	// none; one change in flight per partition). isrRetryMs delays the next proposal
-	// after a rejected one.
-	pendingISR []int32
+	// pending is the ISR change proposed to the controller and not answered yet (nil:
+	// none; one change in flight per partition), matched by identity when its answer
+	// comes. isrRetryMs delays the next proposal after a rejected one.
+	pending *kernel.AlterPartitionRequest
 	isrRetryMs int64
 	// version is the metadata image version of the current placement; an update from
 	// an older image (a lazy open may apply a newer one first) is ignored.
@@ -214,9 +214,9 @@ func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconf
 	if !leader {
 		// Markers queued as leader are never delivered now: a new leader's log
 		// decides what is committed (they may be truncated away).
-		p.followers, p.pendingISR, p.markers = nil, nil, nil
+		p.followers, p.pending, p.markers = nil, nil, nil
 	}
-	np.maximal = maximalISR(np.isr, p.pendingISR)
+	np.maximal = maximalISR(np.isr, p.pendingISR())
 	p.place.Store(np)
 	changed := old.leader != np.leader || old.epoch != np.epoch || !slices.Equal(old.isr, np.isr)
 	if leader {
@@ -236,7 +236,7 @@ func (p *Partition) becomeLeaderLocked(np *placement, nowMs int64) {
 		p.env.log.Error("assign leader epoch", "topic", p.tp.Topic, "partition", p.tp.Partition, "epoch", np.epoch, "offset", leo, "err", err)
 	}
 	p.leaderEpochStart = leo
-	p.pendingISR = nil
+	p.pending = nil
 	p.followers = make(map[int32]*replicaState, len(np.replicas))
 	p.syncFollowersLocked(np, nowMs)
 	if hw := p.hw.Load(); hw > leo {
@@ -428,7 +428,7 @@ func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs
 // defines it: its LEO has reached the HW and the start of the current leader epoch
 // (so it holds everything this leader committed). One change is in flight at a time.
 func (p *Partition) maybeExpandLocked(pl *placement, replica int32, rs *replicaState, nowMs int64) *kernel.AlterPartitionRequest {
-	if !p.env.alter || p.pendingISR != nil || nowMs < p.isrRetryMs || slices.Contains(pl.isr, replica) {
+	if !p.env.alter || p.pending != nil || nowMs < p.isrRetryMs || slices.Contains(pl.isr, replica) {
 		return nil
 	}
 	if rs.leo < p.hw.Load() || rs.leo < p.leaderEpochStart {
@@ -444,7 +444,7 @@ func (p *Partition) maybeShrink(nowMs, lagMs int64) *kernel.AlterPartitionReques
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pl := p.place.Load()
-	if p.closed || pl.leader != p.self || !p.env.alter || p.pendingISR != nil || nowMs < p.isrRetryMs {
+	if p.closed || pl.leader != p.self || !p.env.alter || p.pending != nil || nowMs < p.isrRetryMs {
 		return nil
 	}
 	var keep []int32
@@ -462,14 +462,22 @@ func (p *Partition) maybeShrink(nowMs, lagMs int64) *kernel.AlterPartitionReques
 
 // proposeLocked records isr as the change in flight and returns the request for it.
 func (p *Partition) proposeLocked(pl *placement, isr []int32) *kernel.AlterPartitionRequest {
-	p.pendingISR = isr
-	np := *pl
-	np.maximal = maximalISR(pl.isr, isr)
-	p.place.Store(&np)
-	return &kernel.AlterPartitionRequest{
+	p.pending = &kernel.AlterPartitionRequest{
 		Topic: p.tp.Topic, TopicID: p.topicID, Partition: p.tp.Partition,
 		Leader: p.self, LeaderEpoch: pl.epoch, PartitionEpoch: pl.partitionEpoch, ISR: isr,
 	}
+	np := *pl
+	np.maximal = maximalISR(pl.isr, isr)
+	p.place.Store(&np)
+	return p.pending
+}
+
+// pendingISR is the ISR of the change in flight (nil: none); mu held.
+func (p *Partition) pendingISR() []int32 {
+	if p.pending == nil {
+		return nil
+	}
+	return p.pending.ISR
 }
 
 // isrChanged ends the change in flight req: with the controller's answer res when err
@@ -479,10 +487,10 @@ func (p *Partition) proposeLocked(pl *placement, isr []int32) *kernel.AlterParti
 func (p *Partition) isrChanged(req *kernel.AlterPartitionRequest, res *kernel.PartitionImage, retryAtMs int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.pendingISR == nil || !slices.Equal(p.pendingISR, req.ISR) {
-		return false // a new leader epoch (or close) dropped it already
+	if p.pending != req {
+		return false // a new leader epoch dropped it already
 	}
-	p.pendingISR = nil
+	p.pending = nil
 	p.isrRetryMs = retryAtMs
 	pl := p.place.Load()
 	np := *pl
@@ -506,7 +514,7 @@ func (p *Partition) stillProposing(req *kernel.AlterPartitionRequest) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pl := p.place.Load()
-	return !p.closed && pl.leader == p.self && pl.epoch == req.LeaderEpoch && slices.Equal(p.pendingISR, req.ISR)
+	return !p.closed && pl.leader == p.self && pl.epoch == req.LeaderEpoch && p.pending == req
 }
 
 // advanceHWLocked moves the HW to the smallest LEO among the maximal ISR (a follower
