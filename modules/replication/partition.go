@@ -90,7 +90,7 @@ type Partition struct {
 	// pending is the ISR change proposed to the controller and not answered yet (nil:
 	// none; one change in flight per partition), matched by identity when its answer
 	// comes. isrRetryMs delays the next proposal after a rejected one.
-	pending *kernel.AlterPartitionRequest
+	pending    *kernel.AlterPartitionRequest
 	isrRetryMs int64
 	// version is the metadata image version of the current placement; an update from
 	// an older image (a lazy open may apply a newer one first) is ignored.
