@@ -7,7 +7,8 @@
 // with no separate "local" mode. The module also serves the admin APIs that read or
 // write metadata: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
 // DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topic, broker and group
-// configs), DescribeCluster and ElectLeaders. Other modules create internal topics through it
+// configs), DescribeCluster, ElectLeaders, AlterPartitionReassignments and
+// ListPartitionReassignments. Other modules create internal topics through it
 // (kernel.TopicCreator), keep their own cluster-wide records in it
 // (kernel.ExtensionStore: PutExtension, Image.Extensions), and, as partition leaders,
 // change ISRs through the controller (kernel.PartitionChanger: AlterPartition).
@@ -184,6 +185,30 @@
 // then transfers raft leadership to another voter before shutting raft down. A broker
 // with no live peer skips this.
 //
+// Reassignment (reassign.go), as Kafka's KRaft controller: AlterPartitionReassignments
+// (ALTER on CLUSTER; planned on the receiving broker and forwarded like ElectLeaders)
+// with a target replica list sets the replicas to the target followed by the current
+// replicas it leaves out, adding = target minus current, removing = current minus
+// target (PartitionImage.AddingReplicas/RemovingReplicas; the current replicas are the
+// union when a reassignment is already in progress); leader and ISR stay. New replicas
+// start fetching (the replication module follows every partition it is a replica of),
+// and the leader adds them to the ISR once caught up (AlterPartition). The controller
+// completes a reassignment once the ISR without the removing replicas is non-empty and
+// holds every target replica (so every adding replica is in sync): replicas = target,
+// ISR = ISR minus removing, and a leader that was removed (or is not live) gives way to
+// the first live ISR member in target order; that is a reconciliation too, done on
+// every scan where no partition needed a liveness repair, and at once after any
+// validated PartitionChange. A target that only reorders the replicas takes effect at
+// once; one equal to the current replicas changes nothing. A null target cancels: the
+// adding replicas leave the replicas and the ISR (when that would empty the ISR, the
+// first remaining replica becomes the ISR, refused unless unclean leader election is
+// enabled for the topic), and a leader being added gives way to the first live ISR
+// member. Errors: INVALID_REPLICA_ASSIGNMENT (empty, duplicates, unregistered brokers,
+// an unclean cancel), NO_REASSIGNMENT_IN_PROGRESS (cancelling nothing),
+// UNKNOWN_TOPIC_OR_PARTITION. ListPartitionReassignments (DESCRIBE on CLUSTER) answers
+// from this broker's image: every reassignment in progress for null topics, else those
+// of the named partitions (unknown ones left out).
+//
 // Placement of new partitions (placement.go): brokers in rack-alternating order, the
 // leader of new partition p at position (start+p) mod n from a random start, followers
 // walking the order from the leader, racks the partition does not use yet first. The
@@ -319,12 +344,15 @@
 // Snapshots serialize the whole state: | format u8 | JSON | with brokers sorted by id
 // and topics by name, so equal states give equal bytes. Format 1 has no extensions;
 // format 2 adds "extensions" (namespace -> key -> base64 value); format 3 adds
-// "next_producer_id" (the first unallocated producer id) to format 2. Each snapshot is
-// written in the oldest format that holds its state (3 once an id was allocated, else
-// 2 when there are extensions, else 1), so older brokers read it while they can, and
-// refuse it, rather than silently drop extensions or reset the producer id counter,
-// once they cannot. All three formats load; formats 1 and 2 give a counter of 0, which
-// is right: they predate ProducerIDs entries, so nothing was allocated before them.
+// "next_producer_id" (the first unallocated producer id) to format 2; format 4 adds
+// each partition's "adding" and "removing" replicas (omitted when empty) to format 3.
+// Each snapshot is written in the oldest format that holds its state (4 while a
+// reassignment is in progress, else 3 once an id was allocated, else 2 when there are
+// extensions, else 1), so older brokers read it while they can, and refuse it, rather
+// than silently drop extensions, reset the producer id counter or forget a
+// reassignment, once they cannot. All four formats load; formats 1 and 2 give a counter
+// of 0, which is right: they predate ProducerIDs entries, so nothing was allocated
+// before them; formats 1 to 3 give no reassignment, which predates them too.
 //
 // # Invariants
 //

@@ -2,6 +2,7 @@ package metadata_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -51,5 +52,54 @@ func TestE2EElectLeaders(t *testing.T) {
 	resp, err := req.RequestWith(ctx, b.Client(t, kgo.MaxVersions(kversion.V2_2_0())))
 	if err != nil || resp.Version != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.ElectionNotNeeded.Code {
 		t.Errorf("v0: %v %+v", err, resp)
+	}
+}
+
+// TestE2EPartitionReassignments: kadm's AlterPartitionAssignments and
+// ListPartitionReassignments on a single broker: a reorder-free target is accepted and
+// changes nothing, bad targets and cancelling nothing are refused, nothing is listed.
+func TestE2EPartitionReassignments(t *testing.T) {
+	b := testbroker.Start(t)
+	adm := b.Admin(t)
+	ctx := testCtx(t)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "ra"); err != nil {
+		t.Fatal(err)
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("ra", 0, []int32{1})
+	req.Assign("ra", 1, []int32{1, 7})
+	req.CancelAssign("ra", 5)
+	req.Assign("missing", 0, []int32{1})
+	rs, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		topic string
+		p     int32
+		want  error
+	}{
+		{"ra", 0, nil},
+		{"ra", 1, kerr.InvalidReplicaAssignment},
+		{"ra", 5, kerr.UnknownTopicOrPartition},
+		{"missing", 0, kerr.UnknownTopicOrPartition},
+	} {
+		if r := rs[c.topic][c.p]; !errors.Is(r.Err, c.want) || (c.want == nil) != (r.Err == nil) {
+			t.Errorf("%s-%d: %+v, want %v", c.topic, c.p, r, c.want)
+		}
+	}
+	req = nil
+	req.CancelAssign("ra", 0)
+	rs, err = adm.AlterPartitionAssignments(ctx, req)
+	if err != nil || !errors.Is(rs["ra"][0].Err, kerr.NoReassignmentInProgress) {
+		t.Errorf("cancel nothing: %v %+v", err, rs)
+	}
+	listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"ra": {0: {}, 1: {}}})
+	if err != nil || len(listed) != 0 {
+		t.Errorf("listed: %v %+v", err, listed)
+	}
+	topics, err := adm.ListTopics(ctx, "ra")
+	if err != nil || !slices.Equal(topics["ra"].Partitions[0].Replicas, []int32{1}) {
+		t.Errorf("ra after: %v %+v", err, topics["ra"])
 	}
 }

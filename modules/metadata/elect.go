@@ -197,23 +197,30 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 	return resp
 }
 
-// electionError turns a planned election's outcome into what the client gets: a leader
-// fenced between planning and Apply is "not available", a partition that kept changing
-// is a timeout (retriable).
-func electionError(err error, typ int8) error {
+// plannedError turns the outcome of a planned admin change (ElectLeaders,
+// AlterPartitionReassignments) into what the client gets: a broker fenced between
+// planning and Apply is reported as ineligible, a partition that kept changing as a
+// timeout (retriable).
+func plannedError(err error, ineligible *kerr.Error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, errIneligibleReplica) && typ == electPreferred:
-		return opErr(kerr.PreferredLeaderNotAvailable, "%v", err)
-	case errors.Is(err, errIneligibleReplica):
-		return opErr(kerr.EligibleLeadersNotAvailable, "%v", err)
+	case errors.Is(err, errIneligibleReplica), errors.Is(err, errUnknownBroker):
+		return opErr(ineligible, "%v", err)
 	case errors.Is(err, errStale):
 		return opErr(kerr.RequestTimedOut, "the partition kept changing: %v", err)
 	case errors.Is(err, errUnknownTopic):
 		return opErr(kerr.UnknownTopicOrPartition, "")
 	}
 	return err
+}
+
+// electionError is plannedError for an election of type typ.
+func electionError(err error, typ int8) error {
+	if typ == electPreferred {
+		return plannedError(err, kerr.PreferredLeaderNotAvailable)
+	}
+	return plannedError(err, kerr.EligibleLeadersNotAvailable)
 }
 
 func electionName(typ int8) string {

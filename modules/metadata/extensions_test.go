@@ -271,7 +271,7 @@ func TestSnapshotFormats(t *testing.T) {
 	if err != nil || r.img.Version != 7 || r.img.Extensions == nil || len(r.img.Extensions) != 0 {
 		t.Fatalf("decode format 1: %+v %v", r, err)
 	}
-	if _, err := decodeSnapshot(bytes.NewReader([]byte{4, '{', '}'})); !errors.Is(err, ErrUnknownRecord) {
-		t.Errorf("format 4: %v", err)
+	if _, err := decodeSnapshot(bytes.NewReader([]byte{5, '{', '}'})); !errors.Is(err, ErrUnknownRecord) {
+		t.Errorf("format 5: %v", err)
 	}
 }

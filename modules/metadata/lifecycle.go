@@ -562,7 +562,12 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 	if im.Version == scanned {
 		return scanned
 	}
-	if changes := electLeaders(im, m.uncleanElection(im)); len(changes) > 0 {
+	changes := electLeaders(im, m.uncleanElection(im))
+	if len(changes) == 0 {
+		// Liveness first; reassignments complete on a partition that needs no repair.
+		changes = completeReassignments(im)
+	}
+	if len(changes) > 0 {
 		_, _, errs := m.proposeLocal(ctx, changes)
 		moved := 0
 		for i, err := range errs {
@@ -571,7 +576,7 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 				m.logPartitionChange(im, changes[i].(*partitionChangeRecord))
 			}
 		}
-		m.log.Info("changed partitions for broker liveness", "changes", moved, "proposed", len(changes))
+		m.log.Info("changed partitions (broker liveness, reassignments)", "changes", moved, "proposed", len(changes))
 		return 0 // look again next tick: a change may have been rejected as stale
 	}
 	return im.Version

@@ -181,6 +181,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		{kmsg.DescribeCluster, 0, 2, m.handleDescribeCluster},
 		{kmsg.DescribeQuorum, 0, 2, m.handleDescribeQuorum},
 		{kmsg.ElectLeaders, 0, 2, m.handleElectLeaders},
+		{kmsg.AlterPartitionAssignments, 0, 0, m.handleAlterPartitionReassignments},
+		{kmsg.ListPartitionReassignments, 0, 0, m.handleListPartitionReassignments},
 	} {
 		if err := ctx.Handle(h.key.Int16(), h.min, h.max, h.fn); err != nil {
 			return fmt.Errorf("claim %s: %w", kmsg.NameForKey(h.key.Int16()), err)

@@ -12,9 +12,11 @@ import (
 )
 
 // Snapshot formats, the first byte of a snapshot (see doc.go). Format 2 is format 1
-// plus Extensions; format 3 is format 2 plus NextProducerID. Each snapshot is written
-// in the oldest format that holds the state: 1 without extensions and producer ids, 2
-// with extensions only, 3 once a producer id was allocated. So a state that does not
+// plus Extensions; format 3 is format 2 plus NextProducerID; format 4 is format 3 plus
+// each partition's adding and removing replicas. Each snapshot is written in the
+// oldest format that holds the state: 1 without extensions and producer ids, 2 with
+// extensions only, 3 once a producer id was allocated, 4 while a reassignment is in
+// progress. So a state that does not
 // need a newer format still gives a snapshot older brokers read, and an older broker
 // meets a newer format only once entries it cannot read either are in the log; it then
 // refuses the snapshot instead of silently dropping the extensions or, worse, resetting
@@ -23,6 +25,7 @@ const (
 	snapshotFormatV1 = 1
 	snapshotFormatV2 = 2
 	snapshotFormatV3 = 3
+	snapshotFormatV4 = 4
 )
 
 // snapshotV1 is the serialized state (formats 1, 2 and 3). Slices are sorted (brokers by
@@ -64,6 +67,9 @@ type snapPartition struct {
 	PartitionEpoch int32   `json:"partition_epoch"`
 	Replicas       []int32 `json:"replicas"`
 	ISR            []int32 `json:"isr"`
+	// Adding and Removing are a reassignment in progress; format 4 only.
+	Adding   []int32 `json:"adding,omitempty"`
+	Removing []int32 `json:"removing,omitempty"`
 }
 
 // encodeSnapshot writes | format u8 | JSON |.
@@ -84,6 +90,7 @@ func encodeSnapshot(s *state) ([]byte, error) {
 	if s.nextProducerID > 0 {
 		format, snap.NextProducerID = snapshotFormatV3, s.nextProducerID
 	}
+	// Topics below raise the format to 4 while a reassignment is in progress.
 	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
 		b := im.Brokers[id]
 		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []endpoint{},
@@ -99,8 +106,11 @@ func encodeSnapshot(s *state) ([]byte, error) {
 		for _, p := range t.Partitions {
 			st.Partitions = append(st.Partitions, snapPartition{
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				Replicas: p.Replicas, ISR: p.ISR,
+				Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas,
 			})
+			if len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0 {
+				format = snapshotFormatV4
+			}
 		}
 		snap.Topics = append(snap.Topics, st)
 	}
@@ -118,7 +128,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	if len(b) == 0 || b[0] < snapshotFormatV1 || b[0] > snapshotFormatV3 {
+	if len(b) == 0 || b[0] < snapshotFormatV1 || b[0] > snapshotFormatV4 {
 		return nil, fmt.Errorf("snapshot format: %w", ErrUnknownRecord)
 	}
 	var snap snapshotV1
@@ -139,10 +149,14 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 	for _, st := range snap.Topics {
 		t := &kernel.TopicImage{Name: st.Name, ID: st.ID, Internal: isInternalTopic(st.Name), Configs: st.Configs}
 		for i, p := range st.Partitions {
-			t.Partitions = append(t.Partitions, kernel.PartitionImage{
+			pi := kernel.PartitionImage{
 				Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR,
-			})
+			}
+			if b[0] >= snapshotFormatV4 && (len(p.Adding) > 0 || len(p.Removing) > 0) {
+				pi.AddingReplicas, pi.RemovingReplicas = p.Adding, p.Removing
+			}
+			t.Partitions = append(t.Partitions, pi)
 		}
 		im.Topics[t.Name] = t
 		im.TopicsByID[t.ID] = t

@@ -313,8 +313,12 @@ func (s *state) partitionChange(r *partitionChangeRecord) error {
 	}
 	if r.Reassignment != nil {
 		p.AddingReplicas, p.RemovingReplicas = nil, nil
-		if len(r.Reassignment.Adding) > 0 || len(r.Reassignment.Removing) > 0 {
+		// nil, never empty, when there is none: images compare alike however the entry
+		// was encoded.
+		if len(r.Reassignment.Adding) > 0 {
 			p.AddingReplicas = slices.Clone(r.Reassignment.Adding)
+		}
+		if len(r.Reassignment.Removing) > 0 {
 			p.RemovingReplicas = slices.Clone(r.Reassignment.Removing)
 		}
 	}

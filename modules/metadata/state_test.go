@@ -65,6 +65,14 @@ func history() []struct {
 		{&producerIDsRecord{BrokerID: 1, Count: 10}, nil},
 		{&producerIDsRecord{BrokerID: 1, Count: 0}, errInvalidEntry},
 		{&producerIDsRecord{BrokerID: 2, Count: 5}, nil},
+		// Version 2 PartitionChange: a reassignment of a-1 from [2 1] to [1] starts,
+		// and a leader's ISR change is checked against its epochs.
+		{&partitionChangeRecord{Topic: "a", ID: id(10), Partition: 1, PartitionEpoch: 0, Replicas: []int32{1, 2},
+			partitionChangeV2: partitionChangeV2{Validate: true, Reassignment: &reassignmentRecord{Removing: []int32{2}}}}, nil},
+		{&partitionChangeRecord{Topic: "a", ID: id(10), Partition: 1, PartitionEpoch: 1, ISR: []int32{2},
+			partitionChangeV2: partitionChangeV2{ExpectLeader: i32(2), ExpectLeaderEpoch: i32(1), Validate: true}}, errFencedLeaderEpoch},
+		{&partitionChangeRecord{Topic: "a", ID: id(10), Partition: 1, PartitionEpoch: 1, ISR: []int32{1, 2},
+			partitionChangeV2: partitionChangeV2{ExpectLeader: i32(2), ExpectLeaderEpoch: i32(0), Validate: true}}, nil},
 	}
 }
 
@@ -117,6 +125,10 @@ func TestApplyHistory(t *testing.T) {
 	want := kernel.PartitionImage{Partition: 0, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{2, 1}}
 	if !reflect.DeepEqual(p0, want) {
 		t.Errorf("partition 0 = %+v, want %+v", p0, want)
+	}
+	want1 := kernel.PartitionImage{Partition: 1, Leader: 2, LeaderEpoch: 0, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2, 1}, RemovingReplicas: []int32{2}}
+	if p1 := a.Partitions[1]; !reflect.DeepEqual(p1, want1) {
+		t.Errorf("partition 1 = %+v, want %+v", p1, want1)
 	}
 	if p2 := a.Partitions[2]; p2.Partition != 2 || p2.Leader != 1 {
 		t.Errorf("partition 2 = %+v", p2)
@@ -189,7 +201,11 @@ func TestRecordCodec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b[0] != byte(h.rec.recordType()) || b[1] != 1 {
+		ver := byte(1)
+		if vr, ok := h.rec.(versionedRecord); ok {
+			ver = vr.payloadVersion()
+		}
+		if b[0] != byte(h.rec.recordType()) || b[1] != ver {
 			t.Errorf("%T: header % x", h.rec, b[:2])
 		}
 		got, err := decodeRecord(b)
