@@ -134,8 +134,20 @@ func TestClusterFencing(t *testing.T) {
 	mt.Topic = kmsg.StringPtr("rf1")
 	mreq.Topics = append(mreq.Topics, mt)
 	mresp := call[*kmsg.MetadataResponse](t, l.fc, nil, mreq)
-	if p := mresp.Topics[0].Partitions[0]; p.ErrorCode != kerr.LeaderNotAvailable.Code || p.Leader != -1 {
-		t.Errorf("metadata of offline rf1-0: code %d leader %d", p.ErrorCode, p.Leader)
+	if p := mresp.Topics[0].Partitions[0]; p.ErrorCode != kerr.LeaderNotAvailable.Code || p.Leader != -1 ||
+		!slices.Equal(p.OfflineReplicas, []int32{x.id}) || !slices.Equal(p.ISR, []int32{x.id}) {
+		t.Errorf("metadata of offline rf1-0: %+v", p)
+	}
+	// The fenced broker is an offline replica, out of the ISR, of every rf3 partition.
+	mt.Topic = kmsg.StringPtr("rf3")
+	mreq.Topics = []kmsg.MetadataRequestTopic{mt}
+	mresp = call[*kmsg.MetadataResponse](t, l.fc, nil, mreq)
+	for _, p := range mresp.Topics[0].Partitions {
+		want := im.Partition("rf3", p.Partition)
+		if p.ErrorCode != 0 || !slices.Equal(p.OfflineReplicas, []int32{x.id}) || !slices.Equal(p.ISR, want.ISR) ||
+			slices.Contains(p.ISR, x.id) || !slices.Equal(p.Replicas, want.Replicas) || p.Leader != want.Leader {
+			t.Errorf("metadata of rf3-%d: %+v, image %+v", p.Partition, p, want)
+		}
 	}
 
 	x.m.pauseHeartbeats.Store(false)

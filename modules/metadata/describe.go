@@ -43,9 +43,11 @@ func topicMetadata(im *kernel.Image, t *kernel.TopicImage, listener string, vers
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		// Replicas (during a reassignment, the union of the old and the target replicas)
+		// and ISR are the image's; offline replicas (v5+) are those not on a live broker.
 		mp.Replicas, mp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
 		for _, r := range p.Replicas {
-			if b := im.Brokers[r]; b == nil || b.Fenced {
+			if b := im.Brokers[r]; version >= 5 && (b == nil || b.Fenced) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}

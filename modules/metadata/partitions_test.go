@@ -377,3 +377,23 @@ func TestClusterUncleanElection(t *testing.T) {
 		return im.Partition("clean", 0).Leader == y.id && im.Partition("unclean", 0).Leader == y.id
 	})
 }
+
+// TestTopicMetadataReplicas: Metadata reports the image's replicas and ISR, and (v5+)
+// the replicas on fenced or unregistered brokers as offline.
+func TestTopicMetadataReplicas(t *testing.T) {
+	im := electState(t, []int32{2}, kernel.PartitionImage{Leader: 1, Replicas: []int32{1, 2, 9, 3}, ISR: []int32{3, 1},
+		AddingReplicas: []int32{3}, RemovingReplicas: []int32{2}})
+	im.Brokers[1].Endpoints = []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "h", Port: 1}}
+	for _, v := range []int16{4, 5, 12} {
+		mt := topicMetadata(im, im.Topics["e"], "", v)
+		p := mt.Partitions[0]
+		var offline []int32
+		if v >= 5 {
+			offline = []int32{2, 9}
+		}
+		if p.ErrorCode != 0 || p.Leader != 1 || !slices.Equal(p.Replicas, []int32{1, 2, 9, 3}) || !slices.Equal(p.ISR, []int32{3, 1}) ||
+			!slices.Equal(p.OfflineReplicas, offline) {
+			t.Errorf("v%d: %+v", v, p)
+		}
+	}
+}
