@@ -493,13 +493,22 @@ func (f *fetcher) handlePart(sp *sentPart, rp *kmsg.FetchResponseTopicPartition,
 		if err != nil {
 			log.Error("follower truncation", "topic", sp.tp.Topic, "partition", sp.tp.Partition, "err", err)
 			f.delay(fl, cfg.backoff)
+		} else if to == sp.offset {
+			// Nothing to cut: the same answer would come again at once.
+			log.Warn("diverging epoch answered for a log that holds nothing past it", "topic", sp.tp.Topic, "partition", sp.tp.Partition,
+				"leader", fl.leader, "log_end", sp.offset, "diverging_epoch", rp.DivergingEpoch.Epoch, "diverging_end_offset", rp.DivergingEpoch.EndOffset)
+			f.delay(fl, cfg.backoff)
 		} else if to >= 0 {
 			log.Info("follower truncated to the divergence point", "topic", sp.tp.Topic, "partition", sp.tp.Partition,
 				"leader", fl.leader, "leader_epoch", fl.epoch, "log_end", sp.offset, "diverging_epoch", rp.DivergingEpoch.Epoch,
 				"diverging_end_offset", rp.DivergingEpoch.EndOffset, "truncated_to", to)
 		}
 	case code == 0:
-		if _, err := p.appendFetched(fl.leader, fl.epoch, sp.offset, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset); err != nil {
+		_, err := p.appendFetched(fl.leader, fl.epoch, sp.offset, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
+		switch {
+		case err == errRefetch: // not an error: fetch again after the backoff
+			f.delay(fl, cfg.backoff)
+		case err != nil:
 			log.Error("follower append", "topic", sp.tp.Topic, "partition", sp.tp.Partition, "leader", fl.leader, "err", err)
 			f.delay(fl, cfg.backoff)
 		}

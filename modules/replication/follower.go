@@ -53,14 +53,33 @@ func (p *Partition) appendFetchedLocked(leader, epoch int32, offset int64, recor
 	}
 	valid, first, verr := wholeBatches(records)
 	if valid > 0 && first < offset {
-		// The leader's batch holding our log end starts below it: our last batch is not
-		// the leader's (a divergence the epochs did not show). Cut ours back to the
-		// leader's boundary; the next fetch continues from there.
-		p.env.log.Warn("follower log ends inside a leader batch; truncating", "topic", p.tp.Topic, "partition", p.tp.Partition, "log_end", offset, "leader_batch", first)
-		if err := p.truncateLocked(first); err != nil {
-			return 0, false, err
+		// The leader's batch holding our log end starts below it.
+		if first <= p.log.LogStartOffset() {
+			// It holds everything we have: the leader's log start is inside a batch
+			// (DeleteRecords, or our Reset to its log start), as Kafka handles it:
+			// restart the log at the batch's base and take the leader's copy; the log
+			// start follows the leader's below.
+			if err := p.log.Reset(first); err != nil {
+				return 0, false, fmt.Errorf("restart %s at %d: %w", p.tp, first, err)
+			}
+		} else {
+			// Our last batch is not the leader's (a divergence the epochs did not
+			// show): cut ours back to the leader's boundary.
+			p.env.log.Warn("follower log ends inside a leader batch; truncating", "topic", p.tp.Topic, "partition", p.tp.Partition, "log_end", offset, "leader_batch", first)
+			if err := p.log.Truncate(first); err != nil {
+				return 0, false, fmt.Errorf("truncate %s to %d: %w", p.tp, first, err)
+			}
 		}
-		return 0, true, verr
+		if leo := p.log.LogEndOffset(); p.hw.Load() > leo {
+			p.setHWLocked(leo)
+		}
+		if p.log.LogEndOffset() != first {
+			// Our batch boundary lies below the leader's: fetch again from there.
+			if verr != nil {
+				return 0, true, errors.Join(verr, errRefetch)
+			}
+			return 0, true, errRefetch
+		}
 	}
 	if valid > 0 {
 		if _, err := p.log.AppendFollower(records[:valid]); err != nil {
@@ -85,6 +104,11 @@ func (p *Partition) appendFetchedLocked(leader, epoch int32, offset int64, recor
 	}
 	return n, changed, verr
 }
+
+// errRefetch: the answer cut the follower's log back without appending; the fetcher
+// waits replica.fetch.backoff.ms before it asks again (so a leader whose answers keep
+// cutting the log cannot spin the fetcher).
+var errRefetch = errors.New("follower log cut back to the leader's batch boundary; fetching again")
 
 // wholeBatches returns the length of the prefix of records made of whole batches with
 // valid headers and CRCs, and the first batch's base offset (-1 when none). err is set

@@ -744,3 +744,47 @@ func TestISRHammer(t *testing.T) {
 	wg.Wait()
 	publish(1, true)
 }
+
+// TestFollowerStraddlingBatch: the leader's batch holding the follower's log end
+// starts below it. An empty log (reset to a log start inside a batch) restarts at the
+// batch and takes it, then follows the leader's log start, as Kafka; a log whose last
+// batch is not the leader's is cut back to the leader's boundary and appends when the
+// boundaries meet, else fetches again (errRefetch).
+func TestFollowerStraddlingBatch(t *testing.T) {
+	t.Run("empty log", func(t *testing.T) {
+		_, p := followerHarness(t, 3)
+		if err := p.log.Reset(15); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.appendFetched(2, 3, 15, epochBatch(10, 10, 3, "a"), 20, 15); err != nil {
+			t.Fatal(err)
+		}
+		if s, e, hw := p.log.LogStartOffset(), p.log.LogEndOffset(), p.HighWatermark(); s != 15 || e != 20 || hw != 20 {
+			t.Fatalf("log [%d, %d) HW %d, want [15, 20) HW 20", s, e, hw)
+		}
+	})
+	t.Run("boundaries meet", func(t *testing.T) {
+		_, p := followerHarness(t, 3)
+		if _, err := p.appendFetched(2, 3, 0, append(epochBatch(0, 5, 3, "a"), epochBatch(5, 3, 3, "ours")...), 8, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.appendFetched(2, 3, 8, epochBatch(5, 5, 3, "leader's"), 10, 0); err != nil {
+			t.Fatal(err)
+		}
+		if e := p.log.LogEndOffset(); e != 10 {
+			t.Fatalf("LEO %d, want 10", e)
+		}
+	})
+	t.Run("boundaries differ", func(t *testing.T) {
+		_, p := followerHarness(t, 3)
+		if _, err := p.appendFetched(2, 3, 0, append(epochBatch(0, 5, 3, "a"), epochBatch(5, 5, 3, "ours")...), 10, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.appendFetched(2, 3, 10, epochBatch(8, 5, 3, "leader's"), 13, 0); err != errRefetch {
+			t.Fatalf("got %v, want errRefetch", err)
+		}
+		if e, hw := p.log.LogEndOffset(), p.HighWatermark(); e != 5 || hw > 5 {
+			t.Fatalf("LEO %d HW %d, want 5 and <= 5", e, hw)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,6 +18,15 @@ import (
 )
 
 func strp(s string) *string { return &s }
+
+func kadmClient(c *rcluster) *kadm.Client { return kadm.NewClient(c.client()) }
+
+// kadmOffsets is one partition's offset for kadm requests.
+func kadmOffsets(topic string, partition int32, offset int64) kadm.Offsets {
+	o := kadm.Offsets{}
+	o.Add(kadm.Offset{Topic: topic, Partition: partition, At: offset})
+	return o
+}
 
 // produceAll produces n numbered records to topic with acks=all (idempotent) and
 // fails the test on any error.
@@ -321,5 +331,57 @@ func TestClusterDivergentFollowerTruncates(t *testing.T) {
 	}
 	if !c.nodes[old-1].logs.contains("follower truncated to the divergence point") {
 		t.Error("the old leader did not log a truncation")
+	}
+}
+
+// TestClusterFollowerBelowLogStart: a follower that fell out of the ISR while the
+// leader deleted the records it lacks (DeleteRecords past its log end) gets
+// OFFSET_OUT_OF_RANGE, restarts its log at the leader's log start (Log.Reset), catches
+// up and rejoins the ISR.
+func TestClusterFollowerBelowLogStart(t *testing.T) {
+	c := startCluster(t, 3, "memory", map[string]string{"replica.lag.time.max.ms": "1000"})
+	if _, ok := c.nodes[0].k.Module("metadata").(kernel.PartitionChanger); !ok {
+		t.Skip("the metadata module does not implement kernel.PartitionChanger yet")
+	}
+	c.createTopic("gone", 1, 3, nil)
+	tp := kernel.TopicPartition{Topic: "gone"}
+	cl := c.client(kgo.DefaultProduceTopic("gone"))
+	produceAll(t, cl, "gone", 0, 10)
+	c.waitInSync(tp, 30*time.Second)
+	leader := c.leaderOf(tp)
+	lagging := int32(1)
+	if lagging == leader {
+		lagging = 2
+	}
+	c.repl(lagging).PauseFetching(true)
+	c.eventually(15*time.Second, "the paused follower leaves the ISR", func() bool {
+		return !slices.Contains(c.image(leader).Partition("gone", 0).ISR, lagging)
+	})
+	produceAll(t, cl, "gone", 10, 10)
+	adm := kadmClient(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offs := kadmOffsets("gone", 0, 15)
+	res, err := adm.DeleteRecords(ctx, offs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := res.Lookup("gone", 0); !ok || r.Err != nil || r.LowWatermark != 15 {
+		t.Fatalf("delete records: %+v", r)
+	}
+	if v, _ := c.repl(lagging).Replica(tp); v.Log.LogEndOffset() != 10 {
+		t.Fatalf("the paused follower has %d records, want 10", v.Log.LogEndOffset())
+	}
+	c.repl(lagging).PauseFetching(false)
+	c.eventually(15*time.Second, "the follower rejoins the ISR", func() bool {
+		return slices.Contains(c.image(leader).Partition("gone", 0).ISR, lagging)
+	})
+	c.waitInSync(tp, 30*time.Second)
+	v, _ := c.repl(lagging).Replica(tp)
+	if s, e := v.Log.LogStartOffset(), v.Log.LogEndOffset(); s != 15 || e != 20 {
+		t.Fatalf("follower log [%d, %d), want [15, 20)", s, e)
+	}
+	if !c.nodes[lagging-1].logs.contains("follower offset out of range: log reset") {
+		t.Error("the follower did not log its reset")
 	}
 }
