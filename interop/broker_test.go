@@ -142,13 +142,33 @@ func needBroker(t testing.TB) {
 // freePort returns a 127.0.0.1 port that was free a moment ago.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen on 127.0.0.1:0: %v", err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("listen on 127.0.0.1:0: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The kernel may hand a port out again once it is closed: never give the same
+		// one twice in this process (a cluster's ports are all picked before any
+		// broker binds them).
+		givenPorts.Lock()
+		dup := givenPorts.m[port]
+		givenPorts.m[port] = true
+		givenPorts.Unlock()
+		if !dup {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no unused free port in 100 tries")
+	return 0
 }
+
+// givenPorts are the ports freePort handed out.
+var givenPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
 
 // syncBuffer is an io.Writer safe for concurrent use (the broker's stderr).
 type syncBuffer struct {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +48,16 @@ type cluster struct {
 	// raftAddrs[i] is the raft listener of node i+1 (voters and non-voters alike).
 	raftAddrs []string
 	nvoters   int
+	opt       clusterOpt
+}
+
+// clusterOpt adds to every broker's config file.
+type clusterOpt struct {
+	// configs are more broker configs (Kafka names).
+	configs map[string]string
+	// listeners, when set, returns YAML for the broker's listeners key (the first one
+	// is replaced by --listen, the client listener).
+	listeners func(id int32) string
 }
 
 // newCluster prepares n brokers, the first nvoters of them raft voters, without
@@ -54,8 +66,14 @@ type cluster struct {
 // lists each voter's raft listener.
 func newCluster(t testing.TB, n, nvoters int, voterList func(c *cluster, id int32) []string) *cluster {
 	t.Helper()
+	return newClusterWith(t, n, nvoters, voterList, clusterOpt{})
+}
+
+// newClusterWith is newCluster with more in every broker's config.
+func newClusterWith(t testing.TB, n, nvoters int, voterList func(c *cluster, id int32) []string, opt clusterOpt) *cluster {
+	t.Helper()
 	needBroker(t)
-	c := &cluster{t: t, nvoters: nvoters}
+	c := &cluster{t: t, nvoters: nvoters, opt: opt}
 	for range n {
 		c.raftAddrs = append(c.raftAddrs, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	}
@@ -106,16 +124,24 @@ func (c *cluster) addNode(id int32, voterList func(c *cluster, id int32) []strin
 	for i, v := range n.voters {
 		quoted[i] = fmt.Sprintf("%q", v)
 	}
+	var extra strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(c.opt.configs)) {
+		fmt.Fprintf(&extra, "  %s: %q\n", k, c.opt.configs[k])
+	}
+	listeners := ""
+	if c.opt.listeners != nil {
+		listeners = "listeners: " + c.opt.listeners(id) + "\n"
+	}
 	cfg := fmt.Sprintf(`node_id: %d
-configs:
+%sconfigs:
   broker.session.timeout.ms: "%d"
   broker.heartbeat.interval.ms: "500"
-modules:
+%smodules:
   metadata:
     use: raft
     raft_listen: %q
     voters: [%s]
-`, id, clusterSessionTimeout.Milliseconds(), n.raftAddr, strings.Join(quoted, ", "))
+`, id, listeners, clusterSessionTimeout.Milliseconds(), extra.String(), n.raftAddr, strings.Join(quoted, ", "))
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
