@@ -148,7 +148,11 @@
 // and the broker retries) while the node's registered incarnation is unfenced and the
 // current controller has heard from it within the session timeout: two processes with one node id cannot take turns, and a broker
 // restarted right after a crash waits up to broker.session.timeout.ms (one that shut
-// down cleanly was fenced and registers at once).
+// down cleanly was fenced and registers at once). When a new incarnation replaces a
+// registration that was never fenced (the controller changed, and the new one had not
+// heard from the old incarnation), the controller first takes the node out of every
+// ISR it is not the last member of and moves its leaderships, as fencing would: its log
+// may have lost what it had not written to disk (Kafka's unclean shutdown handling).
 //
 // Leader election: the controller keeps every partition in line with broker liveness
 // (electLeaders, lifecycle.go). An ISR member that is not a live (registered, unfenced)

@@ -385,6 +385,9 @@ func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRe
 			return resp
 		}
 	}
+	if old := im.Brokers[req.BrokerID]; old != nil && !old.Fenced && m.hub.state().regs[req.BrokerID].Incarnation != uuid(req.IncarnationID) {
+		m.leaveISRs(ctx, req.BrokerID)
+	}
 	rec := &registerBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, "")}
 	for _, l := range req.Listeners {
 		rec.Endpoints = append(rec.Endpoints, endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
@@ -402,6 +405,41 @@ func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRe
 	m.ctl.wake() // offline partitions it replicates may get a leader
 	m.log.Info("registered broker", "node", req.BrokerID, "epoch", resp.BrokerEpoch, "incarnation", uuid(req.IncarnationID).String())
 	return resp
+}
+
+// leaveISRs takes node out of every ISR it is not the last member of, and moves its
+// leaderships, as fencing it would, before a new incarnation of it registers in place of
+// one that was never fenced. That incarnation crashed without this controller seeing
+// its session expire (a controller failover, or a quick restart), so its log may have
+// lost what it had not written to disk; a registration is unfenced at once, so the
+// fencing repairs would never happen (Kafka handles this as an unclean shutdown,
+// KIP-966). A change that loses a race is planned again, twice at most; after that the
+// registration goes ahead (and the leader's ISR checks remain).
+func (m *Module) leaveISRs(ctx context.Context, node int32) {
+	for try := 0; try < 3; try++ {
+		im := m.hub.image()
+		recs := electLeadersWithout(im, m.uncleanElection(im), node)
+		if len(recs) == 0 {
+			return
+		}
+		_, _, errs := m.proposeLocal(ctx, recs)
+		stale := false
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				m.logPartitionChange(im, recs[i].(*partitionChangeRecord))
+			case errors.Is(err, errStale):
+				stale = true
+			default:
+				m.log.Warn("taking a re-registering broker out of the ISRs", "node", node, "err", err)
+				return
+			}
+		}
+		m.log.Info("a new incarnation replaces a broker that was not fenced: it left the ISRs", "node", node, "changes", len(recs))
+		if !stale {
+			return
+		}
+	}
 }
 
 // ctlHeartbeat serves BrokerHeartbeat on the controller.
@@ -597,7 +635,13 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 //
 // It reads only im and unclean, so a new controller computes the same repairs.
 func electLeaders(im *kernel.Image, unclean func(*kernel.TopicImage) bool) []record {
-	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
+	return electLeadersWithout(im, unclean, -1)
+}
+
+// electLeadersWithout is electLeaders with node (if not -1) taken for dead whatever the
+// image says: the repairs its fencing would bring.
+func electLeadersWithout(im *kernel.Image, unclean func(*kernel.TopicImage) bool, node int32) []record {
+	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced && id != node }
 	var out []record
 	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 		t := im.Topics[name]

@@ -397,3 +397,50 @@ func TestTopicMetadataReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterNewIncarnationLeavesISRs: a new incarnation of a broker that was never
+// fenced (it crashed and came back before the controller saw its session expire) leaves
+// the ISRs and its leaderships before it registers; the same incarnation registering
+// again (after STALE_BROKER_EPOCH) changes nothing.
+func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.leader()
+	x := c.follower()
+	var a int32
+	for _, nd := range c.running() {
+		if nd != l && nd != x {
+			a = nd.id
+		}
+	}
+	if rt := createTopicOn(t, l, "inc", -1, -1, map[int32][]int32{0: {x.id, a, l.id}}); rt.ErrorCode != 0 {
+		t.Fatalf("create: %d", rt.ErrorCode)
+	}
+	x.m.pauseHeartbeats.Store(true) // x's own re-registrations stay out of the way
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := x.m.registrationRequest()
+	if resp := l.m.ctlRegister(ctx, req); resp.ErrorCode != 0 {
+		t.Fatalf("same incarnation: code %d", resp.ErrorCode)
+	}
+	if p := l.m.Image().Partition("inc", 0); p.Leader != x.id || !slices.Equal(p.ISR, []int32{x.id, a, l.id}) {
+		t.Fatalf("the same incarnation changed the partition: %+v", *p)
+	}
+	// A new controller has heard from nobody: the new incarnation is accepted.
+	l.m.ctl.reset()
+	fresh, err := l.m.newUUID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.IncarnationID = fresh
+	if resp := l.m.ctlRegister(ctx, req); resp.ErrorCode != 0 {
+		t.Fatalf("new incarnation: code %d", resp.ErrorCode)
+	}
+	im := l.m.Image()
+	if p := im.Partition("inc", 0); p.Leader != a || !slices.Equal(p.ISR, []int32{a, l.id}) {
+		t.Errorf("after the new incarnation registered: %+v", *p)
+	}
+	if b := im.Brokers[x.id]; b.Fenced || l.m.hub.state().regs[x.id].Incarnation != fresh {
+		t.Errorf("registration: %+v", b)
+	}
+	x.m.pauseHeartbeats.Store(false)
+}
