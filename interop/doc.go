@@ -55,6 +55,23 @@
 // on, the cut broker fenced, then catching up after healing). TestClusterRun3Script drives
 // examples/cluster/run-3.sh.
 //
+// The replication tests (replication_*_test.go, helpers in replication_helpers_test.go)
+// check ISR replication with RF 3 topics and SIGKILL: TestReplicationDurability runs an
+// idempotent acks=all kgo producer and a reader while a nemesis kills and restarts random
+// brokers (20s; SLUICE_DURABILITY=10m for a long run), then checks that every record is
+// stored once and in order, that nothing the reader saw disappeared, and that the three
+// replicas' segment files hold the same batches; TestReplicationClientsBrokerKills does
+// the same with librdkafka (replication_librdkafka_test.py) and kafkajs
+// (replication_kafkajs_test.js) idempotent acks=all producers, checking every delivery
+// report; TestReplicationLeaderLossAcks kills a leader under acks=1 and acks=all
+// producers (acks=1 may lose, acks=all must not); TestReplicationUncleanElection keeps
+// a partition whose ISR died offline until unclean.leader.election.enable is set, then
+// checks the documented loss and the old leader's truncation;
+// TestReplicationPartitionedLeader cuts a leader off (raft and follower-fetch links
+// through TCP proxies): it cannot acknowledge acks=all, and after healing it truncates
+// what it appended alone. Benchmarks (cluster_bench_test.go): topic creation, metadata
+// propagation, RF 3 acks=all against RF 1 acks=1.
+//
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
 // directory, waits for GET /readyz on the admin listener, and stops it with SIGTERM in
