@@ -3,8 +3,9 @@
 // LSO. Follower fetches (replica id / ReplicaState, CLUSTER_ACTION) read up to the log
 // end and report the follower's LEO (HW, ISR); a LastFetchedEpoch (v12+) that the log's
 // leader epochs contradict is answered with the diverging epoch, for followers and
-// consumers. Not implemented: preferred read replica (KIP-392, always -1); the
-// ReplicaState broker epoch is not checked.
+// consumers. With follower_reads, rack-aware follower reads (KIP-392): a preferred
+// read replica for consumers with a client rack, and follower-served consumer fetches.
+// Not implemented: the ReplicaState broker epoch is not checked.
 
 package replication
 

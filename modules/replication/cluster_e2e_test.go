@@ -40,6 +40,13 @@ type rcluster struct {
 	voters  []string
 	storage string
 	configs map[string]string
+	opts    clusterOpts
+}
+
+// clusterOpts are less common cluster settings.
+type clusterOpts struct {
+	racks       []string // racks[i] is broker i+1's rack
+	replication string   // extra keys of the replication module's section ("k: v, k: v")
 }
 
 // clusterConfigs are the broker configs every test cluster gets; a test adds its own.
@@ -54,10 +61,16 @@ var clusterConfigs = map[string]string{
 // registered and unfenced.
 func startCluster(t *testing.T, n int, storage string, configs map[string]string) *rcluster {
 	t.Helper()
+	return startClusterWith(t, n, storage, configs, clusterOpts{})
+}
+
+// startClusterWith is startCluster with opts.
+func startClusterWith(t *testing.T, n int, storage string, configs map[string]string, opts clusterOpts) *rcluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("multi-broker cluster test")
 	}
-	c := &rcluster{t: t, storage: storage, configs: map[string]string{}}
+	c := &rcluster{t: t, storage: storage, configs: map[string]string{}, opts: opts}
 	for k, v := range clusterConfigs {
 		c.configs[k] = v
 	}
@@ -120,15 +133,24 @@ func (c *rcluster) start(nd *cnode) error {
 	for i, v := range c.voters {
 		quoted[i] = fmt.Sprintf("%q", v)
 	}
+	rack, repl := "", ""
+	if int(nd.id) <= len(c.opts.racks) {
+		rack = c.opts.racks[nd.id-1]
+	}
+	if c.opts.replication != "" {
+		repl = ", " + c.opts.replication
+	}
 	yaml := fmt.Sprintf(`node_id: %d
 data_dir: %q
+rack: %q
 listeners: [{name: PLAINTEXT, address: "127.0.0.1:0"}]
 admin_listen: "127.0.0.1:0"
 configs:
 %smodules:
   storage: {use: %s}
   metadata: {use: raft, raft_listen: %q, voters: [%s], commit_timeout: 10ms}
-`, nd.id, nd.dir, cfgs.String(), c.storage, nd.raft, strings.Join(quoted, ", "))
+  replication: {use: isr%s}
+`, nd.id, nd.dir, rack, cfgs.String(), c.storage, nd.raft, strings.Join(quoted, ", "), repl)
 	cfg, err := kernel.ParseConfig([]byte(yaml))
 	if err != nil {
 		return err

@@ -60,6 +60,12 @@
 //     older than the fetcher's, or one that ends before its fetch offset, is answered
 //     with that epoch and end offset and no records; an unknown end is
 //     OFFSET_OUT_OF_RANGE. OffsetForLeaderEpoch answers from the same cache.
+//   - Follower reads (KIP-392, follower_reads: true; Kafka's replica.selector.class =
+//     RackAwareReplicaSelector): the leader answers a consumer fetch (v11+) whose
+//     client rack is not its own but holds an in-sync, unfenced follower whose LEO
+//     reached the fetch offset with that follower as preferred read replica and no
+//     records; followers serve consumer fetches up to their own HW (LSO for
+//     read_committed), with the same epoch, diverging-epoch and range checks.
 //   - Elections come from the controller through images: a leader that loses its
 //     leadership answers its waiting produces NOT_LEADER_OR_FOLLOWER and drops the
 //     markers it queued; followers re-target to the new leader and truncate through
@@ -73,6 +79,7 @@
 //	    fetch_session_cache_slots: 1000   # KIP-227 sessions; 0 disables
 //	    fetch_session_eviction_ms: 120000 # idle time before a session may be evicted
 //	    max_produce_records_bytes: 104857600
+//	    follower_reads: false             # KIP-392 rack-aware follower reads
 //
 // The module looks up "storage" (kernel.Storage) and "metadata" (kernel.Metadata) when
 // provisioned. Start subscribes to metadata images: every partition whose leader or

@@ -49,3 +49,7 @@ func (m *Module) Fetchers() (fetchers, partitions int) {
 	parts, n := m.fetchers.partitions()
 	return n, parts
 }
+
+// FetchBytes is the record bytes this broker's Fetch answers carried
+// (sluice_fetch_bytes_total).
+func (m *Module) FetchBytes() int64 { return m.fetchBytes.Value() }

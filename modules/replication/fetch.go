@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,8 +30,10 @@ type fetchOp struct {
 	// replica is the fetching follower's broker id (-1: a consumer). Follower fetches
 	// need CLUSTER_ACTION (clusterOK), read up to the log end and report the
 	// follower's log end offset to the partition.
-	replica     int32
-	clusterOK   bool
+	replica   int32
+	clusterOK bool
+	// rack is a consumer's client.rack (v11+, follower reads only; "" otherwise).
+	rack        string
 	authz       map[string]bool // topics authorized so far, past the last one
 	lastTopic   string
 	lastAllowed bool
@@ -65,6 +68,9 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 		op.readCommitted = false
 	} else if op.replica < -1 {
 		op.replica = -1 // a debugging replica id reads like a consumer
+	}
+	if op.replica < 0 && m.FollowerReads && req.Version >= 11 {
+		op.rack = r.Rack
 	}
 
 	resp := &fetchResponse{version: req.Version}
@@ -251,7 +257,7 @@ func (op *fetchOp) readAll() (total int64, stop bool) {
 	for _, fp := range op.parts {
 		fp.reset()
 		op.readOne(fp, limit, minOne)
-		if fp.errorCode != 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 {
+		if fp.errorCode != 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 || fp.preferredReplica >= 0 {
 			stop = true
 		}
 		if n := fp.records.Size; n > 0 {
@@ -288,6 +294,11 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		return
 	}
 	pl, err := p.leaderFor(fp.curEpoch)
+	follower := false
+	if errors.Is(err, ErrNotLeader) && op.replica < 0 && op.m.FollowerReads && pl.leader >= 0 && slices.Contains(pl.replicas, p.self) {
+		// A follower read (KIP-392): served up to this follower's HW.
+		follower, err = true, checkEpoch(pl, fp.curEpoch)
+	}
 	if err != nil {
 		fp.errorCode = errorCode(err)
 		if op.version >= 12 {
@@ -307,6 +318,14 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		fp.hw, fp.lso = p.stableOffsets()
 		fp.errorCode = kerr.OffsetOutOfRange.Code
 		return
+	}
+	if op.rack != "" && !follower {
+		if r := p.preferredReadReplica(op.image, op.rack, fp.fetchOffset); r >= 0 {
+			// As Kafka: the answer names the replica and carries no records.
+			fp.preferredReplica = r
+			fp.hw, fp.lso = p.stableOffsets()
+			return
+		}
 	}
 	if op.replica >= 0 {
 		// The follower has everything below its fetch offset: record it (the HW may
@@ -445,7 +464,8 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 		sent = op.parts[:0:0]
 		for _, fp := range op.parts {
 			sp := fp.sp
-			changed := fp.errorCode != 0 || fp.records.Size > 0 || sp.hw != fp.hw || sp.lso != fp.lso || sp.logStart != fp.logStart
+			changed := fp.errorCode != 0 || fp.records.Size > 0 || fp.preferredReplica >= 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 ||
+				sp.hw != fp.hw || sp.lso != fp.lso || sp.logStart != fp.logStart
 			sp.hw, sp.lso, sp.logStart = fp.hw, fp.lso, fp.logStart
 			if fp.records.Size > 0 {
 				if gotData == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -787,4 +788,109 @@ func TestFollowerStraddlingBatch(t *testing.T) {
 			t.Fatalf("LEO %d HW %d, want 5 and <= 5", e, hw)
 		}
 	})
+}
+
+// racks gives brokers 1-3 racks r1-r3 in im.
+func racks(im *kernel.Image) *kernel.Image {
+	for id := int32(1); id <= 3; id++ {
+		im.Brokers[id] = &kernel.BrokerImage{ID: id, Rack: fmt.Sprintf("r%d", id), Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.9", Port: 1}}}
+	}
+	return im
+}
+
+// TestFollowerReadsLeader: with follower_reads, a consumer whose rack holds an
+// in-sync follower that reached its fetch offset is sent there (preferred read
+// replica, no records); otherwise, and without the setting or before v11, it reads
+// from the leader.
+func TestFollowerReadsLeader(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		h := newHarness(t, func(m *Module) { m.FollowerReads = on })
+		h.m.pauseFetching(true)
+		im := racks(image(2, topicSpec{name: "t", id: 1}))
+		pi := &im.Topics["t"].Partitions[0]
+		pi.Replicas, pi.ISR = []int32{1, 2, 3}, []int32{1, 2, 3}
+		h.meta.publish(im)
+		h.produce(9, 1, "t", 0, testBatch(3, "a"))
+		p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+		p.updateFollower(2, 3)
+		p.updateFollower(3, 1)
+		for _, tc := range []struct {
+			v         int16
+			rack      string
+			offset    int64
+			preferred int32
+		}{
+			{11, "r2", 0, 2},
+			{18, "r2", 3, 2},
+			{11, "r1", 0, -1}, // the leader's own rack
+			{11, "r3", 2, -1}, // follower 3 has not reached 2 (and the HW is 1)
+			{11, "r3", 1, 3},
+			{11, "r9", 0, -1},
+			{10, "r2", 0, -1}, // no rack before v11
+		} {
+			r := fetchReq("t", 1, 0, tc.offset)
+			r.Rack = tc.rack
+			fp := h.fetch(context.Background(), tc.v, r).Topics[0].Partitions[0]
+			want := tc.preferred
+			if !on || tc.v < 11 {
+				want = -1
+			}
+			if fp.ErrorCode != 0 || fp.PreferredReadReplica != want {
+				t.Fatalf("on=%v v%d rack %s offset %d: %v preferred %d, want %d", on, tc.v, tc.rack, tc.offset, kerr.ErrorForCode(fp.ErrorCode), fp.PreferredReadReplica, want)
+			}
+			if hasRecords := len(fp.RecordBatches) > 0; hasRecords != (want < 0 && tc.offset < p.HighWatermark()) {
+				t.Fatalf("on=%v v%d rack %s: records %v with preferred %d", on, tc.v, tc.rack, hasRecords, want)
+			}
+		}
+	}
+}
+
+// TestFollowerReadsFollower: with follower_reads, a follower serves consumers up to
+// its own HW (never past it), answers OFFSET_OUT_OF_RANGE past its log end, checks
+// the leader epoch, and a long poll completes when a fetched answer moves its HW.
+func TestFollowerReadsFollower(t *testing.T) {
+	h := newHarness(t, func(m *Module) { m.FollowerReads = true })
+	h.m.pauseFetching(true)
+	h.meta.publish(followerImage(2, 3))
+	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+	var recs []byte
+	for off := range int64(5) {
+		recs = append(recs, epochBatch(off, 1, 3, "a")...)
+	}
+	if _, err := p.appendFetched(2, 3, 0, recs, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	fp := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
+	last, _ := lastOffsetOf(&kernel.ReadResult{Chunks: []kernel.Chunk{{Bytes: fp.RecordBatches}}, Size: int64(len(fp.RecordBatches))})
+	if fp.ErrorCode != 0 || fp.HighWatermark != 3 || last != 2 {
+		t.Fatalf("follower read: %v HW %d last %d; want HW 3 and last 2", kerr.ErrorForCode(fp.ErrorCode), fp.HighWatermark, last)
+	}
+	if fp := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 4)).Topics[0].Partitions[0]; fp.ErrorCode != 0 || len(fp.RecordBatches) != 0 {
+		t.Fatalf("past the follower's HW: %v %d bytes", kerr.ErrorForCode(fp.ErrorCode), len(fp.RecordBatches))
+	}
+	if fp := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 6)).Topics[0].Partitions[0]; fp.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("past the follower's log end: %v", kerr.ErrorForCode(fp.ErrorCode))
+	}
+	r := fetchReq("t", 1, 0, 0)
+	r.Topics[0].Partitions[0].CurrentLeaderEpoch = 2
+	if fp := h.fetch(context.Background(), 12, r).Topics[0].Partitions[0]; fp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("old epoch: %v", kerr.ErrorForCode(fp.ErrorCode))
+	}
+	// A long poll at the HW completes when the leader's next answer moves it.
+	r = fetchReq("t", 1, 0, 3)
+	r.MinBytes, r.MaxWaitMillis = 1, 600_000
+	got := make(chan kmsg.FetchResponseTopicPartition, 1)
+	go func() { got <- h.fetch(context.Background(), 12, r).Topics[0].Partitions[0] }()
+	waitFor(t, func() bool { return h.m.pg.watching(p.tp) == 1 })
+	if _, err := p.appendFetched(2, 3, 5, nil, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case fp := <-got:
+		if fp.HighWatermark != 5 || len(fp.RecordBatches) == 0 {
+			t.Fatalf("long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll on a follower not completed by its HW move")
+	}
 }

@@ -385,3 +385,33 @@ func TestClusterFollowerBelowLogStart(t *testing.T) {
 		t.Error("the follower did not log its reset")
 	}
 }
+
+// TestClusterFollowerReads: with follower_reads on and brokers in racks r1-r3, a kgo
+// consumer with a follower's rack is sent to that follower (preferred read replica)
+// and reads every record from it.
+func TestClusterFollowerReads(t *testing.T) {
+	c := startClusterWith(t, 3, "memory", nil, clusterOpts{racks: []string{"r1", "r2", "r3"}, replication: "follower_reads: true"})
+	c.createTopic("near", 1, 3, nil)
+	tp := kernel.TopicPartition{Topic: "near"}
+	const n = 50
+	produceAll(t, c.client(kgo.DefaultProduceTopic("near")), "near", 0, n)
+	c.waitInSync(tp, 30*time.Second)
+	leader := c.leaderOf(tp)
+	follower := leader%3 + 1
+	before := c.repl(follower).FetchBytes()
+	cons := c.client(kgo.ConsumeTopics("near"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Rack(fmt.Sprintf("r%d", follower)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := 0
+	for got < n && ctx.Err() == nil {
+		fs := cons.PollFetches(ctx)
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch error: %v", err) })
+		got += fs.NumRecords()
+	}
+	if got != n {
+		t.Fatalf("consumed %d records, want %d", got, n)
+	}
+	if served := c.repl(follower).FetchBytes() - before; served == 0 {
+		t.Fatalf("follower %d (rack r%d) served no records to the consumer in its rack", follower, follower)
+	}
+}

@@ -40,6 +40,12 @@ type Module struct {
 	// MaxProduceRecordsBytes bounds the record bytes of one Produce request; partitions
 	// past the bound get RECORD_LIST_TOO_LARGE.
 	MaxProduceRecordsBytes int64 `yaml:"max_produce_records_bytes"`
+	// FollowerReads turns on rack-aware follower reads (KIP-392; Kafka's
+	// replica.selector.class = RackAwareReplicaSelector): a leader answers a consumer
+	// whose client.rack matches an in-sync follower's broker rack (and not its own)
+	// with that follower as preferred read replica, and followers serve consumer
+	// fetches up to their HW. Off by default (as Kafka).
+	FollowerReads bool `yaml:"follower_reads"`
 
 	log     *slog.Logger
 	broker  kernel.BrokerInfo

@@ -517,6 +517,32 @@ func (p *Partition) stillProposing(req *kernel.AlterPartitionRequest) bool {
 	return !p.closed && pl.leader == p.self && pl.epoch == req.LeaderEpoch && p.pending == req
 }
 
+// preferredReadReplica picks the replica a consumer in rack should fetch offset from
+// (KIP-392, Kafka's RackAwareReplicaSelector): -1 (this leader) when this broker is in
+// that rack or no in-sync, unfenced follower there has reached offset (its LEO; it
+// serves up to its HW, which follows); else such a follower, the one with the highest
+// LEO (the lowest id among equals).
+func (p *Partition) preferredReadReplica(im *kernel.Image, rack string, offset int64) int32 {
+	if b := im.Brokers[p.self]; b == nil || b.Rack == rack {
+		return -1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl := p.place.Load()
+	best, bestLEO := int32(-1), int64(-1)
+	for _, r := range pl.isr {
+		rs := p.followers[r]
+		b := im.Brokers[r]
+		if r == p.self || rs == nil || b == nil || b.Fenced || b.Rack != rack || rs.leo < offset {
+			continue
+		}
+		if rs.leo > bestLEO || rs.leo == bestLEO && r < best {
+			best, bestLEO = r, rs.leo
+		}
+	}
+	return best
+}
+
 // advanceHWLocked moves the HW to the smallest LEO among the maximal ISR (a follower
 // whose LEO is not known yet holds it where it is). With ISR = {self} that is the log
 // end offset. It never moves the HW down, and persists it (Log.SetHighWatermark).
