@@ -60,7 +60,8 @@ type PartitionImage struct {
 	// AddingReplicas and RemovingReplicas describe a reassignment in progress (both
 	// nil otherwise): Replicas is then the union of the old and the target replicas,
 	// the target is Replicas minus RemovingReplicas, and the reassignment completes
-	// when every adding replica is in the ISR.
+	// (Kafka's rule) when the ISR without the removing replicas holds every target
+	// replica.
 	AddingReplicas   []int32
 	RemovingReplicas []int32
 }
@@ -135,13 +136,16 @@ func (im *Image) Extension(namespace, key string) []byte {
 // metadata log with a new partition epoch.
 type PartitionChanger interface {
 	// AlterPartition proposes req.ISR as the partition's ISR and returns the partition
-	// as the accepted change left it (its new PartitionEpoch), once this broker's image
-	// has it. The controller accepts it only when
+	// from this broker's image once the accepted change is applied: that may already be
+	// newer than the change (the controller shrank the ISR, moved the leader, completed
+	// a reassignment), so take Leader, LeaderEpoch and PartitionEpoch from it. An ISR
+	// equal to the current one as a set keeps the partition epoch; ISR changes never
+	// bump the leader epoch. The controller accepts it only when
 	//   - the topic (by ID) and partition exist (else an error wrapping
 	//     kerr.UnknownTopicOrPartition / kerr.UnknownTopicID),
 	//   - req.Leader is the partition's leader and req.LeaderEpoch its leader epoch
-	//     (else kerr.FencedLeaderEpoch; NotLeaderOrFollower when req.Leader is not
-	//     the leader),
+	//     (else kerr.FencedLeaderEpoch; kerr.NotLeaderForPartition, Kafka's
+	//     NOT_LEADER_OR_FOLLOWER, when req.Leader is not the leader),
 	//   - req.PartitionEpoch is its partition epoch (else kerr.InvalidUpdateVersion),
 	//   - the ISR is non-empty, holds the leader, has no duplicates and only replicas
 	//     (else kerr.InvalidRequest), and every member it adds is a registered,

@@ -188,8 +188,15 @@ type Log interface {
 	//     missing or unreadable the entries are rebuilt from the batch headers).
 
 	// AssignEpoch records that epoch starts at startOffset. An epoch not newer than
-	// the latest entry's is ignored (nil error); a startOffset below the latest
-	// entry's start or above LogEndOffset is ErrInvalidOffset.
+	// the latest entry's (or negative) is ignored (nil error); a startOffset below the
+	// latest entry's start, below LogStartOffset or above LogEndOffset is
+	// ErrInvalidOffset. At open, entries starting at or after the log end are dropped
+	// (as Kafka): an epoch assigned but never written in does not survive a restart,
+	// the leader assigns it again.
+	//
+	// AppendLeader and AppendProducer do not stamp the partition leader epoch (batch
+	// bytes 12-16, outside the CRC; clients send -1): the replication module writes it
+	// before the append, as Kafka's leader does.
 	AssignEpoch(epoch int32, startOffset int64) error
 	// Epochs returns a copy of the entries, oldest first.
 	Epochs() []EpochEntry
@@ -202,9 +209,9 @@ type Log interface {
 	//   - requested < 0, newer than every entry, or no entries: (-1, -1).
 	EndOffsetForEpoch(requested int32) (epoch int32, endOffset int64)
 
-	// Reset empties the log and restarts it at offset (log start = log end = offset),
-	// forgetting producer state and leader epochs: a follower whose log lies wholly
-	// below the leader's log start (Kafka's truncateFullyAndStartAt).
+	// Reset empties the log and restarts it at offset (log start = log end = HW =
+	// offset), forgetting producer state and leader epochs: a follower whose log lies
+	// wholly below the leader's log start (Kafka's truncateFullyAndStartAt).
 	Reset(offset int64) error
 
 	// SetHighWatermark records the partition's high watermark. The replication module
