@@ -538,8 +538,23 @@ func TestISRChangeErrors(t *testing.T) {
 	if err := h.m.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g := moduleGoroutines(); g != "" {
-		t.Fatalf("goroutines left after Stop:\n%s", g)
+	noModuleGoroutines(t)
+}
+
+// noModuleGoroutines waits until no module goroutine runs (one that Stop waited for
+// may still be returning from its last deferred call) and fails with their stacks.
+func noModuleGoroutines(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g := moduleGoroutines()
+		if g == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines left after Stop:\n%s", g)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -623,9 +638,7 @@ func TestStopLeavesNoFetchers(t *testing.T) {
 	if err := h.m.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g := moduleGoroutines(); g != "" {
-		t.Fatalf("goroutines survived Stop:\n%s", g)
-	}
+	noModuleGoroutines(t)
 	if n, parts := h.m.Fetchers(); n != 0 || parts != 0 {
 		t.Fatalf("after Stop: %d fetchers, %d partitions", n, parts)
 	}
