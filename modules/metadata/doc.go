@@ -34,8 +34,10 @@
 //     empty when its voters entry is bindable; 0.0.0.0 is fine when the voters entry
 //     names the real host. Required for a non-voter (below).
 //   - heartbeat_timeout, election_timeout, lease_timeout, commit_timeout: raft's
-//     timings (Go durations). Zero: short ones for a single voter, raft's defaults (1 s,
-//     1 s, 500 ms, 50 ms) otherwise.
+//     timings (Go durations). Zero: short ones for a single voter, otherwise raft's
+//     defaults (1 s, 1 s, 500 ms) and a 10 ms commit timeout (raft's is 50 ms; it is
+//     how long an idle leader waits before telling followers what committed, so it is
+//     the metadata propagation delay).
 //   - snapshot_threshold, snapshot_interval: see Storage (8192 entries, 2 m).
 //
 // Broker configs (the `configs:` section; read-only, Kafka's names and defaults):
