@@ -64,7 +64,9 @@ type partState struct {
 	leader int32
 	epoch  int32
 	isr    []int32 // sorted
-	err    error
+	// replicas in assignment order (the first is the preferred leader).
+	replicas []int32
+	err      error
 }
 
 // partitions asks broker n for the leader, leader epoch and ISR of topic's partitions.
@@ -85,7 +87,7 @@ func (n *clusterNode) partitions(ctx context.Context, topic string) (map[int32]p
 	for p, pd := range td.Partitions {
 		isr := slices.Clone(pd.ISR)
 		slices.Sort(isr)
-		out[p] = partState{leader: pd.Leader, epoch: pd.LeaderEpoch, isr: isr, err: pd.Err}
+		out[p] = partState{leader: pd.Leader, epoch: pd.LeaderEpoch, isr: isr, replicas: slices.Clone(pd.Replicas), err: pd.Err}
 	}
 	return out, nil
 }
