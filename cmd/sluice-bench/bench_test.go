@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/kfakeref"
+	"github.com/sluicehq/sluice/internal/testbroker"
+)
+
+// benchRun runs the tool in-process and returns its JSON line, failing the test on a
+// non-zero exit, on more or fewer than one JSON line, or on a line that does not parse.
+func benchRun(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	args = append(args, "--timeout", "50s")
+	if code := run(ctx, args, &out, &errb); code != 0 {
+		t.Fatalf("sluice-bench %v: exit %d\nstdout: %s\nstderr: %s", args, code, out.String(), errb.String())
+	}
+	var lines []string
+	for l := range strings.SplitSeq(out.String(), "\n") {
+		if strings.HasPrefix(l, "{") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("sluice-bench %v: %d JSON lines, want 1:\n%s", args, len(lines), out.String())
+	}
+	var r result
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		t.Fatalf("JSON line does not parse: %v\n%s", err, lines[0])
+	}
+	if r.Tool != "sluice-bench" || r.Mode != args[0] || r.Errors != 0 || r.Seconds <= 0 {
+		t.Fatalf("result: %+v", r)
+	}
+	if !strings.Contains(out.String(), "records") {
+		t.Fatalf("no human-readable summary:\n%s", out.String())
+	}
+	return r
+}
+
+// Against a real in-process Sluice broker: produce (keyed and not, two producers,
+// compressed), consume everything (one consumer, then a group of two), and e2e. The
+// counts must match exactly; the broker is this process, so its /proc figures are read
+// too.
+func TestAgainstSluice(t *testing.T) {
+	b := testbroker.Start(t, testbroker.WithConfig(`
+configs:
+  group.initial.rebalance.delay.ms: "0"
+  offsets.topic.num.partitions: "4"
+`))
+	pid := fmt.Sprint(os.Getpid())
+	common := []string{"--brokers", b.Addr, "--partitions", "3", "--broker-pid", pid, "--progress", "0"}
+
+	p := benchRun(t, append([]string{"produce", "--topic", "t", "--records", "3000", "--record-size", "200",
+		"--producers", "2", "--compression", "lz4", "--acks", "all", "--keyed"}, common...)...)
+	if p.Records != 3000 || p.Bytes != 3000*(200+8) || p.Partitions != 3 || p.Latency == nil || p.Latency.Count != 3000 {
+		t.Fatalf("produce: %+v (latency %+v)", p, p.Latency)
+	}
+	if p.Broker == nil || p.Broker.PID != os.Getpid() || p.Broker.PeakRSSBytes <= 0 || p.Broker.CPUSeconds < 0 {
+		t.Fatalf("produce broker stats: %+v", p.Broker)
+	}
+	p2 := benchRun(t, append([]string{"produce", "--topic", "t", "--records", "1000", "--record-size", "50"}, common...)...)
+	if p2.Records != 1000 || p2.Bytes != 1000*50 {
+		t.Fatalf("unkeyed produce: %+v", p2)
+	}
+
+	c := benchRun(t, append([]string{"consume", "--topic", "t"}, common...)...)
+	if c.Records != 4000 || c.Bytes != 3000*208+1000*50 {
+		t.Fatalf("consume everything: %d records, %d bytes; want 4000, %d", c.Records, c.Bytes, 3000*208+1000*50)
+	}
+	c = benchRun(t, append([]string{"consume", "--topic", "t", "--records", "500"}, common...)...)
+	if c.Records < 500 {
+		t.Fatalf("consume --records 500: %d", c.Records)
+	}
+	g := benchRun(t, append([]string{"consume", "--topic", "t", "--members", "2"}, common...)...)
+	// A rebalance while members join can hand a partition over before its first commit,
+	// so a group may read some records twice; it must read every one.
+	if g.Records < 4000 || g.Config["members"] != float64(2) || g.Config["end_offsets_total"] != float64(4000) {
+		t.Fatalf("group consume: %+v", g)
+	}
+
+	e := benchRun(t, append([]string{"e2e", "--topic", "e", "--rate", "400", "--duration", "1500ms", "--warmup", "200ms",
+		"--record-size", "64", "--acks", "all"}, common...)...)
+	if e.Sent < 500 || e.Records != e.Sent || e.Lost != 0 || e.Duplicates != 0 || e.Latency == nil ||
+		e.Latency.Count != uint64(e.Measured) || e.Measured < 400 || e.Latency.P50 <= 0 || e.Latency.Max < e.Latency.P999 {
+		t.Fatalf("e2e: %+v latency %+v", e, e.Latency)
+	}
+}
+
+// Against the reference brokers of scripts/bench.sh, in-process: kfake storing records,
+// and the ceiling that discards them (its consumer reads synthetic records).
+func TestAgainstKfake(t *testing.T) {
+	ref, err := kfakeref.Start(kfakeref.Options{Mode: kfakeref.Reference, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	addr := ref.ListenAddrs()[0]
+	p := benchRun(t, "produce", "--brokers", addr, "--topic", "k", "--records", "2000", "--partitions", "2", "--progress", "0")
+	c := benchRun(t, "consume", "--brokers", addr, "--topic", "k", "--progress", "0")
+	if p.Records != 2000 || c.Records != 2000 || c.Bytes != p.Bytes {
+		t.Fatalf("kfake reference: produced %d (%d B), consumed %d (%d B)", p.Records, p.Bytes, c.Records, c.Bytes)
+	}
+
+	ceil, err := kfakeref.Start(kfakeref.Options{Mode: kfakeref.Ceiling, SyntheticRecordBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ceil.Close()
+	addr = ceil.ListenAddrs()[0]
+	p = benchRun(t, "produce", "--brokers", addr, "--topic", "k", "--records", "2000", "--progress", "0", "--acks", "all")
+	if p.Records != 2000 {
+		t.Fatalf("ceiling produce: %d", p.Records)
+	}
+	c = benchRun(t, "consume", "--brokers", addr, "--topic", "k", "--records", "5000", "--partitions", "1", "--progress", "0")
+	if c.Records < 5000 || c.Bytes < 5000*100 {
+		t.Fatalf("ceiling consume: %d records %d bytes", c.Records, c.Bytes)
+	}
+}

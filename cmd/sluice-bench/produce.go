@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// job is one record in flight with the time it was handed to the client. Jobs are
+// recycled through a pool once their promise ran (the client keeps no reference to a
+// record after calling its promise), and each carries its own promise func, so the
+// steady state allocates nothing per record.
+type job struct {
+	rec     kgo.Record
+	sent    time.Time
+	promise func(*kgo.Record, error)
+}
+
+// producer is one client's share of a produce run.
+type producer struct {
+	cl    *kgo.Client
+	jobs  sync.Pool
+	st    *counters
+	lat   *hist
+	onAck func(*job) // optional, e2e
+}
+
+func newProducer(cl *kgo.Client, st *counters, lat *hist) *producer {
+	p := &producer{cl: cl, st: st, lat: lat}
+	p.jobs.New = func() any {
+		j := &job{}
+		j.promise = func(_ *kgo.Record, err error) { p.done(j, err) }
+		return j
+	}
+	return p
+}
+
+func (p *producer) done(j *job, err error) {
+	if err != nil {
+		p.st.fail(err)
+	} else {
+		p.lat.Record(time.Since(j.sent))
+		p.st.records.Add(1)
+		p.st.bytes.Add(int64(len(j.rec.Key) + len(j.rec.Value)))
+		if p.onAck != nil {
+			p.onAck(j)
+		}
+	}
+	j.rec = kgo.Record{}
+	p.jobs.Put(j)
+}
+
+// send hands a record to the client (blocking while its buffer is full).
+func (p *producer) send(ctx context.Context, key, value []byte) {
+	j := p.jobs.Get().(*job)
+	j.rec.Key, j.rec.Value = key, value
+	j.sent = time.Now()
+	p.cl.Produce(ctx, &j.rec, j.promise)
+}
+
+func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*result, error) {
+	parts, err := setupTopic(ctx, &c.common)
+	if err != nil {
+		return nil, err
+	}
+	pl := newPayload(c.recordSize)
+	ks := newKeys()
+	st := &counters{}
+	lat := newHist()
+	prods := make([]*producer, c.producers)
+	for i := range prods {
+		opts := append(c.clientOpts(), c.producerFlags.opts()...)
+		opts = append(opts, kgo.DefaultProduceTopic(c.topic))
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			for _, p := range prods[:i] {
+				p.cl.Close()
+			}
+			return nil, err
+		}
+		prods[i] = newProducer(cl, st, lat)
+	}
+	defer func() {
+		for _, p := range prods {
+			p.cl.Close()
+		}
+	}()
+	// Load metadata before the clock starts, so the run does not measure the first
+	// lookups.
+	for _, p := range prods {
+		if err := p.cl.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("ping: %w", err)
+		}
+	}
+
+	before, err := takeSample(c.brokerPID)
+	if err != nil {
+		return nil, err
+	}
+	stopProgress := progress(ctx, stderr, c.progress, "produce", st)
+	start := time.Now()
+	var deadline time.Time
+	if c.durationSet {
+		deadline = start.Add(c.duration)
+	}
+	var wg sync.WaitGroup
+	for i, p := range prods {
+		share := c.records / int64(c.producers)
+		if int64(i) < c.records%int64(c.producers) {
+			share++
+		}
+		base := int64(i) << 40 // distinct record indices per producer
+		wg.Go(func() {
+			for j := int64(0); ctx.Err() == nil; j++ {
+				if c.durationSet {
+					if j%256 == 0 && time.Now().After(deadline) {
+						break
+					}
+				} else if j >= share {
+					break
+				}
+				var key []byte
+				if c.keyed {
+					key = ks.key(base + j)
+				}
+				p.send(ctx, key, pl.value(base+j))
+			}
+			if err := p.cl.Flush(ctx); err != nil {
+				st.fail(fmt.Errorf("flush: %w", err))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopProgress()
+	after, err := takeSample(c.brokerPID)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("produce: %w after %d records", err, st.records.Load())
+	}
+	cfg := c.configMap()
+	c.producerFlags.addConfig(cfg)
+	cfg["producers"] = c.producers
+	r := &result{
+		Mode: "produce", Brokers: brokersString(c.brokers), Topic: c.topic, Partitions: parts, Config: cfg,
+		Records: st.records.Load(), Bytes: st.bytes.Load(), Errors: st.errors.Load(), FirstError: st.firstError(),
+		Latency: lat.Summary(),
+	}
+	r.finish(elapsed, before, after)
+	return r, nil
+}
