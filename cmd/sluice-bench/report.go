@@ -42,7 +42,7 @@ type result struct {
 	AckLatency *latencySummary `json:"ack_latency_ms,omitempty"`
 
 	// consume
-	StartupSeconds float64 `json:"startup_seconds,omitempty"` // start to first record (join, metadata)
+	StartupSeconds float64 `json:"startup_seconds,omitempty"` // group: start to first assignment (join)
 	// e2e
 	TargetRate   float64 `json:"target_rate,omitempty"`
 	SentRate     float64 `json:"sent_rate,omitempty"`
@@ -135,7 +135,7 @@ func (r *result) writeSummary(w io.Writer) {
 			r.Records, float64(r.Bytes)/1e6, r.Seconds, r.RecordsPerSec, r.MBPerSec, r.Errors)
 	}
 	if r.StartupSeconds > 0 {
-		fmt.Fprintf(&b, "  first record after %.3fs (metadata, group join); throughput counts from there\n", r.StartupSeconds)
+		fmt.Fprintf(&b, "  group joined after %.3fs; throughput counts from there\n", r.StartupSeconds)
 	}
 	if r.FirstError != "" {
 		fmt.Fprintf(&b, "  first error: %s\n", r.FirstError)
