@@ -372,7 +372,7 @@ func be32(b []byte) uint32 {
 }
 func be64(b []byte) uint64 { return uint64(be32(b))<<32 | uint64(be32(b[4:])) }
 
-// waitInSync waits until every replica of tp has the leader's log end and HW, and
+// waitInSync waits until every replica of tp has the leader's log start, log end and HW, and
 // returns the leader's log bytes after checking every replica's bytes and leader
 // epochs equal it.
 func (c *rcluster) waitInSync(tp kernel.TopicPartition, d time.Duration) []byte {
@@ -396,7 +396,7 @@ func (c *rcluster) waitInSync(tp kernel.TopicPartition, d time.Duration) []byte 
 				continue
 			}
 			v, ok := c.repl(r).Replica(tp)
-			if !ok || v.Log.LogEndOffset() != leo || v.HW != leo {
+			if !ok || v.Log.LogEndOffset() != leo || v.HW != leo || v.Log.LogStartOffset() != lv.Log.LogStartOffset() {
 				return false
 			}
 		}

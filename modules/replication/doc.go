@@ -32,7 +32,8 @@
 //   - Leader side (fetch.go): a replica fetch needs CLUSTER_ACTION, reads up to the log
 //     end (not the HW), and records the fetch offset as the follower's LEO and, as
 //     Kafka, when it was last caught up (fetch offset >= the leader's LEO at this
-//     fetch: now; >= the leader's LEO at its previous fetch: that fetch's time). The
+//     fetch: now; >= the leader's LEO at its previous fetch: that fetch's time); its
+//     long poll also completes when the HW passes the one last sent to it. The
 //     HW is the smallest LEO over the maximal ISR (the ISR plus a member whose
 //     addition is in flight), never moves down on the leader, and is persisted. A new
 //     leader epoch assigns the epoch at the log end (Log.AssignEpoch), keeps the HW it

@@ -32,6 +32,9 @@ type fetchOp struct {
 	// follower's log end offset to the partition.
 	replica   int32
 	clusterOK bool
+	// hwNews: a partition's HW is past the one last sent to the follower (readAll
+	// sets it): the answer goes out at once.
+	hwNews bool
 	// rack is a consumer's client.rack (v11+, follower reads only; "" otherwise).
 	rack        string
 	authz       map[string]bool // topics authorized so far, past the last one
@@ -102,6 +105,13 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 		}
 	}
 	op.finish(resp)
+	if op.replica >= 0 {
+		for _, fp := range op.parts {
+			if fp.part != nil && fp.errorCode == 0 && fp.hw >= 0 {
+				fp.part.sentHW(op.replica, fp.hw)
+			}
+		}
+	}
 	return encodeFetch(resp), nil
 }
 
@@ -254,10 +264,11 @@ func (op *fetchOp) allowed(topic string) bool {
 func (op *fetchOp) readAll() (total int64, stop bool) {
 	limit := op.maxBytes
 	minOne := true
+	op.hwNews = false
 	for _, fp := range op.parts {
 		fp.reset()
 		op.readOne(fp, limit, minOne)
-		if fp.errorCode != 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 || fp.preferredReplica >= 0 {
+		if fp.errorCode != 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 || fp.preferredReplica >= 0 || op.hwNews {
 			stop = true
 		}
 		if n := fp.records.Size; n > 0 {
@@ -330,10 +341,14 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	if op.replica >= 0 {
 		// The follower has everything below its fetch offset: record it (the HW may
 		// move, waking acks=all produces) before the HW for the answer is loaded.
-		prop, known := p.followerFetched(op.replica, fp.fetchOffset, leo, op.m.now().UnixMilli())
+		prop, hwNews, known := p.followerFetched(op.replica, fp.fetchOffset, leo, op.m.now().UnixMilli())
 		if prop != nil {
 			op.m.proposeISR(p, prop)
 		}
+		if hwNews {
+			op.hwNews = true
+		}
+		fp.part = p
 		if !known {
 			// Not one of the partition's replicas (a stale assignment): as Kafka, an
 			// empty answer; the fetcher moves on when its image catches up.

@@ -64,6 +64,8 @@ type fetchPart struct {
 	// sent): the diverging-epoch check.
 	lastFetchedEpoch int32
 	sp               *sessionPart // nil outside sessions
+	// part is the partition a follower's fetch read (its sent HW is recorded).
+	part *Partition
 
 	errorCode          int16
 	hw, lso, logStart  int64
@@ -83,6 +85,7 @@ type abortedTxn struct{ producerID, firstOffset int64 }
 // reset clears the result fields (before a re-read by a delayed fetch).
 func (fp *fetchPart) reset() {
 	fp.release()
+	fp.part = nil
 	fp.errorCode = 0
 	fp.hw, fp.lso, fp.logStart = -1, -1, -1
 	fp.abortedTxns = nil

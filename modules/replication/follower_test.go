@@ -401,7 +401,7 @@ func (c *fakeClock) add(d time.Duration) {
 
 // fetchAs records a follower fetch at offset through the leader path.
 func fetchAs(p *Partition, h *harness, replica int32, offset int64) {
-	if prop, _ := p.followerFetched(replica, offset, p.log.LogEndOffset(), h.m.now().UnixMilli()); prop != nil {
+	if prop, _, _ := p.followerFetched(replica, offset, p.log.LogEndOffset(), h.m.now().UnixMilli()); prop != nil {
 		h.m.proposeISR(p, prop)
 	}
 }
@@ -905,5 +905,46 @@ func TestFollowerReadsFollower(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("long poll on a follower not completed by its HW move")
+	}
+}
+
+// TestReplicaFetchLearnsHW: a follower's long poll at the log end completes when the
+// HW passes the one its last answer carried (another follower's fetch moved it), so
+// followers learn the HW without waiting for new records.
+func TestReplicaFetchLearnsHW(t *testing.T) {
+	h := newHarness(t, nil)
+	im := image(2, topicSpec{name: "t", id: 1})
+	pi := &im.Topics["t"].Partitions[0]
+	pi.Replicas, pi.ISR = []int32{1, 2, 3}, []int32{1, 2, 3}
+	h.meta.publish(im)
+	tp := kernel.TopicPartition{Topic: "t"}
+	h.produce(9, 1, "t", 0, testBatch(3, "a"))
+	replicaFetch := func(replica int32, offset int64, wait int32) kmsg.FetchResponseTopicPartition {
+		r := fetchReq("t", 1, 0, offset)
+		r.ReplicaState.ID = replica
+		r.MinBytes, r.MaxWaitMillis = 1, wait
+		return h.fetch(context.Background(), 15, r).Topics[0].Partitions[0]
+	}
+	if fp := replicaFetch(2, 0, 0); fp.HighWatermark != 0 || len(fp.RecordBatches) == 0 {
+		t.Fatalf("first fetch: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
+	}
+	got := make(chan kmsg.FetchResponseTopicPartition, 1)
+	go func() { got <- replicaFetch(2, 3, 600_000) }()
+	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	select {
+	case fp := <-got:
+		t.Fatalf("answered before the HW moved: %+v", fp)
+	default:
+	}
+	if fp := replicaFetch(3, 3, 0); fp.HighWatermark != 3 {
+		t.Fatalf("follower 3's fetch: HW %d, want 3", fp.HighWatermark)
+	}
+	select {
+	case fp := <-got:
+		if fp.HighWatermark != 3 || len(fp.RecordBatches) != 0 {
+			t.Fatalf("follower 2's long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follower 2's long poll not answered when the HW moved")
 	}
 }

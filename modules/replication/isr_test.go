@@ -14,7 +14,7 @@ import (
 // updateFollower records a fetch of follower replica at leo, made when the leader's
 // LEO was its current one (the leader path of a follower fetch, without the request).
 func (p *Partition) updateFollower(replica int32, leo int64) {
-	if prop, _ := p.followerFetched(replica, leo, p.log.LogEndOffset(), time.Now().UnixMilli()); prop != nil {
+	if prop, _, _ := p.followerFetched(replica, leo, p.log.LogEndOffset(), time.Now().UnixMilli()); prop != nil {
 		p.isrChanged(prop, nil, 0)
 	}
 }

@@ -50,6 +50,10 @@ type replicaState struct {
 	lastCaughtUpMs     int64 // last time its fetch offset reached the leader's LEO of the time
 	lastFetchLeaderLEO int64 // the leader's LEO at its previous fetch
 	lastFetchMs        int64 // time of its previous fetch
+	// lastSentHW is the HW the last answer to it carried (-1: none yet): a waiting
+	// fetch of this follower completes when the HW passes it, so followers learn the
+	// HW without waiting for data (as Kafka's delayed fetch does for followers).
+	lastSentHW int64
 }
 
 // partitionEnv is what every partition of a module shares.
@@ -252,7 +256,7 @@ func (p *Partition) syncFollowersLocked(np *placement, nowMs int64) {
 		if r == p.self || p.followers[r] != nil {
 			continue
 		}
-		rs := &replicaState{leo: -1, lastFetchLeaderLEO: -1}
+		rs := &replicaState{leo: -1, lastFetchLeaderLEO: -1, lastSentHW: -1}
 		if slices.Contains(np.isr, r) {
 			rs.lastCaughtUpMs = nowMs
 		}
@@ -396,14 +400,15 @@ func (p *Partition) ackState(last int64, epoch int32) (done bool, err error) {
 // at its previous fetch's time when fetchOffset reached the leader's LEO of that
 // fetch. The HW advances (waking acks=all produces), and an ISR expansion is returned
 // when the follower qualifies (see maybeExpandLocked). ok is false when this node does
-// not lead, or replica is not one of the partition's replicas.
-func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs int64) (prop *kernel.AlterPartitionRequest, ok bool) {
+// not lead, or replica is not one of the partition's replicas. hwNews reports that the
+// HW is past the one last sent to the follower (its fetch should be answered now).
+func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs int64) (prop *kernel.AlterPartitionRequest, hwNews, ok bool) {
 	p.mu.Lock()
 	pl := p.place.Load()
 	rs := p.followers[replica]
 	if p.closed || pl.leader != p.self || rs == nil {
 		p.mu.Unlock()
-		return nil, false
+		return nil, false, false
 	}
 	rs.leo = fetchOffset
 	switch {
@@ -417,11 +422,21 @@ func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs
 	p.advanceHWLocked()
 	moved := p.hw.Load() != old
 	prop = p.maybeExpandLocked(pl, replica, rs, nowMs)
+	hwNews = p.hw.Load() > rs.lastSentHW
 	p.mu.Unlock()
 	if moved {
 		p.pg.wake(p.tp)
 	}
-	return prop, true
+	return prop, hwNews, true
+}
+
+// sentHW records the HW an answer to follower replica carried.
+func (p *Partition) sentHW(replica int32, hw int64) {
+	p.mu.Lock()
+	if rs := p.followers[replica]; rs != nil {
+		rs.lastSentHW = hw
+	}
+	p.mu.Unlock()
 }
 
 // maybeExpandLocked proposes adding replica to the ISR when it is in sync as Kafka
