@@ -252,7 +252,7 @@ fuzz_all() {
 
 interop() {
 	SLUICE_INTEROP_REQUIRED=1 SLUICE_INTEROP_BUILDFLAGS="${SLUICE_INTEROP_BUILDFLAGS--race}" \
-		go test -race -count=1 -v -timeout=10m ./interop/
+		go test -race -count=1 -v -timeout=20m ./interop/
 }
 
 step "gofmt -l" check_gofmt
@@ -265,6 +265,7 @@ else
 	step "fuzz ($FUZZTIME per target)" fuzz_all
 fi
 step "interop suite" interop
+step "scripts/bench.sh --quick" ./scripts/bench.sh --quick
 
 summary
 [ "$FAILED" -eq 0 ]
