@@ -132,6 +132,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
 	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
 	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
+	registerRuntimeMetrics(k.metric)
 	return k, nil
 }
 
