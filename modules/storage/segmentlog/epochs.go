@@ -93,6 +93,21 @@ func (l *Log) replayEpochs(from int64) error {
 	if from >= l.leo.Load() {
 		return nil
 	}
+	return l.walkHeaders(from, "rebuild leader epochs", func(s *segment, pos int64, h *recordbatch.Header) error {
+		if h.BaseOffset >= from {
+			// Cannot fail: the entries kept start below from, and offsets increase
+			// (recovery and segment loading checked them).
+			_, _ = l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
+		return nil
+	})
+}
+
+// walkHeaders calls fn with the header of every batch from the one at or after offset
+// from (a batch boundary or a segment base; the offset index finds where to start in
+// its segment) to the log end, with its segment and file position. It reads headers
+// only; what does it wrap fn's errors and read errors with.
+func (l *Log) walkHeaders(from int64, what string, fn func(s *segment, pos int64, h *recordbatch.Header) error) error {
 	var hdr [recordbatch.HeaderSize]byte
 	for i, s := range l.segs {
 		if i+1 < len(l.segs) && l.segs[i+1].base <= from {
@@ -104,13 +119,11 @@ func (l *Log) replayEpochs(from int64) error {
 		}
 		for pos < s.size {
 			h, err := s.readHeader(hdr[:], pos)
-			if err != nil {
-				return fmt.Errorf("rebuild leader epochs at %d of segment %d: %w", pos, s.base, err)
+			if err == nil {
+				err = fn(s, pos, &h)
 			}
-			if h.BaseOffset >= from {
-				// Cannot fail: the entries kept start below from, and offsets increase
-				// (recovery and segment loading checked them).
-				_, _ = l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			if err != nil {
+				return fmt.Errorf("%s at %d of segment %d: %w", what, pos, s.base, err)
 			}
 			pos += int64(h.Size())
 		}

@@ -247,47 +247,30 @@ func (l *Log) loadProducers() (replayed bool, err error) {
 // end to the producer state, without checks. Append times are not on disk: a replayed
 // batch's is its max timestamp.
 func (l *Log) replayProducers(from int64) error {
-	var hdr [recordbatch.HeaderSize]byte
 	var buf []byte
-	for i, s := range l.segs {
-		if i+1 < len(l.segs) && l.segs[i+1].base <= from {
-			continue
+	return l.walkHeaders(from, "replay producer state", func(s *segment, pos int64, h *recordbatch.Header) error {
+		if h.BaseOffset < from || h.ProducerID < 0 {
+			return nil
 		}
-		pos := int64(0)
-		if from > s.base {
-			pos = s.oidx.lookup(from)
-		}
-		for pos < s.size {
-			h, err := s.readHeader(hdr[:], pos)
-			if err != nil {
-				return fmt.Errorf("replay producer state at %d of segment %d: %w", pos, s.base, err)
-			}
+		var batch []byte // only a marker's records are read (FromHeader parses them)
+		if h.IsControl() {
 			n := int64(h.Size())
-			if h.BaseOffset < from || h.ProducerID < 0 {
-				pos += n
-				continue
+			if cap(buf) < int(n) {
+				buf = make([]byte, n)
 			}
-			batch := hdr[:]
-			if h.IsControl() {
-				if cap(buf) < int(n) {
-					buf = make([]byte, n)
-				}
-				batch = buf[:n]
-				if _, err := s.log.ReadAt(batch, pos); err != nil {
-					return fmt.Errorf("replay producer state at %d of segment %d: %w", pos, s.base, err)
-				}
+			batch = buf[:n]
+			if _, err := s.log.ReadAt(batch, pos); err != nil {
+				return err
 			}
-			pb, err := producers.FromHeader(&h, batch, h.MaxTimestamp)
-			if err != nil {
-				l.logger.Warn("skipping undecodable transaction marker in replay", "offset", h.BaseOffset, "error", err)
-				pos += n
-				continue
-			}
-			l.prod.Apply(pb)
-			pos += n
 		}
-	}
-	return nil
+		pb, err := producers.FromHeader(h, batch, h.MaxTimestamp)
+		if err != nil {
+			l.logger.Warn("skipping undecodable transaction marker in replay", "offset", h.BaseOffset, "error", err)
+			return nil
+		}
+		l.prod.Apply(pb)
+		return nil
+	})
 }
 
 // AppendProducer implements kernel.Log: the sequence check and the append happen under
