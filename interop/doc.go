@@ -58,12 +58,12 @@
 // The replication tests (replication_*_test.go, helpers in replication_helpers_test.go)
 // check ISR replication with RF 3 topics and SIGKILL: TestReplicationDurability runs an
 // idempotent acks=all kgo producer and a reader while a nemesis kills and restarts random
-// brokers (20s; SLUICE_DURABILITY=10m for a long run), then checks that every record is
+// brokers (15s; SLUICE_DURABILITY=10m for a long run), then checks that every record is
 // stored once and in order, that nothing the reader saw disappeared, and that the three
 // replicas' segment files hold the same batches; TestReplicationClientsBrokerKills does
 // the same with librdkafka (replication_librdkafka_test.py) and kafkajs
-// (replication_kafkajs_test.js) idempotent acks=all producers, checking every delivery
-// report; TestReplicationLeaderLossAcks kills a leader under acks=1 and acks=all
+// (replication_kafkajs_test.js) idempotent acks=all producers (two kills each; six with
+// SLUICE_DURABILITY set), checking every delivery report; TestReplicationLeaderLossAcks kills a leader under acks=1 and acks=all
 // producers (acks=1 may lose, acks=all must not); TestReplicationUncleanElection keeps
 // a partition whose ISR died offline until unclean.leader.election.enable is set, then
 // checks the documented loss and the old leader's truncation;

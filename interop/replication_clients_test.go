@@ -128,10 +128,13 @@ func (r *replClientProgress) waitEach(timeout time.Duration, floor []int64, what
 // replClientKills runs one client of TestReplicationClientsBrokerKills: start(seeds,
 // topic, partitions) starts its script.
 func replClientKills(t *testing.T, tag string, start func(seeds, topic string, partitions int32) *lineProc) {
-	const (
-		partitions = 3
-		kills      = 3
-	)
+	const partitions = 3
+	// Two kills in CI; the long form (SLUICE_DURABILITY set, see
+	// TestReplicationDurability) kills six times.
+	kills := 2
+	if os.Getenv("SLUICE_DURABILITY") != "" {
+		kills = 6
+	}
 	topic := "repl-" + tag
 	began := time.Now()
 	c := newReplCluster(t, nil)

@@ -21,7 +21,7 @@ import (
 // ISR replication tests (issue 8): three broker processes, RF 3, killed with SIGKILL.
 // Helpers are in replication_helpers_test.go.
 
-// durabilityRun is how long TestReplicationDurability's nemesis runs: 20s in CI, longer
+// durabilityRun is how long TestReplicationDurability's nemesis runs: 15s in CI, longer
 // with SLUICE_DURABILITY=<duration> (e.g. 60s, 10m).
 func durabilityRun(t *testing.T) time.Duration {
 	if v := os.Getenv("SLUICE_DURABILITY"); v != "" {
@@ -31,7 +31,7 @@ func durabilityRun(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 20 * time.Second
+	return 15 * time.Second
 }
 
 // TestReplicationDurability: an idempotent acks=all producer writes numbered records to

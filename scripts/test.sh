@@ -12,7 +12,7 @@
 # Environment:
 #   SLUICE_SKIP_INSTALL=1   skip every install step (local iteration)
 #   SLUICE_QUICK=1          skip the fuzz runs
-#   SLUICE_FUZZTIME=6s      time per fuzz target (20 targets: 6s keeps the suite under
+#   SLUICE_FUZZTIME=4s      time per fuzz target (22 targets: 4s keeps the suite near
 #                           20 minutes on 2 cores; set more for a deeper local run)
 #   SLUICE_INTEROP_BUILDFLAGS   go build flags for the broker the interop suite runs
 #                           (default -race; set it empty for a faster run)
@@ -22,7 +22,7 @@
 set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
-FUZZTIME=${SLUICE_FUZZTIME:-6s}
+FUZZTIME=${SLUICE_FUZZTIME:-4s}
 APT_PACKAGES=(kcat python3-confluent-kafka)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
