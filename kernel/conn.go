@@ -171,6 +171,9 @@ func (c *conn) release(n int) {
 // frame is a request read off the wire, not yet decoded.
 type frame struct {
 	buf []byte
+	// produce: a Produce request, whose buffer goes back to the pool once answered
+	// (framepool.go).
+	produce bool
 }
 
 func (c *conn) serve() {
@@ -190,6 +193,9 @@ func (c *conn) serve() {
 	for f := range frames {
 		err := c.process(ctx, f.buf)
 		c.release(len(f.buf))
+		if f.produce {
+			c.k.frames.put(f.buf)
+		}
 		if err == nil {
 			c.addInflight(-1)
 			c.armReadDeadline() // the idle clock starts again once nothing is in flight
@@ -210,6 +216,9 @@ func (c *conn) serve() {
 }
 
 func (c *conn) readLoop(out chan<- frame) {
+	// produce: the last frame was a Produce request, so the next likely is one too and
+	// is read into a pooled buffer (a producer's connection carries little else).
+	produce := false
 	for {
 		select {
 		case <-c.stop:
@@ -217,7 +226,11 @@ func (c *conn) readLoop(out chan<- frame) {
 		default:
 		}
 		c.armReadDeadline()
-		buf, err := readFrame(c.nc, nil, c.k.maxReq, c.admit)
+		var buf []byte
+		if produce {
+			buf = c.k.frames.get()
+		}
+		buf, err := readFrame(c.nc, buf, c.k.maxReq, c.admit)
 		if err != nil {
 			switch {
 			case errors.Is(err, errStopped):
@@ -239,8 +252,9 @@ func (c *conn) readLoop(out chan<- frame) {
 			return
 		}
 		c.addInflight(1)
+		produce = isProduceFrame(buf)
 		select {
-		case out <- frame{buf: buf}:
+		case out <- frame{buf: buf, produce: produce}:
 		case <-c.stop:
 			return
 		}

@@ -33,6 +33,7 @@ type Kernel struct {
 	log    *slog.Logger
 	info   BrokerInfo
 	metric *Metrics
+	frames framePool // reused Produce request buffers (framepool.go)
 
 	sections map[string]moduleSection
 
