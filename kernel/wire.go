@@ -56,7 +56,14 @@ func readFrame(r io.Reader, buf []byte, maxSize int32, admit func(n int) error) 
 	for remaining := int(n); remaining > 0; {
 		c := min(remaining, step)
 		if cap(buf)-len(buf) < c {
-			nb := make([]byte, len(buf), len(buf)+max(c, min(remaining, 2*len(buf))))
+			want := len(buf) + max(c, min(remaining, 2*len(buf)))
+			if want >= int(n) {
+				// The last growth: leave an eighth of headroom, so a reused buffer
+				// (kernel/framepool.go) fits the next, slightly larger frame without
+				// growing again (each growth copies what was read so far).
+				want = min(int(n)+int(n)/8, int(maxSize))
+			}
+			nb := make([]byte, len(buf), want)
 			copy(nb, buf)
 			buf = nb
 		}
