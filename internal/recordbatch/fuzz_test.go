@@ -85,6 +85,9 @@ func FuzzRecords(f *testing.F) {
 		binary.BigEndian.PutUint32(batch[OffRecordCount:], uint32(count))
 		batch = append(batch, section...)
 		SetCRC(batch)
+		if h, err := ParseHeader(batch); err == nil {
+			agree(t, &h, section) // the fast validation pass is scan's twin
+		}
 
 		var got []plain
 		d := Decoder{MaxUncompressed: fuzzLimit}

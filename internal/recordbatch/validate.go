@@ -47,7 +47,7 @@ func ValidateWithLimit(batch []byte, maxUncompressed int) (Info, error) {
 		}
 		data = d.buf
 	}
-	res, err := scan(&h, data, nil, nil)
+	res, err := checkRecords(&h, data)
 	if err != nil {
 		return Info{Header: h}, err
 	}
@@ -164,7 +164,7 @@ func Records(batch []byte, buf []byte, fn func(r *Record) error) ([]byte, error)
 // iterate checks the framing of the whole records section first, then calls fn for each
 // record, so fn never sees records of a batch that turns out to be corrupt.
 func iterate(h *Header, data []byte, rec *Record, fn func(*Record) error) (Info, error) {
-	res, err := scan(h, data, nil, nil)
+	res, err := checkRecords(h, data)
 	if err != nil {
 		return Info{Header: *h}, err
 	}
@@ -198,7 +198,7 @@ func (d *Decoder) Section(batch []byte) (Header, []byte, error) {
 		}
 		data = d.dec.buf
 	}
-	if _, err := scan(&h, data, nil, nil); err != nil {
+	if _, err := checkRecords(&h, data); err != nil {
 		return h, nil, err
 	}
 	return h, data, nil
