@@ -86,6 +86,14 @@ node_id: $n
 data_dir: $dir/$n
 listeners: [{name: PLAINTEXT, address: 127.0.0.1:$(client_port "$n")}]
 admin_listen: 127.0.0.1:$(admin_port "$n")
+configs:
+  # Three copies of what the cluster does not say otherwise: topics created without a
+  # replication factor and the internal topics. Durable topics also want
+  # min.insync.replicas=2 (per topic: a cluster-wide 2 would refuse acks=all on RF 1).
+  default.replication.factor: "3"
+  offsets.topic.replication.factor: "3"
+  transaction.state.log.replication.factor: "3"
+  transaction.state.log.min.isr: "2"
 modules:
   metadata:
     use: raft
