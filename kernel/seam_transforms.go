@@ -21,7 +21,10 @@ type ProduceTransformer interface {
 	// github.com/twmb/franz-go/pkg/kerr) is the partition's error code (the reject
 	// policy); any other error answers UNKNOWN_SERVER_ERROR. Nothing is appended on
 	// error. The returned slice belongs to the caller, which stamps it in place
-	// (leader epoch, LogAppendTime): the transformer must not reuse it.
+	// (leader epoch, LogAppendTime): the transformer must not reuse it. records is
+	// the produce request's buffer, which the kernel reuses once the request is
+	// answered: nothing (no goroutine left running on a timeout either) may read it
+	// after TransformProduce returns.
 	TransformProduce(ctx context.Context, tp TopicPartition, records []byte) ([]byte, error)
 }
 

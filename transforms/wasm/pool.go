@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -197,7 +198,8 @@ type result struct {
 var errClosed = &Error{Kind: KindClosed, Msg: "pool closed"}
 
 // Transform runs one batch on an idle instance, waiting for one (bounded by
-// ctx), and returns its outputs, which the caller owns. A failed batch returns
+// ctx), and returns its outputs, which the caller owns. b is not used after it
+// returns (the instance works on a copy of its records). A failed batch returns
 // *Error. If ctx is cancelled while the batch runs, the instance is discarded
 // and ctx's error returned.
 func (p *Pool) Transform(ctx context.Context, b *Batch) ([]Output, error) {
@@ -244,7 +246,14 @@ func (p *Pool) run(ctx context.Context, b *Batch, keep bool, fn func([]Output) e
 		}
 	}
 
-	req := &request{batch: b, resp: make(chan result, 1), keep: keep}
+	// The instance reads the batch on its own goroutine, which can outlive this call
+	// (a timeout, a cancelled ctx or a trap abandons it while the guest may still be
+	// copying the input). The caller's records may alias a request buffer the kernel
+	// reuses once the request is answered (kernel/framepool.go), so the instance gets
+	// its own copy: one memcpy, small next to the guest's own copy into its memory.
+	own := *b
+	own.Records = bytes.Clone(b.Records)
+	req := &request{batch: &own, resp: make(chan result, 1), keep: keep}
 	inst.reqs <- req // never blocks: capacity 1 and one batch at a time
 	timer := time.NewTimer(p.cfg.Timeout)
 	defer timer.Stop()
