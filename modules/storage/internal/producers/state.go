@@ -61,6 +61,12 @@ func FromHeader(h *recordbatch.Header, batch []byte, appendMs int64) (Batch, err
 		Transactional: h.IsTransactional(),
 		Control:       h.IsControl(),
 	}
+	if h.Attributes&recordbatch.AttrLogAppendTime != 0 {
+		// The leader stamped the batch with its append time (max timestamp): remember
+		// that one, so a duplicate's answer carries exactly what the original's did
+		// (the storage clock may have ticked since the leader read its own).
+		b.AppendMs = h.MaxTimestamp
+	}
 	if h.BaseSequence >= 0 && h.LastOffsetDelta >= 0 {
 		b.FirstSeq, b.LastSeq = h.BaseSequence, LastSeq(h.BaseSequence, h.LastOffsetDelta)
 	}

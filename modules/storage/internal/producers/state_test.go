@@ -279,3 +279,21 @@ func TestFollowerAndLeaderModes(t *testing.T) {
 		t.Fatal(s.Len())
 	}
 }
+
+// A LogAppendTime batch is remembered with the time the leader stamped (its max
+// timestamp), not the storage clock's, so a duplicate answers what the original did.
+func TestFromHeaderLogAppendTime(t *testing.T) {
+	for _, tc := range []struct {
+		attrs int16
+		want  int64
+	}{{0, 1000}, {recordbatch.AttrLogAppendTime, 777}} {
+		h := recordbatch.Header{ProducerID: 5, BaseSequence: 0, Attributes: tc.attrs, MaxTimestamp: 777}
+		b, err := FromHeader(&h, nil, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.AppendMs != tc.want {
+			t.Errorf("attributes %#x: AppendMs %d, want %d", tc.attrs, b.AppendMs, tc.want)
+		}
+	}
+}
