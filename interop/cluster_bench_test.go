@@ -218,11 +218,7 @@ func reportRSS(b *testing.B, c *cluster) {
 //
 //	go test -run '^$' -bench BenchmarkReplicationProduce -benchtime 200000x ./interop/
 func BenchmarkReplicationProduce(b *testing.B) {
-	cfgs := map[string]string{}
-	for k, v := range replConfigs {
-		cfgs[k] = v
-	}
-	c := newClusterWith(b, 3, 3, nil, clusterOpt{configs: cfgs})
+	c := newClusterWith(b, 3, 3, nil, clusterOpt{configs: withReplConfigs(nil)})
 	c.startAll()
 	c.waitAllSeeAll(60*time.Second, allThree)
 	value := make([]byte, 1024)

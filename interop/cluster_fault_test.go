@@ -47,21 +47,8 @@ func TestClusterNetworkPartition(t *testing.T) {
 
 func testNetworkPartition(t *testing.T, cutController bool) {
 	needBroker(t)
-	// links[i][j] carries raft traffic from broker i+1 to broker j+1.
-	var links [3][3]*tcpProxy
-	c := newCluster(t, 3, 3, func(c *cluster, id int32) []string {
-		var vs []string
-		for j := int32(1); j <= 3; j++ {
-			if j == id {
-				vs = append(vs, fmt.Sprintf("%d@%s", j, c.raftAddrs[j-1]))
-				continue
-			}
-			p := newTCPProxy(t, c.raftAddrs[j-1])
-			links[id-1][j-1] = p
-			vs = append(vs, fmt.Sprintf("%d@%s", j, p.addr()))
-		}
-		return vs
-	})
+	var links raftLinks
+	c := newCluster(t, 3, 3, links.voters(t))
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)
 	c.waitAllSeeAll(20*time.Second, allThree) // all unfenced, so placement uses all three
@@ -87,15 +74,7 @@ func testNetworkPartition(t *testing.T, cutController bool) {
 		t.Fatalf("broker %d leads no partition of pre-cut: %v", victim.id, before)
 	}
 
-	cut := func(on bool) {
-		for i := range 3 {
-			for j := range 3 {
-				if p := links[i][j]; p != nil && (int32(i+1) == victim.id || int32(j+1) == victim.id) {
-					p.setCut(on)
-				}
-			}
-		}
-	}
+	cut := func(on bool) { links.cutNode(victim.id, on) }
 	cut(true)
 	cutAt := time.Now()
 

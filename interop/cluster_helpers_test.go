@@ -166,6 +166,39 @@ func (c *cluster) addNode(id int32, voterList func(c *cluster, id int32) []strin
 	return n
 }
 
+// raftLinks are TCP proxies on every raft link of a three-voter cluster: [i][j]
+// carries broker i+1's traffic to broker j+1. voters is a newCluster voterList that
+// makes them: broker i's config lists voter j (j != i) at the proxy for i->j and itself
+// at its own raft listener, so each direction can be cut on its own.
+type raftLinks [3][3]*tcpProxy
+
+func (l *raftLinks) voters(t testing.TB) func(c *cluster, id int32) []string {
+	return func(c *cluster, id int32) []string {
+		var vs []string
+		for j := int32(1); j <= 3; j++ {
+			if j == id {
+				vs = append(vs, fmt.Sprintf("%d@%s", j, c.raftAddrs[j-1]))
+				continue
+			}
+			p := newTCPProxy(t, c.raftAddrs[j-1])
+			l[id-1][j-1] = p
+			vs = append(vs, fmt.Sprintf("%d@%s", j, p.addr()))
+		}
+		return vs
+	}
+}
+
+// cutNode cuts (or heals) every raft link to and from broker id.
+func (l *raftLinks) cutNode(id int32, on bool) {
+	for i := range 3 {
+		for j := range 3 {
+			if p := l[i][j]; p != nil && (int32(i+1) == id || int32(j+1) == id) {
+				p.setCut(on)
+			}
+		}
+	}
+}
+
 // node returns broker id.
 func (c *cluster) node(id int32) *clusterNode {
 	c.t.Helper()
@@ -534,7 +567,7 @@ type tcpProxy struct {
 	wg     sync.WaitGroup
 }
 
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
+func newTCPProxy(t testing.TB, target string) *tcpProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -22,11 +22,7 @@ import (
 // batches.
 func TestClusterReassignment(t *testing.T) {
 	const topic = "moving"
-	cfgs := map[string]string{}
-	for k, v := range replConfigs {
-		cfgs[k] = v
-	}
-	c := newClusterWith(t, 4, 3, nil, clusterOpt{configs: cfgs})
+	c := newClusterWith(t, 4, 3, nil, clusterOpt{configs: withReplConfigs(nil)})
 	c.startAll()
 	c.waitAllSeeAll(60*time.Second, []int32{1, 2, 3, 4})
 	c.node(2).mustCreateAssigned(30*time.Second, topic, [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})

@@ -33,18 +33,18 @@ var replConfigs = map[string]string{
 	"num.partitions":            "1",
 }
 
+// withReplConfigs returns replConfigs with more added (more wins).
+func withReplConfigs(more map[string]string) map[string]string {
+	cfgs := maps.Clone(replConfigs)
+	maps.Copy(cfgs, more)
+	return cfgs
+}
+
 // newReplCluster starts three brokers (all voters) with replConfigs (plus more) and
 // waits until each lists all three.
 func newReplCluster(t *testing.T, more map[string]string) *cluster {
 	t.Helper()
-	cfgs := map[string]string{}
-	for k, v := range replConfigs {
-		cfgs[k] = v
-	}
-	for k, v := range more {
-		cfgs[k] = v
-	}
-	c := newClusterWith(t, 3, 3, nil, clusterOpt{configs: cfgs})
+	c := newClusterWith(t, 3, 3, nil, clusterOpt{configs: withReplConfigs(more)})
 	c.startAll()
 	c.waitAllSeeAll(60*time.Second, allThree)
 	return c

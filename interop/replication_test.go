@@ -357,11 +357,7 @@ func TestReplicationLeaderLossAcks(t *testing.T) {
 // metadata quorum survives killing all three of them one after the other.
 func TestReplicationUncleanElection(t *testing.T) {
 	const topic = "unclean"
-	cfgs := map[string]string{}
-	for k, v := range replConfigs {
-		cfgs[k] = v
-	}
-	c := newClusterWith(t, 5, 3, nil, clusterOpt{configs: cfgs})
+	c := newClusterWith(t, 5, 3, nil, clusterOpt{configs: withReplConfigs(nil)})
 	c.startAll()
 	c.waitAllSeeAll(60*time.Second, []int32{1, 2, 3, 4, 5})
 	c.node(1).mustCreateAssigned(30*time.Second, topic, [][]int32{{3, 4, 5}}, map[string]string{"min.insync.replicas": "1"})
@@ -448,25 +444,10 @@ func TestReplicationPartitionedLeader(t *testing.T) {
 	needBroker(t)
 	// raft[i][j] carries raft traffic from broker i+1 to broker j+1; repl[j] carries
 	// follower fetches to broker j+1 (its REPLICATION listener, advertised at the proxy).
-	var raft [3][3]*tcpProxy
+	var raft raftLinks
 	var repl [3]*tcpProxy
-	cfgs := map[string]string{"inter.broker.listener.name": "REPLICATION"}
-	for k, v := range replConfigs {
-		cfgs[k] = v
-	}
-	c := newClusterWith(t, 3, 3, func(c *cluster, id int32) []string {
-		var vs []string
-		for j := int32(1); j <= 3; j++ {
-			if j == id {
-				vs = append(vs, fmt.Sprintf("%d@%s", j, c.raftAddrs[j-1]))
-				continue
-			}
-			p := newTCPProxy(t, c.raftAddrs[j-1])
-			raft[id-1][j-1] = p
-			vs = append(vs, fmt.Sprintf("%d@%s", j, p.addr()))
-		}
-		return vs
-	}, clusterOpt{configs: cfgs, listeners: func(id int32) string {
+	cfgs := withReplConfigs(map[string]string{"inter.broker.listener.name": "REPLICATION"})
+	c := newClusterWith(t, 3, 3, raft.voters(t), clusterOpt{configs: cfgs, listeners: func(id int32) string {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		repl[id-1] = newTCPProxy(t, addr)
 		return fmt.Sprintf("[{name: PLAINTEXT, address: 127.0.0.1:0}, {name: REPLICATION, address: %q, advertised: %q}]", addr, repl[id-1].addr())
@@ -485,13 +466,7 @@ func TestReplicationPartitionedLeader(t *testing.T) {
 	produceN(t, c.seeds(), topic, 0, "before", 0, 100)
 
 	cut := func(on bool) {
-		for i := range 3 {
-			for j := range 3 {
-				if p := raft[i][j]; p != nil && (int32(i+1) == victim.id || int32(j+1) == victim.id) {
-					p.setCut(on)
-				}
-			}
-		}
+		raft.cutNode(victim.id, on)
 		repl[victim.id-1].setCut(on)
 	}
 	cut(true)
