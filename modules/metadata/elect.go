@@ -181,14 +181,11 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 		if err == nil {
 			m.log.Info("elected leader", "topic", it.topic, "partition", it.partition, "election", electionName(typ))
 		}
-		at, ok := topicAt[it.topic]
-		if !ok {
-			at = len(resp.Topics)
-			topicAt[it.topic] = at
+		at := topicSlot(topicAt, it.topic, &resp.Topics, func() kmsg.ElectLeadersResponseTopic {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = it.topic
-			resp.Topics = append(resp.Topics, rt)
-		}
+			return rt
+		})
 		rp := kmsg.NewElectLeadersResponseTopicPartition()
 		rp.Partition = it.partition
 		rp.ErrorCode, rp.ErrorMessage = errCode(err)
@@ -283,4 +280,17 @@ func (m *Module) rebalanceLeaders(ctx context.Context, pct int32) {
 		}
 	}
 	m.log.Info("moved leaders back to preferred replicas", "changes", moved, "proposed", len(recs))
+}
+
+// topicSlot returns the index in *topics of the response topic named topic (index
+// records where each name went), appending mk() when it is the first result for it:
+// admin responses group their partition results by topic in request order.
+func topicSlot[T any](index map[string]int, topic string, topics *[]T, mk func() T) int {
+	at, ok := index[topic]
+	if !ok {
+		at = len(*topics)
+		index[topic] = at
+		*topics = append(*topics, mk())
+	}
+	return at
 }

@@ -194,14 +194,11 @@ func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request
 				m.log.Info("started partition reassignment", "topic", it.topic, "partition", it.partition, "target", it.target)
 			}
 		}
-		at, ok := topicAt[it.topic]
-		if !ok {
-			at = len(resp.Topics)
-			topicAt[it.topic] = at
+		at := topicSlot(topicAt, it.topic, &resp.Topics, func() kmsg.AlterPartitionAssignmentsResponseTopic {
 			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 			rt.Topic = it.topic
-			resp.Topics = append(resp.Topics, rt)
-		}
+			return rt
+		})
 		rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 		rp.Partition = it.partition
 		rp.ErrorCode, rp.ErrorMessage = errCode(err)
