@@ -84,6 +84,12 @@ func newClusterWith(t *testing.T, n int, configs map[string]string, racks ...str
 			}
 		}
 	})
+	// Start returns once a node's own image holds its registration; a node that
+	// registered first may not have applied the others' yet, and a non-controller
+	// plans topic creation on its own image.
+	c.waitAll(20*time.Second, "every node sees every broker registered", func(im *kernel.Image) bool {
+		return len(liveBrokers(im)) == n
+	})
 	return c
 }
 

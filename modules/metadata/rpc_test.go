@@ -133,7 +133,7 @@ func TestRPCRefusesGarbage(t *testing.T) {
 	}
 	f := c.follower()
 	if rt := createTopicOn(t, f, "still-works", 1, 3, nil); rt.ErrorCode != 0 {
-		t.Fatalf("create after garbage: %d", rt.ErrorCode)
+		t.Fatalf("create after garbage: %d %s", rt.ErrorCode, *rt.ErrorMessage)
 	}
 }
 
