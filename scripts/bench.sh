@@ -15,8 +15,11 @@
 #   c100u / c1ku   consume everything of p100u / p1ku, one consumer
 #   g1kk           consume everything of p1kk, a group of 3 members
 #   e2eu / e2ek    e2e at 20k records/s of 1 KiB, acks=all, 20 s (2 s warm-up), unkeyed / keyed
+#   e2ew           e2ek over a topic of 1,000 partitions (the RSS and GC figure; the
+#                  peak RSS column is the broker's peak so far, and this case runs last)
 # The ceiling broker stores nothing: its consumers read synthetic batches of the same
-# record size (bounded by --records), and it has no e2e.
+# record size (bounded by --records) from a fetch front that answers each fetch from one
+# pre-encoded response (no work per fetch), and it has no e2e.
 #
 # Each broker process runs with GODEBUG=gctrace=1, so the table can show its longest GC
 # stop-the-world pause during each case. Output: the table on stdout; the raw JSON lines,
@@ -29,7 +32,7 @@ case "${1:-}" in
 --quick) QUICK=1 ;;
 "") ;;
 -h | --help)
-	sed -n '2,26p' "$0"
+	sed -n '2,27p' "$0"
 	exit 0
 	;;
 *)
@@ -148,17 +151,18 @@ start_sluice
 mkdir -p "$WORK/kfake-data"
 start_kfake kfake --mode reference --data-dir "$WORK/kfake-data"
 start_kfake ceil100 --mode ceiling --synthetic-bytes 100 --synthetic-compression none
-start_kfake ceil1k --mode ceiling --synthetic-bytes 1024 --synthetic-compression lz4
-for b in sluice kfake ceil100 ceil1k; do
+start_kfake cons100 --mode ceiling --synthetic-bytes 100 --synthetic-compression none --fetch-front
+start_kfake ceil1k --mode ceiling --synthetic-bytes 1024 --synthetic-compression lz4 --fetch-front
+for b in sluice kfake ceil100 cons100 ceil1k; do
 	log "  $b: ${ADDR[$b]} (pid ${PID[$b]})"
 done
 
 # ---- the suite -------------------------------------------------------------------------
 
 if [ "$QUICK" = 1 ]; then
-	N100=20000 N1K=5000 RATE=2000 E2E_DUR=3s WARMUP=1s
+	N100=20000 N1K=5000 RATE=2000 E2E_DUR=3s WARMUP=1s WIDE=60
 else
-	N100=1000000 N1K=200000 RATE=20000 E2E_DUR=20s WARMUP=2s
+	N100=1000000 N1K=200000 RATE=20000 E2E_DUR=20s WARMUP=2s WIDE=1000
 fi
 PARTS=6
 RESULTS="$WORK/results.jsonl"
@@ -173,7 +177,7 @@ bench() {
 	local addr=${ADDR[$logname]} pid=${PID[$logname]} out rc=0 from to gc
 	from=$(wc -l <"${LOG[$logname]}")
 	log "$case on $broker: sluice-bench $*"
-	out=$("$BENCH" "$@" --brokers "$addr" --broker-pid "$pid" --partitions "$PARTS" --timeout 5m) || rc=$?
+	out=$("$BENCH" "$@" --brokers "$addr" --broker-pid "$pid" --partitions "${CASE_PARTS:-$PARTS}" --timeout 5m) || rc=$?
 	to=$(wc -l <"${LOG[$logname]}")
 	# gctrace: "gc N @T s P%: A+B+C ms clock, ..."; A and C are the stop-the-world phases.
 	gc=$(sed -n "$((from + 1)),${to}p" "${LOG[$logname]}" | awk '
@@ -199,9 +203,11 @@ E2E=(--record-size 1024 --acks all --rate "$RATE" --duration "$E2E_DUR" --warmup
 
 for b in sluice kfake ceiling; do
 	# The ceiling's produce goes to ceil100 (it discards, so the size does not matter);
-	# its consumes read synthetic records of the case's size.
+	# its consumes go to the fetch fronts cons100 and ceil1k (kfakeref.FetchFront: every
+	# fetch answered from one pre-encoded response), which serve records of the case's
+	# size.
 	pl=$b c100=$b c1k=$b
-	if [ "$b" = ceiling ]; then pl=ceil100 c100=ceil100 c1k=ceil1k; fi
+	if [ "$b" = ceiling ]; then pl=ceil100 c100=cons100 c1k=ceil1k; fi
 	bench p100u "$b" "$pl" produce --topic p100u "${P100[@]}"
 	bench p100k "$b" "$pl" produce --topic p100k --keyed "${P100[@]}"
 	bench p1ku "$b" "$pl" produce --topic p1ku "${P1K[@]}"
@@ -217,6 +223,7 @@ for b in sluice kfake ceiling; do
 		bench g1kk "$b" "$c1k" consume --topic p1kk --members 3 --progress 10s
 		bench e2eu "$b" "$b" e2e --topic e2eu "${E2E[@]}"
 		bench e2ek "$b" "$b" e2e --topic e2ek --keyed "${E2E[@]}"
+		CASE_PARTS=$WIDE bench e2ew "$b" "$b" e2e --topic e2ew --keyed "${E2E[@]}"
 	fi
 done
 

@@ -2,7 +2,10 @@
 // kfakeref) as its own process, until SIGINT or SIGTERM:
 //
 //	sluice-kfake --mode reference [--port N] [--data-dir DIR]
-//	sluice-kfake --mode ceiling [--port N] [--synthetic-bytes 100] [--synthetic-compression none]
+//	sluice-kfake --mode ceiling [--port N] [--synthetic-bytes 100] [--synthetic-compression none] [--fetch-front]
+//
+// With --fetch-front the port is a kfakeref.FetchFront (the consume ceiling: fetches
+// answered from one encoded response, everything else relayed to the ceiling kfake).
 //
 // Once it listens it prints one line to stdout, "listening 127.0.0.1:PORT", so a script
 // can wait for it.
@@ -35,6 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	synBytes := fs.Int("synthetic-bytes", 100, "ceiling mode: value size of the served records")
 	synCodec := fs.String("synthetic-compression", "none", "ceiling mode: codec of the served batch")
 	synRandom := fs.Float64("synthetic-random", 1, "ceiling mode: random fraction of each served value (0-1)")
+	front := fs.Bool("fetch-front", false, "ceiling mode: answer fetches from a pre-encoded response (the consume ceiling)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,8 +51,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice-kfake: --%v\n", err)
 		return 2
 	}
+	if *front && m != kfakeref.Ceiling {
+		fmt.Fprintln(stderr, "sluice-kfake: --fetch-front needs --mode ceiling")
+		return 2
+	}
+	kport := *port
+	if *front {
+		kport = 0 // the front takes the port
+	}
 	c, err := kfakeref.Start(kfakeref.Options{
-		Port: *port, Mode: m, DataDir: *dataDir,
+		Port: kport, Mode: m, DataDir: *dataDir,
 		SyntheticRecordBytes: *synBytes, SyntheticCompression: *synCodec, SyntheticRandom: *synRandom,
 	})
 	if err != nil {
@@ -56,7 +68,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer c.Close()
-	fmt.Fprintf(stdout, "listening %s\n", c.ListenAddrs()[0])
+	addr := c.ListenAddrs()[0]
+	if *front {
+		batch, n, err := kfakeref.CannedBatch(*synBytes, *synRandom, *synCodec, 1<<20)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice-kfake: %v\n", err)
+			return 1
+		}
+		f, err := kfakeref.StartFetchFront(*port, addr, batch, n)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice-kfake: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		addr = f.Addr()
+	}
+	fmt.Fprintf(stdout, "listening %s\n", addr)
 	<-ctx.Done()
 	return 0
 }

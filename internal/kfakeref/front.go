@@ -1,0 +1,473 @@
+package kfakeref
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+)
+
+// FetchFront is the consume ceiling: a listener that answers every Fetch itself and
+// relays every other request to a backend broker (a Ceiling kfake, which creates topics,
+// runs groups and answers ListOffsets). kfake's own synthetic fetch builds and copies each
+// answer in its one request loop, which costs more than Sluice's sendfile path, so it is
+// no ceiling for consumers; the front does no per-fetch work beyond decoding the request:
+//
+//   - It encodes the response to a fetch of a given shape (version, partitions, byte
+//     limits) once per connection, copies of one canned batch per partition, and answers
+//     later fetches of that shape by patching the correlation id and each copy's base
+//     offset (before the CRC, so the CRC stays valid) and writing the same buffer again.
+//   - Every partition has log start 0 and high watermark 1<<62, like kfake's synthetic
+//     fetch: a consume against it must be bounded by a record count or a duration.
+//   - Requests on one connection are answered one at a time, in order (franz-go keeps
+//     fetches, produces and group requests on separate connections, so this does not
+//     serialise a consumer's fetches behind its heartbeats). Produce with acks=0 gets no
+//     answer, as from any broker.
+//   - Metadata, FindCoordinator and DescribeCluster answers from the backend are
+//     rewritten to name the front's address, so clients never talk to the backend
+//     directly.
+type FetchFront struct {
+	ln       net.Listener
+	backend  string
+	host     string
+	port     int32
+	batch    []byte // the canned batch, base offset 0
+	perBatch int64  // records in it
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	done  bool
+}
+
+// frontMaxFrame bounds the frames the front reads (Kafka's socket.request.max.bytes).
+const frontMaxFrame = 100 << 20
+
+// CannedBatch builds the batch a FetchFront serves: records values of recordBytes bytes
+// (their last randomFrac random, from a fixed seed; the rest repeats the record's index)
+// filling about fill bytes uncompressed, compressed with codec (none, gzip, snappy, lz4,
+// zstd). It returns the batch and its record count.
+func CannedBatch(recordBytes int, randomFrac float64, codec string, fill int) ([]byte, int64, error) {
+	if recordBytes < 0 || randomFrac < 0 || randomFrac > 1 || fill < 1 {
+		return nil, 0, fmt.Errorf("%w: canned batch of %d-byte records, random %v, fill %d", ErrBadOptions, recordBytes, randomFrac, fill)
+	}
+	c, err := codecNumber(codec)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrBadOptions, err)
+	}
+	b, err := recordbatch.NewBuilder(recordbatch.Options{Codec: c, PartitionLeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	if err != nil {
+		return nil, 0, err
+	}
+	value := make([]byte, recordBytes)
+	split := recordBytes - int(float64(recordBytes)*randomFrac)
+	var x uint64 = 0x9e3779b97f4a7c15 // xorshift state: the same batch every run
+	for n, size := 0, 0; n == 0 || size < fill; n++ {
+		digits := strconv.AppendInt(nil, int64(n), 10)
+		digits = append(digits, ' ')
+		for i := 0; i < split; i += len(digits) {
+			copy(value[i:split], digits)
+		}
+		for i := split; i < recordBytes; i++ {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			value[i] = byte(x)
+		}
+		b.Add(&recordbatch.Record{Value: value})
+		size += recordBytes + 8
+	}
+	out, err := b.AppendTo(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, int64(b.Len()), nil
+}
+
+func codecNumber(name string) (int, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return recordbatch.CodecNone, nil
+	case "gzip":
+		return recordbatch.CodecGzip, nil
+	case "snappy":
+		return recordbatch.CodecSnappy, nil
+	case "lz4":
+		return recordbatch.CodecLZ4, nil
+	case "zstd":
+		return recordbatch.CodecZstd, nil
+	}
+	return 0, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// StartFetchFront listens on 127.0.0.1:port (0: any free port) and serves until Close,
+// relaying to backend (host:port) everything but Fetch, which it answers from batch
+// (perBatch records, base offset 0; see CannedBatch).
+func StartFetchFront(port int, backend string, batch []byte, perBatch int64) (*FetchFront, error) {
+	if port < 0 || port > 65535 {
+		return nil, fmt.Errorf("%w: port %d", ErrBadOptions, port)
+	}
+	if _, err := recordbatch.ParseHeader(batch); err != nil || perBatch < 1 {
+		return nil, fmt.Errorf("%w: canned batch: %v (records %d)", ErrBadOptions, err, perBatch)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, err
+	}
+	a := ln.Addr().(*net.TCPAddr)
+	f := &FetchFront{ln: ln, backend: backend, host: a.IP.String(), port: int32(a.Port),
+		batch: batch, perBatch: perBatch, conns: map[net.Conn]struct{}{}}
+	f.wg.Add(1)
+	go f.accept()
+	return f, nil
+}
+
+// Addr is the address the front listens on.
+func (f *FetchFront) Addr() string { return f.ln.Addr().String() }
+
+// Close stops listening, closes every connection and waits for their goroutines.
+func (f *FetchFront) Close() error {
+	err := f.ln.Close()
+	f.mu.Lock()
+	f.done = true
+	for c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+	return err
+}
+
+func (f *FetchFront) accept() {
+	defer f.wg.Done()
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		if f.done {
+			f.mu.Unlock()
+			c.Close()
+			return
+		}
+		f.conns[c] = struct{}{}
+		f.wg.Add(1)
+		f.mu.Unlock()
+		go func() {
+			defer f.wg.Done()
+			f.serve(c)
+			f.mu.Lock()
+			delete(f.conns, c)
+			f.mu.Unlock()
+		}()
+	}
+}
+
+// frontConn is one client connection's state.
+type frontConn struct {
+	f      *FetchFront
+	c      net.Conn
+	be     net.Conn // the backend connection, dialled on the first relayed request
+	beR    *bufio.Reader
+	shapes map[string]*fetchShape
+}
+
+// fetchShape is an encoded fetch response and where its batch copies sit in it.
+type fetchShape struct {
+	buf []byte // the whole frame, size prefix included
+	// slots[i] lists the offsets in buf of the copies answering the i-th partition of
+	// the request, in request order (none when the byte limit left it nothing).
+	slots [][]int
+}
+
+func (f *FetchFront) serve(c net.Conn) {
+	fc := &frontConn{f: f, c: c, shapes: map[string]*fetchShape{}}
+	defer func() {
+		c.Close()
+		if fc.be != nil {
+			fc.be.Close()
+		}
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	var frame []byte
+	for {
+		var err error
+		if frame, err = readSized(r, frame); err != nil {
+			return
+		}
+		if err := fc.handle(frame); err != nil {
+			return
+		}
+	}
+}
+
+// readSized reads one size-prefixed frame (prefix included) into buf.
+func readSized(r io.Reader, buf []byte) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return buf, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 8 || n > frontMaxFrame {
+		return buf, fmt.Errorf("frame size %d", n)
+	}
+	if cap(buf) < int(n)+4 {
+		buf = make([]byte, int(n)+4)
+	}
+	buf = buf[:int(n)+4]
+	copy(buf, sz[:])
+	_, err := io.ReadFull(r, buf[4:])
+	return buf, err
+}
+
+var errFrontRequest = errors.New("kfakeref: malformed request")
+
+// handle answers one request frame (size prefix included).
+func (fc *frontConn) handle(frame []byte) error {
+	p := frame[4:]
+	key, ver := int16(binary.BigEndian.Uint16(p)), int16(binary.BigEndian.Uint16(p[2:]))
+	req := kmsg.RequestForKey(key)
+	if req == nil || ver < 0 || ver > req.MaxVersion() {
+		return fmt.Errorf("%w: key %d version %d", errFrontRequest, key, ver)
+	}
+	req.SetVersion(ver)
+	body, err := skipRequestHeader(p, req.IsFlexible())
+	if err != nil {
+		return err
+	}
+	switch key {
+	case int16(kmsg.Fetch):
+		if err := req.ReadFrom(body); err != nil {
+			return fmt.Errorf("%w: fetch: %v", errFrontRequest, err)
+		}
+		return fc.fetch(p[4:8], req.(*kmsg.FetchRequest))
+	case int16(kmsg.Produce):
+		if err := req.ReadFrom(body); err != nil {
+			return fmt.Errorf("%w: produce: %v", errFrontRequest, err)
+		}
+		if req.(*kmsg.ProduceRequest).Acks == 0 {
+			return fc.relay(frame, key, ver, false)
+		}
+	}
+	return fc.relay(frame, key, ver, true)
+}
+
+// skipRequestHeader returns the body after a v1 (or, flexible, v2) request header.
+func skipRequestHeader(p []byte, flexible bool) ([]byte, error) {
+	p = p[8:]
+	if len(p) < 2 {
+		return nil, fmt.Errorf("%w: header", errFrontRequest)
+	}
+	if l := int16(binary.BigEndian.Uint16(p)); l > 0 {
+		if int(l)+2 > len(p) {
+			return nil, fmt.Errorf("%w: client id", errFrontRequest)
+		}
+		p = p[2+int(l):]
+	} else {
+		p = p[2:]
+	}
+	if flexible {
+		return skipTags(p)
+	}
+	return p, nil
+}
+
+// skipTags skips a tagged-field section.
+func skipTags(p []byte) ([]byte, error) {
+	n, k := binary.Uvarint(p)
+	if k <= 0 {
+		return nil, fmt.Errorf("%w: tagged fields", errFrontRequest)
+	}
+	p = p[k:]
+	for ; n > 0; n-- {
+		if _, k = binary.Uvarint(p); k <= 0 {
+			return nil, fmt.Errorf("%w: tag", errFrontRequest)
+		}
+		p = p[k:]
+		size, k := binary.Uvarint(p)
+		if k <= 0 || uint64(len(p)-k) < size {
+			return nil, fmt.Errorf("%w: tag size", errFrontRequest)
+		}
+		p = p[k+int(size):]
+	}
+	return p, nil
+}
+
+// relay sends frame to the backend and, when answered, its answer to the client
+// (rewritten to name the front where it names brokers).
+func (fc *frontConn) relay(frame []byte, key, ver int16, answered bool) error {
+	if fc.be == nil {
+		be, err := net.Dial("tcp", fc.f.backend)
+		if err != nil {
+			return err
+		}
+		fc.be, fc.beR = be, bufio.NewReaderSize(be, 64<<10)
+	}
+	if _, err := fc.be.Write(frame); err != nil {
+		return err
+	}
+	if !answered {
+		return nil
+	}
+	resp, err := readSized(fc.beR, nil)
+	if err != nil {
+		return err
+	}
+	switch key {
+	case int16(kmsg.Metadata), int16(kmsg.FindCoordinator), int16(kmsg.DescribeCluster):
+		if resp, err = fc.rewrite(resp, key, ver); err != nil {
+			return err
+		}
+	}
+	_, err = fc.c.Write(resp)
+	return err
+}
+
+// rewrite replaces the backend's address with the front's in a response that lists
+// brokers.
+func (fc *frontConn) rewrite(frame []byte, key, ver int16) ([]byte, error) {
+	msg := kmsg.ResponseForKey(key)
+	msg.SetVersion(ver)
+	body := frame[8:]
+	if msg.IsFlexible() {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, err
+		}
+	}
+	if err := msg.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("kfakeref: backend answer to key %d v%d: %v", key, ver, err)
+	}
+	switch m := msg.(type) {
+	case *kmsg.MetadataResponse:
+		for i := range m.Brokers {
+			m.Brokers[i].Host, m.Brokers[i].Port = fc.f.host, fc.f.port
+		}
+	case *kmsg.FindCoordinatorResponse:
+		m.Host, m.Port = fc.f.host, fc.f.port
+		for i := range m.Coordinators {
+			m.Coordinators[i].Host, m.Coordinators[i].Port = fc.f.host, fc.f.port
+		}
+	case *kmsg.DescribeClusterResponse:
+		for i := range m.Brokers {
+			m.Brokers[i].Host, m.Brokers[i].Port = fc.f.host, fc.f.port
+		}
+	}
+	out := append([]byte(nil), frame[:8]...)
+	if msg.IsFlexible() {
+		out = append(out, 0)
+	}
+	out = msg.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out, nil
+}
+
+// fetch answers a fetch from the encoded response of its shape.
+func (fc *frontConn) fetch(correlation []byte, req *kmsg.FetchRequest) error {
+	key := shapeKey(req)
+	s := fc.shapes[key]
+	if s == nil {
+		var err error
+		if s, err = fc.f.encodeShape(req); err != nil {
+			return err
+		}
+		fc.shapes[key] = s
+	}
+	copy(s.buf[4:8], correlation)
+	i := 0
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			for j, at := range s.slots[i] {
+				binary.BigEndian.PutUint64(s.buf[at:], uint64(p.FetchOffset+int64(j)*fc.f.perBatch))
+			}
+			i++
+		}
+	}
+	_, err := fc.c.Write(s.buf)
+	return err
+}
+
+// shapeKey names what an encoded answer depends on: the version, the partitions in
+// order and the byte limits (not the offsets, which are patched in).
+func shapeKey(req *kmsg.FetchRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d", req.Version, req.MaxBytes)
+	for _, t := range req.Topics {
+		fmt.Fprintf(&b, "|%s/%x", t.Topic, t.TopicID)
+		for _, p := range t.Partitions {
+			fmt.Fprintf(&b, ",%d/%d", p.Partition, p.PartitionMaxBytes)
+		}
+	}
+	return b.String()
+}
+
+// encodeShape builds the answer to req: per partition as many copies of the batch as fit
+// its PartitionMaxBytes and what is left of MaxBytes (at least one copy for the first
+// partition, as Kafka always returns one batch to make progress).
+func (f *FetchFront) encodeShape(req *kmsg.FetchRequest) (*fetchShape, error) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(req.Version)
+	room := int64(req.MaxBytes)
+	if req.Version < 3 || room <= 0 {
+		room = 1 << 62
+	}
+	var copies []int
+	first := true
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 1<<62, 1<<62, 0
+			n := int(min(int64(p.PartitionMaxBytes), room) / int64(len(f.batch)))
+			if n == 0 && first {
+				n = 1
+			}
+			first = false
+			room -= int64(n * len(f.batch))
+			rp.RecordBatches = bytes.Repeat(f.batch, n)
+			copies = append(copies, n)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	buf := make([]byte, 8, 9)
+	if resp.IsFlexible() {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	s := &fetchShape{buf: buf}
+	at := 0
+	i := 0
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			var slot []int
+			if copies[i] > 0 {
+				k := bytes.Index(buf[at:], p.RecordBatches)
+				if k < 0 {
+					return nil, errors.New("kfakeref: encoded fetch answer lost its records")
+				}
+				for j := 0; j < copies[i]; j++ {
+					slot = append(slot, at+k+j*len(f.batch))
+				}
+				at += k + len(p.RecordBatches)
+			}
+			s.slots = append(s.slots, slot)
+			i++
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,153 @@
+package kfakeref
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+)
+
+func TestCannedBatch(t *testing.T) {
+	for _, codec := range []string{"none", "lz4", "zstd"} {
+		b, n, err := CannedBatch(100, 0.5, codec, 10_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int64
+		_, err = recordbatch.Records(b, nil, func(r *recordbatch.Record) error {
+			if len(r.Value) != 100 || r.Offset != got {
+				t.Fatalf("%s: record %d: offset %d, %d bytes", codec, got, r.Offset, len(r.Value))
+			}
+			got++
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		if got != n || n < 10_000/108 {
+			t.Fatalf("%s: %d records, says %d", codec, got, n)
+		}
+	}
+	for _, bad := range []struct {
+		size   int
+		random float64
+		codec  string
+		fill   int
+	}{{-1, 0, "none", 1}, {1, 2, "none", 1}, {1, 0, "brotli", 1}, {1, 0, "none", 0}} {
+		if _, _, err := CannedBatch(bad.size, bad.random, bad.codec, bad.fill); err == nil {
+			t.Errorf("CannedBatch(%+v) succeeded", bad)
+		}
+	}
+}
+
+// The front serves a plain consumer and a group consumer through its own address only
+// (the backend's address never reaches the client), with contiguous offsets from where
+// each fetch asked, across several fetches of each partition.
+func TestFetchFront(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	back, err := Start(Options{Mode: Ceiling})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	batch, per, err := CannedBatch(64, 1, "none", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := StartFetchFront(0, back.ListenAddrs()[0], batch, per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	adm, err := kgo.NewClient(kgo.SeedBrokers(f.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 3, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	md, err := kadm.NewClient(adm).BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(f.Addr())
+	for _, b := range md.Brokers {
+		if b.Host != host || strconv.Itoa(int(b.Port)) != port {
+			t.Fatalf("metadata names %s:%d, want the front %s", b.Host, b.Port, f.Addr())
+		}
+	}
+
+	for _, group := range []string{"", "g"} {
+		opts := []kgo.Opt{kgo.SeedBrokers(f.Addr()), kgo.ConsumeTopics("t"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(2 * int32(len(batch)))}
+		if group != "" {
+			opts = append(opts, kgo.ConsumerGroup(group))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := map[int32]int64{}
+		want := 5 * 3 * per // several fetches of each partition
+		for got := int64(0); got < want; {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("group %q: %d of %d records: %v (%v)", group, got, want, err, fs.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Offset != next[r.Partition] || len(r.Value) != 64 {
+					t.Fatalf("group %q: partition %d: offset %d (want %d), %d bytes", group, r.Partition, r.Offset, next[r.Partition], len(r.Value))
+				}
+				next[r.Partition]++
+				got++
+			})
+		}
+		if len(next) != 3 {
+			t.Errorf("group %q: read %d partitions, want 3", group, len(next))
+		}
+		cl.Close()
+	}
+}
+
+func TestFetchFrontRefuses(t *testing.T) {
+	batch, per, err := CannedBatch(10, 0, "none", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartFetchFront(-1, "127.0.0.1:1", batch, per); err == nil {
+		t.Error("port -1 accepted")
+	}
+	if _, err := StartFetchFront(0, "127.0.0.1:1", batch[:20], per); err == nil {
+		t.Error("a truncated batch accepted")
+	}
+	if _, err := StartFetchFront(0, "127.0.0.1:1", batch, 0); err == nil {
+		t.Error("0 records per batch accepted")
+	}
+	// Garbage on the wire closes that connection and nothing else.
+	f, err := StartFetchFront(0, "127.0.0.1:1", batch, per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, junk := range [][]byte{{0, 0, 0, 1, 0}, {0x7f, 0, 0, 0}, {0, 0, 0, 8, 0x7f, 0, 0, 0, 0, 0, 0, 0}} {
+		c, err := net.Dial("tcp", f.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = c.Write(junk)
+		if n, err := c.Read(make([]byte, 1)); err == nil {
+			t.Errorf("junk %x: read %d bytes, want the connection closed", junk, n)
+		}
+		c.Close()
+	}
+}
