@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,11 @@ import (
 
 const (
 	pipelineDepth = 16
+	// readBufferSize is the reader's buffer: one read syscall takes in a small
+	// request's size prefix and body together (and any small requests pipelined after
+	// it), instead of one read for the prefix and one for the body. Reads larger than
+	// it bypass the buffer and land in the frame directly.
+	readBufferSize = 16 << 10
 	// defaultWriteTimeout bounds how long a response write may make no progress
 	// (per writeStep bytes, not per response).
 	defaultWriteTimeout = 30 * time.Second
@@ -219,6 +225,7 @@ func (c *conn) readLoop(out chan<- frame) {
 	// produce: the last frame was a Produce request, so the next likely is one too and
 	// is read into a pooled buffer (a producer's connection carries little else).
 	produce := false
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
 		select {
 		case <-c.stop:
@@ -230,7 +237,7 @@ func (c *conn) readLoop(out chan<- frame) {
 		if produce {
 			buf = c.k.frames.get()
 		}
-		buf, err := readFrame(c.nc, buf, c.k.maxReq, c.admit)
+		buf, err := readFrame(br, buf, c.k.maxReq, c.admit)
 		if err != nil {
 			switch {
 			case errors.Is(err, errStopped):
