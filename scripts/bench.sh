@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh - the reference runs of issue 9: one fixed suite of sluice-bench runs
 # against Sluice, against franz-go's kfake (storing records in a data dir) and against a
-# broker that accepts and discards (kfake with a blackhole: the client's ceiling), all in
+# broker that accepts and discards (the client's ceiling), all in
 # the same run, then a table of the figures side by side.
 #
 #   ./scripts/bench.sh            the full suite (a few minutes)
@@ -17,9 +17,10 @@
 #   e2eu / e2ek    e2e at 20k records/s of 1 KiB, acks=all, 20 s (2 s warm-up), unkeyed / keyed
 #   e2ew           e2ek over a topic of 1,000 partitions (the RSS and GC figure; the
 #                  peak RSS column is the broker's peak so far, and this case runs last)
-# The ceiling broker stores nothing: its consumers read synthetic batches of the same
-# record size (bounded by --records) from a fetch front that answers each fetch from one
-# pre-encoded response (no work per fetch), and it has no e2e.
+# The ceiling broker (kfakeref.Front in front of a kfake) stores nothing and does next to
+# nothing per request: produce is acknowledged unread, and its consumers read synthetic
+# batches of the same record size (bounded by --records) from one pre-encoded response.
+# It has no e2e.
 #
 # Each broker process runs with GODEBUG=gctrace=1, so the table can show its longest GC
 # stop-the-world pause during each case. Output: the table on stdout; the raw JSON lines,
@@ -32,7 +33,7 @@ case "${1:-}" in
 --quick) QUICK=1 ;;
 "") ;;
 -h | --help)
-	sed -n '2,27p' "$0"
+	sed -n '2,28p' "$0"
 	exit 0
 	;;
 *)
@@ -150,10 +151,9 @@ log "start brokers"
 start_sluice
 mkdir -p "$WORK/kfake-data"
 start_kfake kfake --mode reference --data-dir "$WORK/kfake-data"
-start_kfake ceil100 --mode ceiling --synthetic-bytes 100 --synthetic-compression none
-start_kfake cons100 --mode ceiling --synthetic-bytes 100 --synthetic-compression none --fetch-front
-start_kfake ceil1k --mode ceiling --synthetic-bytes 1024 --synthetic-compression lz4 --fetch-front
-for b in sluice kfake ceil100 cons100 ceil1k; do
+start_kfake ceil100 --mode ceiling --synthetic-bytes 100 --synthetic-compression none --front
+start_kfake ceil1k --mode ceiling --synthetic-bytes 1024 --synthetic-compression lz4 --front
+for b in sluice kfake ceil100 ceil1k; do
 	log "  $b: ${ADDR[$b]} (pid ${PID[$b]})"
 done
 
@@ -202,12 +202,11 @@ P1KN=(--record-size 1024 --acks 1 --compression none --records "$N1K" --progress
 E2E=(--record-size 1024 --acks all --rate "$RATE" --duration "$E2E_DUR" --warmup "$WARMUP" --progress 10s)
 
 for b in sluice kfake ceiling; do
-	# The ceiling's produce goes to ceil100 (it discards, so the size does not matter);
-	# its consumes go to the fetch fronts cons100 and ceil1k (kfakeref.FetchFront: every
-	# fetch answered from one pre-encoded response), which serve records of the case's
-	# size.
+	# The ceiling brokers are kfakeref.Front processes: produce acknowledged unread,
+	# every fetch answered from one pre-encoded response. Its produce goes to ceil100
+	# (the size does not matter); its consumes read synthetic records of the case's size.
 	pl=$b c100=$b c1k=$b
-	if [ "$b" = ceiling ]; then pl=ceil100 c100=cons100 c1k=ceil1k; fi
+	if [ "$b" = ceiling ]; then pl=ceil100 c100=ceil100 c1k=ceil1k; fi
 	bench p100u "$b" "$pl" produce --topic p100u "${P100[@]}"
 	bench p100k "$b" "$pl" produce --topic p100k --keyed "${P100[@]}"
 	bench p1ku "$b" "$pl" produce --topic p1ku "${P1K[@]}"

@@ -17,12 +17,16 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 )
 
-// FetchFront is the consume ceiling: a listener that answers every Fetch itself and
-// relays every other request to a backend broker (a Ceiling kfake, which creates topics,
-// runs groups and answers ListOffsets). kfake's own synthetic fetch builds and copies each
-// answer in its one request loop, which costs more than Sluice's sendfile path, so it is
-// no ceiling for consumers; the front does no per-fetch work beyond decoding the request:
+// Front is the client's ceiling: a listener that answers every Produce and Fetch itself
+// and relays every other request to a backend broker (a Ceiling kfake, which creates
+// topics, runs groups and answers ListOffsets and InitProducerId). kfake's blackhole
+// still runs each produce through its one request loop, and its synthetic fetch builds
+// and copies each answer there, which costs more than Sluice's own paths, so it is no
+// ceiling; the front does next to nothing per request beyond decoding it:
 //
+//   - A produce is acknowledged at once with no error: each partition's base offset is
+//     the count of records acknowledged to it before (the batch headers' record
+//     counts), nothing is stored or checked.
 //   - It encodes the response to a fetch of a given shape (version, partitions, byte
 //     limits) once per connection, copies of one canned batch per partition, and answers
 //     later fetches of that shape by patching the correlation id and each copy's base
@@ -36,7 +40,7 @@ import (
 //   - Metadata, FindCoordinator and DescribeCluster answers from the backend are
 //     rewritten to name the front's address, so clients never talk to the backend
 //     directly.
-type FetchFront struct {
+type Front struct {
 	ln       net.Listener
 	backend  string
 	host     string
@@ -48,12 +52,19 @@ type FetchFront struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	done  bool
+	next  map[frontPartition]int64 // produce: the next base offset per partition
+}
+
+type frontPartition struct {
+	topic string
+	id    [16]byte
+	p     int32
 }
 
 // frontMaxFrame bounds the frames the front reads (Kafka's socket.request.max.bytes).
 const frontMaxFrame = 100 << 20
 
-// CannedBatch builds the batch a FetchFront serves: records values of recordBytes bytes
+// CannedBatch builds the batch a Front serves: records values of recordBytes bytes
 // (their last randomFrac random, from a fixed seed; the rest repeats the record's index)
 // filling about fill bytes uncompressed, compressed with codec (none, gzip, snappy, lz4,
 // zstd). It returns the batch and its record count.
@@ -110,10 +121,10 @@ func codecNumber(name string) (int, error) {
 	return 0, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
-// StartFetchFront listens on 127.0.0.1:port (0: any free port) and serves until Close,
+// StartFront listens on 127.0.0.1:port (0: any free port) and serves until Close,
 // relaying to backend (host:port) everything but Fetch, which it answers from batch
 // (perBatch records, base offset 0; see CannedBatch).
-func StartFetchFront(port int, backend string, batch []byte, perBatch int64) (*FetchFront, error) {
+func StartFront(port int, backend string, batch []byte, perBatch int64) (*Front, error) {
 	if port < 0 || port > 65535 {
 		return nil, fmt.Errorf("%w: port %d", ErrBadOptions, port)
 	}
@@ -125,18 +136,18 @@ func StartFetchFront(port int, backend string, batch []byte, perBatch int64) (*F
 		return nil, err
 	}
 	a := ln.Addr().(*net.TCPAddr)
-	f := &FetchFront{ln: ln, backend: backend, host: a.IP.String(), port: int32(a.Port),
-		batch: batch, perBatch: perBatch, conns: map[net.Conn]struct{}{}}
+	f := &Front{ln: ln, backend: backend, host: a.IP.String(), port: int32(a.Port),
+		batch: batch, perBatch: perBatch, conns: map[net.Conn]struct{}{}, next: map[frontPartition]int64{}}
 	f.wg.Add(1)
 	go f.accept()
 	return f, nil
 }
 
 // Addr is the address the front listens on.
-func (f *FetchFront) Addr() string { return f.ln.Addr().String() }
+func (f *Front) Addr() string { return f.ln.Addr().String() }
 
 // Close stops listening, closes every connection and waits for their goroutines.
-func (f *FetchFront) Close() error {
+func (f *Front) Close() error {
 	err := f.ln.Close()
 	f.mu.Lock()
 	f.done = true
@@ -148,7 +159,7 @@ func (f *FetchFront) Close() error {
 	return err
 }
 
-func (f *FetchFront) accept() {
+func (f *Front) accept() {
 	defer f.wg.Done()
 	for {
 		c, err := f.ln.Accept()
@@ -176,7 +187,7 @@ func (f *FetchFront) accept() {
 
 // frontConn is one client connection's state.
 type frontConn struct {
-	f      *FetchFront
+	f      *Front
 	c      net.Conn
 	be     net.Conn // the backend connection, dialled on the first relayed request
 	beR    *bufio.Reader
@@ -191,7 +202,7 @@ type fetchShape struct {
 	slots [][]int
 }
 
-func (f *FetchFront) serve(c net.Conn) {
+func (f *Front) serve(c net.Conn) {
 	fc := &frontConn{f: f, c: c, shapes: map[string]*fetchShape{}}
 	defer func() {
 		c.Close()
@@ -256,11 +267,9 @@ func (fc *frontConn) handle(frame []byte) error {
 		if err := req.ReadFrom(body); err != nil {
 			return fmt.Errorf("%w: produce: %v", errFrontRequest, err)
 		}
-		if req.(*kmsg.ProduceRequest).Acks == 0 {
-			return fc.relay(frame, key, ver, false)
-		}
+		return fc.produce(p[4:8], req.(*kmsg.ProduceRequest))
 	}
-	return fc.relay(frame, key, ver, true)
+	return fc.relay(frame, key, ver)
 }
 
 // skipRequestHeader returns the body after a v1 (or, flexible, v2) request header.
@@ -304,9 +313,10 @@ func skipTags(p []byte) ([]byte, error) {
 	return p, nil
 }
 
-// relay sends frame to the backend and, when answered, its answer to the client
-// (rewritten to name the front where it names brokers).
-func (fc *frontConn) relay(frame []byte, key, ver int16, answered bool) error {
+// relay sends frame to the backend and its answer to the client (rewritten to name
+// the front where it names brokers). Every request relayed has an answer (produce,
+// which may not, is never relayed).
+func (fc *frontConn) relay(frame []byte, key, ver int16) error {
 	if fc.be == nil {
 		be, err := net.Dial("tcp", fc.f.backend)
 		if err != nil {
@@ -316,9 +326,6 @@ func (fc *frontConn) relay(frame []byte, key, ver int16, answered bool) error {
 	}
 	if _, err := fc.be.Write(frame); err != nil {
 		return err
-	}
-	if !answered {
-		return nil
 	}
 	resp, err := readSized(fc.beR, nil)
 	if err != nil {
@@ -398,6 +405,53 @@ func (fc *frontConn) fetch(correlation []byte, req *kmsg.FetchRequest) error {
 	return err
 }
 
+// produce acknowledges a produce (acks=0: says nothing).
+func (fc *frontConn) produce(correlation []byte, req *kmsg.ProduceRequest) error {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(req.Version)
+	fc.f.mu.Lock()
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			k := frontPartition{t.Topic, t.TopicID, p.Partition}
+			rp.BaseOffset = fc.f.next[k]
+			fc.f.next[k] += countRecords(p.Records)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	fc.f.mu.Unlock()
+	if req.Acks == 0 {
+		return nil
+	}
+	buf := append(make([]byte, 4, 64), correlation...)
+	if resp.IsFlexible() {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	_, err := fc.c.Write(buf)
+	return err
+}
+
+// countRecords sums the record counts of the v2 batches in b (what does not parse as
+// one counts nothing).
+func countRecords(b []byte) int64 {
+	var n int64
+	for len(b) >= recordbatch.HeaderSize {
+		size := int(int32(binary.BigEndian.Uint32(b[recordbatch.OffBatchLength:]))) + recordbatch.LogOverhead
+		if size < recordbatch.HeaderSize || size > len(b) {
+			break
+		}
+		n += int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffRecordCount:])))
+		b = b[size:]
+	}
+	return n
+}
+
 // shapeKey names what an encoded answer depends on: the version, the partitions in
 // order and the byte limits (not the offsets, which are patched in).
 func shapeKey(req *kmsg.FetchRequest) string {
@@ -415,7 +469,7 @@ func shapeKey(req *kmsg.FetchRequest) string {
 // encodeShape builds the answer to req: per partition as many copies of the batch as fit
 // its PartitionMaxBytes and what is left of MaxBytes (at least one copy for the first
 // partition, as Kafka always returns one batch to make progress).
-func (f *FetchFront) encodeShape(req *kmsg.FetchRequest) (*fetchShape, error) {
+func (f *Front) encodeShape(req *kmsg.FetchRequest) (*fetchShape, error) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.SetVersion(req.Version)
 	room := int64(req.MaxBytes)

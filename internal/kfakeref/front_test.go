@@ -46,10 +46,11 @@ func TestCannedBatch(t *testing.T) {
 	}
 }
 
-// The front serves a plain consumer and a group consumer through its own address only
+// The front acknowledges producers, and serves a plain consumer and a group consumer,
+// through its own address only
 // (the backend's address never reaches the client), with contiguous offsets from where
 // each fetch asked, across several fetches of each partition.
-func TestFetchFront(t *testing.T) {
+func TestFront(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	back, err := Start(Options{Mode: Ceiling})
@@ -61,7 +62,7 @@ func TestFetchFront(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := StartFetchFront(0, back.ListenAddrs()[0], batch, per)
+	f, err := StartFront(0, back.ListenAddrs()[0], batch, per)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +86,47 @@ func TestFetchFront(t *testing.T) {
 			t.Fatalf("metadata names %s:%d, want the front %s", b.Host, b.Port, f.Addr())
 		}
 	}
+
+	// Produce: acknowledged with contiguous offsets per partition, idempotent or not;
+	// acks=0 gets no answer and does not stall the connection.
+	for _, o := range [][]kgo.Opt{{kgo.RequiredAcks(kgo.AllISRAcks())},
+		{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()},
+		{kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite()}} {
+		cl, err := kgo.NewClient(append(o, kgo.SeedBrokers(f.Addr()), kgo.DefaultProduceTopic("t"))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := cl.ProduceSync(ctx, func() []*kgo.Record {
+			var rs []*kgo.Record
+			for i := range 300 {
+				rs = append(rs, &kgo.Record{Partition: int32(i % 3), Value: []byte("x")})
+			}
+			return rs
+		}()...)
+		if err := results.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(f.Addr()), kgo.DefaultProduceTopic("t2"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 2, 1, nil, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]int64{}
+	for i := range 50 {
+		r := &kgo.Record{Partition: int32(i % 2), Value: []byte("y")}
+		if err := pcl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset != seen[r.Partition] {
+			t.Fatalf("record %d to partition %d acknowledged at offset %d, want %d", i, r.Partition, r.Offset, seen[r.Partition])
+		}
+		seen[r.Partition]++
+	}
+	pcl.Close()
 
 	for _, group := range []string{"", "g"} {
 		opts := []kgo.Opt{kgo.SeedBrokers(f.Addr()), kgo.ConsumeTopics("t"),
@@ -118,22 +160,22 @@ func TestFetchFront(t *testing.T) {
 	}
 }
 
-func TestFetchFrontRefuses(t *testing.T) {
+func TestFrontRefuses(t *testing.T) {
 	batch, per, err := CannedBatch(10, 0, "none", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := StartFetchFront(-1, "127.0.0.1:1", batch, per); err == nil {
+	if _, err := StartFront(-1, "127.0.0.1:1", batch, per); err == nil {
 		t.Error("port -1 accepted")
 	}
-	if _, err := StartFetchFront(0, "127.0.0.1:1", batch[:20], per); err == nil {
+	if _, err := StartFront(0, "127.0.0.1:1", batch[:20], per); err == nil {
 		t.Error("a truncated batch accepted")
 	}
-	if _, err := StartFetchFront(0, "127.0.0.1:1", batch, 0); err == nil {
+	if _, err := StartFront(0, "127.0.0.1:1", batch, 0); err == nil {
 		t.Error("0 records per batch accepted")
 	}
 	// Garbage on the wire closes that connection and nothing else.
-	f, err := StartFetchFront(0, "127.0.0.1:1", batch, per)
+	f, err := StartFront(0, "127.0.0.1:1", batch, per)
 	if err != nil {
 		t.Fatal(err)
 	}

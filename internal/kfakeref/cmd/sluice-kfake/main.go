@@ -2,10 +2,11 @@
 // kfakeref) as its own process, until SIGINT or SIGTERM:
 //
 //	sluice-kfake --mode reference [--port N] [--data-dir DIR]
-//	sluice-kfake --mode ceiling [--port N] [--synthetic-bytes 100] [--synthetic-compression none] [--fetch-front]
+//	sluice-kfake --mode ceiling [--port N] [--synthetic-bytes 100] [--synthetic-compression none] [--front]
 //
-// With --fetch-front the port is a kfakeref.FetchFront (the consume ceiling: fetches
-// answered from one encoded response, everything else relayed to the ceiling kfake).
+// With --front the port is a kfakeref.Front (the client's ceiling: produce acknowledged
+// unread, fetches answered from one encoded response, everything else relayed to the
+// ceiling kfake).
 //
 // Once it listens it prints one line to stdout, "listening 127.0.0.1:PORT", so a script
 // can wait for it.
@@ -38,7 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	synBytes := fs.Int("synthetic-bytes", 100, "ceiling mode: value size of the served records")
 	synCodec := fs.String("synthetic-compression", "none", "ceiling mode: codec of the served batch")
 	synRandom := fs.Float64("synthetic-random", 1, "ceiling mode: random fraction of each served value (0-1)")
-	front := fs.Bool("fetch-front", false, "ceiling mode: answer fetches from a pre-encoded response (the consume ceiling)")
+	front := fs.Bool("front", false, "ceiling mode: answer produce and fetch itself (kfakeref.Front: the client ceiling)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *front && m != kfakeref.Ceiling {
-		fmt.Fprintln(stderr, "sluice-kfake: --fetch-front needs --mode ceiling")
+		fmt.Fprintln(stderr, "sluice-kfake: --front needs --mode ceiling")
 		return 2
 	}
 	kport := *port
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sluice-kfake: %v\n", err)
 			return 1
 		}
-		f, err := kfakeref.StartFetchFront(*port, addr, batch, n)
+		f, err := kfakeref.StartFront(*port, addr, batch, n)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice-kfake: %v\n", err)
 			return 1
