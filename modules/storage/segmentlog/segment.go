@@ -35,6 +35,9 @@ type segment struct {
 	createdMs       int64
 	bytesSinceIndex int64
 	sealed          bool // index files trimmed
+	// recent remembers the last batches appended (see recentBatches); nil once sealed
+	// (a sealed segment is read from its index) and until the first append.
+	recent *recentBatches
 
 	// refs counts the owning Log (1 while the segment is in the log) plus every
 	// unreleased ReadResult that points into it. The files are closed, and removed if
@@ -157,6 +160,7 @@ func (s *segment) seal() error {
 		return err
 	}
 	s.sealed = true
+	s.recent = nil
 	return nil
 }
 
@@ -236,6 +240,7 @@ func (s *segment) state() segState {
 }
 
 func (s *segment) restore(st segState) {
+	s.forgetRecent()
 	s.size, s.next, s.maxTs, s.maxTsOff, s.firstTs, s.bytesSinceIndex = st.size, st.next, st.maxTs, st.maxTsOff, st.firstTs, st.bytesSinceIndex
 	s.oidx.cut(st.oidx)
 	s.tidx.cut(st.tidx)
@@ -262,7 +267,20 @@ func (s *segment) indexBatch(h *recordbatch.Header, pos int64, interval int64) e
 	}
 	s.bytesSinceIndex += int64(h.Size())
 	s.next = h.LastOffset() + 1
+	if !s.sealed {
+		if s.recent == nil {
+			s.recent = new(recentBatches)
+		}
+		s.recent.add(recentBatch{base: h.BaseOffset, last: h.LastOffset(), pos: pos, size: int64(h.Size())})
+	}
 	return nil
+}
+
+// forgetRecent empties the recent batches (see recentBatches' invariants).
+func (s *segment) forgetRecent() {
+	if s.recent != nil {
+		s.recent.reset()
+	}
 }
 
 // append writes records (whole, already offset-assigned batches) at the end of the
@@ -295,6 +313,11 @@ func (s *segment) undo(st segState, err error) error {
 
 // readPrefix reads the 12-byte base offset + length prefix of the batch at pos.
 func (s *segment) readPrefix(buf []byte, pos int64) (base int64, size int64, err error) {
+	if s.recent != nil {
+		if e, ok := s.recent.at(pos); ok {
+			return e.base, e.size, nil
+		}
+	}
 	if pos+recordbatch.LogOverhead > s.size {
 		return 0, 0, fmt.Errorf("%w: batch prefix at %d past segment end %d", kernel.ErrCorrupt, pos, s.size)
 	}
@@ -311,6 +334,11 @@ func (s *segment) readPrefix(buf []byte, pos int64) (base int64, size int64, err
 
 // readLastOffset reads the LastOffsetDelta of the batch at pos (4 bytes).
 func (s *segment) readLastOffset(buf []byte, pos, base int64) (int64, error) {
+	if s.recent != nil {
+		if e, ok := s.recent.at(pos); ok {
+			return e.last, nil
+		}
+	}
 	if _, err := s.log.ReadAt(buf[:4], pos+recordbatch.OffLastOffsetDelta); err != nil {
 		return 0, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
@@ -335,10 +363,23 @@ func (s *segment) readHeader(buf []byte, pos int64) (recordbatch.Header, error) 
 	return h, nil
 }
 
+// scanStart is where a forward scan for offset over batch prefixes starts: the offset
+// index's entry, or a later batch boundary whose base is <= offset that the recent
+// batches know of.
+func (s *segment) scanStart(offset int64) int64 {
+	pos := s.oidx.lookup(offset)
+	if s.recent != nil {
+		if p, ok := s.recent.startFor(offset); ok && p > pos {
+			pos = p
+		}
+	}
+	return pos
+}
+
 // startOf returns the position of the batch holding offset (the last batch whose base
 // is <= offset), or of the first batch after it. Only the 12-byte prefixes are read.
 func (s *segment) startOf(buf []byte, offset int64) (int64, error) {
-	pos := s.oidx.lookup(offset)
+	pos := s.scanStart(offset)
 	start := int64(-1)
 	for pos < s.size {
 		base, size, err := s.readPrefix(buf, pos)
@@ -367,7 +408,7 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 	if offset >= s.next || s.size == 0 {
 		return 0, 0, false, nil
 	}
-	pos := s.oidx.lookup(offset)
+	pos := s.scanStart(offset)
 	start = -1
 	var startBase, startSize int64
 	for pos < s.size {
@@ -435,6 +476,7 @@ var errRecover = errors.New("segment needs recovery")
 // rebuilds both indexes. It returns truncated=true when bytes were cut. An I/O error
 // fails it.
 func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bool, err error) {
+	s.forgetRecent()
 	s.oidx.cut(0)
 	s.tidx.cut(0)
 	if err := s.openIndexFiles(); err != nil {
