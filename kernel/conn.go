@@ -407,5 +407,5 @@ func (c *conn) writeBody(h header, flexible bool, body *Body) error {
 	}
 	hdr := appendResponseHeader(make([]byte, 0, 9), h.correlation, flexible && h.key != kmsg.ApiVersions.Int16())
 	setFrameSize(hdr, int64(len(hdr)-4)+body.Size())
-	return writeChunks(c.nc, hdr, body.Chunks, c.renewWriteDeadline)
+	return writeChunks(c.nc, hdr, body.Chunks, c.renewWriteDeadline, &c.k.inline)
 }

@@ -33,7 +33,8 @@ type Kernel struct {
 	log    *slog.Logger
 	info   BrokerInfo
 	metric *Metrics
-	frames framePool // reused Produce request buffers (framepool.go)
+	frames framePool  // reused Produce request buffers (framepool.go)
+	inline inlinePool // buffers for small file ranges in responses (sendfile.go)
 
 	sections map[string]moduleSection
 

@@ -89,7 +89,7 @@ func TestSendFileLargeRangeSlowReader(t *testing.T) {
 	_ = w.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	errc := make(chan error, 1)
 	go func() {
-		errc <- writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: 1, N: int64(len(data) - 2)}, {Bytes: []byte("end")}}, func() {})
+		errc <- writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: 1, N: int64(len(data) - 2)}, {Bytes: []byte("end")}}, func() {}, new(inlinePool))
 	}()
 	var got bytes.Buffer
 	buf := make([]byte, 4096)
@@ -124,5 +124,59 @@ func TestSendFileHonoursWriteDeadline(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("sendfile still blocked long after its write deadline")
+	}
+}
+
+// Small file ranges are inlined and large ones sent with sendfile, in any mix and past
+// the inline budget, and the receiver gets exactly the bytes in order; a small range
+// past the end of its file fails the write as sendfile would.
+func TestWriteChunksInlinesSmallRanges(t *testing.T) {
+	data := make([]byte, 4<<20)
+	for i := range data {
+		data[i] = byte(i*31 + i>>11)
+	}
+	f := tempFile(t, data)
+	var chunks []Chunk
+	want := []byte("hdr")
+	off := int64(0)
+	for i := range 200 {
+		n := int64(100 + i*37%inlineMax) // small: 200 of them pass inlineBudget
+		if i%17 == 0 {
+			n = inlineMax + 1 + int64(i)*100 // large: sendfile
+		}
+		chunks = append(chunks, Chunk{Bytes: []byte{byte(i)}}, Chunk{File: f, Off: off, N: n})
+		want = append(append(want, byte(i)), data[off:off+n]...)
+		off = (off + n + 7) % int64(len(data)-2*inlineMax-30000)
+	}
+	pool := new(inlinePool)
+	for _, name := range []string{"tcp", "pipe"} {
+		var w, r net.Conn
+		if name == "tcp" {
+			w, r = tcpPair(t)
+		} else {
+			w, r = net.Pipe()
+			defer w.Close()
+			defer r.Close()
+		}
+		_ = w.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		errc := make(chan error, 1)
+		go func() { errc <- writeChunks(w, []byte("hdr"), chunks, func() {}, pool) }()
+		got := make([]byte, len(want))
+		_ = r.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.ReadFull(r, got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: bytes differ", name)
+		}
+	}
+	w, r := tcpPair(t)
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	err := writeChunks(w, []byte("hdr"), []Chunk{{File: f, Off: int64(len(data)) - 10, N: 100}}, func() {}, pool)
+	if !errors.Is(err, errShortFile) {
+		t.Fatalf("short small range: err %v, want errShortFile", err)
 	}
 }
