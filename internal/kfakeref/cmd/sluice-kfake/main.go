@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
 	if *front {
-		batch, n, err := kfakeref.CannedBatch(*synBytes, *synRandom, *synCodec, 1<<20)
+		batch, n, err := kfakeref.CannedBatch(*synBytes, *synRandom, *synCodec, 128<<10)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice-kfake: %v\n", err)
 			return 1
