@@ -3,11 +3,13 @@ package kfakeref
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,7 +200,7 @@ type frontConn struct {
 type fetchShape struct {
 	buf []byte // the whole frame, size prefix included
 	// slots[i] lists the offsets in buf of the copies answering the i-th partition of
-	// the request, in request order (none when the byte limit left it nothing).
+	// the (sorted) request (none when the byte limit left it nothing).
 	slots [][]int
 }
 
@@ -380,14 +382,21 @@ func (fc *frontConn) rewrite(frame []byte, key, ver int16) ([]byte, error) {
 	return out, nil
 }
 
+// maxShapes bounds the encoded answers a connection keeps.
+const maxShapes = 32
+
 // fetch answers a fetch from the encoded response of its shape.
 func (fc *frontConn) fetch(correlation []byte, req *kmsg.FetchRequest) error {
+	sortFetch(req) // clients rotate partitions between fetches: one shape per set
 	key := shapeKey(req)
 	s := fc.shapes[key]
 	if s == nil {
 		var err error
 		if s, err = fc.f.encodeShape(req); err != nil {
 			return err
+		}
+		if len(fc.shapes) >= maxShapes {
+			clear(fc.shapes)
 		}
 		fc.shapes[key] = s
 	}
@@ -403,6 +412,20 @@ func (fc *frontConn) fetch(correlation []byte, req *kmsg.FetchRequest) error {
 	}
 	_, err := fc.c.Write(s.buf)
 	return err
+}
+
+// sortFetch puts a fetch's topics and partitions in one order, so the same set asked
+// in any order has one shape (answers may list partitions in any order).
+func sortFetch(req *kmsg.FetchRequest) {
+	slices.SortFunc(req.Topics, func(a, b kmsg.FetchRequestTopic) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.TopicID[:], b.TopicID[:])
+	})
+	for _, t := range req.Topics {
+		slices.SortFunc(t.Partitions, func(a, b kmsg.FetchRequestTopicPartition) int { return cmp.Compare(a.Partition, b.Partition) })
+	}
 }
 
 // produce acknowledges a produce (acks=0: says nothing).
@@ -452,8 +475,8 @@ func countRecords(b []byte) int64 {
 	return n
 }
 
-// shapeKey names what an encoded answer depends on: the version, the partitions in
-// order and the byte limits (not the offsets, which are patched in).
+// shapeKey names what an encoded answer depends on: the version, the partitions (in
+// sortFetch's order) and the byte limits (not the offsets, which are patched in).
 func shapeKey(req *kmsg.FetchRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", req.Version, req.MaxBytes)
