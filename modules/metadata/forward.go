@@ -260,7 +260,42 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 	return m.hub.image(), results, errs
 }
 
-// serveForward proposes a forwarded request's records on the controller.
+// catchUp waits until this broker's image holds everything the controller had applied
+// when asked: a read barrier, sent as a forward request with no entries. A broker that
+// is not the controller plans admin writes on its own image, which trails the
+// controller's by a commit round trip (a broker registered a moment ago is missing
+// from it); planning again after catchUp sees what the controller saw. On the
+// controller it returns at once.
+func (m *Module) catchUp(ctx context.Context) error {
+	var idx uint64
+	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+		if addr == "" {
+			return false, nil
+		}
+		body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, (&forwardRequest{}).appendTo(nil))
+		if err != nil {
+			return errors.Is(err, errRPCNotSent), err
+		}
+		fr, err := decodeForwardResponse(body)
+		switch {
+		case err != nil:
+			return false, err
+		case fr.ErrorCode == kerr.NotController.Code:
+			return true, fmt.Errorf("%w: %s answered NOT_CONTROLLER", ErrNotController, addr)
+		case fr.ErrorCode != 0:
+			return false, fmt.Errorf("controller %s: %w", addr, kerr.ErrorForCode(fr.ErrorCode))
+		}
+		idx = uint64(max(fr.AppliedIndex, 0))
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	return m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx })
+}
+
+// serveForward proposes a forwarded request's records on the controller; a request with
+// no records is catchUp's barrier and gets the controller's applied index.
 func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forwardResponse {
 	resp := &forwardResponse{LeaderID: m.leaderID()}
 	if !m.isLeader() {
@@ -273,6 +308,11 @@ func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forward
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if len(req.Entries) == 0 {
+		// A read barrier (catchUp): the index this controller has applied.
+		resp.AppliedIndex = int64(m.hub.image().Version)
+		return resp
+	}
 	resp.Results = make([]forwardResult, len(req.Entries))
 	var recs []record
 	var at []int

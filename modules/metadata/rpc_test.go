@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -171,5 +172,36 @@ func TestStopWithSilentConnection(t *testing.T) {
 	stopModule(t, m)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("stop took %v", d)
+	}
+}
+
+// TestCreateTopicsAfterRegistration: a topic whose replication factor needs a broker
+// that registered a moment ago is created through a broker that is not the controller,
+// whose image may not list that broker yet (it catches up with the controller and plans
+// again instead of answering INVALID_REPLICATION_FACTOR).
+func TestCreateTopicsAfterRegistration(t *testing.T) {
+	c := newCluster(t, 3)
+	for id := int32(4); id <= 6; id++ {
+		c.addNonVoter(id, "")
+		f := c.follower()
+		if rt := createTopicOn(t, f, fmt.Sprintf("after-%d", id), 1, int16(id), nil); rt.ErrorCode != 0 {
+			t.Fatalf("broker %d registered; RF %d through node %d: code %d %s", id, id, f.id, rt.ErrorCode, *rt.ErrorMessage)
+		}
+	}
+	var rc rpcClient
+	rc.idle = map[string][]*rpcConn{}
+	defer rc.close()
+	// The barrier itself: an empty forward answers the controller's applied index.
+	l := c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := l.m.Image().Version
+	body, err := rc.call(ctx, l.addr, rpcKeyForward, rpcVerForward, (&forwardRequest{}).appendTo(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := decodeForwardResponse(body)
+	if err != nil || fr.ErrorCode != 0 || fr.AppliedIndex < int64(before) || len(fr.Results) != 0 {
+		t.Fatalf("barrier: %+v %v (leader image version %d before)", fr, err, before)
 	}
 }

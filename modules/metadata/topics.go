@@ -245,11 +245,38 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecor
 // createTopics validates and creates topics. validateOnly plans but proposes nothing.
 // errs[i] is the outcome of trs[i]; the image holds every created topic.
 func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateOnly bool) (*kernel.Image, []*createTopicRecord, []error) {
-	im := m.hub.image()
-	errs := make([]error, len(trs))
-	plans := make([]*createTopicRecord, len(trs))
-	var recs []record
-	var idx []int
+	im, plans, errs, recs, idx := m.planTopics(trs, validateOnly)
+	if !m.isLeader() && slices.ContainsFunc(errs, brokerCountError) {
+		// This broker's image may trail the controller's (a broker that just registered
+		// is missing): plan again on what the controller has.
+		if err := m.catchUp(ctx); err != nil {
+			m.log.Debug("catching up with the controller before planning again", "err", err)
+		} else {
+			im, plans, errs, recs, idx = m.planTopics(trs, validateOnly)
+		}
+	}
+	if len(recs) == 0 {
+		return im, plans, errs
+	}
+	im, perrs := m.proposeAll(ctx, recs)
+	for j, err := range perrs {
+		errs[idx[j]] = err
+	}
+	return im, plans, errs
+}
+
+// brokerCountError: a plan failed on the brokers this image lists (too few live ones
+// for the replication factor, or an assignment naming one it does not know).
+func brokerCountError(err error) bool {
+	return errors.Is(err, kerr.InvalidReplicationFactor) || errors.Is(err, kerr.InvalidReplicaAssignment)
+}
+
+// planTopics plans trs on the current image; recs are the records to propose and idx
+// their requests' positions.
+func (m *Module) planTopics(trs []topicRequest, validateOnly bool) (im *kernel.Image, plans []*createTopicRecord, errs []error, recs []record, idx []int) {
+	im = m.hub.image()
+	errs = make([]error, len(trs))
+	plans = make([]*createTopicRecord, len(trs))
 	planned := map[string]string{} // collision form ('.' as '_') → name, in this request
 	for i, tr := range trs {
 		plans[i], errs[i] = m.planTopic(im, tr)
@@ -268,14 +295,7 @@ func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateO
 			idx = append(idx, i)
 		}
 	}
-	if len(recs) == 0 {
-		return im, plans, errs
-	}
-	im, perrs := m.proposeAll(ctx, recs)
-	for j, err := range perrs {
-		errs[idx[j]] = err
-	}
-	return im, plans, errs
+	return im, plans, errs, recs, idx
 }
 
 // planPartitions validates growing topic t to count partitions.
