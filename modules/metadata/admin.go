@@ -226,9 +226,38 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 		names[i] = t.Topic
 	}
 	dups := counts(names)
+	recs, at, stale := m.planCreatePartitions(ctx, req, r, resp, dups)
+	if stale && !m.isLeader() {
+		// This broker's image may trail the controller's (a topic or broker created a
+		// moment ago through another broker): plan again on what the controller has.
+		if err := m.catchUp(ctx); err != nil {
+			m.log.Debug("catching up with the controller before planning again", "err", err)
+		} else {
+			resp.Topics = resp.Topics[:0]
+			recs, at, _ = m.planCreatePartitions(ctx, req, r, resp, dups)
+		}
+	}
+	if len(recs) > 0 {
+		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
+		defer cancel()
+		_, errs := m.proposeAll(ctx, recs)
+		for j, i := range at {
+			err := errs[j]
+			if errors.Is(err, errStale) {
+				err = opErr(kerr.InvalidPartitions, "the partition count changed while the request was processed")
+			}
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err)
+		}
+	}
+	return resp
+}
+
+// planCreatePartitions plans r's topics on the current image, appending each topic's
+// answer to resp; recs are the records to propose and at their answers' positions.
+// stale reports an error an image behind the controller's could cause (an unknown
+// topic, too few brokers).
+func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse, dups map[string]int) (recs []record, at []int, stale bool) {
 	im := m.hub.image()
-	var recs []record
-	var at []int
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -255,20 +284,9 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 				at = append(at, len(resp.Topics))
 			}
 		}
+		stale = stale || brokerCountError(err) || errors.Is(err, kerr.UnknownTopicOrPartition)
 		rt.ErrorCode, rt.ErrorMessage = errCode(err)
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(recs) > 0 {
-		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
-		defer cancel()
-		_, errs := m.proposeAll(ctx, recs)
-		for j, i := range at {
-			err := errs[j]
-			if errors.Is(err, errStale) {
-				err = opErr(kerr.InvalidPartitions, "the partition count changed while the request was processed")
-			}
-			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err)
-		}
-	}
-	return resp
+	return recs, at, stale
 }

@@ -178,7 +178,8 @@ func TestStopWithSilentConnection(t *testing.T) {
 // TestCreateTopicsAfterRegistration: a topic whose replication factor needs a broker
 // that registered a moment ago is created through a broker that is not the controller,
 // whose image may not list that broker yet (it catches up with the controller and plans
-// again instead of answering INVALID_REPLICATION_FACTOR).
+// again instead of answering INVALID_REPLICATION_FACTOR); likewise CreatePartitions of a
+// topic created a moment ago through another broker.
 func TestCreateTopicsAfterRegistration(t *testing.T) {
 	c := newCluster(t, 3)
 	for id := int32(4); id <= 6; id++ {
@@ -186,6 +187,29 @@ func TestCreateTopicsAfterRegistration(t *testing.T) {
 		f := c.follower()
 		if rt := createTopicOn(t, f, fmt.Sprintf("after-%d", id), 1, int16(id), nil); rt.ErrorCode != 0 {
 			t.Fatalf("broker %d registered; RF %d through node %d: code %d %s", id, id, f.id, rt.ErrorCode, *rt.ErrorMessage)
+		}
+	}
+	// A topic created through one broker gets partitions added through another at once
+	// (its image may not have the topic yet).
+	var others []*tnode
+	for _, nd := range c.running() {
+		if nd != c.leader() {
+			others = append(others, nd)
+		}
+	}
+	for i := range 5 {
+		a, b := others[i%len(others)], others[(i+1)%len(others)]
+		name := fmt.Sprintf("grow-%d", i)
+		if rt := createTopicOn(t, a, name, 1, 2, nil); rt.ErrorCode != 0 {
+			t.Fatalf("create %s through %d: %d", name, a.id, rt.ErrorCode)
+		}
+		cp := kmsg.NewPtrCreatePartitionsRequest()
+		cp.Version, cp.TimeoutMillis = 3, 20000
+		cpt := kmsg.NewCreatePartitionsRequestTopic()
+		cpt.Topic, cpt.Count = name, 3
+		cp.Topics = append(cp.Topics, cpt)
+		if resp := call[*kmsg.CreatePartitionsResponse](t, b.fc, nil, cp); resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("grow %s through %d right after creating it through %d: code %d", name, b.id, a.id, resp.Topics[0].ErrorCode)
 		}
 	}
 	var rc rpcClient
