@@ -139,6 +139,7 @@ type producerFlags struct {
 	codec       kgo.CompressionCodec
 	idemName    string
 	idempotent  bool
+	maxBuffered int
 }
 
 func (p *producerFlags) register(fs *flag.FlagSet, defaultLinger time.Duration) {
@@ -148,6 +149,7 @@ func (p *producerFlags) register(fs *flag.FlagSet, defaultLinger time.Duration) 
 	fs.DurationVar(&p.linger, "linger", defaultLinger, "linger.ms: how long a partition's batch waits for more records")
 	fs.IntVar(&p.batchSize, "batch-size", 1000012, "batch.size: most bytes in one record batch")
 	fs.StringVar(&p.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.IntVar(&p.maxBuffered, "max-buffered-records", 10000, "most records a producer buffers unacknowledged (kgo's MaxBufferedRecords; Kafka's buffer.memory in records)")
 	fs.StringVar(&p.idemName, "idempotence", "auto", "on, off, or auto (on with --acks all, off otherwise)")
 }
 
@@ -168,6 +170,9 @@ func (p *producerFlags) finish(minRecordSize int) error {
 	}
 	if p.linger < 0 {
 		return usageErr("--linger %v: want >= 0", p.linger)
+	}
+	if p.maxBuffered < 1 || p.maxBuffered > 10_000_000 {
+		return usageErr("--max-buffered-records %d: want 1-10000000", p.maxBuffered)
 	}
 	// A batch must hold at least one record: the value plus the key (8) and the
 	// record's and the batch's framing (61 + ~20).
@@ -206,6 +211,7 @@ func (p *producerFlags) opts() []kgo.Opt {
 		kgo.ProducerBatchMaxBytes(int32(p.batchSize)),
 		kgo.ProducerBatchCompression(p.codec),
 		kgo.RecordDeliveryTimeout(60 * time.Second),
+		kgo.MaxBufferedRecords(p.maxBuffered),
 	}
 	if !p.idempotent {
 		o = append(o, kgo.DisableIdempotentWrite())

@@ -34,6 +34,8 @@ func TestRefusesNonsenseFlags(t *testing.T) {
 		{"idempotence without acks all", []string{"produce", "--acks", "1", "--idempotence", "on"}, "needs --acks all"},
 		{"negative linger", []string{"produce", "--linger", "-1ms"}, "--linger -1ms"},
 		{"batch below one record", []string{"produce", "--record-size", "1024", "--batch-size", "1000"}, "--batch-size 1000"},
+		{"zero buffered records", []string{"produce", "--max-buffered-records", "0"}, "--max-buffered-records 0"},
+		{"too many buffered records", []string{"e2e", "--max-buffered-records", "20000000"}, "--max-buffered-records 20000000"},
 		{"duration and records", []string{"produce", "--duration", "1s", "--records", "10"}, "not both"},
 		{"zero duration", []string{"produce", "--duration", "0s"}, "--duration 0s"},
 		{"zero producers", []string{"produce", "--producers", "0"}, "--producers 0"},

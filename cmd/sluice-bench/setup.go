@@ -130,6 +130,7 @@ func (p *producerFlags) addConfig(m map[string]any) {
 	m["acks"] = p.acksName
 	m["linger"] = p.linger.String()
 	m["batch_size"] = p.batchSize
+	m["max_buffered_records"] = p.maxBuffered
 	m["compression"] = p.compression
 	m["idempotence"] = p.idempotent
 }
