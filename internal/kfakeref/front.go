@@ -373,12 +373,7 @@ func (fc *frontConn) rewrite(frame []byte, key, ver int16) ([]byte, error) {
 			m.Brokers[i].Host, m.Brokers[i].Port = fc.f.host, fc.f.port
 		}
 	}
-	out := append([]byte(nil), frame[:8]...)
-	if msg.IsFlexible() {
-		out = append(out, 0)
-	}
-	out = msg.AppendTo(out)
-	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	out := encodeResponse(frame[4:8], msg)
 	return out, nil
 }
 
@@ -450,14 +445,21 @@ func (fc *frontConn) produce(correlation []byte, req *kmsg.ProduceRequest) error
 	if req.Acks == 0 {
 		return nil
 	}
-	buf := append(make([]byte, 4, 64), correlation...)
-	if resp.IsFlexible() {
-		buf = append(buf, 0)
-	}
-	buf = resp.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	buf := encodeResponse(correlation, resp)
 	_, err := fc.c.Write(buf)
 	return err
+}
+
+// encodeResponse frames msg as the answer to the request with this correlation id:
+// size, correlation id, the empty tagged-field section of a flexible header, body.
+func encodeResponse(correlation []byte, msg kmsg.Response) []byte {
+	buf := append(make([]byte, 4, 64), correlation...)
+	if msg.IsFlexible() {
+		buf = append(buf, 0)
+	}
+	buf = msg.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
 }
 
 // countRecords sums the record counts of the v2 batches in b (what does not parse as
@@ -520,12 +522,7 @@ func (f *Front) encodeShape(req *kmsg.FetchRequest) (*fetchShape, error) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	buf := make([]byte, 8, 9)
-	if resp.IsFlexible() {
-		buf = append(buf, 0)
-	}
-	buf = resp.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	buf := encodeResponse(make([]byte, 4), resp) // the correlation id is patched per fetch
 	s := &fetchShape{buf: buf}
 	at := 0
 	i := 0
