@@ -139,11 +139,13 @@ start_kfake() {
 	local name=$1
 	shift
 	LOG[$name]="$WORK/$name.log"
-	GODEBUG=gctrace=1 "$WORK/bin/sluice-kfake" "$@" >"${LOG[$name]}" 2>&1 &
+	# stdout (the "listening" line) apart from stderr (gctrace): a GC line written
+	# in the middle of it would hide it from wait_line.
+	GODEBUG=gctrace=1 "$WORK/bin/sluice-kfake" "$@" >"$WORK/$name.out" 2>"${LOG[$name]}" &
 	PID[$name]=$!
 	PIDS+=("$!")
 	local line
-	line=$(wait_line "${LOG[$name]}" '^listening ' "${PID[$name]}")
+	line=$(wait_line "$WORK/$name.out" '^listening ' "${PID[$name]}")
 	ADDR[$name]=${line#listening }
 }
 
