@@ -227,15 +227,11 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 	}
 	dups := counts(names)
 	recs, at, stale := m.planCreatePartitions(ctx, req, r, resp, dups)
-	if stale && !m.isLeader() {
-		// This broker's image may trail the controller's (a topic or broker created a
-		// moment ago through another broker): plan again on what the controller has.
-		if err := m.catchUp(ctx); err != nil {
-			m.log.Debug("catching up with the controller before planning again", "err", err)
-		} else {
-			resp.Topics = resp.Topics[:0]
-			recs, at, _ = m.planCreatePartitions(ctx, req, r, resp, dups)
-		}
+	// This broker's image may trail the controller's (a topic or broker created a moment
+	// ago through another broker): plan again on what the controller has.
+	if m.replanAfterCatchUp(ctx, stale) {
+		resp.Topics = resp.Topics[:0]
+		recs, at, _ = m.planCreatePartitions(ctx, req, r, resp, dups)
 	}
 	if len(recs) > 0 {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)

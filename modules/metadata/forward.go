@@ -214,25 +214,11 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 				return true, context.DeadlineExceeded
 			}
 		}
-		body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, req.appendTo(nil))
+		fr, retry, err := m.sendForward(ctx, addr, req)
 		if err != nil {
-			if errors.Is(err, errRPCNotSent) {
-				return true, err
-			}
-			// The controller may have applied it: report a timeout, as Kafka does
-			// when a forwarded request gets no answer.
-			return false, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+			return retry, err
 		}
-		fr, err := decodeForwardResponse(body)
-		if err != nil {
-			return false, err
-		}
-		switch {
-		case fr.ErrorCode == kerr.NotController.Code:
-			return true, fmt.Errorf("%w: %s answered NOT_CONTROLLER", ErrNotController, addr)
-		case fr.ErrorCode != 0:
-			return false, fmt.Errorf("controller %s: %w", addr, kerr.ErrorForCode(fr.ErrorCode))
-		case len(fr.Results) != len(req.Entries):
+		if len(fr.Results) != len(req.Entries) {
 			return false, fmt.Errorf("%w: %d results for %d entries", errRPCFrame, len(fr.Results), len(req.Entries))
 		}
 		resp = fr
@@ -272,18 +258,9 @@ func (m *Module) catchUp(ctx context.Context) error {
 		if addr == "" {
 			return false, nil
 		}
-		body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, (&forwardRequest{}).appendTo(nil))
+		fr, retry, err := m.sendForward(ctx, addr, &forwardRequest{})
 		if err != nil {
-			return errors.Is(err, errRPCNotSent), err
-		}
-		fr, err := decodeForwardResponse(body)
-		switch {
-		case err != nil:
-			return false, err
-		case fr.ErrorCode == kerr.NotController.Code:
-			return true, fmt.Errorf("%w: %s answered NOT_CONTROLLER", ErrNotController, addr)
-		case fr.ErrorCode != 0:
-			return false, fmt.Errorf("controller %s: %w", addr, kerr.ErrorForCode(fr.ErrorCode))
+			return retry, err
 		}
 		idx = uint64(max(fr.AppliedIndex, 0))
 		return false, nil
@@ -292,6 +269,45 @@ func (m *Module) catchUp(ctx context.Context) error {
 		return err
 	}
 	return m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx })
+}
+
+// replanAfterCatchUp reports whether a plan that failed in a way a stale image explains
+// (stale) is worth making again: this broker is not the controller and has caught up
+// with it. The plan's answer stands otherwise.
+func (m *Module) replanAfterCatchUp(ctx context.Context, stale bool) bool {
+	if !stale || m.isLeader() {
+		return false
+	}
+	if err := m.catchUp(ctx); err != nil {
+		m.log.Debug("could not catch up with the controller to plan again", "err", err)
+		return false
+	}
+	return true
+}
+
+// sendForward sends req to the controller at addr and returns its answer. retry reports
+// whether another controller may be tried: nothing was sent, or addr is no longer the
+// controller.
+func (m *Module) sendForward(ctx context.Context, addr string, req *forwardRequest) (resp *forwardResponse, retry bool, err error) {
+	body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, req.appendTo(nil))
+	if err != nil {
+		if errors.Is(err, errRPCNotSent) {
+			return nil, true, err
+		}
+		// The controller may have applied it: report a timeout, as Kafka does when a
+		// forwarded request gets no answer.
+		return nil, false, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	}
+	fr, err := decodeForwardResponse(body)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case fr.ErrorCode == kerr.NotController.Code:
+		return nil, true, fmt.Errorf("%w: %s answered NOT_CONTROLLER", ErrNotController, addr)
+	case fr.ErrorCode != 0:
+		return nil, false, fmt.Errorf("controller %s: %w", addr, kerr.ErrorForCode(fr.ErrorCode))
+	}
+	return fr, false, nil
 }
 
 // serveForward proposes a forwarded request's records on the controller; a request with

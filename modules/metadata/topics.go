@@ -246,14 +246,10 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecor
 // errs[i] is the outcome of trs[i]; the image holds every created topic.
 func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateOnly bool) (*kernel.Image, []*createTopicRecord, []error) {
 	im, plans, errs, recs, idx := m.planTopics(trs, validateOnly)
-	if !m.isLeader() && slices.ContainsFunc(errs, brokerCountError) {
-		// This broker's image may trail the controller's (a broker that just registered
-		// is missing): plan again on what the controller has.
-		if err := m.catchUp(ctx); err != nil {
-			m.log.Debug("catching up with the controller before planning again", "err", err)
-		} else {
-			im, plans, errs, recs, idx = m.planTopics(trs, validateOnly)
-		}
+	// This broker's image may trail the controller's (a broker that just registered is
+	// missing from it): plan again on what the controller has.
+	if m.replanAfterCatchUp(ctx, slices.ContainsFunc(errs, brokerCountError)) {
+		im, plans, errs, recs, idx = m.planTopics(trs, validateOnly)
 	}
 	if len(recs) == 0 {
 		return im, plans, errs
