@@ -225,7 +225,9 @@ func (f *Front) serve(c net.Conn) {
 	}
 }
 
-// readSized reads one size-prefixed frame (prefix included) into buf.
+// readSized reads one size-prefixed frame (prefix included) into buf. It grows buf as
+// bytes arrive rather than trusting the prefix, so a peer that claims a large frame and
+// sends nothing costs no memory.
 func readSized(r io.Reader, buf []byte) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
@@ -235,13 +237,22 @@ func readSized(r io.Reader, buf []byte) ([]byte, error) {
 	if n < 8 || n > frontMaxFrame {
 		return buf, fmt.Errorf("frame size %d", n)
 	}
-	if cap(buf) < int(n)+4 {
-		buf = make([]byte, int(n)+4)
+	total := int(n) + 4
+	buf = append(buf[:0], sz[:]...)
+	for len(buf) < total {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(total-len(buf), max(len(buf), 64<<10)))
+		}
+		m, err := r.Read(buf[len(buf):min(cap(buf), total)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < total {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
 	}
-	buf = buf[:int(n)+4]
-	copy(buf, sz[:])
-	_, err := io.ReadFull(r, buf[4:])
-	return buf, err
+	return buf, nil
 }
 
 var errFrontRequest = errors.New("kfakeref: malformed request")

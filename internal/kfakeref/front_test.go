@@ -1,7 +1,11 @@
 package kfakeref
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -191,5 +195,25 @@ func TestFrontRefuses(t *testing.T) {
 			t.Errorf("junk %x: read %d bytes, want the connection closed", junk, n)
 		}
 		c.Close()
+	}
+}
+
+// readSized takes a frame whole, and a peer claiming a 50 MiB frame that sends ten bytes
+// gets an error without the front allocating for the claim.
+func TestReadSized(t *testing.T) {
+	frame := binary.BigEndian.AppendUint32(nil, 9)
+	frame = append(frame, "123456789"...)
+	got, err := readSized(bytes.NewReader(frame), nil)
+	if err != nil || !bytes.Equal(got, frame) {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	lie := binary.BigEndian.AppendUint32(nil, 50<<20)
+	lie = append(lie, "0123456789"...)
+	got, err = readSized(bytes.NewReader(lie), nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated frame: err %v", err)
+	}
+	if cap(got) > 1<<20 {
+		t.Fatalf("a 14-byte read grew the buffer to %d bytes", cap(got))
 	}
 }

@@ -106,7 +106,7 @@ func (l *Log) replayEpochs(from int64) error {
 // walkHeaders calls fn with the header of every batch from the one at or after offset
 // from (a batch boundary or a segment base; the offset index finds where to start in
 // its segment) to the log end, with its segment and file position. It reads headers
-// only; what does it wrap fn's errors and read errors with.
+// only; fn's errors and read errors come back prefixed with what and the position.
 func (l *Log) walkHeaders(from int64, what string, fn func(s *segment, pos int64, h *recordbatch.Header) error) error {
 	var hdr [recordbatch.HeaderSize]byte
 	for i, s := range l.segs {
