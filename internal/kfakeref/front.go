@@ -180,11 +180,26 @@ func (f *Front) accept() {
 		go func() {
 			defer f.wg.Done()
 			f.serve(c)
-			f.mu.Lock()
-			delete(f.conns, c)
-			f.mu.Unlock()
+			f.untrack(c)
 		}()
 	}
+}
+
+// track registers a connection for Close to close; false once closing.
+func (f *Front) track(c net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return false
+	}
+	f.conns[c] = struct{}{}
+	return true
+}
+
+func (f *Front) untrack(c net.Conn) {
+	f.mu.Lock()
+	delete(f.conns, c)
+	f.mu.Unlock()
 }
 
 // frontConn is one client connection's state.
@@ -210,6 +225,7 @@ func (f *Front) serve(c net.Conn) {
 		c.Close()
 		if fc.be != nil {
 			fc.be.Close()
+			f.untrack(fc.be)
 		}
 	}()
 	r := bufio.NewReaderSize(c, 64<<10)
@@ -334,6 +350,12 @@ func (fc *frontConn) relay(frame []byte, key, ver int16) error {
 		be, err := net.Dial("tcp", fc.f.backend)
 		if err != nil {
 			return err
+		}
+		// Close closes it too, so a relay waiting on a long backend answer (a
+		// JoinGroup) does not hold Close up.
+		if !fc.f.track(be) {
+			be.Close()
+			return net.ErrClosed
 		}
 		fc.be, fc.beR = be, bufio.NewReaderSize(be, 64<<10)
 	}

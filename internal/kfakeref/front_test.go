@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
 )
@@ -215,5 +216,56 @@ func TestReadSized(t *testing.T) {
 	}
 	if cap(got) > 1<<20 {
 		t.Fatalf("a 14-byte read grew the buffer to %d bytes", cap(got))
+	}
+}
+
+// Close returns while a relayed request waits on a backend that never answers.
+func TestFrontCloseDuringRelay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan struct{})
+	go func() { // a backend that reads a request and never answers
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Read(make([]byte, 1))
+		close(got)
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	batch, per, err := CannedBatch(10, 0, "none", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := StartFront(0, ln.Addr().String(), batch, per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 1
+	body := req.AppendTo([]byte{0, 3, 0, 1, 0, 0, 0, 7, 0xff, 0xff}) // key, version, correlation, null client id
+	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the backend")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- f.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waiting on the relay")
 	}
 }
