@@ -237,7 +237,7 @@ func (c *conn) readLoop(out chan<- frame) {
 		if produce {
 			buf = c.k.frames.get()
 		}
-		buf, err := readFrame(br, buf, c.k.maxReq, c.admit)
+		buf, err := ReadFrame(br, buf, c.k.maxReq, c.admit)
 		if err != nil {
 			switch {
 			case errors.Is(err, errStopped):

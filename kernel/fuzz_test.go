@@ -19,7 +19,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := bytes.NewReader(b)
 		for {
-			buf, err := readFrame(r, nil, 1<<16, nil)
+			buf, err := ReadFrame(r, nil, 1<<16, nil)
 			if err != nil {
 				return
 			}

@@ -27,17 +27,22 @@ import (
 
 // Frame and header errors. A connection that sends one is closed.
 var (
-	// ErrFrameSize: the size prefix is <= 0 or above socket.request.max.bytes.
-	ErrFrameSize = errors.New("invalid request size")
+	// ErrFrameSize: the size prefix is <= 0 or above the limit (socket.request.max.bytes
+	// for requests).
+	ErrFrameSize = errors.New("invalid frame size")
 	// ErrHeader: the request header is truncated or malformed.
 	ErrHeader = errors.New("malformed request header")
 )
 
-// readFrame reads one size-prefixed frame into buf (reused when large enough). It grows
+// ReadFrame reads one size-prefixed frame into buf (reused when large enough). It grows
 // the buffer as bytes arrive rather than trusting the prefix, so a peer that claims a
 // large size but sends nothing costs no memory. admit, when not nil, is called with the
-// frame's size before its payload is read; an error from it is returned.
-func readFrame(r io.Reader, buf []byte, maxSize int32, admit func(n int) error) ([]byte, error) {
+// frame's size before its payload is read; an error from it is returned. A size outside
+// [1, maxSize] is ErrFrameSize; a frame cut short is io.ErrUnexpectedEOF.
+//
+// It is the one frame reader of the tree: the kernel's connections, the metadata
+// module's controller RPC and internal/kclient all read Kafka frames with it.
+func ReadFrame(r io.Reader, buf []byte, maxSize int32, admit func(n int) error) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return buf, err

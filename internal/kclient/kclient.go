@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
 )
 
 // Errors of a Conn.
@@ -191,37 +193,14 @@ func appendRequest(dst []byte, req kmsg.Request, corr int32, clientID string) []
 	return dst
 }
 
-// readFrame reads one size-prefixed frame into buf (reused when large enough), growing
-// it as bytes arrive rather than trusting the size prefix.
+// readFrame reads one response frame with the kernel's frame reader (which grows buf as
+// bytes arrive rather than trusting the size prefix); a bad size is also ErrFrameSize.
 func readFrame(r io.Reader, buf []byte, maxSize int32) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return buf[:0], err
+	buf, err := kernel.ReadFrame(r, buf, maxSize, nil)
+	if errors.Is(err, kernel.ErrFrameSize) {
+		return buf[:0], fmt.Errorf("%w: %w", ErrFrameSize, err)
 	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n <= 0 || n > maxSize {
-		return buf[:0], fmt.Errorf("%w: %d (max %d)", ErrFrameSize, n, maxSize)
-	}
-	const step = 1 << 20
-	buf = buf[:0]
-	for remaining := int(n); remaining > 0; {
-		chunk := min(remaining, step)
-		if cap(buf)-len(buf) < chunk {
-			nb := make([]byte, len(buf), len(buf)+max(chunk, min(remaining, 2*len(buf))))
-			copy(nb, buf)
-			buf = nb
-		}
-		m, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
-		buf = buf[:len(buf)+m]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return buf, err
-		}
-		remaining -= chunk
-	}
-	return buf, nil
+	return buf, err
 }
 
 // skipTags skips a tagged-field section.
