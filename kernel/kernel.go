@@ -246,7 +246,7 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 			}
 		}
 		s.started = true
-		if rd, ok := s.mod.(interface{ Ready() bool }); ok {
+		if rd, ok := s.mod.(Readier); ok {
 			k.readyFns = append(k.readyFns, rd.Ready)
 		}
 	}

@@ -43,6 +43,10 @@ type (
 	Stopper interface{ Stop(context.Context) error }
 	// CleanerUpper releases what Provision acquired (files, stores).
 	CleanerUpper interface{ Cleanup() error }
+	// Readier reports whether a started module serves yet (the metadata module: a
+	// leader is known and this broker is registered). /readyz and Kernel.Ready are
+	// true only when every Readier is.
+	Readier interface{ Ready() bool }
 )
 
 // Registry maps module IDs to their infos. main fills one with modules/standard.Register;

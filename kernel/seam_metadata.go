@@ -10,8 +10,9 @@ type Metadata interface {
 	// Subscribe calls fn with every new image, in order, from one goroutine, starting with
 	// the current one. The returned func unsubscribes (and waits for a running fn).
 	Subscribe(fn func(*Image)) (cancel func())
-	// Ready reports whether the metadata log has a leader and this broker is registered.
-	Ready() bool
+	// Readier: Ready reports whether the metadata log has a leader and this broker is
+	// registered.
+	Readier
 }
 
 // Image is an immutable, versioned view of cluster metadata: the result of applying the

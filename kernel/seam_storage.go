@@ -68,7 +68,18 @@ type LogConfig struct {
 //   - Read never returns a partial batch.
 //
 // All methods are safe for concurrent use.
+//
+// It is composed of smaller interfaces, one per concern, so a reader (or a fake) finds
+// the contract of each in one place.
 type Log interface {
+	RecordLog
+	ProducerLog
+	EpochLog
+	WatermarkLog
+}
+
+// RecordLog appends, reads and trims the records of a Log.
+type RecordLog interface {
 	// AppendLeader assigns offsets to the batches in records (one or more concatenated,
 	// already validated v2 batches), starting at LogEndOffset, by rewriting each batch's
 	// baseOffset field in place, then appends them.
@@ -108,30 +119,32 @@ type Log interface {
 	Size() int64
 	// Close flushes and closes the log.
 	Close() error
+}
 
-	// Producer state (idempotence and transactions). The log keeps, per producer id,
-	// the latest epoch, the last (up to 5) appended batches' sequence ranges and
-	// offsets, the coordinator epoch of its last marker and the first offset of its
-	// open transaction; and the aborted transactions (Kafka's .txnindex). Every append
-	// updates it (AppendLeader, AppendProducer, AppendFollower) from the batch headers;
-	// recovery rebuilds it (snapshot plus log tail), Truncate rolls it back, and
-	// producers idle for LogConfig.ProducerIDExpirationMs with no open transaction are
-	// forgotten.
-	//
-	// Checks on AppendLeader and AppendProducer (never on AppendFollower, whose batches
-	// the leader checked), for batches with a producer id (>= 0):
-	//   - an epoch older than the producer's: ErrInvalidProducerEpoch;
-	//   - a non-transactional data batch from a producer with an open transaction:
-	//     ErrInvalidTxnState; a transactional one opens a transaction at its base offset
-	//     if none is open;
-	//   - a control batch (COMMIT/ABORT marker, one control record) ends the producer's
-	//     open transaction (an ABORT adds it to the aborted transactions); its
-	//     coordinator epoch must not be older than the producer's last:
-	//     ErrTxnCoordinatorFenced. A marker with no open transaction is appended and
-	//     changes nothing else (a retried marker).
-	// AppendLeader does not check sequences (coordinator writes use base sequence -1);
-	// AppendProducer does.
-
+// ProducerLog is the producer state of a Log (idempotence and transactions). The log
+// keeps, per producer id, the latest epoch, the last (up to 5) appended batches'
+// sequence ranges and offsets, the coordinator epoch of its last marker and the first
+// offset of its open transaction; and the aborted transactions (Kafka's .txnindex).
+// Every append updates it (AppendLeader, AppendProducer, AppendFollower) from the batch
+// headers; recovery rebuilds it (snapshot plus log tail), Truncate rolls it back, and
+// producers idle for LogConfig.ProducerIDExpirationMs with no open transaction are
+// forgotten.
+//
+// Checks on AppendLeader and AppendProducer (never on AppendFollower, whose batches
+// the leader checked), for batches with a producer id (>= 0):
+//   - an epoch older than the producer's: ErrInvalidProducerEpoch;
+//   - a non-transactional data batch from a producer with an open transaction:
+//     ErrInvalidTxnState; a transactional one opens a transaction at its base offset
+//     if none is open;
+//   - a control batch (COMMIT/ABORT marker, one control record) ends the producer's
+//     open transaction (an ABORT adds it to the aborted transactions); its
+//     coordinator epoch must not be older than the producer's last:
+//     ErrTxnCoordinatorFenced. A marker with no open transaction is appended and
+//     changes nothing else (a retried marker).
+//
+// AppendLeader does not check sequences (coordinator writes use base sequence -1);
+// AppendProducer does.
+type ProducerLog interface {
 	// AppendProducer appends one batch of an idempotent or transactional producer
 	// (producer id >= 0, base sequence >= 0) as the leader, atomically with its
 	// sequence check:
@@ -169,24 +182,25 @@ type Log interface {
 	AbortedTxns(dst []AbortedTxn, from, to int64) []AbortedTxn
 	// Producers lists the producers the log remembers (DescribeProducers), by id.
 	Producers() []ProducerState
+}
 
-	// Leader epochs (Kafka's leader-epoch-checkpoint). The log keeps, in ascending
-	// order, each leader epoch it holds records of (or was assigned) with the first
-	// offset of that epoch. Invariants every implementation keeps:
-	//   - epochs strictly increase, start offsets never decrease;
-	//   - an append (AppendLeader, AppendProducer, AppendFollower) of a batch whose
-	//     partition leader epoch is newer than the latest entry adds (that epoch, the
-	//     batch's base offset); a batch with an older or equal epoch adds nothing;
-	//   - AssignEpoch adds an entry explicitly (a new leader assigns its epoch at its
-	//     log end before it appends anything, as Kafka's makeLeader does);
-	//   - Truncate(offset) drops the entries that start at or after the new log end;
-	//     Reset drops them all; moving the log start (DeleteRecordsBefore, retention)
-	//     drops the entries wholly below the new log start and moves the start of the
-	//     one holding it up to it;
-	//   - they survive a restart (segmentlog: the partition's leader-epoch-checkpoint
-	//     file, Kafka's text format, rewritten when the entries change; when it is
-	//     missing or unreadable the entries are rebuilt from the batch headers).
-
+// EpochLog is the leader-epoch history of a Log (Kafka's leader-epoch-checkpoint). The
+// log keeps, in ascending order, each leader epoch it holds records of (or was
+// assigned) with the first offset of that epoch. Invariants every implementation keeps:
+//   - epochs strictly increase, start offsets never decrease;
+//   - an append (AppendLeader, AppendProducer, AppendFollower) of a batch whose
+//     partition leader epoch is newer than the latest entry adds (that epoch, the
+//     batch's base offset); a batch with an older or equal epoch adds nothing;
+//   - AssignEpoch adds an entry explicitly (a new leader assigns its epoch at its
+//     log end before it appends anything, as Kafka's makeLeader does);
+//   - Truncate(offset) drops the entries that start at or after the new log end;
+//     Reset drops them all; moving the log start (DeleteRecordsBefore, retention)
+//     drops the entries wholly below the new log start and moves the start of the
+//     one holding it up to it;
+//   - they survive a restart (segmentlog: the partition's leader-epoch-checkpoint
+//     file, Kafka's text format, rewritten when the entries change; when it is
+//     missing or unreadable the entries are rebuilt from the batch headers).
+type EpochLog interface {
 	// AssignEpoch records that epoch starts at startOffset. An epoch not newer than
 	// the latest entry's (or negative) is ignored (nil error); a startOffset below the
 	// latest entry's start, below LogStartOffset or above LogEndOffset is
@@ -208,7 +222,10 @@ type Log interface {
 	//     entry after it;
 	//   - requested < 0, newer than every entry, or no entries: (-1, -1).
 	EndOffsetForEpoch(requested int32) (epoch int32, endOffset int64)
+}
 
+// WatermarkLog restarts a Log at an offset and keeps its high watermark.
+type WatermarkLog interface {
 	// Reset empties the log and restarts it at offset (log start = log end = HW =
 	// offset), forgetting producer state and leader epochs: a follower whose log lies
 	// wholly below the leader's log start (Kafka's truncateFullyAndStartAt).

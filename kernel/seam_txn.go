@@ -44,6 +44,16 @@ type TxnVerifier interface {
 	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp TopicPartition) error
 }
 
+// TxnVerifierHook is implemented by the replication module: the txn module finds it with
+// LookupAs on "replication" at Provision and registers itself, as the transforms module
+// registers its transformer (TransformHook). Replication never looks the txn module
+// up: txn depends on replication (markers, its state partitions), so that lookup would
+// be a cycle.
+type TxnVerifierHook interface {
+	// SetTxnVerifier registers v (nil unsets it); it applies from the next Produce.
+	SetTxnVerifier(v TxnVerifier)
+}
+
 // TxnMarker is a COMMIT or ABORT marker for one producer's transaction.
 type TxnMarker struct {
 	ProducerID       int64

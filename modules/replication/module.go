@@ -60,11 +60,8 @@ type Module struct {
 	// transformer is the registered kernel.ProduceTransformer (nil: none); see
 	// SetProduceTransformer.
 	transformer atomic.Pointer[transformerBox]
-	// kctx is the Context of Provision, kept to look the txn module up lazily (see
-	// txnVerifier): it is provisioned after us when it depends on us.
-	kctx         kernel.Context
-	verifierOnce sync.Once
-	verifier     kernel.TxnVerifier
+	// verifier is the registered kernel.TxnVerifier (nil: none); see SetTxnVerifier.
+	verifier atomic.Pointer[verifierBox]
 	// markerFns are the TxnMarkerHook listeners (copy-on-write; markerMu serialises
 	// writers).
 	markerMu  sync.Mutex
@@ -119,7 +116,6 @@ func New() *Module {
 func (m *Module) Provision(ctx kernel.Context) error {
 	m.log = ctx.Logger()
 	m.broker = ctx.Broker()
-	m.kctx = ctx
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -457,20 +453,26 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	return p
 }
 
-// txnVerifier returns the txn module's kernel.TxnVerifier, or nil when there is no
-// txn module or it does not verify. It is looked up on first use, not at Provision:
-// the txn module looks us up (for markers and its state partitions) while it is
-// provisioned, so our Provision looking it up would be a cycle.
+// verifierBox holds a kernel.TxnVerifier behind an atomic pointer.
+type verifierBox struct{ v kernel.TxnVerifier }
+
+// SetTxnVerifier registers the verifier Produce asks before the first transactional
+// batch of a transaction in a partition (kernel.TxnVerifierHook); nil unsets it. The
+// txn module calls it at its Provision.
+func (m *Module) SetTxnVerifier(v kernel.TxnVerifier) {
+	if v == nil {
+		m.verifier.Store(nil)
+		return
+	}
+	m.verifier.Store(&verifierBox{v: v})
+}
+
+// txnVerifier returns the registered kernel.TxnVerifier, or nil when none is.
 func (m *Module) txnVerifier() kernel.TxnVerifier {
-	m.verifierOnce.Do(func() {
-		if m.kctx == nil {
-			return
-		}
-		if mod, err := m.kctx.Lookup("txn"); err == nil {
-			m.verifier, _ = mod.(kernel.TxnVerifier)
-		}
-	})
-	return m.verifier
+	if b := m.verifier.Load(); b != nil {
+		return b.v
+	}
+	return nil
 }
 
 // transformerBox holds a kernel.ProduceTransformer behind an atomic pointer.
@@ -491,10 +493,11 @@ func (m *Module) SetProduceTransformer(t kernel.ProduceTransformer) {
 
 // Interface guards.
 var (
-	_ kernel.TransformHook = (*Module)(nil)
-	_ kernel.Provisioner   = (*Module)(nil)
-	_ kernel.Validator     = (*Module)(nil)
-	_ kernel.Starter       = (*Module)(nil)
-	_ kernel.Stopper       = (*Module)(nil)
-	_ kernel.CleanerUpper  = (*Module)(nil)
+	_ kernel.TransformHook   = (*Module)(nil)
+	_ kernel.TxnVerifierHook = (*Module)(nil)
+	_ kernel.Provisioner     = (*Module)(nil)
+	_ kernel.Validator       = (*Module)(nil)
+	_ kernel.Starter         = (*Module)(nil)
+	_ kernel.Stopper         = (*Module)(nil)
+	_ kernel.CleanerUpper    = (*Module)(nil)
 )

@@ -146,6 +146,13 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	} else {
 		m.log.Warn("the replication module writes no transaction markers: transactions cannot complete", "err", err)
 	}
+	// KIP-890 part 1: replication asks us before the first transactional batch of a
+	// transaction is appended to a partition.
+	if h, err := kernel.LookupAs[kernel.TxnVerifierHook](ctx, "replication"); err == nil {
+		h.SetTxnVerifier(m)
+	} else {
+		m.log.Warn("the replication module does not verify transactional produce (KIP-890)", "err", err)
+	}
 	m.completed, m.timedOut = &kernel.Counter{}, &kernel.Counter{}
 	if mt := ctx.Metrics(); mt != nil {
 		m.completed = mt.Counter("sluice_txn_completed_total", "Transactions completed (committed or aborted, markers written).")
