@@ -1,0 +1,81 @@
+// Package kernel is the small core of a Sluice broker: it owns the listeners, the
+// connections, Kafka's framing and request headers, the dispatch of decoded requests to
+// the modules that claimed their API keys, ApiVersions, the admin HTTP listener, and the
+// lifecycle of the modules composed from config. It implements no Kafka semantics of its
+// own: storage, metadata, replication, groups, transactions, auth and transforms are
+// modules, found by role, that reach each other only through the interfaces declared
+// here (the seam_*.go files). The kernel imports no module and no internal package
+// (internal/archtest keeps that true).
+//
+// # Composition
+//
+// main fills a Registry (modules/standard.Register) and hands it, with a Config, to New:
+//
+//	reg := kernel.NewRegistry()
+//	standard.Register(reg)
+//	k, err := kernel.New(cfg, reg, logger) // config checked, module sections decoded strictly
+//	err = k.Start(ctx)                     // listeners bound, modules provisioned and started
+//	defer k.Shutdown(ctx)
+//
+// A module is a value made by ModuleInfo.New under a dotted ID ("storage.segmentlog": the
+// role, then the name config's `use:` picks). Its lifecycle, each step optional and found
+// by type assertion (module.go):
+//
+//	New → strict decode of its section → Provision(Context) → Validate → Start → Stop → Cleanup
+//
+// Provision looks up the modules it depends on (Context.Lookup or LookupAs, which
+// provisions them first; a cycle is an error) and claims API keys (ClaimAll with one
+// Claim literal per key, written in the key's NN_name.go file). The kernel records the
+// order in which modules finished provisioning, starts them in that order and stops them
+// in reverse; Cleanup runs for every module, provisioned or not, so it must cope with a
+// failed Provision. Where two modules need each other, the later one registers itself through a
+// hook the earlier one offers (TransformHook, TxnVerifierHook, TxnMarkerHook), so the
+// provision graph stays acyclic.
+//
+// # Request path
+//
+//  1. The connection's reader reads a size-prefixed frame with ReadFrame (bounded by
+//     socket.request.max.bytes) and parses the request header (wire.go draws the
+//     layouts).
+//  2. The key must be claimed and its version inside the claimed range. An unknown key
+//     closes the connection (as Kafka does); an unclaimed version of a known key is
+//     answered UNSUPPORTED_VERSION; ApiVersions at an unknown version is answered at v0
+//     (KIP-511).
+//  3. The body is decoded with kmsg (a decoder panic becomes a closed connection) and
+//     the claimed Handler runs with a Request carrying the connection's principal and
+//     the Authorizer, which every handler asks before it touches a resource.
+//  4. The handler returns a kmsg response (encoded by the kernel at the request's
+//     version), a Body of bytes and file ranges (written with writev and sendfile at
+//     explicit offsets, never the file's seek position), or NoResponse (acks=0).
+//
+// ApiVersions is built from the claims, so what the broker advertises is exactly what
+// some module implements.
+//
+// # Invariants
+//
+//   - Responses on one connection go out in request order, and requests on one
+//     connection are applied in order: a producer's pipelined batches to a partition
+//     keep their order, which idempotence relies on.
+//   - One connection holds at most pipelineDepth unanswered requests and, unless a
+//     single request is larger, no more unanswered request bytes than
+//     socket.request.max.bytes; a frame's buffer grows as its bytes arrive, so a peer
+//     that announces a large frame and sends nothing costs nothing.
+//   - A Go error from a handler, a malformed frame or header, and a handler panic close
+//     that connection only; per-resource failures are Kafka error codes inside the
+//     response. Nothing a client sends may take the broker down.
+//   - Only Produce frames go back to the frame pool (framepool.go says why: kmsg aliases
+//     request bytes, and only the Produce path copies them before it answers).
+//   - An API key has at most one owner; a claim past what kmsg can decode is refused at
+//     startup.
+//
+// # Concurrency
+//
+// Each accepted connection runs two goroutines: a reader (frames, read-ahead budget)
+// and a processor that runs handlers one at a time and writes each answer before taking
+// the next; clients that want parallelism open more connections, as with Kafka. Handlers
+// of different connections run concurrently, so module state reached from a handler must
+// be safe for concurrent use. Module goroutines are owned by the module that started
+// them and end in its Stop. Shutdown stops accepting, lets every connection finish the
+// requests it has read (bounded by ctx), then stops the modules in reverse provision
+// order. There is no package-level mutable state: several brokers share a test process.
+package kernel
