@@ -71,7 +71,7 @@ func (m *Module) Start(context.Context) error {
 			case now := <-t.C:
 				for _, l := range m.store.openLogs() {
 					if err := l.EnforceRetention(now); err != nil && !errors.Is(err, kernel.ErrLogClosed) && m.logger != nil {
-						m.logger.Warn("retention failed", "error", err)
+						m.logger.Warn("retention failed", "err", err)
 					}
 				}
 			}

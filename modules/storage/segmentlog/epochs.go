@@ -47,7 +47,7 @@ func (l *Log) writeEpochs() error {
 // recovery point past entries the file lacks).
 func (l *Log) epochsChanged() {
 	if err := l.writeEpochs(); err != nil {
-		l.logger.Warn("leader epoch checkpoint write failed; retrying at the next flush", "error", err)
+		l.logger.Warn("leader epoch checkpoint write failed; retrying at the next flush", "err", err)
 	}
 }
 
@@ -70,7 +70,7 @@ func (l *Log) loadEpochs(from int64) error {
 	fresh := errors.Is(err, os.ErrNotExist) && leo == first
 	if err != nil {
 		if !fresh {
-			l.logger.Warn("leader epoch checkpoint unusable; rebuilding it from the batch headers", "error", err)
+			l.logger.Warn("leader epoch checkpoint unusable; rebuilding it from the batch headers", "err", err)
 		}
 		es, from = nil, first
 	}

@@ -225,7 +225,7 @@ func (l *Log) roll(base int64) error {
 	// The producer state as of base (the log end: this append's batches are not
 	// applied yet), so recovery replays at most the new segment.
 	if err := l.writeSnapshot(base); err != nil {
-		l.logger.Warn("producer snapshot at segment roll failed", "offset", base, "error", err)
+		l.logger.Warn("producer snapshot at segment roll failed", "offset", base, "err", err)
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func (m *Module) loop(ctx context.Context, every time.Duration, fn func(time.Tim
 func (m *Module) retentionPass(now time.Time) {
 	for _, l := range m.store.openLogs() {
 		if err := l.EnforceRetention(now); err != nil && !errors.Is(err, kernel.ErrLogClosed) {
-			m.logger.Warn("retention failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "error", err)
+			m.logger.Warn("retention failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "err", err)
 		}
 	}
 }
@@ -126,19 +126,19 @@ func (m *Module) retentionPass(now time.Time) {
 func (m *Module) flushPass(now time.Time) {
 	for _, l := range m.store.openLogs() {
 		if err := l.maybeFlush(now.UnixMilli()); err != nil && !errors.Is(err, kernel.ErrLogClosed) {
-			m.logger.Warn("flush failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "error", err)
+			m.logger.Warn("flush failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "err", err)
 		}
 	}
 	if m.store.dirty.Load() {
 		if err := m.store.writeCheckpoints(); err != nil {
-			m.logger.Warn("checkpoint failed", "error", err)
+			m.logger.Warn("checkpoint failed", "err", err)
 		}
 	}
 }
 
 func (m *Module) hwPass(time.Time) {
 	if err := m.store.writeHWCheckpoint(); err != nil {
-		m.logger.Warn("high watermark checkpoint failed", "error", err)
+		m.logger.Warn("high watermark checkpoint failed", "err", err)
 	}
 }
 

@@ -90,7 +90,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 			if !errors.Is(err, errRecover) {
 				return nil, fmt.Errorf("open %v: %w", tp, err)
 			}
-			logger.Warn("index disagrees with the log; rebuilding", "base_offset", segs[i].base, "error", err)
+			logger.Warn("index disagrees with the log; rebuilding", "base_offset", segs[i].base, "err", err)
 			from = i
 			break
 		}
@@ -172,7 +172,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		// The log up to its end is on stable storage now (recovered segments were
 		// synced above): a snapshot saves the next open this replay.
 		if err := l.writeSnapshot(l.leo.Load()); err != nil {
-			logger.Warn("producer snapshot after recovery failed", "error", err)
+			logger.Warn("producer snapshot after recovery failed", "err", err)
 		}
 	}
 	// Leader epochs: the checkpoint file below the first recovered offset (where the

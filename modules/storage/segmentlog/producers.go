@@ -44,7 +44,7 @@ func listSnapshots(dir string) ([]int64, error) {
 
 func (l *Log) removeSnapshot(off int64) {
 	if err := os.Remove(filepath.Join(l.dir, snapshotName(off))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		l.logger.Warn("remove producer snapshot", "offset", off, "error", err)
+		l.logger.Warn("remove producer snapshot", "offset", off, "err", err)
 	}
 }
 
@@ -194,7 +194,7 @@ func (l *Log) loadProducers() (replayed bool, err error) {
 			err = fmt.Errorf("%w: holds offset %d", producers.ErrBadSnapshot, soff)
 		}
 		if err != nil {
-			l.logger.Warn("ignoring corrupt producer snapshot", "offset", off, "error", err)
+			l.logger.Warn("ignoring corrupt producer snapshot", "offset", off, "err", err)
 			continue
 		}
 		if off >= first {
@@ -216,7 +216,7 @@ func (l *Log) loadProducers() (replayed bool, err error) {
 		}
 		as, torn, err := producers.ParseTxnIndex(b)
 		if err != nil || torn {
-			l.logger.Warn("transaction index damaged; keeping the entries before the damage", "base_offset", s.base, "torn", torn, "error", err)
+			l.logger.Warn("transaction index damaged; keeping the entries before the damage", "base_offset", s.base, "torn", torn, "err", err)
 		}
 		have := l.prod.AllAborted()
 		for _, a := range as {
@@ -265,7 +265,7 @@ func (l *Log) replayProducers(from int64) error {
 		}
 		pb, err := producers.FromHeader(h, batch, h.MaxTimestamp)
 		if err != nil {
-			l.logger.Warn("skipping undecodable transaction marker in replay", "offset", h.BaseOffset, "error", err)
+			l.logger.Warn("skipping undecodable transaction marker in replay", "offset", h.BaseOffset, "err", err)
 			return nil
 		}
 		l.prod.Apply(pb)

@@ -115,12 +115,12 @@ func (s *segment) unref() {
 		return
 	}
 	if err := s.closeFiles(); err != nil {
-		s.logger.Warn("close segment", "base_offset", s.base, "error", err)
+		s.logger.Warn("close segment", "base_offset", s.base, "err", err)
 	}
 	if s.deleted.Load() {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if err := os.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				s.logger.Warn("remove deleted segment", "base_offset", s.base, "error", err)
+				s.logger.Warn("remove deleted segment", "base_offset", s.base, "err", err)
 			}
 		}
 	}
@@ -523,7 +523,7 @@ func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bo
 			if !errors.Is(err, kernel.ErrCorrupt) {
 				return false, err
 			}
-			s.logger.Warn("truncating torn or corrupt segment tail", "segment", s.path(logSuffix), "position", pos, "dropped_bytes", fileSize-pos, "error", err)
+			s.logger.Warn("truncating torn or corrupt segment tail", "segment", s.path(logSuffix), "position", pos, "dropped_bytes", fileSize-pos, "err", err)
 			break
 		}
 		if err := s.indexBatch(&h, pos, interval); err != nil {

@@ -78,7 +78,7 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	// learns the leader's): an unreadable file is logged and ignored, not fatal.
 	hwPath := filepath.Join(dir, hwCheckpointFile)
 	if s.hws, err = readCheckpoint(hwPath); err != nil {
-		logger.Warn("ignoring unreadable high watermark checkpoint", "error", err)
+		logger.Warn("ignoring unreadable high watermark checkpoint", "err", err)
 		s.hws = map[kernel.TopicPartition]int64{}
 	} else if b, err := os.ReadFile(hwPath); err == nil {
 		s.hwWritten = b
