@@ -1,6 +1,7 @@
 // ConsumerGroupHeartbeat: v0-v1 (KIP-848; the state machine is
 // modules/groups/consumer, the assignors the module's `assignors`). Not implemented:
-// classic members inside a consumer group (see consumer_groups.go).
+// classic members inside a consumer group (see consumer_groups.go); restoring members
+// after a coordinator move or restart (they rejoin with epoch 0; skipped.md).
 
 package groups
 
