@@ -1,8 +1,8 @@
-package kernel
-
 // ApiVersions: v0-v4. Built from the handlers modules claimed, so the broker never
 // advertises an API it does not implement. Not implemented: finalized/supported feature
 // flags (v3+ tagged fields are left empty).
+
+package kernel
 
 import (
 	"context"
@@ -12,8 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// apiVersionsClaim is the one key the kernel serves itself.
+func (k *Kernel) apiVersionsClaim() Claim {
+	return Claim{Key: kmsg.ApiVersions, Min: 0, Max: 4, Handler: Typed(k.apiVersions)}
+}
+
 func (k *Kernel) registerAPIVersions() error {
-	return k.claim("kernel", kmsg.ApiVersions.Int16(), 0, 4, k.apiVersions)
+	c := k.apiVersionsClaim()
+	return k.claim("kernel", c.Key.Int16(), c.Min, c.Max, c.Handler)
 }
 
 func (k *Kernel) apiKeys() []kmsg.ApiVersionsResponseApiKey {
@@ -30,8 +36,7 @@ func (k *Kernel) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return keys
 }
 
-func (k *Kernel) apiVersions(_ context.Context, req *Request) (Response, error) {
-	r := req.Body.(*kmsg.ApiVersionsRequest)
+func (k *Kernel) apiVersions(_ context.Context, req *Request, r *kmsg.ApiVersionsRequest) (Response, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ApiKeys = k.apiKeys()
 	if req.Version >= 3 && (r.ClientSoftwareName == "" || r.ClientSoftwareVersion == "") {

@@ -53,3 +53,22 @@ func Typed[B kmsg.Request](fn func(ctx context.Context, req *Request, body B) (R
 		return fn(ctx, req, b)
 	}
 }
+
+// Claimed is a claim as the kernel recorded it.
+type Claimed struct {
+	Key      kmsg.Key
+	Min, Max int16
+	Owner    string // the claiming module's ID, "kernel" for ApiVersions
+}
+
+// Claims returns the API keys claimed, in key order: once Start has returned, exactly
+// what ApiVersions advertises. It reads what Start wrote, so call it after Start.
+func (k *Kernel) Claims() []Claimed {
+	var out []Claimed
+	for key, s := range k.handlers {
+		if s != nil {
+			out = append(out, Claimed{Key: kmsg.Key(key), Min: s.minV, Max: s.maxV, Owner: s.owner})
+		}
+	}
+	return out
+}

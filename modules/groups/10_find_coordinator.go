@@ -9,7 +9,6 @@ package groups
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
 
@@ -20,13 +19,12 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/offsets"
 )
 
-var errBadBody = errors.New("groups: request body of an unexpected type")
+// findCoordinatorClaim claims the versions this file's header lists.
+func (m *Module) findCoordinatorClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.FindCoordinator, Min: 0, Max: 6, Handler: kernel.Typed(m.handleFindCoordinator)}
+}
 
-func (m *Module) handleFindCoordinator(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.FindCoordinatorRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+func (m *Module) handleFindCoordinator(ctx context.Context, req *kernel.Request, r *kmsg.FindCoordinatorRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if r.Version < 4 {
 		c := m.findOne(ctx, req, r.CoordinatorKey, r.CoordinatorType)

@@ -17,11 +17,12 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/offsets"
 )
 
-func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.TxnOffsetCommitRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// txnOffsetCommitClaim claims the versions this file's header lists.
+func (m *Module) txnOffsetCommitClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 4, Handler: kernel.Typed(m.handleTxnOffsetCommit)}
+}
+
+func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request, r *kmsg.TxnOffsetCommitRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	im := m.meta.Image()
 	// codes[i][j] answers r.Topics[i].Partitions[j]; 0 means "commit it".

@@ -93,7 +93,7 @@
 // # One protocol per group
 //
 // A group id holds classic members or KIP-848 members, never both (Kafka's
-// group.consumer.migration.policy=disabled): see consumer_handlers.go.
+// group.consumer.migration.policy=disabled): see consumer_groups.go.
 //
 // # Assignor plugins
 //

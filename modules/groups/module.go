@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
@@ -165,29 +164,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		mt.Gauge("sluice_groups", "Groups in memory on this coordinator.", func() float64 { return float64(m.groupCount()) })
 	}
 	ctx.HandleHTTP("GET /v1/plugins", http.HandlerFunc(m.servePlugins))
-	for _, h := range []struct {
-		key      int16
-		min, max int16
-		fn       kernel.Handler
-	}{
-		{kmsg.FindCoordinator.Int16(), 0, 6, m.handleFindCoordinator},
-		{kmsg.JoinGroup.Int16(), 0, 9, m.handleJoinGroup},
-		{kmsg.Heartbeat.Int16(), 0, 4, m.handleHeartbeat},
-		{kmsg.LeaveGroup.Int16(), 0, 5, m.handleLeaveGroup},
-		{kmsg.SyncGroup.Int16(), 0, 5, m.handleSyncGroup},
-		{kmsg.OffsetCommit.Int16(), 0, 10, m.handleOffsetCommit},
-		{kmsg.OffsetFetch.Int16(), 0, 10, m.handleOffsetFetch},
-		{kmsg.OffsetDelete.Int16(), 0, 0, m.handleOffsetDelete},
-		{kmsg.TxnOffsetCommit.Int16(), 0, 4, m.handleTxnOffsetCommit},
-		{kmsg.DescribeGroups.Int16(), 0, 6, m.handleDescribeGroups},
-		{kmsg.ListGroups.Int16(), 0, 5, m.handleListGroups},
-		{kmsg.DeleteGroups.Int16(), 0, 2, m.handleDeleteGroups},
-		{kmsg.ConsumerGroupHeartbeat.Int16(), 0, 1, m.handleConsumerGroupHeartbeat},
-		{kmsg.ConsumerGroupDescribe.Int16(), 0, 1, m.handleConsumerGroupDescribe},
-	} {
-		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
-			return fmt.Errorf("groups: claim key %d: %w", h.key, err)
-		}
+	if err := kernel.ClaimAll(ctx, m.claims()...); err != nil {
+		return fmt.Errorf("groups: %w", err)
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func (r *txnRig) sendTxnCommit(req *kmsg.TxnOffsetCommitRequest, auth kernel.Aut
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := r.m.handleTxnOffsetCommit(ctx, testRequest(req, auth))
+	resp, err := r.m.handleTxnOffsetCommit(ctx, testRequest(req, auth), req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func (r *txnRig) commit(group string, offs map[int32]int64) {
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := r.m.handleOffsetCommit(ctx, testRequest(req, nil))
+	resp, err := r.m.handleOffsetCommit(ctx, testRequest(req, nil), req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func (r *txnRig) fetch(group string, requireStable bool) map[int32]fetched {
 	req.Groups = append(req.Groups, g)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := r.m.handleOffsetFetch(ctx, testRequest(req, nil))
+	resp, err := r.m.handleOffsetFetch(ctx, testRequest(req, nil), req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func (r *txnRig) deleteOffset(group string, p int32) {
 	req := kmsg.NewPtrOffsetDeleteRequest()
 	req.Group = group
 	req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: p}}}}
-	resp, err := r.m.handleOffsetDelete(context.Background(), testRequest(req, nil))
+	resp, err := r.m.handleOffsetDelete(context.Background(), testRequest(req, nil), req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -589,7 +589,7 @@ func TestFindCoordinatorTransaction(t *testing.T) {
 		req.Version = 4
 		req.CoordinatorType = 1
 		req.CoordinatorKeys = []string{key}
-		resp, err := r.m.handleFindCoordinator(context.Background(), testRequest(req, nil))
+		resp, err := r.m.handleFindCoordinator(context.Background(), testRequest(req, nil), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,7 +632,7 @@ func TestTxnOffsetCommitGroupDeleted(t *testing.T) {
 	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 10}))
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.Groups = []string{"g"}
-	resp, err := r.m.handleDeleteGroups(context.Background(), testRequest(req, nil))
+	resp, err := r.m.handleDeleteGroups(context.Background(), testRequest(req, nil), req)
 	if err != nil {
 		t.Fatal(err)
 	}

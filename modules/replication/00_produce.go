@@ -9,17 +9,12 @@
 package replication
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleProduce(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ProduceRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
-	return m.produce(ctx, req, r)
+// produceClaim claims the versions this file's header lists; the work is in produce.go.
+func (m *Module) produceClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.Produce, Min: 3, Max: 13, Handler: kernel.Typed(m.produce)}
 }

@@ -17,11 +17,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleFetch(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.FetchRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// fetchClaim claims the versions this file's header lists.
+func (m *Module) fetchClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.Fetch, Min: 4, Max: 18, Handler: kernel.Typed(m.handleFetch)}
+}
+
+func (m *Module) handleFetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRequest) (kernel.Response, error) {
 	body, err := m.fetch(ctx, req, r)
 	if err != nil {
 		return kernel.Response{}, err

@@ -24,11 +24,12 @@ const (
 	listEarliestPendingUpld = -6
 )
 
-func (m *Module) handleListOffsets(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ListOffsetsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// listOffsetsClaim claims the versions this file's header lists.
+func (m *Module) listOffsetsClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.ListOffsets, Min: 1, Max: 11, Handler: kernel.Typed(m.handleListOffsets)}
+}
+
+func (m *Module) handleListOffsets(ctx context.Context, req *kernel.Request, r *kmsg.ListOffsetsRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for i := range r.Topics {
 		t := &r.Topics[i]

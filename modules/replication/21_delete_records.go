@@ -14,11 +14,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleDeleteRecords(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DeleteRecordsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// deleteRecordsClaim claims the versions this file's header lists.
+func (m *Module) deleteRecordsClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.DeleteRecords, Min: 0, Max: 2, Handler: kernel.Typed(m.handleDeleteRecords)}
+}
+
+func (m *Module) handleDeleteRecords(ctx context.Context, req *kernel.Request, r *kmsg.DeleteRecordsRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for i := range r.Topics {
 		t := &r.Topics[i]

@@ -15,11 +15,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// offsetForLeaderEpochClaim claims the versions this file's header lists.
+func (m *Module) offsetForLeaderEpochClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.OffsetForLeaderEpoch, Min: 0, Max: 4, Handler: kernel.Typed(m.handleOffsetForLeaderEpoch)}
+}
+
+func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Request, r *kmsg.OffsetForLeaderEpochRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	// As Kafka: brokers (CLUSTER_ACTION) may ask about any topic; consumers need
 	// DESCRIBE on it. Asked once, without logging a denial (most callers are

@@ -13,6 +13,11 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
+// writeTxnMarkersClaim claims the versions this file's header lists.
+func (m *Module) writeTxnMarkersClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.WriteTxnMarkers, Min: 0, Max: 1, Handler: kernel.Typed(m.handleWriteTxnMarkers)}
+}
+
 // handleWriteTxnMarkers writes COMMIT/ABORT markers for a transaction coordinator (a
 // broker-to-broker request). As Kafka: CLUSTER_ACTION on the cluster, else every
 // partition answers CLUSTER_AUTHORIZATION_FAILED; a partition missing from metadata
@@ -20,11 +25,7 @@ import (
 // NOT_LEADER_OR_FOLLOWER; the log's producer checks answer INVALID_PRODUCER_EPOCH (an
 // epoch older than the producer's) and TRANSACTION_COORDINATOR_FENCED (a coordinator
 // epoch older than the producer's last marker's).
-func (m *Module) handleWriteTxnMarkers(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.WriteTxnMarkersRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+func (m *Module) handleWriteTxnMarkers(ctx context.Context, req *kernel.Request, r *kmsg.WriteTxnMarkersRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	allowed := req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName)
 	im := m.meta.Image()

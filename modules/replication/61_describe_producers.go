@@ -11,15 +11,16 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
+// describeProducersClaim claims the versions this file's header lists.
+func (m *Module) describeProducersClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.DescribeProducers, Min: 0, Max: 0, Handler: kernel.Typed(m.handleDescribeProducers)}
+}
+
 // handleDescribeProducers lists the producers each partition's log remembers. As
 // Kafka: READ on the topic (else TOPIC_AUTHORIZATION_FAILED), checked before
 // existence is revealed; a partition missing from metadata answers
 // UNKNOWN_TOPIC_OR_PARTITION, one this node does not lead NOT_LEADER_OR_FOLLOWER.
-func (m *Module) handleDescribeProducers(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DescribeProducersRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+func (m *Module) handleDescribeProducers(ctx context.Context, req *kernel.Request, r *kmsg.DescribeProducersRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
 	im := m.meta.Image()
 	resp.Topics = make([]kmsg.DescribeProducersResponseTopic, len(r.Topics))

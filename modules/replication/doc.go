@@ -149,7 +149,7 @@
 //     skips the check (another broker coordinates), any other failure answers the
 //     retriable NOT_ENOUGH_REPLICAS.
 //   - Markers: the module implements kernel.TxnMarkerWriter (WriteTxnMarker) and the
-//     WriteTxnMarkers API (v0-v1, CLUSTER_ACTION). A marker is built with
+//     WriteTxnMarkers API (27_write_txn_markers.go, CLUSTER_ACTION). A marker is built with
 //     recordbatch.BuildMarker, appended with AppendLeader under Partition.mu (leader
 //     epoch stamped, producer and coordinator epochs checked by the log) and committed
 //     like an acks=all produce. kernel.TxnMarkerHook listeners (the group coordinator's

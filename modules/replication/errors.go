@@ -9,9 +9,6 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-// errBadBody: the kernel handed a handler a request of the wrong type (a kernel bug).
-var errBadBody = errors.New("replication: unexpected request body type")
-
 // errorCode maps a partition-level Go error to its Kafka code. It is used only at the
 // response edge.
 func errorCode(err error) int16 {

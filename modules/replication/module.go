@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -148,22 +146,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.fetchBytes = mt.Counter("sluice_fetch_bytes_total", "Record batch bytes returned by Fetch.")
 	}
 
-	for _, h := range []struct {
-		key      int16
-		min, max int16
-		fn       kernel.Handler
-	}{
-		{kmsg.Produce.Int16(), 3, (&kmsg.ProduceRequest{}).MaxVersion(), m.handleProduce},
-		{kmsg.Fetch.Int16(), 4, (&kmsg.FetchRequest{}).MaxVersion(), m.handleFetch},
-		{kmsg.ListOffsets.Int16(), 1, (&kmsg.ListOffsetsRequest{}).MaxVersion(), m.handleListOffsets},
-		{kmsg.DeleteRecords.Int16(), 0, (&kmsg.DeleteRecordsRequest{}).MaxVersion(), m.handleDeleteRecords},
-		{kmsg.OffsetForLeaderEpoch.Int16(), 0, (&kmsg.OffsetForLeaderEpochRequest{}).MaxVersion(), m.handleOffsetForLeaderEpoch},
-		{kmsg.WriteTxnMarkers.Int16(), 0, 1, m.handleWriteTxnMarkers},
-		{kmsg.DescribeProducers.Int16(), 0, 0, m.handleDescribeProducers},
-	} {
-		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
-			return fmt.Errorf("replication: claim key %d: %w", h.key, err)
-		}
+	if err := kernel.ClaimAll(ctx, m.claims()...); err != nil {
+		return fmt.Errorf("replication: %w", err)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ package txn
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,13 +13,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-var errBadBody = errors.New("txn: request body of an unexpected type")
+// initProducerIDClaim claims the versions this file's header lists.
+func (m *Module) initProducerIDClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.InitProducerID, Min: 0, Max: 5, Handler: kernel.Typed(m.handleInitProducerID)}
+}
 
-func (m *Module) handleInitProducerID(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.InitProducerIDRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+func (m *Module) handleInitProducerID(ctx context.Context, req *kernel.Request, r *kmsg.InitProducerIDRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	pid, epoch, e := m.initProducerID(ctx, req, r)

@@ -15,11 +15,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleAddPartitionsToTxn(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.AddPartitionsToTxnRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// addPartitionsToTxnClaim claims the versions this file's header lists.
+func (m *Module) addPartitionsToTxnClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.AddPartitionsToTxn, Min: 0, Max: 5, Handler: kernel.Typed(m.handleAddPartitionsToTxn)}
+}
+
+func (m *Module) handleAddPartitionsToTxn(ctx context.Context, req *kernel.Request, r *kmsg.AddPartitionsToTxnRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if r.Version < 4 {
 		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()

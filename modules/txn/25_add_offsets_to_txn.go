@@ -14,11 +14,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleAddOffsetsToTxn(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.AddOffsetsToTxnRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// addOffsetsToTxnClaim claims the versions this file's header lists.
+func (m *Module) addOffsetsToTxnClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.AddOffsetsToTxn, Min: 0, Max: 4, Handler: kernel.Typed(m.handleAddOffsetsToTxn)}
+}
+
+func (m *Module) handleAddOffsetsToTxn(ctx context.Context, req *kernel.Request, r *kmsg.AddOffsetsToTxnRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	e := m.addOffsets(ctx, req, r)
 	if e == kerr.ProducerFenced && r.Version < 2 {

@@ -14,11 +14,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleEndTxn(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.EndTxnRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// endTxnClaim claims the versions this file's header lists.
+func (m *Module) endTxnClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.EndTxn, Min: 0, Max: 4, Handler: kernel.Typed(m.handleEndTxn)}
+}
+
+func (m *Module) handleEndTxn(ctx context.Context, req *kernel.Request, r *kmsg.EndTxnRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 	e := m.endTxn(ctx, req, r)
 	if e == kerr.ProducerFenced && r.Version < 2 {

@@ -12,11 +12,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleDescribeTransactions(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DescribeTransactionsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// describeTransactionsClaim claims the versions this file's header lists.
+func (m *Module) describeTransactionsClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.DescribeTransactions, Min: 0, Max: 0, Handler: kernel.Typed(m.handleDescribeTransactions)}
+}
+
+func (m *Module) handleDescribeTransactions(ctx context.Context, req *kernel.Request, r *kmsg.DescribeTransactionsRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range r.TransactionalIDs {
 		resp.TransactionStates = append(resp.TransactionStates, m.describeTxn(ctx, req, id))

@@ -15,11 +15,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleListTransactions(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ListTransactionsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
+// listTransactionsClaim claims the versions this file's header lists.
+func (m *Module) listTransactionsClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.ListTransactions, Min: 0, Max: 2, Handler: kernel.Typed(m.handleListTransactions)}
+}
+
+func (m *Module) handleListTransactions(ctx context.Context, req *kernel.Request, r *kmsg.ListTransactionsRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.ListTransactionsResponse)
 	states := map[txnState]bool{}
 	for _, name := range r.StateFilters {

@@ -687,12 +687,12 @@ func TestAuthorization(t *testing.T) {
 		return resp.Msg
 	}
 	ir := kmsg.NewPtrInitProducerIDRequest()
-	if c := call(ir, 4, e.m.handleInitProducerID).(*kmsg.InitProducerIDResponse).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
+	if c := call(ir, 4, kernel.Typed(e.m.handleInitProducerID)).(*kmsg.InitProducerIDResponse).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("idempotent: %d", c)
 	}
 	id := "a"
 	ir.TransactionalID, ir.TransactionTimeoutMillis = &id, 1000
-	if c := call(ir, 4, e.m.handleInitProducerID).(*kmsg.InitProducerIDResponse).ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
+	if c := call(ir, 4, kernel.Typed(e.m.handleInitProducerID)).(*kmsg.InitProducerIDResponse).ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("transactional: %d", c)
 	}
 	ar := kmsg.NewPtrAddPartitionsToTxnRequest()
@@ -700,24 +700,24 @@ func TestAuthorization(t *testing.T) {
 	at := kmsg.NewAddPartitionsToTxnRequestTopic()
 	at.Topic, at.Partitions = "t", []int32{0}
 	ar.Topics = append(ar.Topics, at)
-	if c := call(ar, 3, e.m.handleAddPartitionsToTxn).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
+	if c := call(ar, 3, kernel.Typed(e.m.handleAddPartitionsToTxn)).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("add: %d", c)
 	}
 	ar4 := kmsg.NewPtrAddPartitionsToTxnRequest()
-	if c := call(ar4, 4, e.m.handleAddPartitionsToTxn).(*kmsg.AddPartitionsToTxnResponse).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
+	if c := call(ar4, 4, kernel.Typed(e.m.handleAddPartitionsToTxn)).(*kmsg.AddPartitionsToTxnResponse).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("add v4: %d", c)
 	}
 	er := kmsg.NewPtrEndTxnRequest()
 	er.TransactionalID = "a"
-	if c := call(er, 3, e.m.handleEndTxn).(*kmsg.EndTxnResponse).ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
+	if c := call(er, 3, kernel.Typed(e.m.handleEndTxn)).(*kmsg.EndTxnResponse).ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("end: %d", c)
 	}
 	dr := kmsg.NewPtrDescribeTransactionsRequest()
 	dr.TransactionalIDs = []string{"a"}
-	if c := call(dr, 0, e.m.handleDescribeTransactions).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
+	if c := call(dr, 0, kernel.Typed(e.m.handleDescribeTransactions)).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode; c != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("describe: %d", c)
 	}
-	if n := len(call(kmsg.NewPtrListTransactionsRequest(), 0, e.m.handleListTransactions).(*kmsg.ListTransactionsResponse).TransactionStates); n != 0 {
+	if n := len(call(kmsg.NewPtrListTransactionsRequest(), 0, kernel.Typed(e.m.handleListTransactions)).(*kmsg.ListTransactionsResponse).TransactionStates); n != 0 {
 		t.Fatalf("list shows %d unauthorized ids", n)
 	}
 }
@@ -862,7 +862,7 @@ func TestResourceAuthorization(t *testing.T) {
 		at.Topic, at.Partitions = topic, []int32{0}
 		ar.Topics = append(ar.Topics, at)
 	}
-	resp := do(ar, 3, e.m.handleAddPartitionsToTxn).(*kmsg.AddPartitionsToTxnResponse)
+	resp := do(ar, 3, kernel.Typed(e.m.handleAddPartitionsToTxn)).(*kmsg.AddPartitionsToTxnResponse)
 	got := map[string]int16{}
 	for _, rt := range resp.Topics {
 		got[rt.Topic] = rt.Partitions[0].ErrorCode
@@ -872,7 +872,7 @@ func TestResourceAuthorization(t *testing.T) {
 	}
 	or := kmsg.NewPtrAddOffsetsToTxnRequest()
 	or.TransactionalID, or.ProducerID, or.ProducerEpoch, or.Group = "a", pid, epoch, "g"
-	if c := do(or, 3, e.m.handleAddOffsetsToTxn).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; c != kerr.GroupAuthorizationFailed.Code {
+	if c := do(or, 3, kernel.Typed(e.m.handleAddOffsetsToTxn)).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; c != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("group authorization: %d", c)
 	}
 	// DescribeTransactions hides partitions of topics the caller may not describe.
@@ -881,7 +881,7 @@ func TestResourceAuthorization(t *testing.T) {
 	}
 	dr := kmsg.NewPtrDescribeTransactionsRequest()
 	dr.TransactionalIDs = []string{"a"}
-	st := do(dr, 0, e.m.handleDescribeTransactions).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+	st := do(dr, 0, kernel.Typed(e.m.handleDescribeTransactions)).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
 	if st.ErrorCode != 0 || len(st.Topics) != 1 || st.Topics[0].Topic != "u" {
 		t.Fatalf("describe topics: %+v", st.Topics)
 	}

@@ -370,10 +370,15 @@ func (e *testEnv) req(body kmsg.Request, version int16) *kernel.Request {
 func (e *testEnv) call(body kmsg.Request, version int16) kmsg.Response {
 	e.t.Helper()
 	r := e.req(body, version)
-	h := map[int16]kernel.Handler{
-		22: e.m.handleInitProducerID, 24: e.m.handleAddPartitionsToTxn, 25: e.m.handleAddOffsetsToTxn,
-		26: e.m.handleEndTxn, 65: e.m.handleDescribeTransactions, 66: e.m.handleListTransactions,
-	}[body.Key()]
+	var h kernel.Handler
+	for _, c := range e.m.claims() {
+		if c.Key.Int16() == body.Key() {
+			h = c.Handler
+		}
+	}
+	if h == nil {
+		e.t.Fatalf("no claim of key %d", body.Key())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := h(ctx, r)

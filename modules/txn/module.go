@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
@@ -159,22 +158,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.timedOut = mt.Counter("sluice_txn_timed_out_total", "Transactions aborted by the coordinator after transaction.timeout.ms.")
 		mt.Gauge("sluice_transactional_ids", "Transactional ids in memory on this coordinator.", func() float64 { return float64(m.idCount()) })
 	}
-	for _, h := range []struct {
-		key      int16
-		min, max int16
-		fn       kernel.Handler
-	}{
-		{kmsg.InitProducerID.Int16(), 0, 5, m.handleInitProducerID},
-		{kmsg.AddPartitionsToTxn.Int16(), 0, 5, m.handleAddPartitionsToTxn},
-		{kmsg.AddOffsetsToTxn.Int16(), 0, 4, m.handleAddOffsetsToTxn},
-		// v5 (KIP-890 part 2: an epoch bump per transaction) is not implemented.
-		{kmsg.EndTxn.Int16(), 0, 4, m.handleEndTxn},
-		{kmsg.DescribeTransactions.Int16(), 0, 0, m.handleDescribeTransactions},
-		{kmsg.ListTransactions.Int16(), 0, 2, m.handleListTransactions},
-	} {
-		if err := ctx.Handle(h.key, h.min, h.max, h.fn); err != nil {
-			return fmt.Errorf("txn: claim key %d: %w", h.key, err)
-		}
+	if err := kernel.ClaimAll(ctx, m.claims()...); err != nil {
+		return fmt.Errorf("txn: %w", err)
 	}
 	return nil
 }

@@ -9,12 +9,13 @@ import (
 
 func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// Join handles a JoinGroup request (v0-v9) from client c at now. The
-// returned channel has a buffer of one and receives exactly one response:
-// at once for errors and for rejoins that need no rebalance, otherwise when
-// the join phase ends (every member rejoined, or the rebalance timeout or
-// initial delay ran out as observed by a later call or Tick). A caller that
-// stops waiting loses nothing: the response is dropped with the channel.
+// Join handles a JoinGroup request (any version the coordinator claims) from
+// client c at now. The returned channel has a buffer of one and receives
+// exactly one response: at once for errors and for rejoins that need no
+// rebalance, otherwise when the join phase ends (every member rejoined, or the
+// rebalance timeout or initial delay ran out as observed by a later call or
+// Tick). A caller that stops waiting loses nothing: the response is dropped
+// with the channel.
 func (g *Group) Join(req *kmsg.JoinGroupRequest, c Client, now time.Time) <-chan *kmsg.JoinGroupResponse {
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
 	g.mu.Lock()
@@ -259,7 +260,7 @@ func (g *Group) joinKnown(j joinArgs, fail func(*kerr.Error, string) <-chan *kms
 	}
 }
 
-// Sync handles a SyncGroup request (v0-v5) at now. The returned channel has
+// Sync handles a SyncGroup request (any claimed version) at now. The returned channel has
 // a buffer of one and receives exactly one response: at once, or for a
 // follower in CompletingRebalance, when the leader's SyncGroup arrives (or
 // the group moves on to another rebalance).
@@ -363,7 +364,7 @@ func (g *Group) checkMember(id string, instanceID *string) *kerr.Error {
 	return nil
 }
 
-// Heartbeat handles a Heartbeat request (v0-v4) at now and resets the
+// Heartbeat handles a Heartbeat request (any claimed version) at now and resets the
 // member's session timer. REBALANCE_IN_PROGRESS tells a member to rejoin.
 func (g *Group) Heartbeat(req *kmsg.HeartbeatRequest, now time.Time) *kmsg.HeartbeatResponse {
 	g.mu.Lock()

@@ -1,7 +1,7 @@
 // Package consumer is the state machine of a KIP-848 consumer group (the
-// "consumer" group protocol: ConsumerGroupHeartbeat v0-v1 and
-// ConsumerGroupDescribe v0-v1), as pure logic: no network, no goroutines,
-// no clock of its own. The group coordinator's handlers decode a request,
+// "consumer" group protocol: ConsumerGroupHeartbeat and ConsumerGroupDescribe,
+// whose versions the coordinator's key files list), as pure logic: no network,
+// no goroutines, no clock of its own. The group coordinator's handlers decode a request,
 // call the Group and encode what comes back.
 //
 // Usage sketch (a handler):

@@ -462,7 +462,7 @@ func (g *Group) sortedMembers() []*member {
 	return ms
 }
 
-// Describe returns the group as ConsumerGroupDescribe (v0-v1) shows it,
+// Describe returns the group as ConsumerGroupDescribe shows it,
 // topic names filled in from topics; partitions of topics topics does not
 // know are left out. The caller sets ErrorCode and AuthorizedOperations.
 func (g *Group) Describe(topics TopicView, now time.Time) kmsg.ConsumerGroupDescribeResponseGroup {

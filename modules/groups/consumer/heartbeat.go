@@ -140,8 +140,8 @@ func (g *Group) parse(req *kmsg.ConsumerGroupHeartbeatRequest, version int16) (*
 	return r, nil
 }
 
-// Heartbeat handles a ConsumerGroupHeartbeat request (v0-v1) from client c
-// at now, resolving subscriptions against topics. It answers at once; it
+// Heartbeat handles a ConsumerGroupHeartbeat request (any claimed version)
+// from client c at now, resolving subscriptions against topics. It answers at once; it
 // may run the group's assignor (with ctx) when the group epoch moved past
 // the target assignment epoch.
 func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest, version int16, c Client, topics TopicView, now time.Time) *kmsg.ConsumerGroupHeartbeatResponse {

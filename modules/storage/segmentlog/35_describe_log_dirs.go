@@ -7,7 +7,6 @@ package segmentlog
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,17 +14,12 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-const (
-	describeLogDirsKey = 35
-	describeLogDirsMin = 1
-	describeLogDirsMax = 4
-)
+// describeLogDirsClaim claims the versions this file's header lists.
+func (m *Module) describeLogDirsClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.DescribeLogDirs, Min: 1, Max: 4, Handler: kernel.Typed(m.describeLogDirs)}
+}
 
-func (m *Module) describeLogDirs(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DescribeLogDirsRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("describe log dirs: unexpected body %T", req.Body)
-	}
+func (m *Module) describeLogDirs(ctx context.Context, req *kernel.Request, r *kmsg.DescribeLogDirsRequest) (kernel.Response, error) {
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
 	resp.SetVersion(req.Version)
 	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName) {

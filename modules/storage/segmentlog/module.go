@@ -70,7 +70,10 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.store, err = OpenStore(m.Dir, m.logger); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
-	return ctx.Handle(describeLogDirsKey, describeLogDirsMin, describeLogDirsMax, m.describeLogDirs)
+	if err := kernel.ClaimAll(ctx, m.describeLogDirsClaim()); err != nil {
+		return fmt.Errorf("storage.segmentlog: %w", err)
+	}
+	return nil
 }
 
 // Validate checks the settings.

@@ -1,5 +1,5 @@
-// The KIP-848 consumer group protocol: ConsumerGroupHeartbeat v0-v1 and
-// ConsumerGroupDescribe v0-v1. The state machine is modules/groups/consumer; the
+// The KIP-848 consumer group protocol (68_consumer_group_heartbeat.go,
+// 69_consumer_group_describe.go). The state machine is modules/groups/consumer; the
 // server-side assignors are the module's `assignors` (modules/groups/assignor).
 //
 // Mixed groups: Sluice refuses them, as Kafka does with
@@ -21,7 +21,6 @@ import (
 
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/assignor"
-	"github.com/sluicehq/sluice/modules/groups/consumer"
 )
 
 // imageTopics is a consumer.TopicView over one metadata image. With m set it is
@@ -150,95 +149,6 @@ func (v imageTopics) TopicNames() []string {
 		out = append(out, name)
 	}
 	return out
-}
-
-func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
-	fail := func(e *kerr.Error, msg string) (kernel.Response, error) {
-		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-		resp.ErrorCode = e.Code
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		}
-		return kernel.Reply(resp), nil
-	}
-	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group) {
-		return fail(kerr.GroupAuthorizationFailed, "")
-	}
-	if r.Group == "" {
-		return fail(kerr.InvalidGroupID, "")
-	}
-	for _, t := range r.SubscribedTopicNames {
-		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t) {
-			return fail(kerr.TopicAuthorizationFailed, "not authorized to describe topic "+t)
-		}
-	}
-	s, e := m.coordinatorFor(ctx, r.Group)
-	if e != nil {
-		return fail(e, "")
-	}
-	g, e := s.consumerGroup(r.Group, r.MemberEpoch == 0)
-	if e != nil {
-		msg := ""
-		if e == kerr.GroupIDNotFound {
-			msg = "group " + r.Group + " is not a consumer (KIP-848) group"
-			if r.MemberEpoch == 0 {
-				msg = "group " + r.Group + " has classic-protocol members; mixing classic and consumer (KIP-848) members in one group is not supported"
-			}
-		}
-		if e == kerr.GroupIDNotFound && r.MemberEpoch != 0 {
-			e = kerr.UnknownMemberID
-		}
-		return fail(e, msg)
-	}
-	client := consumer.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
-	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, m.topicView(), m.now())), nil
-}
-
-func (m *Module) handleConsumerGroupDescribe(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
-	resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	topics := m.topicView()
-	for _, id := range r.Groups {
-		d := kmsg.NewConsumerGroupDescribeResponseGroup()
-		d.Group = id
-		d.AuthorizedOperations = -2147483648
-		switch s, e := m.describeTarget(ctx, req, id); {
-		case e != nil:
-			d.ErrorCode = e.Code
-		default:
-			g := s.lookup(id)
-			switch {
-			case g == nil:
-				d.ErrorCode = kerr.GroupIDNotFound.Code
-				msg := "group " + id + " not found"
-				d.ErrorMessage = &msg
-			case g.consumer == nil:
-				d.ErrorCode = kerr.GroupIDNotFound.Code
-				msg := "group " + id + " is not a consumer (KIP-848) group"
-				d.ErrorMessage = &msg
-			default:
-				d = g.consumer.Describe(topics, m.now())
-				d.AuthorizedOperations = -2147483648
-			}
-		}
-		if r.IncludeAuthorizedOperations && d.ErrorCode == 0 {
-			d.AuthorizedOperations = 0
-			for _, op := range groupOps {
-				if req.Allowed(ctx, op, kernel.ResGroup, id) {
-					d.AuthorizedOperations |= 1 << op
-				}
-			}
-		}
-		resp.Groups = append(resp.Groups, d)
-	}
-	return kernel.Reply(resp), nil
 }
 
 // describeTarget authorizes describing a group and finds its shard.

@@ -1,12 +1,10 @@
-// Group administration: DescribeGroups v0-v6, ListGroups v0-v5 (state and type
-// filters), DeleteGroups v0-v2.
+// Group administration (15_describe_groups.go, 16_list_groups.go,
+// 42_delete_groups.go): describing and deleting one group.
 
 package groups
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,18 +15,6 @@ import (
 
 // Group operations DescribeGroups reports as authorized (KIP-430 bit field).
 var groupOps = []kernel.Operation{kernel.OpRead, kernel.OpDelete, kernel.OpDescribe}
-
-func (m *Module) handleDescribeGroups(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DescribeGroupsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
-	resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, id := range r.Groups {
-		resp.Groups = append(resp.Groups, m.describeGroup(ctx, req, r, id))
-	}
-	return kernel.Reply(resp), nil
-}
 
 func (m *Module) describeGroup(ctx context.Context, req *kernel.Request, r *kmsg.DescribeGroupsRequest, id string) kmsg.DescribeGroupsResponseGroup {
 	d := kmsg.NewDescribeGroupsResponseGroup()
@@ -79,87 +65,6 @@ func (m *Module) storedGroup(id string) bool {
 	}
 	offs, err := m.store.FetchGroup(id)
 	return err == nil && len(offs) > 0
-}
-
-func (m *Module) handleListGroups(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ListGroupsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
-	resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
-	wantState := func(st string) bool {
-		return len(r.StatesFilter) == 0 || slices.ContainsFunc(r.StatesFilter, func(f string) bool { return strings.EqualFold(f, st) })
-	}
-	wantType := func(t string) bool {
-		return len(r.TypesFilter) == 0 || slices.ContainsFunc(r.TypesFilter, func(f string) bool { return strings.EqualFold(f, t) })
-	}
-	clusterOK := req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName)
-	n := m.offsetsPartitions()
-	seen := map[string]bool{}
-	add := func(id, protocolType, state, typ string) {
-		if seen[id] {
-			return
-		}
-		seen[id] = true
-		if !wantState(state) || !wantType(typ) {
-			return
-		}
-		if !clusterOK && !req.Allowed(ctx, kernel.OpDescribe, kernel.ResGroup, id) {
-			return
-		}
-		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, protocolType, state, typ
-		resp.Groups = append(resp.Groups, lg)
-	}
-	led := map[int32]bool{}
-	for _, s := range m.loadedShards() {
-		led[s.tp.Partition] = true
-		s.mu.Lock()
-		gs := make([]*group, 0, len(s.groups))
-		for _, g := range s.groups {
-			gs = append(gs, g)
-		}
-		s.mu.Unlock()
-		for _, g := range gs {
-			add(g.id, g.protocolType(), g.state(), g.typ())
-		}
-	}
-	if n > 0 {
-		ids, err := m.store.Groups()
-		if err != nil {
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			return kernel.Reply(resp), nil
-		}
-		for _, id := range ids {
-			if !led[offsets.PartitionFor(id, n)] {
-				continue
-			}
-			pt := ""
-			if md, ok, _ := m.store.GroupMetadata(id); ok {
-				pt = md.ProtocolType
-			}
-			add(id, pt, "Empty", "classic")
-		}
-	}
-	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
-	return kernel.Reply(resp), nil
-}
-
-func (m *Module) handleDeleteGroups(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DeleteGroupsRequest)
-	if !ok {
-		return kernel.Response{}, errBadBody
-	}
-	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, id := range r.Groups {
-		dg := kmsg.NewDeleteGroupsResponseGroup()
-		dg.Group = id
-		if e := m.deleteGroup(ctx, req, id); e != nil {
-			dg.ErrorCode = e.Code
-		}
-		resp.Groups = append(resp.Groups, dg)
-	}
-	return kernel.Reply(resp), nil
 }
 
 // deleteGroup deletes an empty group: it is forgotten, then a tombstone for each

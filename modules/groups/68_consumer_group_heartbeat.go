@@ -1,0 +1,63 @@
+// ConsumerGroupHeartbeat: v0-v1 (KIP-848; the state machine is
+// modules/groups/consumer, the assignors the module's `assignors`). Not implemented:
+// classic members inside a consumer group (see consumer_groups.go); restoring members
+// after a coordinator move or restart (they rejoin with epoch 0; skipped.md).
+
+package groups
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/consumer"
+)
+
+// consumerGroupHeartbeatClaim claims the versions this file's header lists.
+func (m *Module) consumerGroupHeartbeatClaim() kernel.Claim {
+	return kernel.Claim{Key: kmsg.ConsumerGroupHeartbeat, Min: 0, Max: 1, Handler: kernel.Typed(m.handleConsumerGroupHeartbeat)}
+}
+
+func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.Request, r *kmsg.ConsumerGroupHeartbeatRequest) (kernel.Response, error) {
+	fail := func(e *kerr.Error, msg string) (kernel.Response, error) {
+		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = e.Code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		return kernel.Reply(resp), nil
+	}
+	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group) {
+		return fail(kerr.GroupAuthorizationFailed, "")
+	}
+	if r.Group == "" {
+		return fail(kerr.InvalidGroupID, "")
+	}
+	for _, t := range r.SubscribedTopicNames {
+		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t) {
+			return fail(kerr.TopicAuthorizationFailed, "not authorized to describe topic "+t)
+		}
+	}
+	s, e := m.coordinatorFor(ctx, r.Group)
+	if e != nil {
+		return fail(e, "")
+	}
+	g, e := s.consumerGroup(r.Group, r.MemberEpoch == 0)
+	if e != nil {
+		msg := ""
+		if e == kerr.GroupIDNotFound {
+			msg = "group " + r.Group + " is not a consumer (KIP-848) group"
+			if r.MemberEpoch == 0 {
+				msg = "group " + r.Group + " has classic-protocol members; mixing classic and consumer (KIP-848) members in one group is not supported"
+			}
+		}
+		if e == kerr.GroupIDNotFound && r.MemberEpoch != 0 {
+			e = kerr.UnknownMemberID
+		}
+		return fail(e, msg)
+	}
+	client := consumer.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
+	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, m.topicView(), m.now())), nil
+}

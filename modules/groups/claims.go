@@ -1,0 +1,24 @@
+package groups
+
+import "github.com/sluicehq/sluice/kernel"
+
+// claims lists the API keys the module serves. Each claim is written, with its
+// versions, in the key's own file (08_offset_commit.go ... 69_consumer_group_describe.go).
+func (m *Module) claims() []kernel.Claim {
+	return []kernel.Claim{
+		m.offsetCommitClaim(),
+		m.offsetFetchClaim(),
+		m.findCoordinatorClaim(),
+		m.joinGroupClaim(),
+		m.heartbeatClaim(),
+		m.leaveGroupClaim(),
+		m.syncGroupClaim(),
+		m.describeGroupsClaim(),
+		m.listGroupsClaim(),
+		m.txnOffsetCommitClaim(),
+		m.deleteGroupsClaim(),
+		m.offsetDeleteClaim(),
+		m.consumerGroupHeartbeatClaim(),
+		m.consumerGroupDescribeClaim(),
+	}
+}
