@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -259,27 +260,8 @@ func (b *broker) start() {
 	if b.running() {
 		b.t.Fatalf("broker already running")
 	}
-	b.starts++
-	args := []string{"serve", "--data-dir", b.dataDir, "--listen", b.addr, "--admin-listen", b.adminAddr}
-	if b.config != "" {
-		args = append(args, "--config", b.config)
-	}
-	fmt.Fprintf(b.stderr, "----- interop: start #%d: sluice %s\n", b.starts, strings.Join(args, " "))
-	cmd := exec.Command(brokerBin, args...)
-	cmd.Stdout = b.stderr
-	cmd.Stderr = b.stderr
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
-		b.t.Fatalf("start broker: %v", err)
-	}
-	b.cmd = cmd
-	b.done = make(chan struct{})
-	done := b.done
-	go func() {
-		b.waitErr = cmd.Wait()
-		close(done)
-	}()
-	waitReady(b.t, b.adminAddr, done, 60*time.Second)
+	b.launch()
+	waitReady(b.t, b.adminAddr, b.done, 60*time.Second)
 }
 
 // waitReady polls GET http://admin/readyz until it answers 200. It fails early when the
@@ -422,7 +404,21 @@ func fetchAll(t *testing.T, addr, topic string, partitions []int32, timeout time
 	defer cancel()
 
 	adm := kadm.NewClient(newClient(t, addr))
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	// Retried while a partition has no leader: a broker that just restarted answers
+	// /readyz before its partitions' leadership is re-established (as clients do, on
+	// LEADER_NOT_AVAILABLE and NOT_LEADER_OR_FOLLOWER).
+	var ends kadm.ListedOffsets
+	var err error
+	for {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || ctx.Err() != nil || !(errors.Is(err, kerr.LeaderNotAvailable) || errors.Is(err, kerr.NotLeaderForPartition)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("kadm ListEndOffsets %q: %v", topic, err)
 	}

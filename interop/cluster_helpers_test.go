@@ -261,7 +261,10 @@ func (b *broker) launch() {
 		b.t.Fatalf("broker already running")
 	}
 	b.starts++
-	args := []string{"serve", "--data-dir", b.dataDir, "--listen", b.addr, "--admin-listen", b.adminAddr, "--config", b.config}
+	args := []string{"serve", "--data-dir", b.dataDir, "--listen", b.addr, "--admin-listen", b.adminAddr}
+	if b.config != "" {
+		args = append(args, "--config", b.config)
+	}
 	fmt.Fprintf(b.stderr, "----- interop: start #%d: sluice %s\n", b.starts, strings.Join(args, " "))
 	cmd := exec.Command(brokerBin, args...)
 	cmd.Stdout = b.stderr
@@ -524,9 +527,9 @@ func partitionsOf(n int32) []int32 {
 	return ps
 }
 
-// describeQuorum asks broker n for the metadata quorum (DescribeQuorum on
+// describeQuorumRequest asks for the metadata quorum (DescribeQuorum on
 // __cluster_metadata-0).
-func (n *clusterNode) describeQuorum(ctx context.Context) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+func describeQuorumRequest() *kmsg.DescribeQuorumRequest {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = "__cluster_metadata"
@@ -534,11 +537,11 @@ func (n *clusterNode) describeQuorum(ctx context.Context) (*kmsg.DescribeQuorumR
 	rp.Partition = 0
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := n.request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	dr := resp.(*kmsg.DescribeQuorumResponse)
+	return req
+}
+
+// quorumPartition checks a DescribeQuorum answer and returns its one partition.
+func quorumPartition(dr *kmsg.DescribeQuorumResponse) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
 	if err := kerr.ErrorForCode(dr.ErrorCode); err != nil {
 		return nil, fmt.Errorf("DescribeQuorum: %w", err)
 	}
@@ -550,6 +553,15 @@ func (n *clusterNode) describeQuorum(ctx context.Context) (*kmsg.DescribeQuorumR
 		return nil, fmt.Errorf("DescribeQuorum partition: %w", err)
 	}
 	return p, nil
+}
+
+// describeQuorum asks broker n itself for the metadata quorum.
+func (n *clusterNode) describeQuorum(ctx context.Context) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	resp, err := n.request(ctx, describeQuorumRequest())
+	if err != nil {
+		return nil, err
+	}
+	return quorumPartition(resp.(*kmsg.DescribeQuorumResponse))
 }
 
 // tcpProxy forwards connections from its own listener to target, and can be cut: a

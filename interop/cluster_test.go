@@ -511,26 +511,11 @@ func TestClusterFourthBroker(t *testing.T) {
 // describeQuorumRouted sends DescribeQuorum the way kadm-style admin clients do: kgo
 // routes it to the controller named in Metadata.
 func (n *clusterNode) describeQuorumRouted(ctx context.Context) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
-	req.Topics = append(req.Topics, rt)
-	dr, err := req.RequestWith(ctx, n.cl)
+	dr, err := describeQuorumRequest().RequestWith(ctx, n.cl)
 	if err != nil {
 		return nil, err
 	}
-	if err := kerr.ErrorForCode(dr.ErrorCode); err != nil {
-		return nil, fmt.Errorf("DescribeQuorum: %w", err)
-	}
-	if len(dr.Topics) != 1 || len(dr.Topics[0].Partitions) != 1 {
-		return nil, fmt.Errorf("DescribeQuorum answered %d topics", len(dr.Topics))
-	}
-	p := &dr.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return nil, fmt.Errorf("DescribeQuorum partition: %w", err)
-	}
-	return p, nil
+	return quorumPartition(dr)
 }
 
 func replicaIDs(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []int32 {

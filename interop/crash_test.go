@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,26 +53,14 @@ func TestCrashAcks1(t *testing.T) {
 	createTopicConfigs(t, b.addr, crashTopic, crashPartitions,
 		map[string]string{"segment.bytes": "65536", "segment.index.bytes": "4096"})
 
-	var (
-		mu      sync.Mutex
-		acked   [crashPartitions][]crashAck
-		nextSeq [crashPartitions]int64
-	)
-	totalAcked := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, a := range acked {
-			n += len(a)
-		}
-		return n
-	}
+	numbered := newSeqRecords(crashTopic, crashPartitions, crashValue)
 
 	// Each round compresses differently, so recovery meets every codec's batches.
 	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(),
 		kgo.Lz4Compression(), kgo.ZstdCompression()}
 	for round := 1; round <= crashRounds; round++ {
-		before := totalAcked()
+		before := numbered.ackedCount()
+		numbered.resetFailures() // counted per round: a kill fails what is in flight
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(b.addr),
 			kgo.ClientID("sluice-interop-crash"),
@@ -88,53 +75,20 @@ func TestCrashAcks1(t *testing.T) {
 			t.Fatalf("kgo.NewClient: %v", err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		var (
-			inflight sync.WaitGroup
-			errMu    sync.Mutex
-			firstErr error
-			failed   int
-		)
-		produced := make(chan struct{})
-		go func() {
-			defer close(produced)
-			for i := 0; ctx.Err() == nil; i++ {
-				p := int32(i % crashPartitions)
-				seq := nextSeq[p]
-				nextSeq[p]++
-				inflight.Add(1)
-				cl.Produce(ctx, &kgo.Record{Topic: crashTopic, Partition: p, Value: crashValue(p, seq)},
-					func(r *kgo.Record, err error) {
-						defer inflight.Done()
-						if err != nil {
-							errMu.Lock()
-							failed++
-							if firstErr == nil {
-								firstErr = err
-							}
-							errMu.Unlock()
-							return
-						}
-						mu.Lock()
-						acked[p] = append(acked[p], crashAck{seq: seq, offset: r.Offset})
-						mu.Unlock()
-					})
-			}
-		}()
+		run := numbered.start(cl, ctx)
 		stopProducer := func() {
 			cancel()
-			<-produced
+			run.halt()
 			cl.Close() // fails whatever is still buffered; no retry can reach a restarted broker
-			inflight.Wait()
+			run.wait()
 		}
 
-		ok := pollUntil(60*time.Second, func() bool { return totalAcked()-before >= crashAcksPerRun })
-		errMu.Lock()
-		preKillFailed, preKillErr := failed, firstErr
-		errMu.Unlock()
+		ok := pollUntil(60*time.Second, func() bool { return numbered.ackedCount()-before >= crashAcksPerRun })
+		preKillFailed, preKillErr := numbered.failures()
 		if !ok {
 			stopProducer()
 			t.Fatalf("round %d: only %d records acknowledged within 60s (failures: %d, first: %v)",
-				round, totalAcked()-before, preKillFailed, preKillErr)
+				round, numbered.ackedCount()-before, preKillFailed, preKillErr)
 		}
 		if preKillFailed > 0 {
 			t.Errorf("round %d: %d records failed before the kill, first: %v", round, preKillFailed, preKillErr)
@@ -147,17 +101,13 @@ func TestCrashAcks1(t *testing.T) {
 			b.kill()
 		}
 		stopProducer()
+		failedNow, _ := numbered.failures()
 		t.Logf("round %d: %s with the producer running; %d acknowledged this round, %d failed in flight",
-			round, how, totalAcked()-before, failed-preKillFailed)
+			round, how, numbered.ackedCount()-before, failedNow-preKillFailed)
 
 		b.start()
-		mu.Lock()
-		snapshot := [crashPartitions][]crashAck{}
-		for p := range acked {
-			snapshot[p] = append([]crashAck(nil), acked[p]...)
-		}
-		mu.Unlock()
-		verifyCrash(t, b.addr, fmt.Sprintf("after %s (round %d)", how, round), snapshot)
+		_, acked := numbered.snapshot()
+		verifyCrash(t, b.addr, fmt.Sprintf("after %s (round %d)", how, round), acked)
 		if t.Failed() {
 			return
 		}
@@ -165,9 +115,7 @@ func TestCrashAcks1(t *testing.T) {
 
 	b.stop()
 	b.start()
-	mu.Lock()
-	final := acked
-	mu.Unlock()
+	_, final := numbered.snapshot()
 	verifyCrash(t, b.addr, "after a graceful restart", final)
 
 	// The log really is many segments (Kafka layout: <topic>-<partition>/<base>.log).
@@ -188,7 +136,7 @@ func TestCrashAcks1(t *testing.T) {
 
 // verifyCrash reads every partition from offset 0 and checks it against the acknowledged
 // records.
-func verifyCrash(t *testing.T, addr, when string, acked [crashPartitions][]crashAck) {
+func verifyCrash(t *testing.T, addr, when string, acked [][]crashAck) {
 	t.Helper()
 	parts := make([]int32, crashPartitions)
 	for i := range parts {

@@ -279,87 +279,33 @@ func TestIdempotentProducerBrokerKills(t *testing.T) {
 	}
 	defer cl.Close()
 
-	var (
-		mu       sync.Mutex
-		acked    [partitions][]crashAck
-		nAcked   int
-		failed   int
-		firstErr error
-		nextSeq  [partitions]int64
-		inflight sync.WaitGroup
-	)
-	ackedNow := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return nAcked
-	}
-	stop := make(chan struct{})
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := int32(i % partitions)
-			seq := nextSeq[p]
-			nextSeq[p]++
-			inflight.Add(1)
-			// Background context: a cancelled context would fail buffered records.
-			cl.Produce(context.Background(), &kgo.Record{Topic: crashTopic, Partition: p, Value: crashValue(p, seq)},
-				func(r *kgo.Record, err error) {
-					defer inflight.Done()
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						failed++
-						if firstErr == nil {
-							firstErr = fmt.Errorf("partition %d seq %d: %w", p, seq, err)
-						}
-						return
-					}
-					acked[p] = append(acked[p], crashAck{seq: seq, offset: r.Offset})
-					nAcked++
-				})
-		}
-	}()
-	stopped := false
-	stopProducer := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			<-produced
-		}
-	}
-	defer stopProducer()
+	numbered := newSeqRecords(crashTopic, partitions, crashValue)
+	// Background context: a cancelled context would fail buffered records.
+	run := numbered.start(cl, context.Background())
+	defer run.halt()
 
 	for round := 1; round <= kills+1; round++ {
-		target := ackedNow() + perRound // progress after each restart, before the next kill
-		if !pollUntil(90*time.Second, func() bool { return ackedNow() >= target }) {
-			mu.Lock()
-			n, f, fe := nAcked, failed, firstErr
-			mu.Unlock()
-			t.Fatalf("round %d: %d records acknowledged within 90s, want %d (failed: %d, first: %v)", round, n, target, f, fe)
+		target := numbered.ackedCount() + perRound // progress after each restart, before the next kill
+		if !pollUntil(90*time.Second, func() bool { return numbered.ackedCount() >= target }) {
+			f, fe := numbered.failures()
+			t.Fatalf("round %d: %d records acknowledged within 90s, want %d (failed: %d, first: %v)", round, numbered.ackedCount(), target, f, fe)
 		}
 		if round <= kills {
 			b.kill()
-			t.Logf("round %d: SIGKILL after %d acknowledged records", round, ackedNow())
+			t.Logf("round %d: SIGKILL after %d acknowledged records", round, numbered.ackedCount())
 			b.start()
 		}
 	}
-	stopProducer()
+	run.halt()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
-	inflight.Wait()
+	run.wait()
 
-	mu.Lock()
-	defer mu.Unlock()
-	if failed > 0 {
+	nextSeq, acked := numbered.snapshot()
+	if failed, firstErr := numbered.failures(); failed > 0 {
 		t.Errorf("%d records failed, first: %v (an idempotent producer with unlimited retries should lose none)", failed, firstErr)
 	}
 	got := fetchAll(t, b.addr, crashTopic, partitionList(partitions), 60*time.Second)

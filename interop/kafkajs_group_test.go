@@ -3,9 +3,6 @@ package interop
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,13 +25,7 @@ type kafkajsGroupReport struct {
 // kafkajs's admin client lists, describes, fetches the offsets of, sets offsets for and
 // deletes the Empty group (its setOffsets alone takes 5s, client-side).
 func TestKafkajsGroup(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		need(t, "node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join("node_modules", "kafkajs", "package.json")); err != nil {
-		need(t, "interop/node_modules/kafkajs is missing (run `npm ci` in interop/)")
-	}
+	node := needKafkajs(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "kafkajs-group"

@@ -3,9 +3,6 @@ package interop
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -29,13 +26,7 @@ type kafkajsReport struct {
 // messages with headers), then reads the topic back with franz-go and compares every
 // partition, offset, key, value and header with what kafkajs says it wrote.
 func TestKafkajs(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		need(t, "node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join("node_modules", "kafkajs", "package.json")); err != nil {
-		need(t, "interop/node_modules/kafkajs is missing (run `npm ci` in interop/)")
-	}
+	node := needKafkajs(t)
 	b := startBroker(t)
 
 	const topic = "kafkajs-keyed"

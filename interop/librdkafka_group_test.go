@@ -3,7 +3,6 @@ package interop
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -24,12 +23,7 @@ type librdkafkaGroupReport struct {
 // the group is Empty and lags by the 60 records produced next; a restarted consumer in
 // the group gets exactly those 60 (no committed record again) and commits them.
 func TestLibrdkafkaGroup(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		need(t, "%s not found", systemPython)
-	}
-	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
-	}
+	needLibrdkafka(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	adm := kadm.NewClient(newClient(t, b.addr))
 	env := []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
@@ -101,12 +95,7 @@ func TestLibrdkafkaGroup(t *testing.T) {
 // its commits keep succeeding, it gets the 40 records produced after the restart, and
 // no record is delivered twice.
 func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		need(t, "%s not found", systemPython)
-	}
-	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
-	}
+	needLibrdkafka(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "lrk-group-restart"
@@ -171,12 +160,7 @@ func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 // partitions, consumes the records produced after the kill from every partition and
 // commits them.
 func TestLibrdkafkaGroupMemberKilled(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		need(t, "%s not found", systemPython)
-	}
-	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
-	}
+	needLibrdkafka(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "lrk-group-kill"

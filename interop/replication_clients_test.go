@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,12 +24,7 @@ import (
 // (the partition holds nothing else), and the three replicas must hold the same batches.
 func TestReplicationClientsBrokerKills(t *testing.T) {
 	t.Run("librdkafka", func(t *testing.T) {
-		if _, err := os.Stat(systemPython); err != nil {
-			need(t, "%s not found", systemPython)
-		}
-		if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-			need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
-		}
+		needLibrdkafka(t)
 		replClientKills(t, "lrk", func(seeds, topic string, partitions int32) *lineProc {
 			return startLineProc(t, []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}, systemPython,
 				"replication_librdkafka_test.py", seeds, topic, strconv.Itoa(int(partitions)), "lrk")

@@ -65,44 +65,9 @@ func TestReplicationDurability(t *testing.T) {
 	}
 	defer cl.Close()
 
-	var (
-		mu       sync.Mutex
-		acked    [partitions]int64 // acknowledged records per partition
-		sent     [partitions]int64
-		failed   int
-		firstErr error
-		inflight sync.WaitGroup
-	)
-	stopProduce := make(chan struct{})
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		for i := 0; ; i++ {
-			select {
-			case <-stopProduce:
-				return
-			default:
-			}
-			p := int32(i % partitions)
-			seq := sent[p]
-			sent[p]++
-			inflight.Add(1)
-			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: p, Value: seqValue("d", p, seq)},
-				func(r *kgo.Record, err error) {
-					defer inflight.Done()
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						failed++
-						if firstErr == nil {
-							firstErr = fmt.Errorf("partition %d seq %d: %w", p, seq, err)
-						}
-						return
-					}
-					acked[p]++
-				})
-		}
-	}()
+	numbered := newSeqRecords(topic, partitions, func(p int32, seq int64) []byte { return seqValue("d", p, seq) })
+	run := numbered.start(cl, context.Background())
+	defer run.halt()
 
 	// The consumer reads along; seen[p][offset] is the value it got.
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ClientID("sluice-interop-durability-reader"),
@@ -131,15 +96,6 @@ func TestReplicationDurability(t *testing.T) {
 		}
 	}()
 
-	ackedNow := func() int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		var n int64
-		for _, a := range acked {
-			n += a
-		}
-		return n
-	}
 	// The nemesis: kill a random broker, restart it after a moment, wait until every
 	// ISR is whole and some records were acknowledged since, repeat.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
@@ -147,7 +103,7 @@ func TestReplicationDurability(t *testing.T) {
 	kills := 0
 	for time.Now().Before(deadline) {
 		victim := c.nodes[rng.IntN(len(c.nodes))]
-		before := ackedNow()
+		before := numbered.ackedCount()
 		victim.kill()
 		kills++
 		t.Logf("kill %d: broker %d (SIGKILL) after %d acknowledged records", kills, victim.id, before)
@@ -169,35 +125,31 @@ func TestReplicationDurability(t *testing.T) {
 		})
 		victim.restart()
 		other.waitPartitions(60*time.Second, topic, "every ISR whole again", fullISR(allThree))
-		if !pollUntil(60*time.Second, func() bool { return ackedNow() > before+200 }) {
-			mu.Lock()
-			f, fe := failed, firstErr
-			mu.Unlock()
-			t.Fatalf("no progress after kill %d: %d acknowledged (failed %d, first %v)", kills, ackedNow(), f, fe)
+		if !pollUntil(60*time.Second, func() bool { return numbered.ackedCount() > before+200 }) {
+			f, fe := numbered.failures()
+			t.Fatalf("no progress after kill %d: %d acknowledged (failed %d, first %v)", kills, numbered.ackedCount(), f, fe)
 		}
 	}
-	close(stopProduce)
-	<-produced
+	run.halt()
 	flushCtx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := cl.Flush(flushCtx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
-	inflight.Wait()
+	run.wait()
 	stopConsume()
 	<-consumed
 
-	mu.Lock()
-	defer mu.Unlock()
-	if failed > 0 {
+	sent, acked := numbered.snapshot()
+	if failed, firstErr := numbered.failures(); failed > 0 {
 		t.Errorf("%d records failed, first: %v (an idempotent acks=all producer with unlimited retries loses none)", failed, firstErr)
 	}
 	total := int64(0)
 	for p := range int32(partitions) {
 		vals := readValues(t, c.node(1).addr, topic, p)
 		total += int64(len(vals))
-		if int64(len(vals)) != sent[p] || acked[p] != sent[p] {
-			t.Errorf("partition %d: %d records stored, %d sent, %d acknowledged", p, len(vals), sent[p], acked[p])
+		if int64(len(vals)) != sent[p] || int64(len(acked[p])) != sent[p] {
+			t.Errorf("partition %d: %d records stored, %d sent, %d acknowledged", p, len(vals), sent[p], len(acked[p]))
 		}
 		bad := 0
 		for i, v := range vals {

@@ -2,8 +2,6 @@ package interop
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +16,7 @@ import (
 // read_uncommitted ones see the aborted records too, and the group's committed offsets
 // are the committed transaction's, not the aborted one's.
 func TestLibrdkafkaTransactions(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		need(t, "%s not found", systemPython)
-	}
-	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
-	}
+	needLibrdkafka(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
 
 	start := time.Now()
@@ -43,12 +36,7 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 // exactly the transactions the script saw commit, in order, and the idempotent topic
 // holds every delivered record exactly once at its reported offset, none undelivered.
 func TestLibrdkafkaTransactionsBrokerKills(t *testing.T) {
-	if _, err := os.Stat(systemPython); err != nil {
-		need(t, "%s not found", systemPython)
-	}
-	if out, err := exec.Command(systemPython, "-c", "import confluent_kafka").CombinedOutput(); err != nil {
-		need(t, "%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v\n%s", systemPython, err, out)
-	}
+	needLibrdkafka(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		txnTopic   = "lrk-kill-txn"

@@ -90,6 +90,16 @@ func byProducer(got map[int32][]*kgo.Record) map[string]map[int32][]string {
 	return out
 }
 
+// verify appends a sentinel to every partition, then reads the topic up to them at both
+// isolation levels: read_committed must see exactly the committed transactions and
+// read_uncommitted every one.
+func (l *txnLedger) verify(t *testing.T, addr, topic string, partitions int) {
+	t.Helper()
+	writeSentinels(t, addr, topic, partitions)
+	checkLedger(t, "read_committed", readToSentinels(t, addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), l.committed)
+	checkLedger(t, "read_uncommitted", readToSentinels(t, addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), l.all)
+}
+
 // checkLedger compares what a consumer read with the ledger: for every producer and
 // partition, the same values in the same order.
 func checkLedger(t *testing.T, what string, got map[int32][]*kgo.Record, want map[string]map[int32][]string) {
@@ -203,9 +213,7 @@ func TestTxnAbortedInvisible(t *testing.T) {
 	}
 
 	waitStable(t, b.addr, topic, 30*time.Second)
-	writeSentinels(t, b.addr, topic, partitions)
-	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
-	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
+	ledger.verify(t, b.addr, topic, partitions)
 }
 
 // TestTxnZombieFenced: two franz-go producers with the same transactional id. The first
@@ -425,9 +433,7 @@ func TestTxnConcurrentProducers(t *testing.T) {
 	}
 	t.Logf("%d producers x %d transactions in %s", producers, txns, time.Since(start).Round(time.Millisecond))
 	waitStable(t, b.addr, topic, 30*time.Second)
-	writeSentinels(t, b.addr, topic, partitions)
-	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
-	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
+	ledger.verify(t, b.addr, topic, partitions)
 }
 
 // TestTxnAdminViews checks the inspection APIs through kadm while a franz-go transaction
@@ -595,7 +601,5 @@ func TestTxnSurvivesBrokerKill(t *testing.T) {
 		waitStable(t, b.addr, topic, 60*time.Second)
 	}
 
-	writeSentinels(t, b.addr, topic, partitions)
-	checkLedger(t, "read_committed", readToSentinels(t, b.addr, topic, partitions, kgo.ReadCommitted(), 60*time.Second), ledger.committed)
-	checkLedger(t, "read_uncommitted", readToSentinels(t, b.addr, topic, partitions, kgo.ReadUncommitted(), 60*time.Second), ledger.all)
+	ledger.verify(t, b.addr, topic, partitions)
 }
