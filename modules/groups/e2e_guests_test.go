@@ -22,7 +22,25 @@ func TestMemoryOffsetsRebuiltAtRestart(t *testing.T) {
 	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig+"modules:\n  groups: {use: coordinator, offsets: memory}\n"))
 	want := restartFixture(t, b)
 	b.Restart(t)
-	checkOffsets(t, b.Admin(t), want, "after the restart")
+	adm := b.Admin(t)
+	// A broker that restarted at once (nothing to open) can be ready before its
+	// partitions' leadership settles again: coordinators answer
+	// COORDINATOR_NOT_AVAILABLE until then.
+	waitFor(t, 15*time.Second, "every group's coordinator", func() string {
+		for g := range want {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			offs, err := adm.FetchOffsets(ctx, g)
+			cancel()
+			if err == nil {
+				err = offs.Error()
+			}
+			if err != nil {
+				return g + ": " + err.Error()
+			}
+		}
+		return ""
+	})
+	checkOffsets(t, adm, want, "after the restart")
 	if _, err := os.Stat(filepath.Join(b.DataDir, "groups", "offsets")); !os.IsNotExist(err) {
 		t.Errorf("the memory store left a badger directory: %v", err)
 	}
