@@ -38,8 +38,8 @@ func Info() kernel.ModuleInfo {
 type Module struct {
 	// Assignors are the server-side assignors of KIP-848 groups in the broker's
 	// order of preference (Kafka's group.consumer.assignors); the first is the
-	// default. Each is a built-in's name ("uniform", "range") or an assignor plugin
-	// (a mapping: see AssignorConfig and plugins.go).
+	// default. Each names a groups.assignor guest (the built-ins "uniform", "range")
+	// or is an assignor plugin (a mapping: see AssignorConfig, guests.go, plugins.go).
 	Assignors []AssignorConfig `yaml:"assignors"`
 	// OffsetsRaw picks the offset store, a groups.offsets guest (guests.go): badger
 	// (the default) or memory, by name or as {use: name, ...its settings}.
@@ -63,7 +63,7 @@ type Module struct {
 	assignors      []assignor.Assignor
 	plugins        []*pluginAssignor            // the plugin-backed ones among assignors
 	guests         *kernel.Registry             // the broker's registry; nil if never provisioned
-	offsetsGuest   OffsetsGuest                 // opens store at Start
+	offsetsGuest   OffsetsGuest                 // from OffsetsRaw; opens store at Start
 	poffs          kernel.PartitionOffsets      // nil if replication does not offer it
 	txnLocator     kernel.TxnCoordinatorLocator // nil without a transaction coordinator
 	txnVerifier    kernel.TxnVerifier           // nil if the transaction coordinator does not verify
@@ -200,7 +200,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	return nil
 }
 
-// Validate checks the settings.
+// Validate checks the settings and makes the guests they name (loadGuests).
 func (m *Module) Validate() error {
 	switch {
 	case m.SweepIntervalMs <= 0:
