@@ -156,7 +156,7 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 	for role, use := range defaults {
 		// A default applies only when the registry has it, so a registry with a
 		// smaller module set (tests) composes a smaller broker.
-		if _, ok := reg.Lookup(role + "." + use); ok {
+		if _, ok := reg.lookupIn(role, use); ok {
 			out[role] = moduleSection{role: role, use: use}
 		}
 	}
@@ -171,25 +171,14 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 		switch node.Kind {
 		case 0: // `storage:` with no value
 		case yaml.MappingNode:
-			rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			for i := 0; i+1 < len(node.Content); i += 2 {
-				k, v := node.Content[i], node.Content[i+1]
-				if k.Value == "use" {
-					if v.Kind != yaml.ScalarNode || v.Value == "" {
-						return nil, fmt.Errorf("config: modules.%s.use must be a module name (line %d)", role, v.Line)
-					}
-					sec.use = v.Value
-					continue
-				}
-				rest.Content = append(rest.Content, k, v)
+			use, raw, err := splitUse(&node)
+			if err != nil {
+				return nil, fmt.Errorf("config: modules.%s%w", role, err)
 			}
-			if len(rest.Content) > 0 {
-				b, err := yaml.Marshal(rest)
-				if err != nil {
-					return nil, fmt.Errorf("config: modules.%s: %w", role, err)
-				}
-				sec.raw = b
+			if use != "" {
+				sec.use = use
 			}
+			sec.raw = raw
 		default:
 			return nil, fmt.Errorf("config: modules.%s must be a mapping with a `use:` key (line %d)", role, node.Line)
 		}
@@ -199,7 +188,7 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 		out[role] = sec
 	}
 	for role, sec := range out {
-		if _, ok := reg.Lookup(role + "." + sec.use); !ok {
+		if _, ok := reg.lookupIn(role, sec.use); !ok {
 			known := reg.Names(role)
 			if len(known) == 0 {
 				return nil, fmt.Errorf("config: unknown module role %q", role)
@@ -208,6 +197,37 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 		}
 	}
 	return out, nil
+}
+
+// errBadUse is splitUse's error for a `use:` that is not a name; the caller prefixes
+// the section's path.
+var errBadUse = errors.New(".use must be a module name")
+
+// splitUse splits a mapping section into the name its `use:` key gives ("" when there is
+// none) and the other keys re-encoded for strict decoding (nil when there are none).
+// Role sections (modules.<role>) and guest sections (Registry.NewGuest) share it, so
+// both read `use:` the same way.
+func splitUse(node *yaml.Node) (use string, raw []byte, err error) {
+	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, v := node.Content[i], node.Content[i+1]
+		if k.Value == "use" {
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				return "", nil, fmt.Errorf("%w (line %d)", errBadUse, v.Line)
+			}
+			use = v.Value
+			continue
+		}
+		rest.Content = append(rest.Content, k, v)
+	}
+	if len(rest.Content) == 0 {
+		return use, nil, nil
+	}
+	b, err := yaml.Marshal(rest)
+	if err != nil {
+		return "", nil, fmt.Errorf(": %w", err)
+	}
+	return use, b, nil
 }
 
 // decodeModule decodes raw strictly into the module value m.

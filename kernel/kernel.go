@@ -403,6 +403,7 @@ type modContext struct {
 func (c *modContext) Logger() *slog.Logger { return c.k.log.With("module", c.id) }
 func (c *modContext) Broker() BrokerInfo   { return c.k.info }
 func (c *modContext) Metrics() *Metrics    { return c.k.metric }
+func (c *modContext) Registry() *Registry  { return c.k.reg } // GuestRegistry
 func (c *modContext) Lookup(role string) (Module, error) {
 	return c.k.provision(role)
 }
@@ -434,4 +435,7 @@ func (k *Kernel) claim(owner string, key, minV, maxV int16, h Handler) error {
 	return nil
 }
 
-var _ Context = (*modContext)(nil)
+var (
+	_ Context       = (*modContext)(nil)
+	_ GuestRegistry = (*modContext)(nil)
+)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,7 +18,10 @@ type Module any
 // ModuleInfo names a module implementation and says how to make one.
 //
 // ID is "<role>.<name>", e.g. "storage.segmentlog": the role is the config key under
-// `modules:` and the name is what `use:` selects.
+// `modules:` and the name is what `use:` selects. A guest's ID has more dots,
+// "<namespace>.<name>" with a dotted namespace a host module chose, e.g.
+// "groups.assignor.range": it is no role module, and its host makes it with
+// Registry.NewGuest (guest.go).
 type ModuleInfo struct {
 	ID  string
 	New func() Module // no side effects: the config section is decoded into the result
@@ -59,10 +63,10 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{mods: map[string]ModuleInfo{}} }
 
-// Register adds a module. It panics on a duplicate or malformed ID: that is a programmer
-// error found at startup.
+// Register adds a module or a guest. It panics on a duplicate or malformed ID (an empty
+// dotted segment): that is a programmer error found at startup.
 func (r *Registry) Register(mi ModuleInfo) {
-	if mi.Role() == "" || mi.Name() == "" || mi.New == nil {
+	if mi.Role() == "" || mi.Name() == "" || mi.New == nil || slices.Contains(strings.Split(mi.ID, "."), "") {
 		panic(fmt.Sprintf("kernel: malformed module info %q", mi.ID))
 	}
 	if _, dup := r.mods[mi.ID]; dup {
@@ -74,16 +78,30 @@ func (r *Registry) Register(mi ModuleInfo) {
 // Lookup returns the module registered under id.
 func (r *Registry) Lookup(id string) (ModuleInfo, bool) { mi, ok := r.mods[id]; return mi, ok }
 
-// Names returns the registered names for a role, sorted.
-func (r *Registry) Names(role string) []string {
+// Names returns the registered names for a role, sorted (guests are not listed: see
+// Guests).
+func (r *Registry) Names(role string) []string { return r.Guests(role) }
+
+// Guests returns the names registered directly under namespace, sorted: for
+// "groups.assignor" the "range" of "groups.assignor.range", not deeper IDs. A role is a
+// one-word namespace, so Guests("storage") lists the storage modules.
+func (r *Registry) Guests(namespace string) []string {
 	var out []string
-	for _, mi := range r.mods {
-		if mi.Role() == role {
-			out = append(out, mi.Name())
+	for id := range r.mods {
+		if name, ok := strings.CutPrefix(id, namespace+"."); ok && !strings.Contains(name, ".") {
+			out = append(out, name)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// lookupIn returns the module registered as name directly under namespace.
+func (r *Registry) lookupIn(namespace, name string) (ModuleInfo, bool) {
+	if strings.Contains(name, ".") {
+		return ModuleInfo{}, false
+	}
+	return r.Lookup(namespace + "." + name)
 }
 
 // Context is what a module sees of the kernel while it is provisioned.

@@ -13,8 +13,9 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/assignor"
 )
 
-// AssignorConfig is one item of the module's `assignors:` list: either a built-in
-// assignor's name (a YAML string, e.g. `uniform`) or an assignor plugin (a mapping):
+// AssignorConfig is one item of the module's `assignors:` list: either the name of a
+// groups.assignor guest (a YAML string, e.g. `uniform` or `range`: guests.go) or an
+// assignor plugin (a mapping, which configures the groups.assignor.plugin guest):
 //
 //	assignors:
 //	  - name: rack-aware          # the name clients ask for (ServerAssignor)
@@ -89,19 +90,25 @@ func (c AssignorConfig) MarshalYAML() (any, error) {
 // isPlugin reports whether c configures a plugin.
 func (c AssignorConfig) isPlugin() bool { return c.Plugin != "" }
 
-// validate checks one item.
-func (c AssignorConfig) validate() error {
+// validateName checks what every item needs; an item naming a guest (no `plugin:`)
+// carries nothing else.
+func (c AssignorConfig) validateName() error {
 	if c.Name == "" {
 		return errors.New("an assignor needs a name")
 	}
+	if !c.isPlugin() && (c.SHA256 != "" || c.TimeoutMs != 0 || c.Fallback != "" || len(c.Args) != 0 || len(c.Env) != 0) {
+		return fmt.Errorf("assignor %q: sha256, timeout_ms, fallback, args and env apply to plugins only", c.Name)
+	}
+	return nil
+}
+
+// validate checks a plugin item (the groups.assignor.plugin guest's config).
+func (c AssignorConfig) validate() error {
+	if err := c.validateName(); err != nil {
+		return err
+	}
 	if !c.isPlugin() {
-		if assignor.Builtin(c.Name) == nil {
-			return fmt.Errorf("unknown assignor %q (built-ins: uniform, range; a plugin needs `plugin:`)", c.Name)
-		}
-		if c.SHA256 != "" || c.TimeoutMs != 0 || c.Fallback != "" || len(c.Args) != 0 || len(c.Env) != 0 {
-			return fmt.Errorf("assignor %q: sha256, timeout_ms, fallback, args and env apply to plugins only", c.Name)
-		}
-		return nil
+		return fmt.Errorf("assignor %q: a plugin needs `plugin:`", c.Name)
 	}
 	fi, err := os.Stat(c.Plugin)
 	switch {

@@ -9,7 +9,30 @@
 //	                       Heartbeat, LeaveGroup), pure and clock-driven
 //	groups/consumer        KIP-848 state machine (ConsumerGroupHeartbeat), pure
 //	groups/assignor        server-side assignors of KIP-848 groups
-//	groups/offsets         __consumer_offsets record formats and the badger store
+//	groups/offsets         __consumer_offsets record formats, the View a store
+//	                       offers, the badger Store and the in-memory Memory
+//	groups/offsets/offsetstest  the View conformance suite both stores pass
+//
+// # Guests
+//
+// The module hosts guests (kernel/guest.go, guests.go) in two namespaces; config
+// picks them as `use:` picks a role's module, and an unknown one fails the start with
+// the known ones listed:
+//
+//	groups.assignor.uniform  built-in assignors, by name in `assignors:`
+//	groups.assignor.range
+//	groups.assignor.plugin   an `assignors:` mapping with plugin: (plugins.go)
+//	groups.offsets.badger    the default offset store, <data dir>/groups/offsets
+//	                         (setting: dir)
+//	groups.offsets.memory    offsets in memory only, rebuilt from __consumer_offsets
+//	                         at every load
+//
+//	groups: {use: coordinator, offsets: memory}        # or offsets: {use: memory}
+//	groups: {assignors: [uniform, range, {name: rack-aware, plugin: ./bin/x}]}
+//
+// A guest is made in Validate from the registry the broker was composed from (the
+// module's own guests when a test builds the module by hand); the offset store
+// (OffsetsGuest) is opened at Start and closed at Cleanup.
 //
 // # Where state lives
 //
@@ -19,11 +42,12 @@
 // Every committed offset, deleted offset (tombstone) and classic group metadata
 // record is appended to that partition through kernel.Partitions.Append (the
 // produce leader path with acks=all semantics) and only then applied to the
-// badger store under <data dir>/groups/offsets, which serves OffsetFetch. The
-// log is the truth and the store a view of it: on leadership of a partition
-// (and at every start) the coordinator replays the partition into the store
-// from the store's applied offset + 1. Deleting the store directory therefore
-// loses nothing; the next start rebuilds it.
+// offset store (an offsets.View: by default the badger store under
+// <data dir>/groups/offsets), which serves OffsetFetch. The log is the truth and
+// the store a view of it: on leadership of a partition (and at every start) the
+// coordinator replays the partition into the store from the store's applied
+// offset + 1. Deleting the badger directory therefore loses nothing; the next
+// start rebuilds it, and the memory store is rebuilt so at every start.
 //
 // Classic group membership survives a restart or coordinator move: when a classic
 // group reaches a new Stable generation its full snapshot (classic.Snapshot:
@@ -84,7 +108,7 @@
 // UNSTABLE_OFFSET_COMMIT for partitions with pending offsets; deleting a group or an
 // offset tombstones pending ones too; expiry skips them.
 //
-// A load replays from min(applied offset + 1, offsets.Store.TxnReplayStart), the
+// A load replays from min(applied offset + 1, offsets.View.TxnReplayStart), the
 // first offset of the earliest transactional batch whose marker was not applied,
 // re-applying everything after it in log order: pending offsets survive a restart
 // even when later plain commits moved the applied offset past them (the txnStart
@@ -97,8 +121,9 @@
 //
 // # Assignor plugins
 //
-// The `assignors:` list (the first is the broker's default) takes built-in names and
-// plugin items (AssignorConfig): `{name, plugin, sha256, timeout_ms, fallback, args,
+// The `assignors:` list (the first is the broker's default) takes the names of
+// groups.assignor guests (the built-ins) and plugin items (AssignorConfig, the
+// groups.assignor.plugin guest): `{name, plugin, sha256, timeout_ms, fallback, args,
 // env}`. Validate checks names are unique, the binary exists and is executable, the
 // sha256 is 64 hex characters and the fallback (default uniform) is a built-in. A
 // plugin may take a built-in's name and then replaces it for the clients that ask for

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
@@ -37,9 +37,12 @@ func Info() kernel.ModuleInfo {
 type Module struct {
 	// Assignors are the server-side assignors of KIP-848 groups in the broker's
 	// order of preference (Kafka's group.consumer.assignors); the first is the
-	// default. Each is a built-in's name ("uniform", "range") or an assignor plugin
-	// (a mapping: see AssignorConfig and plugins.go).
+	// default. Each names a groups.assignor guest (the built-ins "uniform", "range")
+	// or is an assignor plugin (a mapping: see AssignorConfig, guests.go, plugins.go).
 	Assignors []AssignorConfig `yaml:"assignors"`
+	// OffsetsRaw picks the offset store, a groups.offsets guest (guests.go): badger
+	// (the default) or memory, by name or as {use: name, ...its settings}.
+	OffsetsRaw yaml.Node `yaml:"offsets"`
 	// SweepIntervalMs is how often the coordinator fires group timers (session and
 	// rebalance timeouts) and checks which __consumer_offsets partitions it leads.
 	SweepIntervalMs int64 `yaml:"sweep_interval_ms"`
@@ -58,12 +61,14 @@ type Module struct {
 	now            func() time.Time
 	assignors      []assignor.Assignor
 	plugins        []*pluginAssignor            // the plugin-backed ones among assignors
+	guests         *kernel.Registry             // the broker's registry; nil if never provisioned
+	offsetsGuest   OffsetsGuest                 // from OffsetsRaw; opens store at Start
 	poffs          kernel.PartitionOffsets      // nil if replication does not offer it
 	txnLocator     kernel.TxnCoordinatorLocator // nil without a transaction coordinator
 	txnVerifier    kernel.TxnVerifier           // nil if the transaction coordinator does not verify
 	groupCfgLogged sync.Map                     // group id + "\x00" + configured assignor → logged once
 
-	store    *offsets.Store
+	store    offsets.View
 	settings atomic.Pointer[settings]
 
 	commits *kernel.Counter
@@ -132,6 +137,9 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 func (m *Module) Provision(ctx kernel.Context) error {
 	m.log = ctx.Logger()
 	m.broker = ctx.Broker()
+	if gr, ok := ctx.(kernel.GuestRegistry); ok {
+		m.guests = gr.Registry()
+	}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -170,7 +178,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	return nil
 }
 
-// Validate checks the settings.
+// Validate checks the settings and makes the guests they name (loadGuests).
 func (m *Module) Validate() error {
 	switch {
 	case m.SweepIntervalMs <= 0:
@@ -182,30 +190,12 @@ func (m *Module) Validate() error {
 	case len(m.Assignors) == 0:
 		return errors.New("groups: assignors must name at least one assignor")
 	}
-	m.assignors, m.plugins = nil, nil
-	seen := map[string]bool{}
-	for _, c := range m.Assignors {
-		if err := c.validate(); err != nil {
-			return fmt.Errorf("groups: assignors: %w", err)
-		}
-		if seen[c.Name] {
-			return fmt.Errorf("groups: assignor %q listed twice", c.Name)
-		}
-		seen[c.Name] = true
-		if c.isPlugin() {
-			p := newPluginAssignor(c)
-			m.plugins = append(m.plugins, p)
-			m.assignors = append(m.assignors, p)
-			continue
-		}
-		m.assignors = append(m.assignors, assignor.Builtin(c.Name))
-	}
-	return nil
+	return m.loadGuests()
 }
 
 // Start opens the offset store and starts the sweeper.
 func (m *Module) Start(ctx context.Context) error {
-	st, err := offsets.Open(filepath.Join(m.broker.DataDir, "groups", "offsets"), m.log.With("component", "badger"))
+	st, err := m.offsetsGuest.OpenOffsets(m.broker, m.log)
 	if err != nil {
 		return fmt.Errorf("groups: open offset store: %w", err)
 	}

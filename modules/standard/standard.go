@@ -14,7 +14,8 @@ import (
 	"github.com/sluicehq/sluice/transforms"
 )
 
-// Register adds every standard module to reg.
+// Register adds every standard module to reg, and the guests they host (the groups
+// module's assignors and offset stores).
 func Register(reg *kernel.Registry) {
 	reg.Register(auth.NoneInfo())
 	reg.Register(segmentlog.Info())
@@ -22,6 +23,9 @@ func Register(reg *kernel.Registry) {
 	reg.Register(metadata.Info())
 	reg.Register(replication.Info())
 	reg.Register(groups.Info())
+	for _, g := range groups.Guests() {
+		reg.Register(g)
+	}
 	reg.Register(transforms.Info())
 	reg.Register(txn.Info())
 }

@@ -1,18 +1,21 @@
-// Package offsets is the durable committed-offset store of the group
-// coordinator: the Kafka __consumer_offsets record format, and a badger/v4
-// store that materializes those records for fast reads and quick restarts.
+// Package offsets is the committed-offset store of the group coordinator: the Kafka
+// __consumer_offsets record format, View (what the coordinator needs of a store), and
+// two Views: Store, a badger/v4 store that materializes those records for fast reads
+// and quick restarts, and Memory, which keeps them in memory only.
 //
-// The log (__consumer_offsets) is the truth; the store is a view of it that a
-// restart completes by replaying the log from AppliedOffset(p)+1.
+// The log (__consumer_offsets) is the truth; a store is a view of it that a load
+// completes by replaying the log from AppliedOffset(p)+1. Store keeps its view across
+// restarts; Memory starts empty (AppliedOffset -1), so every start replays each
+// partition from the log's start. offsetstest is the conformance suite both pass.
 //
-// Usage sketch (not yet wired into the broker):
+// Usage sketch:
 //
-//	s, err := offsets.Open(filepath.Join(dataDir, "groups", "offsets"), log)
+//	s, err := offsets.Open(filepath.Join(dataDir, "groups", "offsets"), log) // or offsets.NewMemory()
 //	defer s.Close()
 //	key := offsets.EncodeOffsetKey("g", "orders", 3)
 //	val := offsets.EncodeOffsetValue(offsets.Committed{Offset: 42, LeaderEpoch: 5, CommitTimestamp: nowMs})
 //	off := appendToConsumerOffsets(p, key, val)     // the caller's replicated append
-//	err = s.Apply(p, key, val, off)                  // or s.Commit(...) when replay is not tracked
+//	err = s.ApplyBatch(p, []offsets.Record{{Key: key, Value: val, Offset: off}})
 //	c, ok, err := s.Fetch("g", "orders", 3)
 //
 // # Record format (__consumer_offsets)
@@ -116,6 +119,8 @@
 //     ApplyMarker apply whatever they are given (a replay from TxnReplayStart
 //     re-applies that stretch of the log in log order) and never lower it.
 //   - A store written before the 'r' key existed has none: nothing was pending.
+//   - Memory applies exactly as Store (same decoding, skips and all-or-none
+//     batches); offsetstest holds both to it.
 //
 // # Concurrency
 //
@@ -125,4 +130,6 @@
 // offset). ExpireOffsets holds writes off while it judges and deletes one
 // group, so a commit racing it is never deleted unjudged. Lock order: applyMu,
 // expireMu, mu. Close waits for running calls; later calls return ErrClosed.
+// Memory has one RWMutex: an apply holds it exclusively from its applied-offset
+// check to its last write, reads hold it shared.
 package offsets

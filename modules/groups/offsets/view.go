@@ -1,0 +1,46 @@
+package offsets
+
+// View is what the group coordinator needs of an offsets store: the materialized view
+// of __consumer_offsets it serves OffsetFetch from and applies the log to. The log is
+// the truth; a View only says how much of each partition it holds (AppliedOffset,
+// TxnReplayStart), and the coordinator's load replays the rest. Store (badger, kept
+// across restarts) and Memory (rebuilt from the log at every start) implement it;
+// offsetstest is the conformance suite both pass.
+//
+// Every method is safe for concurrent use. After Close, the reads and applies return
+// an error wrapping ErrClosed.
+type View interface {
+	// Fetch returns the committed offset of one partition, and whether there is one.
+	Fetch(group, topic string, partition int32) (Committed, bool, error)
+	// FetchGroup returns every committed offset of group (empty, not nil, if none).
+	FetchGroup(group string) (map[TopicPartition]Committed, error)
+	// GroupMetadata returns the group metadata last applied for group.
+	GroupMetadata(group string) (GroupMetadata, bool, error)
+	// Groups returns, sorted, every group with offsets or metadata.
+	Groups() ([]string, error)
+
+	// ApplyBatch applies records of one __consumer_offsets partition, ascending
+	// offsets, all or none; records at or below AppliedOffset are skipped.
+	ApplyBatch(partition int32, recs []Record) error
+	// Reapply is ApplyBatch without the skip; the applied offset never moves back.
+	Reapply(partition int32, recs []Record) error
+	// ApplyMarker applies a transaction's end at log offset marker: recs take effect,
+	// the applied offset moves to marker if higher, TxnReplayStart becomes txnStart
+	// (< 0: none).
+	ApplyMarker(partition int32, recs []Record, marker, txnStart int64) error
+	// AppliedOffset is the log offset of the last record applied, -1 if none.
+	AppliedOffset(partition int32) int64
+	// TxnReplayStart is the first offset of the earliest transactional batch whose
+	// marker was pending when it was last set; ok is false if none.
+	TxnReplayStart(partition int32) (int64, bool)
+	// SetTxnReplayStart sets TxnReplayStart (off < 0: none pending).
+	SetTxnReplayStart(partition int32, off int64) error
+
+	// Close releases the store; a second Close is a no-op.
+	Close() error
+}
+
+var (
+	_ View = (*Store)(nil)
+	_ View = (*Memory)(nil)
+)
