@@ -8,7 +8,7 @@
 #   scripts/gen-proto.sh            # or: go generate ./plugins/assignor/proto
 set -eu
 
-PROTOC_GEN_GO_VERSION=v1.36.12     # google.golang.org/protobuf, = go.mod
+PROTOC_GEN_GO_VERSION=v1.36.12     # google.golang.org/protobuf, = plugins/assignor/go.mod
 PROTOC_GEN_GO_GRPC_VERSION=v1.5.1  # google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 root=$(cd "$(dirname "$0")/.." && pwd)
