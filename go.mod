@@ -10,16 +10,15 @@ require (
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/redpanda-data/redpanda/src/transform-sdk/go/transform v1.1.0
+	github.com/sluicehq/sluice/plugins/assignor v0.0.0-00010101000000-000000000000
+	github.com/sluicehq/sluice/sdk-wasm v0.0.0-00010101000000-000000000000
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
-	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.48.0
-	google.golang.org/grpc v1.85.0
-	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -46,4 +45,13 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+// The SDKs are modules of this repository (see go.work); the replaces let this
+// module build and tidy on its own too (go mod tidy ignores go.work).
+replace (
+	github.com/sluicehq/sluice/plugins/assignor => ./plugins/assignor
+	github.com/sluicehq/sluice/sdk-wasm => ./sdk-wasm
 )

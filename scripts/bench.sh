@@ -17,10 +17,10 @@
 #   e2eu / e2ek    e2e at 20k records/s of 1 KiB, acks=all, 20 s (2 s warm-up), unkeyed / keyed
 #   e2ew           e2ek over a topic of 1,000 partitions (the RSS and GC figure; the
 #                  peak RSS column is the broker's peak so far, and this case runs last)
-# The ceiling broker (kfakeref.Front in front of a kfake) stores nothing and does next to
-# nothing per request: produce is acknowledged unread, and its consumers read synthetic
-# batches of the same record size (bounded by --records) from one pre-encoded response.
-# It has no e2e.
+# The ceiling broker (bench/internal/kfakeref.Front in front of a kfake) stores nothing
+# and does next to nothing per request: produce is acknowledged unread, and its consumers
+# read synthetic batches of the same record size (bounded by --records) from one
+# pre-encoded response. It has no e2e.
 #
 # Each broker process runs with GODEBUG=gctrace=1, so the table can show its longest GC
 # stop-the-world pause during each case. Output: the table on stdout; the raw JSON lines,
@@ -92,7 +92,8 @@ log "build (go build -o $WORK/bin)"
 mkdir -p "$WORK/bin"
 go build -o "$WORK/bin/sluice" ./cmd/sluice
 go build -o "$WORK/bin/sluice-bench" ./cmd/sluice-bench
-go build -o "$WORK/bin/sluice-kfake" ./internal/kfakeref/cmd/sluice-kfake
+# sluice-kfake is in the bench/ module (its own go.mod, so kfake stays out of the broker's)
+go build -C bench -o "$WORK/bin/sluice-kfake" ./cmd/sluice-kfake
 BENCH="$WORK/bin/sluice-bench"
 
 # ---- brokers ---------------------------------------------------------------------------

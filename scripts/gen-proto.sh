@@ -6,9 +6,12 @@
 # into a cache directory, not into your GOBIN.
 #
 #   scripts/gen-proto.sh            # or: go generate ./plugins/assignor/proto
+#
+# SLUICE_PROTO_OUT=DIR writes the generated files to DIR instead (scripts/test.sh does,
+# to check that the committed ones are what the pinned generators write).
 set -eu
 
-PROTOC_GEN_GO_VERSION=v1.36.12     # google.golang.org/protobuf, = go.mod
+PROTOC_GEN_GO_VERSION=v1.36.12     # google.golang.org/protobuf, = plugins/assignor/go.mod
 PROTOC_GEN_GO_GRPC_VERSION=v1.5.1  # google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,9 +32,10 @@ install_tool protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$
 command -v protoc >/dev/null || { echo "gen-proto: protoc not found (apt-get install -y protobuf-compiler)" >&2; exit 1; }
 
 cd "$root"
+out=${SLUICE_PROTO_OUT:-plugins/assignor/proto}
 PATH="$bin:$PATH" protoc \
 	--proto_path=plugins/assignor/proto \
-	--go_out=plugins/assignor/proto --go_opt=paths=source_relative \
-	--go-grpc_out=plugins/assignor/proto --go-grpc_opt=paths=source_relative \
+	--go_out="$out" --go_opt=paths=source_relative \
+	--go-grpc_out="$out" --go-grpc_opt=paths=source_relative \
 	plugins/assignor/proto/assignor.proto
-gofmt -l plugins/assignor/proto
+gofmt -l "$out"

@@ -3,9 +3,17 @@
 #
 #   ./scripts/test.sh
 #
-# Steps: install (apt: kcat, python3-confluent-kafka; npm ci in interop/; staticcheck),
-# gofmt, go vet, staticcheck, go test -race (every package but interop), a short fuzz run
-# of every Fuzz target, then the interop suite (real clients against a real broker).
+# Steps: install (apt: kcat, python3-confluent-kafka, protobuf-compiler; npm ci in
+# interop/; staticcheck), gofmt, go mod tidy drift and a standalone build of every module,
+# generated-proto freshness, go vet, staticcheck, go test -race (every package but
+# interop), a short fuzz run of every Fuzz target, then the interop suite (real clients
+# against a real broker).
+#
+# The repository has several Go modules (the broker at the root, sdk-wasm,
+# plugins/assignor, bench), tied together by the committed go.work. Every go step runs in
+# every module's directory (the root's ./... does not reach the others, go.work or not),
+# in workspace mode as a developer's checkout is; the tidy step also builds each module
+# with GOWORK=off, as a user's go get sees it.
 # A failing check does not stop the later ones; the summary at the end lists them all and
 # the exit status is non-zero if any failed. A failing install stops the run.
 #
@@ -23,7 +31,7 @@ set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
 FUZZTIME=${SLUICE_FUZZTIME:-4s}
-APT_PACKAGES=(kcat python3-confluent-kafka)
+APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
@@ -80,6 +88,7 @@ install_apt() {
 	local missing=()
 	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 	dpkg -s python3-confluent-kafka >/dev/null 2>&1 || missing+=(python3-confluent-kafka)
+	command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler) # the proto freshness check
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		missing+=(nodejs npm)
 	fi
@@ -140,6 +149,7 @@ log "versions"
 	/usr/bin/python3 -c 'import confluent_kafka as c; print("confluent-kafka", c.version()[0], "librdkafka", c.libversion()[0])' 2>/dev/null
 	command -v node >/dev/null 2>&1 && echo "node $(node --version), npm $(npm --version)"
 	command -v staticcheck >/dev/null 2>&1 && staticcheck -version
+	command -v protoc >/dev/null 2>&1 && protoc --version
 } || true
 
 # ---- checks ------------------------------------------------------------------------
@@ -174,6 +184,48 @@ in_modules() {
 		(cd "$dir" && "$@") || failed=1
 	done
 	return "$failed"
+}
+
+# tidy_and_build (in one module's directory): go mod tidy would change nothing (tidy
+# ignores go.work: it judges the module alone), and the module builds without go.work, as
+# it does for someone who go gets it (its go.mod must replace the repository's other
+# modules it needs with their directories).
+tidy_and_build() {
+	local out
+	if ! out=$(go mod tidy -diff) || [ -n "$out" ]; then
+		printf '%s\n' "$out"
+		echo "go.mod or go.sum of $(pwd) is not tidy: run go mod tidy there" >&2
+		return 1
+	fi
+	GOWORK=off go build ./...
+}
+
+# check_proto regenerates the assignor plugin's Go code with the pinned generators
+# (scripts/gen-proto.sh) into a temp dir and fails if it differs from what is committed,
+# or if the protoc-gen-go pin is not the protobuf version plugins/assignor/go.mod uses.
+check_proto() {
+	if ! command -v protoc >/dev/null 2>&1; then
+		echo "protoc is not installed (apt-get install protobuf-compiler, or run without SLUICE_SKIP_INSTALL=1)" >&2
+		return 1
+	fi
+	local pin mod tmp rc=0 f
+	pin=$(sed -n 's/^PROTOC_GEN_GO_VERSION=\(v[^ ]*\).*/\1/p' scripts/gen-proto.sh)
+	mod=$(cd plugins/assignor && go list -m -f '{{.Version}}' google.golang.org/protobuf)
+	if [ "$pin" != "$mod" ]; then
+		echo "scripts/gen-proto.sh pins protoc-gen-go $pin, plugins/assignor/go.mod uses protobuf $mod: make them agree and regenerate" >&2
+		rc=1
+	fi
+	tmp=$(mktemp -d)
+	SLUICE_PROTO_OUT="$tmp" sh scripts/gen-proto.sh
+	for f in assignor.pb.go assignor_grpc.pb.go; do
+		if ! diff -u "plugins/assignor/proto/$f" "$tmp/$f"; then
+			echo "plugins/assignor/proto/$f is not what scripts/gen-proto.sh generates from assignor.proto: run it and commit the result" >&2
+			rc=1
+		fi
+	done
+	rm -rf "$tmp"
+	[ "$rc" -eq 0 ] && echo "generated proto code: fresh"
+	return "$rc"
 }
 
 check_staticcheck() {
@@ -256,6 +308,8 @@ interop() {
 }
 
 step "gofmt -l" check_gofmt
+step "go mod tidy -diff, GOWORK=off build" in_modules tidy_and_build
+step "generated proto freshness" check_proto
 step "go vet ./..." in_modules go vet ./...
 step "staticcheck ./..." check_staticcheck
 step "go test -race ./... (not interop)" in_modules race_tests

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/kfakeref"
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
@@ -93,36 +92,5 @@ configs:
 	if e.Sent < 500 || e.Records != e.Sent || e.Lost != 0 || e.Duplicates != 0 || e.Latency == nil ||
 		e.Latency.Count != uint64(e.Measured) || e.Measured < 400 || e.Latency.P50 <= 0 || e.Latency.Max < e.Latency.P999 {
 		t.Fatalf("e2e: %+v latency %+v", e, e.Latency)
-	}
-}
-
-// Against the reference brokers of scripts/bench.sh, in-process: kfake storing records,
-// and the ceiling that discards them (its consumer reads synthetic records).
-func TestAgainstKfake(t *testing.T) {
-	ref, err := kfakeref.Start(kfakeref.Options{Mode: kfakeref.Reference, DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	addr := ref.ListenAddrs()[0]
-	p := benchRun(t, "produce", "--brokers", addr, "--topic", "k", "--records", "2000", "--partitions", "2", "--progress", "0")
-	c := benchRun(t, "consume", "--brokers", addr, "--topic", "k", "--progress", "0")
-	if p.Records != 2000 || c.Records != 2000 || c.Bytes != p.Bytes {
-		t.Fatalf("kfake reference: produced %d (%d B), consumed %d (%d B)", p.Records, p.Bytes, c.Records, c.Bytes)
-	}
-
-	ceil, err := kfakeref.Start(kfakeref.Options{Mode: kfakeref.Ceiling, SyntheticRecordBytes: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ceil.Close()
-	addr = ceil.ListenAddrs()[0]
-	p = benchRun(t, "produce", "--brokers", addr, "--topic", "k", "--records", "2000", "--progress", "0", "--acks", "all")
-	if p.Records != 2000 {
-		t.Fatalf("ceiling produce: %d", p.Records)
-	}
-	c = benchRun(t, "consume", "--brokers", addr, "--topic", "k", "--records", "5000", "--partitions", "1", "--progress", "0")
-	if c.Records < 5000 || c.Bytes < 5000*100 {
-		t.Fatalf("ceiling consume: %d records %d bytes", c.Records, c.Bytes)
 	}
 }

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/internal/kfakeref"
 )
 
 // usageError is a flag error: the command prints it (unless the flag package already
@@ -179,7 +178,7 @@ func (p *producerFlags) finish(minRecordSize int) error {
 	if need := p.recordSize + 128; p.batchSize < need || p.batchSize > 1<<30 {
 		return usageErr("--batch-size %d: want %d (one %d-byte record and its framing) to %d", p.batchSize, need, p.recordSize, 1<<30)
 	}
-	codec, err := kfakeref.Codec(p.compression)
+	codec, err := compressionCodec(p.compression)
 	if err != nil {
 		return usageErr("--%v", err)
 	}
@@ -343,4 +342,17 @@ func parseE2E(args []string, stderr io.Writer) (*e2eConfig, error) {
 		return nil, usageErr("e2e needs acknowledged records to count losses: --acks 1 or all")
 	}
 	return c, nil
+}
+
+// compressionCodec returns kgo's codec called name (none or "", gzip, snappy, lz4, zstd).
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	names := []string{"none", "gzip", "snappy", "lz4", "zstd"}
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
+	if name == "" {
+		name = "none"
+	}
+	if i := slices.Index(names, strings.ToLower(name)); i >= 0 {
+		return codecs[i], nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }

@@ -1,39 +1,87 @@
 // Package archtest checks the import graph: the kernel imports no module, and modules
 // reach each other only through interfaces the kernel defines (never by importing
 // another module's package). modules/standard, which registers them all, and the test
-// harness are the exceptions.
+// harness are the exceptions. The repository's other Go modules (the SDKs, the
+// benchmark reference) import nothing of this repository outside themselves: an SDK's
+// go get must not pull in the broker.
 package archtest
 
 import (
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 const mod = "github.com/sluicehq/sluice/"
 
-func TestImportGraph(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"...").CombinedOutput()
+// goModules returns the directory of every go.mod in the repository, relative to its
+// root ("." for the broker's), skipping testdata and node_modules.
+func goModules(t *testing.T, root string) []string {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.Name() == "go.mod" {
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			dirs = append(dirs, filepath.ToSlash(rel))
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) < 5 {
-		t.Fatalf("go list found only %d packages", len(lines))
+	return dirs
+}
+
+func TestImportGraph(t *testing.T) {
+	root := filepath.Join("..", "..")
+	modules := goModules(t, root)
+	if len(modules) < 3 {
+		t.Fatalf("found only the Go modules %v", modules)
 	}
-	for _, line := range lines {
-		f := strings.Fields(line)
-		pkg, imports := strings.TrimPrefix(f[0], mod), f[1:]
-		for _, imp := range imports {
-			if !strings.HasPrefix(imp, mod) {
-				continue
-			}
-			imp = strings.TrimPrefix(imp, mod)
-			if msg := violation(pkg, imp); msg != "" {
-				t.Errorf("%s imports %s: %s", pkg, imp, msg)
+	for _, dir := range modules {
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+		cmd.Dir = filepath.Join(root, dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list in %s: %v\n%s", dir, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if dir == "." && len(lines) < 5 {
+			t.Fatalf("go list found only %d packages", len(lines))
+		}
+		for _, line := range lines {
+			f := strings.Fields(line)
+			pkg, imports := strings.TrimPrefix(f[0], mod), f[1:]
+			for _, imp := range imports {
+				if !strings.HasPrefix(imp, mod) {
+					continue
+				}
+				imp = strings.TrimPrefix(imp, mod)
+				if msg := crossModule(dir, imp); msg != "" {
+					t.Errorf("%s imports %s: %s", pkg, imp, msg)
+				} else if msg := violation(pkg, imp); dir == "." && msg != "" {
+					t.Errorf("%s imports %s: %s", pkg, imp, msg)
+				}
 			}
 		}
 	}
+}
+
+// crossModule says what is wrong with a package of the Go module in dir (relative to
+// the repository root) importing imp (a path below mod); "" when nothing is.
+func crossModule(dir, imp string) string {
+	if dir == "." || imp == dir || strings.HasPrefix(imp, dir+"/") {
+		return ""
+	}
+	return "the module " + dir + " imports nothing of the repository outside itself (an SDK must not pull in the broker)"
 }
 
 // moduleOf returns "storage" for "modules/storage/segmentlog", "transforms" for
@@ -57,10 +105,9 @@ func violation(pkg, imp string) string {
 		return "the kernel imports no module and no internal package"
 	case pkg == "modules/standard" || pkg == "internal/testbroker" || strings.HasPrefix(pkg, "cmd/"):
 		return ""
-	case strings.HasPrefix(pkg, "plugins/") || strings.HasPrefix(pkg, "examples/"):
-		// The plugin SDK and the examples are for code outside the broker: they may
-		// use a module's public types (the assignor SDK aliases the groups module's
-		// assignor types, so plugins and built-ins share one shape).
+	case strings.HasPrefix(pkg, "examples/"):
+		// The examples are for code outside the broker: they may use a module's
+		// public types.
 		return ""
 	case impMod != "" && moduleOf(pkg) != impMod:
 		return "modules reach each other through kernel interfaces, not imports"
@@ -84,11 +131,26 @@ func TestViolationRules(t *testing.T) {
 		{"modules/replication", "transforms", true},
 		{"transforms", "transforms/wasm", false},
 		{"kernel", "transforms/wasm", true},
-		{"plugins/assignor", "modules/groups/assignor", false},
+		{"examples/assignors/rack-aware", "modules/groups/assignor", false},
 		{"internal/kconfig", "modules/groups/assignor", true},
 	} {
 		if got := violation(tc.pkg, tc.imp) != ""; got != tc.bad {
 			t.Errorf("violation(%s, %s) = %v, want %v", tc.pkg, tc.imp, got, tc.bad)
+		}
+	}
+	for _, tc := range []struct {
+		dir, imp string
+		bad      bool
+	}{
+		{".", "plugins/assignor", false},
+		{"plugins/assignor", "plugins/assignor/proto", false},
+		{"plugins/assignor", "plugins/assignor", false},
+		{"plugins/assignor", "modules/groups/assignor", true},
+		{"plugins/assignor", "plugins/assignorx", true},
+		{"sdk-wasm", "internal/recordbatch", true},
+	} {
+		if got := crossModule(tc.dir, tc.imp) != ""; got != tc.bad {
+			t.Errorf("crossModule(%s, %s) = %v, want %v", tc.dir, tc.imp, got, tc.bad)
 		}
 	}
 }

@@ -291,11 +291,84 @@ func connect(c *plugin.Client) (assignor.Assignor, error) {
 	if err != nil {
 		return nil, err
 	}
-	impl, ok := raw.(assignor.Assignor)
+	impl, ok := raw.(pluginsdk.Assignor)
 	if !ok {
 		return nil, fmt.Errorf("plugin dispensed %T, not an assignor", raw)
 	}
-	return impl, nil
+	return sdkAssignor{impl}, nil
+}
+
+// sdkAssignor is a dispensed plugin client seen as one of ours: the plugin SDK owns
+// its contract types (it is its own module and imports nothing of the broker), so
+// each call converts the Input to the SDK's types and the answer back. The
+// conversion shares slices instead of copying them: the SDK's Client only reads the
+// Input (to encode it) and builds the answer afresh.
+type sdkAssignor struct{ c pluginsdk.Assignor }
+
+func (s sdkAssignor) Name() string { return s.c.Name() }
+
+func (s sdkAssignor) Assign(ctx context.Context, in assignor.Input) (assignor.Assignment, error) {
+	out, err := s.c.Assign(ctx, toSDKInput(in))
+	if err != nil {
+		if errors.Is(err, pluginsdk.ErrInvalidInput) {
+			return nil, invalidInput{err}
+		}
+		return nil, err
+	}
+	return fromSDKAssignment(out), nil
+}
+
+// invalidInput is an error of the SDK that wraps its ErrInvalidInput, made to wrap
+// ours too; its text is unchanged.
+type invalidInput struct{ err error }
+
+func (e invalidInput) Error() string   { return e.err.Error() }
+func (e invalidInput) Unwrap() []error { return []error{e.err, assignor.ErrInvalidInput} }
+
+// toSDKInput converts in to the plugin SDK's types, keeping nil and empty apart.
+func toSDKInput(in assignor.Input) pluginsdk.Input {
+	var out pluginsdk.Input
+	if in.Members != nil {
+		out.Members = make([]pluginsdk.Member, len(in.Members))
+	}
+	for i, m := range in.Members {
+		out.Members[i] = pluginsdk.Member{ID: m.ID, InstanceID: m.InstanceID, Rack: m.Rack,
+			Topics: m.Topics, Current: rekey[pluginsdk.TopicID](m.Current)}
+	}
+	if in.Topics != nil {
+		out.Topics = make(map[pluginsdk.TopicID]pluginsdk.Topic, len(in.Topics))
+	}
+	for id, t := range in.Topics {
+		out.Topics[pluginsdk.TopicID(id)] = pluginsdk.Topic{ID: pluginsdk.TopicID(t.ID), Name: t.Name,
+			Partitions: t.Partitions, PartitionRacks: t.PartitionRacks,
+			PartitionEndOffsets: t.PartitionEndOffsets, PartitionLag: t.PartitionLag}
+	}
+	return out
+}
+
+// fromSDKAssignment converts a plugin's answer to our types, keeping nil and empty
+// apart.
+func fromSDKAssignment(a pluginsdk.Assignment) assignor.Assignment {
+	if a == nil {
+		return nil
+	}
+	out := make(assignor.Assignment, len(a))
+	for member, tps := range a {
+		out[member] = rekey[assignor.TopicID](tps)
+	}
+	return out
+}
+
+// rekey converts a topic id → partitions map between the two TopicID types.
+func rekey[To, From ~[16]byte](m map[From][]int32) map[To][]int32 {
+	if m == nil {
+		return nil
+	}
+	out := make(map[To][]int32, len(m))
+	for id, ps := range m {
+		out[To(id)] = ps
+	}
+	return out
 }
 
 // checkName warns when the plugin calls itself something else than its configured

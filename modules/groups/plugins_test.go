@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +22,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/modules/groups/assignor"
+	pluginsdk "github.com/sluicehq/sluice/plugins/assignor"
+	"github.com/sluicehq/sluice/plugins/assignor/assignortest"
 )
 
 var (
@@ -418,5 +422,80 @@ func TestPluginAssignorStopWaitsForCalls(t *testing.T) {
 	}
 	if ProcessAlive(pid) {
 		t.Fatalf("plugin process %d alive after shutdown", pid)
+	}
+}
+
+// The plugin SDK owns its types: the host's conversion must carry every field both
+// ways. The two sets of types have the same JSON form, so a value and its conversion
+// encode alike; the field counts catch a field added on one side only.
+func TestSDKConversion(t *testing.T) {
+	for _, pair := range [][2]any{
+		{assignor.Input{}, pluginsdk.Input{}},
+		{assignor.Member{}, pluginsdk.Member{}},
+		{assignor.Topic{}, pluginsdk.Topic{}},
+	} {
+		a, b := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		if a.NumField() != b.NumField() {
+			t.Errorf("%v has %d fields, %v %d: convert the new ones in plugins.go", a, a.NumField(), b, b.NumField())
+		}
+	}
+	x, y := assignor.TopicID{1, 2, 3}, assignor.TopicID{9}
+	in := assignor.Input{
+		Members: []assignor.Member{
+			{ID: "m1", InstanceID: "i1", Rack: "r1", Topics: []string{"a", "b"}, Current: map[assignor.TopicID][]int32{x: {0, 2}, y: nil}},
+			{ID: "m2", Topics: []string{}},
+		},
+		Topics: map[assignor.TopicID]assignor.Topic{
+			x: {ID: x, Name: "a", Partitions: 3, PartitionRacks: [][]string{{"r1"}, nil, {"r2", "r3"}},
+				PartitionEndOffsets: []int64{1, 2, 3}, PartitionLag: []int64{0, -1, 7}},
+			y: {ID: y, Name: "b"},
+		},
+	}
+	sameJSON := func(what string, a, b any) {
+		t.Helper()
+		ja, err1 := json.Marshal(a)
+		jb, err2 := json.Marshal(b)
+		if err1 != nil || err2 != nil || !bytes.Equal(ja, jb) {
+			t.Errorf("%s: %s (%v)\nconverted: %s (%v)", what, ja, err1, jb, err2)
+		}
+	}
+	sameJSON("input", in, toSDKInput(in))
+	sameJSON("zero input", assignor.Input{}, toSDKInput(assignor.Input{}))
+	if got := toSDKInput(assignor.Input{}); got.Members != nil || got.Topics != nil {
+		t.Errorf("zero input converted to %+v", got)
+	}
+	a := pluginsdk.Assignment{"m1": {pluginsdk.TopicID(x): {0, 2}}, "m2": {}}
+	sameJSON("assignment", a, fromSDKAssignment(a))
+	if got := fromSDKAssignment(a); got["m2"] == nil || fromSDKAssignment(nil) != nil {
+		t.Errorf("nil and empty not kept apart: %#v", got)
+	}
+
+	// An SDK error wrapping its ErrInvalidInput wraps ours too, with the same text.
+	err := fmt.Errorf("plugin: %w", pluginsdk.ErrInvalidInput)
+	if _, got := (sdkAssignor{failing{err}}).Assign(context.Background(), in); !errors.Is(got, assignor.ErrInvalidInput) ||
+		!errors.Is(got, pluginsdk.ErrInvalidInput) || got.Error() != err.Error() {
+		t.Errorf("invalid input error became %v", got)
+	}
+}
+
+type failing struct{ err error }
+
+func (failing) Name() string { return "failing" }
+func (f failing) Assign(context.Context, pluginsdk.Input) (pluginsdk.Assignment, error) {
+	return nil, f.err
+}
+
+// The built-ins, served by the test plugin (which converts to and from the SDK's
+// types), pass the SDK's standard suite through the process boundary: what the
+// SDK's own tests ran in process while its types were ours.
+func TestBuiltinsPassSDKSuite(t *testing.T) {
+	bin := BuildTestAssignorPlugin(t)
+	for _, name := range []string{"uniform", "range"} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), "SLUICE_TEST_ASSIGNOR_MODE="+name)
+			c, _ := assignortest.Launch(t, cmd)
+			assignortest.Suite(t, c)
+		})
 	}
 }

@@ -126,7 +126,7 @@ func AssignmentToProto(a Assignment) *pb.AssignResponse {
 // AssignmentFromProto converts a wire response to an Assignment. A topic id
 // that is not 16 bytes, a member listed twice or a topic listed twice for one
 // member is an error. The result is not checked against any Input: that is
-// the host's job (groupsassignor.Check).
+// the host's job (Check).
 func AssignmentFromProto(resp *pb.AssignResponse) (Assignment, error) {
 	out := make(Assignment, len(resp.GetMembers()))
 	for _, pm := range resp.GetMembers() {

@@ -17,13 +17,18 @@
 //
 //	func main() { assignor.Serve(sticky{}) }
 //
-// The types are aliases of the broker's own (modules/groups/assignor), whose
-// documentation states the contract: the answer must pass Check (the broker
-// runs it on every answer and falls back to a built-in assignor otherwise),
-// Assign must not modify its Input, and it is called concurrently for
-// different groups. Test an assignor in process with the assignortest package
-// before building the binary. Log with Logger (stderr; stdout belongs to
-// go-plugin): the broker merges plugin logs into its own.
+// The package owns the contract: Assignor, Input, Assignment and the rules
+// Validate and Check apply (the broker converts its own types to these and
+// runs the same rules on every answer, falling back to a built-in assignor
+// when an answer fails them). Assign must not modify its Input, and it is
+// called concurrently for different groups. Test an assignor in process with
+// the assignortest package before building the binary. Log with Logger
+// (stderr; stdout belongs to go-plugin): the broker merges plugin logs into
+// its own.
+//
+// The SDK is its own Go module (github.com/sluicehq/sluice/plugins/assignor)
+// and imports nothing from the broker, so a plugin's go get pulls go-plugin,
+// gRPC and protobuf, not the broker's dependencies.
 //
 // The host side (the broker) uses Plugin and Client: Plugin is the
 // go-plugin plugin for both sides, Client the dispensed Assignor. The wire

@@ -14,19 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	groupsassignor "github.com/sluicehq/sluice/modules/groups/assignor"
 	pb "github.com/sluicehq/sluice/plugins/assignor/proto"
-)
-
-// Types are the built-in assignors' types (aliases), so plugin authors import
-// only this package.
-type (
-	Assignor   = groupsassignor.Assignor
-	Input      = groupsassignor.Input
-	Member     = groupsassignor.Member
-	Topic      = groupsassignor.Topic
-	TopicID    = groupsassignor.TopicID
-	Assignment = groupsassignor.Assignment
 )
 
 // ProtocolVersion is the version of the plugin protocol: the go-plugin
@@ -139,11 +127,11 @@ var _ Assignor = (*Client)(nil)
 func (c *Client) Name() string { return c.name }
 
 // Assign sends in to the plugin and returns its assignment. The result is
-// converted but not checked against in: run groupsassignor.Check on it. When
-// ctx ends first the error wraps ctx.Err(); when the plugin rejects in (its
-// error wraps groupsassignor.ErrInvalidInput) the error wraps
-// groupsassignor.ErrInvalidInput too. An invalid in (see Validate) is
-// rejected without a call.
+// converted but not checked against in: run Check on it (the broker runs its
+// own). When ctx ends first the error wraps ctx.Err(); when the plugin
+// rejects in (its error wraps ErrInvalidInput) the error wraps
+// ErrInvalidInput too. An invalid in (see Validate) is rejected without a
+// call.
 func (c *Client) Assign(ctx context.Context, in Input) (Assignment, error) {
 	// Some invalid inputs (a Topics key that differs from its topic's id)
 	// cannot be sent, so the host side checks them all.
@@ -162,7 +150,7 @@ func (c *Client) Assign(ctx context.Context, in Input) (Assignment, error) {
 			return nil, fmt.Errorf("assignor plugin %q: %w: %v", c.name, context.Canceled, err)
 		}
 		if st, ok := status.FromError(err); ok && st.Code() == codes.InvalidArgument {
-			return nil, fmt.Errorf("assignor plugin %q: %w: %s", c.name, groupsassignor.ErrInvalidInput, st.Message())
+			return nil, fmt.Errorf("assignor plugin %q: %w: %s", c.name, ErrInvalidInput, st.Message())
 		}
 		return nil, fmt.Errorf("assignor plugin %q: %w", c.name, err)
 	}
@@ -195,7 +183,7 @@ func (s *server) Assign(ctx context.Context, req *pb.AssignRequest) (resp *pb.As
 		if ctx.Err() != nil {
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
-		if errors.Is(err, groupsassignor.ErrInvalidInput) {
+		if errors.Is(err, ErrInvalidInput) {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 		return nil, status.Error(codes.Unknown, err.Error())

@@ -5,23 +5,20 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	groupsassignor "github.com/sluicehq/sluice/modules/groups/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor/assignortest"
 )
 
 // When the test binary is started with this variable set, it is a plugin
-// (see TestMain): a uniform assignor that panics for a member named "panic"
+// (see TestMain): a round-robin assignor that panics for a member named "panic"
 // and sleeps for one named "slow".
 const selfPluginEnv = "SLUICE_ASSIGNOR_TEST_SELF_PLUGIN"
 
@@ -49,96 +46,28 @@ func (panicky) Assign(ctx context.Context, in assignor.Input) (assignor.Assignme
 			}
 		}
 	}
-	return groupsassignor.Uniform{}.Assign(ctx, in)
+	return roundRobin{}.Assign(ctx, in)
 }
 
-// start launches cmd as an assignor plugin, the way the broker does, and
-// returns the client and the dispensed assignor. The plugin is killed when
-// the test ends, and the test checks its process is gone.
+// start launches cmd with assignortest.Launch, which kills the plugin when the
+// test ends; then the test checks that its process is gone (reaped).
 func start(t *testing.T, cmd *exec.Cmd) (*plugin.Client, *assignor.Client) {
 	t.Helper()
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  assignor.Handshake,
-		Plugins:          map[string]plugin.Plugin{assignor.PluginName: &assignor.Plugin{}},
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Cmd:              cmd,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "host", Output: hclog.DefaultOutput, Level: hclog.Warn}),
+	pid := 0
+	t.Cleanup(func() { // runs after Launch's cleanup has killed the plugin
+		if pid == 0 || runtime.GOOS == "windows" {
+			return
+		}
+		// go-plugin waits for the process, so it is reaped: no such process.
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("plugin process %d still there after Kill: %v", pid, err)
+		}
 	})
-	t.Cleanup(func() { stop(t, client) })
-	rpc, err := client.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := rpc.Dispense(assignor.PluginName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, ok := raw.(*assignor.Client)
-	if !ok {
-		t.Fatalf("dispensed %T, want *assignor.Client", raw)
+	c, client := assignortest.Launch(t, cmd)
+	if rc := client.ReattachConfig(); rc != nil {
+		pid = rc.Pid
 	}
 	return client, c
-}
-
-func stop(t *testing.T, client *plugin.Client) {
-	rc := client.ReattachConfig()
-	client.Kill()
-	if !client.Exited() {
-		t.Error("plugin not exited after Kill")
-	}
-	if rc == nil || runtime.GOOS == "windows" {
-		return
-	}
-	// go-plugin waits for the process, so it is reaped: no such process.
-	if err := syscall.Kill(rc.Pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("plugin process %d still there after Kill: %v", rc.Pid, err)
-	}
-}
-
-func TestExamplePluginProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin binary")
-	}
-	bin := filepath.Join(t.TempDir(), "rack-aware")
-	build := exec.Command("go", "build", "-o", bin, "github.com/sluicehq/sluice/examples/assignors/rack-aware")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	_, c := start(t, exec.Command(bin))
-	if c.Name() != "rack-aware" {
-		t.Fatalf("Name() = %q", c.Name())
-	}
-
-	topics := assignortest.Topics("orders", 6, "events", 0)
-	orders := topics[assignortest.ID("orders")]
-	for p := range orders.Partitions {
-		orders.PartitionRacks = append(orders.PartitionRacks, []string{[]string{"east", "west"}[p%2]})
-	}
-	topics[orders.ID] = orders
-	in := assignortest.Group(2, topics)
-	in.Members[0].Rack, in.Members[1].Rack = "east", "west"
-	out := assignortest.Check(t, c, in) // over gRPC, checked as the host does
-	for _, m := range in.Members {
-		ps := out[m.ID][orders.ID]
-		if len(ps) != 3 {
-			t.Errorf("%s: %v", m.ID, ps)
-		}
-		for _, p := range ps {
-			if orders.PartitionRacks[p][0] != m.Rack {
-				t.Errorf("%s in %s got partition %d in %s", m.ID, m.Rack, p, orders.PartitionRacks[p][0])
-			}
-		}
-	}
-
-	// The plugin's own validation comes back as ErrInvalidInput.
-	_, err := c.Assign(context.Background(), assignor.Input{Members: []assignor.Member{{ID: "x"}, {ID: "x"}}})
-	if !errors.Is(err, assignor.ErrInvalidInput) {
-		t.Errorf("duplicate members: %v, want ErrInvalidInput", err)
-	}
-
-	// The whole suite, through the process boundary.
-	assignortest.Suite(t, c)
 }
 
 func TestPanicInAssign(t *testing.T) {

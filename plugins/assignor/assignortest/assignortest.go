@@ -2,7 +2,7 @@
 // assignors in process, before building a plugin binary.
 //
 // Check runs an assignor on one Input and verifies the answer the way the
-// broker does (groupsassignor.Check); Suite runs a standard set of scenarios
+// broker does (assignor.Check); Suite runs a standard set of scenarios
 // and fails the test on any broken invariant:
 //
 //	func TestMyAssignor(t *testing.T) {
@@ -13,7 +13,7 @@
 //		// ... assertions specific to myAssignor on out
 //	}
 //
-// The invariants are the contract of every assignor (see the groupsassignor
+// The invariants are the contract of every assignor (see the assignor
 // package): a valid Input gets an assignment that Check accepts (every
 // partition of a subscribed topic owned by exactly one subscriber, nothing
 // unknown, lists ascending); Assign does not modify its Input; it is safe to
@@ -31,12 +31,11 @@ import (
 	"sync"
 	"testing"
 
-	groupsassignor "github.com/sluicehq/sluice/modules/groups/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor"
 )
 
 // Check runs a.Assign on in, fails t if it returns an error, modifies in, or
-// returns an assignment groupsassignor.Check rejects, and returns the
+// returns an assignment assignor.Check rejects, and returns the
 // assignment.
 func Check(t testing.TB, a assignor.Assignor, in assignor.Input) assignor.Assignment {
 	t.Helper()
@@ -57,7 +56,7 @@ func assign(ctx context.Context, a assignor.Assignor, in assignor.Input) (assign
 	if err != nil {
 		return nil, fmt.Errorf("assign: %w", err)
 	}
-	if err := groupsassignor.Check(in, out); err != nil {
+	if err := assignor.Check(in, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -113,7 +112,7 @@ func Suite(t *testing.T, a assignor.Assignor) {
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
 			out := Check(t, a, c.in)
-			spread, homogeneous := groupsassignor.Balance(c.in, out)
+			spread, homogeneous := balance(c.in, out)
 			t.Logf("spread %d (homogeneous %v)", spread, homogeneous)
 		})
 	}
@@ -136,22 +135,22 @@ func Suite(t *testing.T, a assignor.Assignor) {
 	t.Run("membership changes", func(t *testing.T) {
 		topics := Topics("a", 12, "b", 7, "c", 1)
 		initial := Group(3, topics).Members
-		join := func(id string) *groupsassignor.Member {
-			return &groupsassignor.Member{ID: id, Topics: []string{"a", "b", "c"}}
+		join := func(id string) *assignor.Member {
+			return &assignor.Member{ID: id, Topics: []string{"a", "b", "c"}}
 		}
-		steps := []groupsassignor.Step{
+		steps := []step{
 			{},                                  // nothing changes
 			{Join: join("m100")},                // one joins
 			{Join: join("m101")},                // another
 			{Leave: "m001"},                     // one leaves
 			{Join: join("m102"), Leave: "m000"}, // one replaced
-			{Join: &groupsassignor.Member{ID: "m103", Topics: []string{"b"}}}, // heterogeneous
+			{Join: &assignor.Member{ID: "m103", Topics: []string{"b"}}}, // heterogeneous
 			{Leave: "m002"},
 			{Leave: "m100"},
 			{Leave: "m101"},
 			{Leave: "m102"}, // only m103 is left
 		}
-		results, err := groupsassignor.Scenario(context.Background(), a, topics, initial, steps)
+		results, err := scenario(context.Background(), a, topics, initial, steps)
 		if err != nil {
 			t.Fatal(err)
 		}

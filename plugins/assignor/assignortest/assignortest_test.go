@@ -2,18 +2,12 @@ package assignortest_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
-	groupsassignor "github.com/sluicehq/sluice/modules/groups/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor/assignortest"
 )
-
-func TestBuiltinsPass(t *testing.T) {
-	for _, name := range []string{"uniform", "range"} {
-		t.Run(name, func(t *testing.T) { assignortest.Suite(t, groupsassignor.Builtin(name)) })
-	}
-}
 
 // broken gives every partition to the first member, whatever it subscribes to.
 type broken struct{}
@@ -34,14 +28,33 @@ func (broken) Assign(_ context.Context, in assignor.Input) (assignor.Assignment,
 	return out, nil
 }
 
-// mutating modifies its input.
-type mutating struct{ groupsassignor.Uniform }
+// mutating modifies its input, and answers validly otherwise: each topic goes
+// whole to its first subscriber.
+type mutating struct{}
 
-func (mutating) Assign(ctx context.Context, in assignor.Input) (assignor.Assignment, error) {
+func (mutating) Name() string { return "mutating" }
+func (mutating) Assign(_ context.Context, in assignor.Input) (assignor.Assignment, error) {
+	out := assignor.Assignment{}
+	for id, t := range in.Topics {
+		for _, m := range in.Members {
+			if slices.Contains(m.Topics, t.Name) {
+				if out[m.ID] == nil {
+					out[m.ID] = map[assignor.TopicID][]int32{}
+				}
+				for p := range t.Partitions {
+					out[m.ID][id] = append(out[m.ID][id], p)
+				}
+				break
+			}
+		}
+	}
+	if err := assignor.Check(in, out); err != nil {
+		panic(err) // not returned: the test would pass without showing that the change is caught
+	}
 	if len(in.Members) > 0 {
 		in.Members[0].Rack = "changed"
 	}
-	return groupsassignor.Uniform{}.Assign(ctx, in)
+	return out, nil
 }
 
 func TestCheckCatches(t *testing.T) {

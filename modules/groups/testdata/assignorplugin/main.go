@@ -10,7 +10,8 @@
 //	exit-at-start    exits with status 3 before serving
 //	crash-on-call    exits with status 4 inside Assign
 //	error            returns an error
-//	uniform          the built-in uniform assignor's answer (for benchmarks)
+//	uniform, range   the built-in assignor's answer (for benchmarks and the SDK's
+//	                 assignortest.Suite run on the built-ins)
 //
 // SLUICE_TEST_ASSIGNOR_NAME sets the name it reports (default "smallest").
 package main
@@ -52,8 +53,8 @@ func (s smallest) Assign(ctx context.Context, in assignor.Input) (assignor.Assig
 		os.Exit(4)
 	case "error":
 		return nil, errors.New("test plugin: asked to fail")
-	case "uniform":
-		return groupsassignor.Uniform{}.Assign(ctx, in)
+	case "uniform", "range":
+		return builtin(ctx, mode(), in)
 	}
 	members := slices.Clone(in.Members)
 	slices.SortFunc(members, func(a, b assignor.Member) int { return strings.Compare(a.ID, b.ID) })
@@ -72,6 +73,43 @@ func (s smallest) Assign(ctx context.Context, in assignor.Input) (assignor.Assig
 			}
 			out[m.ID][id] = ps
 			break
+		}
+	}
+	return out, nil
+}
+
+// builtin runs the broker's built-in assignor name on in. The SDK's types are its
+// own, so in and the answer are converted here, as a plugin author delegating to
+// their own library would (slices shared: the built-ins do not modify their input).
+func builtin(ctx context.Context, name string, in assignor.Input) (assignor.Assignment, error) {
+	if err := assignor.Validate(in); err != nil {
+		return nil, err // the SDK's ErrInvalidInput, which the host recognises
+	}
+	var gin groupsassignor.Input
+	for _, m := range in.Members {
+		gm := groupsassignor.Member{ID: m.ID, InstanceID: m.InstanceID, Rack: m.Rack, Topics: m.Topics}
+		for id, ps := range m.Current {
+			if gm.Current == nil {
+				gm.Current = map[groupsassignor.TopicID][]int32{}
+			}
+			gm.Current[groupsassignor.TopicID(id)] = ps
+		}
+		gin.Members = append(gin.Members, gm)
+	}
+	gin.Topics = make(map[groupsassignor.TopicID]groupsassignor.Topic, len(in.Topics))
+	for id, t := range in.Topics {
+		gin.Topics[groupsassignor.TopicID(id)] = groupsassignor.Topic{ID: groupsassignor.TopicID(t.ID), Name: t.Name, Partitions: t.Partitions,
+			PartitionRacks: t.PartitionRacks, PartitionEndOffsets: t.PartitionEndOffsets, PartitionLag: t.PartitionLag}
+	}
+	gout, err := groupsassignor.Builtin(name).Assign(ctx, gin)
+	if err != nil {
+		return nil, err
+	}
+	out := make(assignor.Assignment, len(gout))
+	for member, tps := range gout {
+		out[member] = make(map[assignor.TopicID][]int32, len(tps))
+		for id, ps := range tps {
+			out[member][assignor.TopicID(id)] = ps
 		}
 	}
 	return out, nil

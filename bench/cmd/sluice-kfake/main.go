@@ -21,7 +21,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicehq/sluice/internal/kfakeref"
+	"github.com/sluicehq/sluice/bench/internal/kfakeref"
 )
 
 func main() {

@@ -15,8 +15,6 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicehq/sluice/internal/recordbatch"
 )
 
 // Front is the client's ceiling: a listener that answers every Produce and Fetch itself
@@ -66,63 +64,6 @@ type frontPartition struct {
 // frontMaxFrame bounds the frames the front reads (Kafka's socket.request.max.bytes).
 const frontMaxFrame = 100 << 20
 
-// CannedBatch builds the batch a Front serves: records values of recordBytes bytes
-// (their last randomFrac random, from a fixed seed; the rest repeats the record's index)
-// filling about fill bytes uncompressed, compressed with codec (none, gzip, snappy, lz4,
-// zstd). It returns the batch and its record count.
-func CannedBatch(recordBytes int, randomFrac float64, codec string, fill int) ([]byte, int64, error) {
-	if recordBytes < 0 || randomFrac < 0 || randomFrac > 1 || fill < 1 {
-		return nil, 0, fmt.Errorf("%w: canned batch of %d-byte records, random %v, fill %d", ErrBadOptions, recordBytes, randomFrac, fill)
-	}
-	c, err := codecNumber(codec)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", ErrBadOptions, err)
-	}
-	b, err := recordbatch.NewBuilder(recordbatch.Options{Codec: c, PartitionLeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
-	if err != nil {
-		return nil, 0, err
-	}
-	value := make([]byte, recordBytes)
-	split := recordBytes - int(float64(recordBytes)*randomFrac)
-	var x uint64 = 0x9e3779b97f4a7c15 // xorshift state: the same batch every run
-	for n, size := 0, 0; n == 0 || size < fill; n++ {
-		digits := strconv.AppendInt(nil, int64(n), 10)
-		digits = append(digits, ' ')
-		for i := 0; i < split; i += len(digits) {
-			copy(value[i:split], digits)
-		}
-		for i := split; i < recordBytes; i++ {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			value[i] = byte(x)
-		}
-		b.Add(&recordbatch.Record{Value: value})
-		size += recordBytes + 8
-	}
-	out, err := b.AppendTo(nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, int64(b.Len()), nil
-}
-
-func codecNumber(name string) (int, error) {
-	switch strings.ToLower(name) {
-	case "", "none":
-		return recordbatch.CodecNone, nil
-	case "gzip":
-		return recordbatch.CodecGzip, nil
-	case "snappy":
-		return recordbatch.CodecSnappy, nil
-	case "lz4":
-		return recordbatch.CodecLZ4, nil
-	case "zstd":
-		return recordbatch.CodecZstd, nil
-	}
-	return 0, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
-}
-
 // StartFront listens on 127.0.0.1:port (0: any free port) and serves until Close,
 // relaying to backend (host:port) everything but Fetch, which it answers from batch
 // (perBatch records, base offset 0; see CannedBatch).
@@ -130,7 +71,7 @@ func StartFront(port int, backend string, batch []byte, perBatch int64) (*Front,
 	if port < 0 || port > 65535 {
 		return nil, fmt.Errorf("%w: port %d", ErrBadOptions, port)
 	}
-	if _, err := recordbatch.ParseHeader(batch); err != nil || perBatch < 1 {
+	if err := checkBatch(batch); err != nil || perBatch < 1 {
 		return nil, fmt.Errorf("%w: canned batch: %v (records %d)", ErrBadOptions, err, perBatch)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -499,12 +440,12 @@ func encodeResponse(correlation []byte, msg kmsg.Response) []byte {
 // one counts nothing).
 func countRecords(b []byte) int64 {
 	var n int64
-	for len(b) >= recordbatch.HeaderSize {
-		size := int(int32(binary.BigEndian.Uint32(b[recordbatch.OffBatchLength:]))) + recordbatch.LogOverhead
-		if size < recordbatch.HeaderSize || size > len(b) {
+	for len(b) >= batchHeaderSize {
+		size := int(int32(binary.BigEndian.Uint32(b[offBatchLength:]))) + logOverhead
+		if size < batchHeaderSize || size > len(b) {
 			break
 		}
-		n += int64(int32(binary.BigEndian.Uint32(b[recordbatch.OffRecordCount:])))
+		n += int64(int32(binary.BigEndian.Uint32(b[offRecordCount:])))
 		b = b[size:]
 	}
 	return n

@@ -3,8 +3,11 @@ package kfakeref
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"strconv"
@@ -14,30 +17,67 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicehq/sluice/internal/recordbatch"
 )
 
-func TestCannedBatch(t *testing.T) {
-	for _, codec := range []string{"none", "lz4", "zstd"} {
-		b, n, err := CannedBatch(100, 0.5, codec, 10_000)
+// The canned batch is pinned byte for byte: these are the hashes of what the broker's
+// record batch builder wrote when the front used it, so the ceiling serves what it
+// served then, whatever the codec.
+func TestCannedBatchPinned(t *testing.T) {
+	for _, c := range []struct {
+		size   int
+		random float64
+		codec  string
+		fill   int
+		n      int64
+		sha256 string
+	}{
+		{100, 0, "none", 131072, 1214, "2f0a91493d66d066fb7c127672d3a5d0bc90b41b3feab1499f41abdce67548f2"},
+		{1024, 0, "lz4", 131072, 128, "f508cc5c9285b81a0c935a069a3d68512415a5c05826efd30c0cb1b9f4481a94"},
+		{100, 0.5, "none", 10000, 93, "08fdd72b2e4f4912a99da20ce6298e4c22ec95cb9b299f67fa84c7b7faf16ae2"},
+		{100, 0.5, "gzip", 10000, 93, "7afe45364b332935620d7b0dc54e4226467c815d3f0f1732e7aa0eafc33188d3"},
+		{100, 0.5, "snappy", 10000, 93, "fc954456946fed4b22243aad3d402c3e683386a1ba9ba56c5e3c0254f91054de"},
+		{100, 0.5, "lz4", 10000, 93, "4212256f0fca84696f0fbe2d7952a97d9103625005e276173a55670c02ae4b4e"},
+		{100, 0.5, "zstd", 10000, 93, "2e64165091c56b46fa81a465d5165d2d9b1e2546bef782b40defc5cfb1c45baf"},
+		{1024, 0.3, "zstd", 131072, 128, "d6912bfe458acb242d7c3fa68618324fa169820db04343faa5d4977ff56879ca"},
+		{0, 0, "none", 1, 1, "43169dc328ef980d16fc159e977f447ffa2e125b63bb66850e20787414ae4edd"},
+		{7, 1, "gzip", 50, 4, "c149185655a6ee936321ec477815e2b12bfc59b89ffbfcb9a04f517454d0d657"},
+	} {
+		b, n, err := CannedBatch(c.size, c.random, c.codec, c.fill)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got int64
-		_, err = recordbatch.Records(b, nil, func(r *recordbatch.Record) error {
-			if len(r.Value) != 100 || r.Offset != got {
-				t.Fatalf("%s: record %d: offset %d, %d bytes", codec, got, r.Offset, len(r.Value))
-			}
-			got++
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", codec, err)
+		if sum := fmt.Sprintf("%x", sha256.Sum256(b)); n != c.n || sum != c.sha256 {
+			t.Errorf("CannedBatch(%d, %v, %s, %d): %d records, sha256 %s; want %d, %s", c.size, c.random, c.codec, c.fill, n, sum, c.n, c.sha256)
 		}
-		if got != n || n < 10_000/108 {
-			t.Fatalf("%s: %d records, says %d", codec, got, n)
+	}
+}
+
+func TestCannedBatch(t *testing.T) {
+	b, n, err := CannedBatch(100, 0.5, "none", 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch kmsg.RecordBatch
+	if err := batch.ReadFrom(b); err != nil || int(batch.Length)+logOverhead != len(b) || batch.NumRecords != int32(n) {
+		t.Fatalf("batch: %v, length %d of %d bytes, %d records of %d", err, batch.Length, len(b), batch.NumRecords, n)
+	}
+	if crc := crc32.Checksum(b[offAttributes:], crc32.MakeTable(crc32.Castagnoli)); uint32(batch.CRC) != crc {
+		t.Fatalf("crc %x, want %x", uint32(batch.CRC), crc)
+	}
+	var got int64
+	for rest := batch.Records; len(rest) > 0; got++ {
+		size, k := binary.Varint(rest)
+		if k <= 0 || int(size) > len(rest)-k {
+			t.Fatalf("record %d: bad length", got)
 		}
+		var r kmsg.Record
+		if err := r.ReadFrom(rest[:k+int(size)]); err != nil || len(r.Value) != 100 || int64(r.OffsetDelta) != got || r.Key != nil {
+			t.Fatalf("record %d: %v: offset delta %d, %d bytes", got, err, r.OffsetDelta, len(r.Value))
+		}
+		rest = rest[k+int(size):]
+	}
+	if got != n || n < 10_000/108 {
+		t.Fatalf("%d records, says %d", got, n)
 	}
 	for _, bad := range []struct {
 		size   int

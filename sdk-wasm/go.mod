@@ -1,0 +1,3 @@
+module github.com/sluicehq/sluice/sdk-wasm
+
+go 1.26.8
