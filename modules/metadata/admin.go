@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // withTimeout bounds ctx by a request's timeout_ms when it is positive.
@@ -33,7 +34,7 @@ func counts[T comparable](keys []T) map[T]int {
 
 // describeTopicConfigs describes a topic's configs (CreateTopics v5+, DescribeConfigs).
 func (m *Module) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
-	return kconfig.DescribeTopic(overrides, m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
+	return kconfig.DescribeTopic(overrides, m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(m.nodeID)])
 }
 
 // createTopicsResp serves CreateTopics.
@@ -153,7 +154,7 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		if w.Topic != nil {
 			topics[i], keys[i] = im.Topics[*w.Topic], "n:"+*w.Topic
 		} else {
-			topics[i], keys[i] = im.TopicsByID[w.TopicID], "i:"+uuid(w.TopicID).String()
+			topics[i], keys[i] = im.TopicsByID[w.TopicID], "i:"+image.UUID(w.TopicID).String()
 		}
 		if topics[i] != nil {
 			keys[i] = "n:" + topics[i].Name
@@ -162,7 +163,7 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 	dups := counts(keys)
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
-	var recs []record
+	var recs []image.Record
 	var at []int
 	for i, w := range wanted {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -190,7 +191,7 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		case t.Internal:
 			err = opErr(kerr.InvalidRequest, "internal topic %s cannot be deleted", t.Name)
 		default:
-			recs = append(recs, &deleteTopicRecord{Name: t.Name, ID: t.ID})
+			recs = append(recs, &image.DeleteTopicRecord{Name: t.Name, ID: t.ID})
 			at = append(at, len(resp.Topics))
 		}
 		rt.ErrorCode, rt.ErrorMessage = errCode(err)
@@ -239,7 +240,7 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 		_, errs := m.proposeAll(ctx, recs)
 		for j, i := range at {
 			err := errs[j]
-			if errors.Is(err, errStale) {
+			if errors.Is(err, image.ErrStale) {
 				err = opErr(kerr.InvalidPartitions, "the partition count changed while the request was processed")
 			}
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err)
@@ -252,7 +253,7 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 // answer to resp; recs are the records to propose and at their answers' positions.
 // stale reports an error an image behind the controller's could cause (an unknown
 // topic, too few brokers).
-func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse, dups map[string]int) (recs []record, at []int, stale bool) {
+func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse, dups map[string]int) (recs []image.Record, at []int, stale bool) {
 	im := m.hub.image()
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
@@ -274,7 +275,7 @@ func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, 
 					assignment[i] = slices.Clone(a.Replicas)
 				}
 			}
-			var rec *createPartitionsRecord
+			var rec *image.CreatePartitionsRecord
 			if rec, err = m.planPartitions(im, topic, t.Count, assignment); err == nil && !r.ValidateOnly {
 				recs = append(recs, rec)
 				at = append(at, len(resp.Topics))

@@ -167,7 +167,7 @@ func TestClusterFailover(t *testing.T) {
 	if oldInc == nil {
 		t.Fatal("leader not registered")
 	}
-	incBefore := old.m.hub.state().regs[old.id].Incarnation
+	incBefore := old.m.hub.state().Regs[old.id].Incarnation
 	if rt := createTopicOn(t, old, "spread", 6, 1, nil); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
@@ -196,7 +196,7 @@ func TestClusterFailover(t *testing.T) {
 		b := im.Brokers[old.id]
 		return b != nil && !b.Fenced
 	})
-	if inc := c.nodes[old.id].m.hub.state().regs[old.id].Incarnation; inc == incBefore {
+	if inc := c.nodes[old.id].m.hub.state().Regs[old.id].Incarnation; inc == incBefore {
 		t.Error("the restarted broker kept its incarnation id")
 	}
 	// Its RF=1 partitions that went offline come back with it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // describeConfigsResp serves DescribeConfigs.
@@ -121,7 +122,7 @@ func describedConfig(e kconfig.Entry, r *kmsg.DescribeConfigsRequest) kmsg.Descr
 type configEdit struct {
 	typ  kmsg.ConfigResourceType
 	name string
-	rec  record
+	rec  image.Record
 }
 
 // resourceKey identifies a config resource, to find duplicates in a request.
@@ -140,7 +141,7 @@ type configOp struct {
 // replace: the request replaces every dynamic config of the resource (AlterConfigs).
 func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *kernel.Image,
 	typ kmsg.ConfigResourceType, name string, ops []configOp, replace bool,
-) (record, error) {
+) (image.Record, error) {
 	seen := map[string]bool{}
 	for _, o := range ops {
 		if seen[o.name] {
@@ -178,7 +179,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		if err := kconfig.ValidateTopicConfigs(after, m.mergedBrokerConfigs(im)); err != nil {
 			return nil, configErr(err)
 		}
-		return &alterTopicConfigsRecord{Topic: t.Name, ID: t.ID, configChange: change}, nil
+		return &image.AlterTopicConfigsRecord{Topic: t.Name, ID: t.ID, ConfigChange: change}, nil
 	case kmsg.ConfigResourceTypeBroker:
 		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
@@ -204,7 +205,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 				return nil, configErr(err)
 			}
 		}
-		return &alterBrokerConfigsRecord{Node: key, configChange: change}, nil
+		return &image.AlterBrokerConfigsRecord{Node: key, ConfigChange: change}, nil
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return nil, opErr(kerr.InvalidRequest, "altering broker logger levels is not supported")
 	case kmsg.ConfigResourceTypeGroupConfig:
@@ -238,8 +239,8 @@ func configErr(err error) error {
 // unset list) and whether the config is known.
 func (m *Module) applyOps(ops []configOp, replace bool, current map[string]string,
 	lookup func(string) (kconfig.Type, *string, bool),
-) (configChange, map[string]string, error) {
-	change := configChange{Replace: replace, Set: map[string]string{}}
+) (image.ConfigChange, map[string]string, error) {
+	change := image.ConfigChange{Replace: replace, Set: map[string]string{}}
 	for _, o := range ops {
 		switch o.op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -267,7 +268,7 @@ func (m *Module) applyOps(ops []configOp, replace bool, current map[string]strin
 		}
 	}
 	slices.Sort(change.Delete)
-	return change, change.applyTo(current), nil
+	return change, change.ApplyTo(current), nil
 }
 
 // editList appends the items of v missing from list, or removes them from it. Lists are
@@ -319,7 +320,7 @@ func (m *Module) alterConfigs(ctx context.Context, edits []configEdit, errs []er
 	if validateOnly {
 		return
 	}
-	var recs []record
+	var recs []image.Record
 	var at []int
 	for i, e := range edits {
 		if errs[i] == nil {

@@ -14,18 +14,19 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // newUUID returns 16 random bytes that are neither all zero nor Kafka's reserved
 // metadata topic id (0...01), and whose base64 form does not start with '-' (Kafka's
 // command-line tools would take it for a flag).
-func (m *Module) newUUID() (uuid, error) {
-	var u uuid
+func (m *Module) newUUID() (image.UUID, error) {
+	var u image.UUID
 	for {
 		if _, err := io.ReadFull(m.rand, u[:]); err != nil {
 			return u, fmt.Errorf("random id: %w", err)
 		}
-		if u != (uuid{}) && u != (uuid{15: 1}) && base64.RawURLEncoding.EncodeToString(u[:1])[0] != '-' {
+		if u != (image.UUID{}) && u != (image.UUID{15: 1}) && base64.RawURLEncoding.EncodeToString(u[:1])[0] != '-' {
 			return u, nil
 		}
 	}
@@ -48,7 +49,7 @@ func (m *Module) randIntn(n int) (int, error) {
 // this broker's image. errs[i] is nil when records[i] was applied and accepted;
 // otherwise it is ErrNotController, a ctx error, or the reason Apply rejected it.
 // On success the returned image includes every accepted record.
-func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, []error) {
+func (m *Module) proposeAll(ctx context.Context, recs []image.Record) (*kernel.Image, []error) {
 	im, _, errs := m.proposeAllResults(ctx, recs)
 	return im, errs
 }
@@ -60,7 +61,7 @@ func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, 
 // On the controller (the raft leader) it proposes the records itself; elsewhere it
 // forwards them to the controller (forward.go) and waits until this broker's image
 // has the last one applied, so the caller reads its own writes either way.
-func (m *Module) proposeAllResults(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+func (m *Module) proposeAllResults(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
 	if r := m.raft.Load(); r != nil && r.State() != raft.Leader && m.networked() {
 		return m.forwardAll(ctx, recs)
 	}
@@ -69,14 +70,14 @@ func (m *Module) proposeAllResults(ctx context.Context, recs []record) (*kernel.
 
 // proposeLocal proposes records on this broker, which must be the raft leader
 // (ErrNotController otherwise).
-func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+func (m *Module) proposeLocal(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
 	errs := make([]error, len(recs))
-	results := make([]applyResult, len(recs))
-	fail := func(err error) (*kernel.Image, []applyResult, []error) {
+	results := make([]image.ApplyResult, len(recs))
+	fail := func(err error) (*kernel.Image, []image.ApplyResult, []error) {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
-				results[i] = applyResult{}
+				results[i] = image.ApplyResult{}
 			}
 		}
 		return m.hub.image(), results, errs
@@ -96,7 +97,7 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 	}
 	futures := make([]raft.ApplyFuture, len(recs))
 	for i, rec := range recs {
-		data, err := encodeRecord(rec)
+		data, err := image.EncodeRecord(rec)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -113,13 +114,13 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 			errs[i] = mapRaftErr(err)
 			continue
 		}
-		res, _ := f.Response().(applyResult)
+		res, _ := f.Response().(image.ApplyResult)
 		errs[i] = res.Err
 		last = max(last, f.Index())
 		if res.Err == nil {
 			results[i] = res
 			m.logApplied(recs[i], f.Index())
-			if pc, ok := recs[i].(*partitionChangeRecord); ok && pc.Validate {
+			if pc, ok := recs[i].(*image.PartitionChangeRecord); ok && pc.Validate {
 				wake = true
 			}
 		}
@@ -138,8 +139,8 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 }
 
 // propose is proposeAll for one record.
-func (m *Module) propose(ctx context.Context, rec record) (*kernel.Image, error) {
-	im, errs := m.proposeAll(ctx, []record{rec})
+func (m *Module) propose(ctx context.Context, rec image.Record) (*kernel.Image, error) {
+	im, errs := m.proposeAll(ctx, []image.Record{rec})
 	return im, errs[0]
 }
 
@@ -234,11 +235,11 @@ func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64
 			}
 			id = u.String()
 		}
-		if _, err := m.propose(ctx, &clusterIDRecord{ClusterID: id}); err != nil && !errors.Is(err, errClusterIDSet) {
+		if _, err := m.propose(ctx, &image.ClusterIDRecord{ClusterID: id}); err != nil && !errors.Is(err, image.ErrClusterIDSet) {
 			return fmt.Errorf("set cluster id: %w", err)
 		}
 	}
-	if _, err := m.propose(ctx, &leaderChangeRecord{NodeID: m.nodeID, Term: term}); err != nil {
+	if _, err := m.propose(ctx, &image.LeaderChangeRecord{NodeID: m.nodeID, Term: term}); err != nil {
 		return fmt.Errorf("record leader change: %w", err)
 	}
 	return nil
@@ -246,17 +247,17 @@ func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64
 
 // logApplied notes an admin change this broker proposed. Config values are left out:
 // some are secrets.
-func (m *Module) logApplied(rec record, index uint64) {
+func (m *Module) logApplied(rec image.Record, index uint64) {
 	switch r := rec.(type) {
-	case *createTopicRecord:
+	case *image.CreateTopicRecord:
 		m.log.Info("created topic", "topic", r.Name, "topic_id", r.ID.String(), "partitions", len(r.Partitions), "index", index)
-	case *deleteTopicRecord:
+	case *image.DeleteTopicRecord:
 		m.log.Info("deleted topic", "topic", r.Name, "topic_id", r.ID.String(), "index", index)
-	case *createPartitionsRecord:
+	case *image.CreatePartitionsRecord:
 		m.log.Info("added partitions", "topic", r.Topic, "from", r.From, "to", int(r.From)+len(r.Partitions), "index", index)
-	case *alterTopicConfigsRecord:
+	case *image.AlterTopicConfigsRecord:
 		m.log.Info("altered topic configs", "topic", r.Topic, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
-	case *alterBrokerConfigsRecord:
+	case *image.AlterBrokerConfigsRecord:
 		m.log.Info("altered broker configs", "node", r.Node, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
 	default:
 		if m.log.Enabled(context.Background(), slog.LevelDebug) {

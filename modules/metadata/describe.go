@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 func strPtr(s string) *string { return &s }
@@ -145,7 +146,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 			}
 			// Internal topics are created by the modules that own them, with their own
 			// partition counts and configs, never by a client's Metadata request.
-			if (r.Version >= 4 && !r.AllowAutoTopicCreation) || !m.brokerSettings(im).AutoCreateTopics || isInternalTopic(name) {
+			if (r.Version >= 4 && !r.AllowAutoTopicCreation) || !m.brokerSettings(im).AutoCreateTopics || image.IsInternalTopic(name) {
 				add(topicError(strPtr(name), [16]byte{}, kerr.UnknownTopicOrPartition.Code))
 				continue
 			}

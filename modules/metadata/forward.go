@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Forwarding (see doc.go, "Controller RPC"). A broker that is not the raft leader sends
@@ -39,19 +40,19 @@ var forwardErrs = []error{
 	ErrNotController,
 	ErrNotRunning,
 	context.DeadlineExceeded,
-	errTopicExists,
-	errUnknownTopic,
-	errUnknownBroker,
-	errStale,
-	errClusterIDSet,
-	errInvalidEntry,
-	errProducerIDsExhausted,
-	ErrInvalidProducerIDCount,
-	ErrInvalidExtension,
+	image.ErrTopicExists,
+	image.ErrUnknownTopic,
+	image.ErrUnknownBroker,
+	image.ErrStale,
+	image.ErrClusterIDSet,
+	image.ErrInvalidEntry,
+	image.ErrProducerIDsExhausted,
+	image.ErrInvalidProducerIDCount,
+	image.ErrInvalidExtension,
 	context.Canceled,
-	errNotLeader,
-	errFencedLeaderEpoch,
-	errIneligibleReplica,
+	image.ErrNotLeader,
+	image.ErrFencedLeaderEpoch,
+	image.ErrIneligibleReplica,
 }
 
 // forwardCodeOther is the code of an error not in forwardErrs.
@@ -172,13 +173,13 @@ func (m *Module) isStopped() bool {
 }
 
 // forwardAll is proposeAllResults on a broker that is not the controller.
-func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+func (m *Module) forwardAll(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
 	errs := make([]error, len(recs))
-	results := make([]applyResult, len(recs))
+	results := make([]image.ApplyResult, len(recs))
 	req := &forwardRequest{}
 	var at []int
 	for i, rec := range recs {
-		data, err := encodeRecord(rec)
+		data, err := image.EncodeRecord(rec)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -186,7 +187,7 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 		req.Entries = append(req.Entries, data)
 		at = append(at, i)
 	}
-	fail := func(err error) (*kernel.Image, []applyResult, []error) {
+	fail := func(err error) (*kernel.Image, []image.ApplyResult, []error) {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -199,7 +200,7 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 	}
 	var resp *forwardResponse
 	var local struct {
-		res  []applyResult
+		res  []image.ApplyResult
 		errs []error
 	}
 	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
@@ -234,7 +235,7 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 		r := resp.Results[j]
 		errs[i] = forwardError(r.Code, r.Message)
 		if errs[i] == nil {
-			results[i] = applyResult{Index: uint64(r.Index), FirstProducerID: r.FirstProducerID}
+			results[i] = image.ApplyResult{Index: uint64(r.Index), FirstProducerID: r.FirstProducerID}
 			m.logApplied(recs[i], uint64(r.Index))
 		}
 	}
@@ -330,13 +331,13 @@ func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forward
 		return resp
 	}
 	resp.Results = make([]forwardResult, len(req.Entries))
-	var recs []record
+	var recs []image.Record
 	var at []int
 	for i, e := range req.Entries {
-		rec, err := decodeRecord(e)
+		rec, err := image.DecodeRecord(e)
 		if err != nil {
 			m.log.Warn("refused forwarded metadata entry", "err", err)
-			resp.Results[i] = forwardResult{Code: forwardCode(errInvalidEntry), Message: err.Error()}
+			resp.Results[i] = forwardResult{Code: forwardCode(image.ErrInvalidEntry), Message: err.Error()}
 			continue
 		}
 		recs = append(recs, rec)

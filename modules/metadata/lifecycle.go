@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Broker lifecycle (see doc.go, "Brokers"): registration, heartbeats, fencing,
@@ -71,7 +72,7 @@ func (m *Module) register(ctx context.Context) error {
 		m.log.Info("waiting for a metadata controller to register with", "err", err)
 	}
 	err := m.hub.waitFor(ctx, func(im *kernel.Image) bool {
-		return im.Version >= uint64(epoch) && im.Brokers[m.nodeID] != nil && m.hub.state().regs[m.nodeID].Incarnation == m.incarnation
+		return im.Version >= uint64(epoch) && im.Brokers[m.nodeID] != nil && m.hub.state().Regs[m.nodeID].Incarnation == m.incarnation
 	})
 	if err != nil {
 		return err
@@ -370,7 +371,7 @@ func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRe
 	// up to a session timeout; one that shut down cleanly is fenced and comes back at
 	// once.
 	if old := im.Brokers[req.BrokerID]; old != nil && !old.Fenced {
-		reg := m.hub.state().regs[req.BrokerID]
+		reg := m.hub.state().Regs[req.BrokerID]
 		_, sessionTimeout := m.lifecycleIntervals()
 		m.ctl.mu.Lock()
 		s := m.ctl.sessions[req.BrokerID]
@@ -379,20 +380,20 @@ func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRe
 		// own new controller and must not wait for its old session).
 		live := s != nil && s.heard && s.epoch == reg.Epoch && time.Since(s.lastSeen) <= sessionTimeout
 		m.ctl.mu.Unlock()
-		if live && reg.Incarnation != uuid(req.IncarnationID) {
+		if live && reg.Incarnation != image.UUID(req.IncarnationID) {
 			m.log.Info("refused broker registration: the node's previous incarnation is still live", "node", req.BrokerID)
 			resp.ErrorCode = kerr.DuplicateBrokerRegistration.Code
 			return resp
 		}
 	}
-	if old := im.Brokers[req.BrokerID]; old != nil && !old.Fenced && m.hub.state().regs[req.BrokerID].Incarnation != uuid(req.IncarnationID) {
+	if old := im.Brokers[req.BrokerID]; old != nil && !old.Fenced && m.hub.state().Regs[req.BrokerID].Incarnation != image.UUID(req.IncarnationID) {
 		m.leaveISRs(ctx, req.BrokerID)
 	}
-	rec := &registerBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, "")}
+	rec := &image.RegisterBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, "")}
 	for _, l := range req.Listeners {
-		rec.Endpoints = append(rec.Endpoints, endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+		rec.Endpoints = append(rec.Endpoints, image.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
 	}
-	_, res, errs := m.proposeLocal(ctx, []record{rec})
+	_, res, errs := m.proposeLocal(ctx, []image.Record{rec})
 	if errs[0] != nil {
 		resp.ErrorCode, _ = errCode(errs[0])
 		return resp
@@ -403,7 +404,7 @@ func (m *Module) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrationRe
 	s.heard = true
 	m.ctl.mu.Unlock()
 	m.ctl.wake() // offline partitions it replicates may get a leader
-	m.log.Info("registered broker", "node", req.BrokerID, "epoch", resp.BrokerEpoch, "incarnation", uuid(req.IncarnationID).String())
+	m.log.Info("registered broker", "node", req.BrokerID, "epoch", resp.BrokerEpoch, "incarnation", image.UUID(req.IncarnationID).String())
 	return resp
 }
 
@@ -427,8 +428,8 @@ func (m *Module) leaveISRs(ctx context.Context, node int32) {
 		for i, err := range errs {
 			switch {
 			case err == nil:
-				m.logPartitionChange(im, recs[i].(*partitionChangeRecord))
-			case errors.Is(err, errStale):
+				m.logPartitionChange(im, recs[i].(*image.PartitionChangeRecord))
+			case errors.Is(err, image.ErrStale):
 				stale = true
 			default:
 				m.log.Warn("taking a re-registering broker out of the ISRs", "node", node, "err", err)
@@ -451,12 +452,12 @@ func (m *Module) ctlHeartbeat(req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHear
 		return resp
 	}
 	st := m.hub.state()
-	b := st.img.Brokers[req.BrokerID]
+	b := st.Image.Brokers[req.BrokerID]
 	if b == nil {
 		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
 		return resp
 	}
-	epoch := st.regs[req.BrokerID].Epoch
+	epoch := st.Regs[req.BrokerID].Epoch
 	if uint64(req.BrokerEpoch) != epoch {
 		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return resp
@@ -466,7 +467,7 @@ func (m *Module) ctlHeartbeat(req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHear
 	m.ctl.mu.Lock()
 	s := m.ctl.session(req.BrokerID, epoch, now)
 	s.lastSeen, s.heard, s.offset = now, true, req.CurrentMetadataOffset
-	caughtUp := req.CurrentMetadataOffset >= 0 && uint64(req.CurrentMetadataOffset) >= min(commit, st.img.Version)
+	caughtUp := req.CurrentMetadataOffset >= 0 && uint64(req.CurrentMetadataOffset) >= min(commit, st.Image.Version)
 	if caughtUp {
 		s.caughtUp = now
 	}
@@ -477,7 +478,7 @@ func (m *Module) ctlHeartbeat(req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHear
 		m.ctl.wake()
 	}
 	resp.IsCaughtUp, resp.IsFenced = caughtUp, b.Fenced
-	resp.ShouldShutdown = req.WantShutdown && b.Fenced && !leadsAny(st.img, req.BrokerID)
+	resp.ShouldShutdown = req.WantShutdown && b.Fenced && !leadsAny(st.Image, req.BrokerID)
 	return resp
 }
 
@@ -573,19 +574,19 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 	_, sessionTimeout := m.lifecycleIntervals()
 	now := time.Now()
 	st := m.hub.state()
-	var recs []record
+	var recs []image.Record
 	m.ctl.mu.Lock()
-	for _, id := range slices.Sorted(maps.Keys(st.img.Brokers)) {
-		b, epoch := st.img.Brokers[id], st.regs[id].Epoch
+	for _, id := range slices.Sorted(maps.Keys(st.Image.Brokers)) {
+		b, epoch := st.Image.Brokers[id], st.Regs[id].Epoch
 		s := m.ctl.session(id, epoch, now)
 		expired := now.Sub(s.lastSeen) > sessionTimeout
 		switch {
 		case !b.Fenced && (expired || s.wantShutdown):
 			m.log.Info("fencing broker", "node", id, "epoch", epoch, "session_expired", expired, "controlled_shutdown", s.wantShutdown)
-			recs = append(recs, &fenceBrokerRecord{NodeID: id, Epoch: epoch})
+			recs = append(recs, &image.FenceBrokerRecord{NodeID: id, Epoch: epoch})
 		case b.Fenced && s.heard && !expired && !s.wantShutdown:
 			m.log.Info("unfencing broker", "node", id, "epoch", epoch)
-			recs = append(recs, &unfenceBrokerRecord{NodeID: id, Epoch: epoch})
+			recs = append(recs, &image.UnfenceBrokerRecord{NodeID: id, Epoch: epoch})
 		}
 	}
 	m.ctl.mu.Unlock()
@@ -611,7 +612,7 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 		for i, err := range errs {
 			if err == nil {
 				moved++
-				m.logPartitionChange(im, changes[i].(*partitionChangeRecord))
+				m.logPartitionChange(im, changes[i].(*image.PartitionChangeRecord))
 			}
 		}
 		m.log.Info("changed partitions (broker liveness, reassignments)", "changes", moved, "proposed", len(changes))
@@ -634,15 +635,15 @@ func (m *Module) controllerTick(ctx context.Context, scanned uint64) uint64 {
 //     (leader -1) until an ISR member comes back.
 //
 // It reads only im and unclean, so a new controller computes the same repairs.
-func electLeaders(im *kernel.Image, unclean func(*kernel.TopicImage) bool) []record {
+func electLeaders(im *kernel.Image, unclean func(*kernel.TopicImage) bool) []image.Record {
 	return electLeadersWithout(im, unclean, -1)
 }
 
 // electLeadersWithout is electLeaders with node (if not -1) taken for dead whatever the
 // image says: the repairs its fencing would bring.
-func electLeadersWithout(im *kernel.Image, unclean func(*kernel.TopicImage) bool, node int32) []record {
+func electLeadersWithout(im *kernel.Image, unclean func(*kernel.TopicImage) bool, node int32) []image.Record {
 	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced && id != node }
-	var out []record
+	var out []image.Record
 	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 		t := im.Topics[name]
 		for _, p := range t.Partitions {
@@ -668,7 +669,7 @@ func electLeadersWithout(im *kernel.Image, unclean func(*kernel.TopicImage) bool
 			if leader == p.Leader && slices.Equal(isr, p.ISR) {
 				continue
 			}
-			rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch}
+			rec := &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch}
 			if leader != p.Leader {
 				rec.Leader = &leader
 			}
@@ -700,7 +701,7 @@ func (m *Module) uncleanElection(im *kernel.Image) func(*kernel.TopicImage) bool
 
 // logPartitionChange notes a leader or ISR change the controller made from im: an
 // unclean election (a leader from outside the ISR) as a warning, the rest at debug level.
-func (m *Module) logPartitionChange(im *kernel.Image, r *partitionChangeRecord) {
+func (m *Module) logPartitionChange(im *kernel.Image, r *image.PartitionChangeRecord) {
 	old := im.Partition(r.Topic, r.Partition)
 	if old == nil {
 		return

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // ModuleID is this module's ID.
@@ -83,7 +84,7 @@ type Module struct {
 	shutdown   chan struct{} // closed once raft has shut down
 
 	// Broker lifecycle (lifecycle.go).
-	incarnation      uuid         // chosen anew at each Start
+	incarnation      image.UUID   // chosen anew at each Start
 	brokerEpoch      atomic.Int64 // this broker's registration epoch
 	wantShutdown     atomic.Bool  // controlled shutdown asked
 	hbKick           chan struct{}

@@ -80,7 +80,7 @@ func TestRestartKeepsMetadata(t *testing.T) {
 			t.Errorf("topic %s: %+v, was %+v", name, t1, t0)
 		}
 	}
-	if m2.hub.state().regs[1].Incarnation == m.hub.state().regs[1].Incarnation {
+	if m2.hub.state().Regs[1].Incarnation == m.hub.state().Regs[1].Incarnation {
 		t.Error("restart kept the incarnation id")
 	}
 }

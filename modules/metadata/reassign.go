@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Partition reassignment, as Kafka's KRaft controller does it (see doc.go,
@@ -36,7 +37,7 @@ func validTarget(im *kernel.Image, target []int32) error {
 	if len(target) == 0 {
 		return opErr(kerr.InvalidReplicaAssignment, "the replica list is empty")
 	}
-	if hasDuplicates(target) {
+	if image.HasDuplicates(target) {
 		return opErr(kerr.InvalidReplicaAssignment, "the replica list %v has duplicates", target)
 	}
 	for _, b := range target {
@@ -60,9 +61,9 @@ func validTarget(im *kernel.Image, target []int32) error {
 // the first remaining replica is the ISR (an unclean revert, refused with
 // INVALID_REPLICA_ASSIGNMENT unless unclean(t)). A leader that was being added gives
 // way to the first live ISR member in replica order (-1 without one).
-func planReassignment(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, target []int32, unclean func(*kernel.TopicImage) bool) (*partitionChangeRecord, error) {
-	rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
-		partitionChangeV2: partitionChangeV2{Validate: true, Reassignment: &reassignmentRecord{}}}
+func planReassignment(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, target []int32, unclean func(*kernel.TopicImage) bool) (*image.PartitionChangeRecord, error) {
+	rec := &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+		PartitionChangeV2: image.PartitionChangeV2{Validate: true, Reassignment: &image.ReassignmentRecord{}}}
 	if target == nil {
 		if !reassigning(p) {
 			return nil, opErr(kerr.NoReassignmentInProgress, "")
@@ -96,7 +97,7 @@ func planReassignment(im *kernel.Image, t *kernel.TopicImage, p *kernel.Partitio
 		return rec, nil
 	}
 	rec.Replicas = merged
-	rec.Reassignment = &reassignmentRecord{Adding: adding, Removing: removing}
+	rec.Reassignment = &image.ReassignmentRecord{Adding: adding, Removing: removing}
 	return rec, nil
 }
 
@@ -117,8 +118,8 @@ func firstLive(im *kernel.Image, replicas, isr []int32) int32 {
 // (or not live) gives way to the first live ISR member in target order (-1 without
 // one). The entries are version 2 (they clear the reassignment state), validated, and
 // checked against the partition epoch.
-func completeReassignments(im *kernel.Image) []record {
-	var out []record
+func completeReassignments(im *kernel.Image) []image.Record {
+	var out []image.Record
 	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 		t := im.Topics[name]
 		for i := range t.Partitions {
@@ -128,11 +129,11 @@ func completeReassignments(im *kernel.Image) []record {
 			}
 			target := without(p.Replicas, p.RemovingReplicas)
 			isr := without(p.ISR, p.RemovingReplicas)
-			if len(target) == 0 || len(isr) == 0 || !subset(target, isr) {
+			if len(target) == 0 || len(isr) == 0 || !image.Subset(target, isr) {
 				continue
 			}
-			rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
-				Replicas: target, partitionChangeV2: partitionChangeV2{Validate: true, Reassignment: &reassignmentRecord{}}}
+			rec := &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+				Replicas: target, PartitionChangeV2: image.PartitionChangeV2{Validate: true, Reassignment: &image.ReassignmentRecord{}}}
 			if !slices.Equal(isr, p.ISR) {
 				rec.ISR = isr
 			}
@@ -171,7 +172,7 @@ func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request
 	} else {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (record, error) {
+		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
 			it := items[i]
 			t := im.Topics[it.topic]
 			if t == nil || it.partition < 0 || int(it.partition) >= len(t.Partitions) {

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // rpcSeeds are valid request frames (size included) for the fuzz corpus and tests.
 func rpcSeeds() [][]byte {
-	entry, _ := encodeRecord(&producerIDsRecord{BrokerID: 1, Count: 5})
+	entry, _ := image.EncodeRecord(&image.ProducerIDsRecord{BrokerID: 1, Count: 5})
 	fwd := (&forwardRequest{TimeoutMs: 1000, Entries: [][]byte{entry}}).appendTo(nil)
 	hb := kmsg.NewPtrBrokerHeartbeatRequest()
 	hb.Version, hb.BrokerID, hb.BrokerEpoch = rpcVerBrokerHeartbeat, 1, 7
@@ -75,13 +77,13 @@ func FuzzDecodeRPCRequest(f *testing.F) {
 func TestForwardResponseRoundTrip(t *testing.T) {
 	in := &forwardResponse{ErrorCode: 0, LeaderID: 2, AppliedIndex: 99, Results: []forwardResult{
 		{Code: 0, Index: 98, FirstProducerID: 1000},
-		{Code: forwardCode(errTopicExists), Message: "topic exists"},
+		{Code: forwardCode(image.ErrTopicExists), Message: "topic exists"},
 	}}
 	out, err := decodeForwardResponse(in.appendTo(nil))
 	if err != nil || out.AppliedIndex != 99 || len(out.Results) != 2 || out.Results[0].FirstProducerID != 1000 {
 		t.Fatalf("%+v %v", out, err)
 	}
-	if err := forwardError(out.Results[1].Code, out.Results[1].Message); !errors.Is(err, errTopicExists) {
+	if err := forwardError(out.Results[1].Code, out.Results[1].Message); !errors.Is(err, image.ErrTopicExists) {
 		t.Errorf("forwarded error %v does not match errTopicExists", err)
 	}
 	if _, err := decodeForwardResponse(in.appendTo(nil)[:20]); !errors.Is(err, errRPCFrame) {
