@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // metadataTopic is the name Kafka gives the metadata log.
@@ -45,15 +46,15 @@ func (m *Module) describeQuorum(ctx context.Context, req *kernel.Request, r *kms
 	}
 	var out *kmsg.DescribeQuorumResponse
 	fwd := *r
-	fwd.Version = rpcVerDescribeQuorum
+	fwd.Version = rpc.VerDescribeQuorum
 	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
 		if addr == "" {
 			out = m.describeQuorumLocal(&fwd)
 			return false, nil
 		}
-		resp, err := m.rpc.callKmsg(ctx, addr, &fwd)
+		resp, err := m.rpc.CallKmsg(ctx, addr, &fwd)
 		if err != nil {
-			return errors.Is(err, errRPCNotSent), err
+			return errors.Is(err, rpc.ErrNotSent), err
 		}
 		out = resp.(*kmsg.DescribeQuorumResponse)
 		if out.ErrorCode == kerr.NotController.Code {

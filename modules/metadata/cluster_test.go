@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // TestClusterForwarding: every broker registers (a follower's registration is
@@ -393,13 +394,13 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 func TestDuplicateRegistrationRefused(t *testing.T) {
 	c := newCluster(t, 3)
 	l, f := c.leader(), c.follower()
-	rc := newRPCClient()
-	defer rc.close()
+	rc := rpc.NewClient(ErrNotRunning)
+	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req := f.m.registrationRequest()
 	req.IncarnationID = [16]byte{1, 2, 3}
-	resp, err := rc.callKmsg(ctx, l.addr, req)
+	resp, err := rc.CallKmsg(ctx, l.addr, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 		t.Fatalf("duplicate registration: code %d", code)
 	}
 	// The live broker re-registering itself (same incarnation) is fine.
-	resp, err = rc.callKmsg(ctx, l.addr, f.m.registrationRequest())
+	resp, err = rc.CallKmsg(ctx, l.addr, f.m.registrationRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 	// may take the id.
 	f.m.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "the silent broker is fenced", func(im *kernel.Image) bool { return im.Brokers[f.id].Fenced })
-	resp, err = rc.callKmsg(ctx, l.addr, req)
+	resp, err = rc.CallKmsg(ctx, l.addr, req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/metadata/image"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // Forwarding (see doc.go, "Controller RPC"). A broker that is not the raft leader sends
@@ -176,7 +177,7 @@ func (m *Module) isStopped() bool {
 func (m *Module) forwardAll(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
 	errs := make([]error, len(recs))
 	results := make([]image.ApplyResult, len(recs))
-	req := &forwardRequest{}
+	req := &rpc.ForwardRequest{}
 	var at []int
 	for i, rec := range recs {
 		data, err := image.EncodeRecord(rec)
@@ -198,7 +199,7 @@ func (m *Module) forwardAll(ctx context.Context, recs []image.Record) (*kernel.I
 	if len(at) == 0 {
 		return m.hub.image(), results, errs
 	}
-	var resp *forwardResponse
+	var resp *rpc.ForwardResponse
 	var local struct {
 		res  []image.ApplyResult
 		errs []error
@@ -220,7 +221,7 @@ func (m *Module) forwardAll(ctx context.Context, recs []image.Record) (*kernel.I
 			return retry, err
 		}
 		if len(fr.Results) != len(req.Entries) {
-			return false, fmt.Errorf("%w: %d results for %d entries", errRPCFrame, len(fr.Results), len(req.Entries))
+			return false, fmt.Errorf("%w: %d results for %d entries", rpc.ErrFrame, len(fr.Results), len(req.Entries))
 		}
 		resp = fr
 		return false, nil
@@ -259,7 +260,7 @@ func (m *Module) catchUp(ctx context.Context) error {
 		if addr == "" {
 			return false, nil
 		}
-		fr, retry, err := m.sendForward(ctx, addr, &forwardRequest{})
+		fr, retry, err := m.sendForward(ctx, addr, &rpc.ForwardRequest{})
 		if err != nil {
 			return retry, err
 		}
@@ -289,17 +290,17 @@ func (m *Module) replanAfterCatchUp(ctx context.Context, stale bool) bool {
 // sendForward sends req to the controller at addr and returns its answer. retry reports
 // whether another controller may be tried: nothing was sent, or addr is no longer the
 // controller.
-func (m *Module) sendForward(ctx context.Context, addr string, req *forwardRequest) (resp *forwardResponse, retry bool, err error) {
-	body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, req.appendTo(nil))
+func (m *Module) sendForward(ctx context.Context, addr string, req *rpc.ForwardRequest) (resp *rpc.ForwardResponse, retry bool, err error) {
+	body, err := m.rpc.Call(ctx, addr, rpc.KeyForward, rpc.VerForward, req.AppendTo(nil))
 	if err != nil {
-		if errors.Is(err, errRPCNotSent) {
+		if errors.Is(err, rpc.ErrNotSent) {
 			return nil, true, err
 		}
 		// The controller may have applied it: report a timeout, as Kafka does when a
 		// forwarded request gets no answer.
 		return nil, false, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 	}
-	fr, err := decodeForwardResponse(body)
+	fr, err := rpc.DecodeForwardResponse(body)
 	switch {
 	case err != nil:
 		return nil, false, err
@@ -313,15 +314,15 @@ func (m *Module) sendForward(ctx context.Context, addr string, req *forwardReque
 
 // serveForward proposes a forwarded request's records on the controller; a request with
 // no records is catchUp's barrier and gets the controller's applied index.
-func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forwardResponse {
-	resp := &forwardResponse{LeaderID: m.leaderID()}
+func (m *Module) serveForward(ctx context.Context, req *rpc.ForwardRequest) *rpc.ForwardResponse {
+	resp := &rpc.ForwardResponse{LeaderID: m.leaderID()}
 	if !m.isLeader() {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if timeout <= 0 || timeout > maxForwardTimeout {
-		timeout = rpcCallTimeout
+		timeout = rpc.CallTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -330,14 +331,14 @@ func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forward
 		resp.AppliedIndex = int64(m.hub.image().Version)
 		return resp
 	}
-	resp.Results = make([]forwardResult, len(req.Entries))
+	resp.Results = make([]rpc.ForwardResult, len(req.Entries))
 	var recs []image.Record
 	var at []int
 	for i, e := range req.Entries {
 		rec, err := image.DecodeRecord(e)
 		if err != nil {
 			m.log.Warn("refused forwarded metadata entry", "err", err)
-			resp.Results[i] = forwardResult{Code: forwardCode(image.ErrInvalidEntry), Message: err.Error()}
+			resp.Results[i] = rpc.ForwardResult{Code: forwardCode(image.ErrInvalidEntry), Message: err.Error()}
 			continue
 		}
 		recs = append(recs, rec)
@@ -346,7 +347,7 @@ func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forward
 	if len(recs) > 0 {
 		_, res, errs := m.proposeLocal(ctx, recs)
 		for j, i := range at {
-			fr := forwardResult{Code: forwardCode(errs[j]), Index: int64(res[j].Index), FirstProducerID: res[j].FirstProducerID}
+			fr := rpc.ForwardResult{Code: forwardCode(errs[j]), Index: int64(res[j].Index), FirstProducerID: res[j].FirstProducerID}
 			if errs[j] != nil {
 				fr.Message = errs[j].Error()
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/metadata/image"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // Broker lifecycle (see doc.go, "Brokers"): registration, heartbeats, fencing,
@@ -85,7 +86,7 @@ func (m *Module) register(ctx context.Context) error {
 func (m *Module) registrationRequest() *kmsg.BrokerRegistrationRequest {
 	bi := m.kctx.Broker()
 	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.Version = rpcVerBrokerRegistration
+	req.Version = rpc.VerBrokerRegistration
 	req.BrokerID, req.ClusterID, req.IncarnationID = m.nodeID, m.hub.image().ClusterID, m.incarnation
 	req.Rack = rackPtr(bi.Rack)
 	req.PreviousBrokerEpoch = -1
@@ -106,9 +107,9 @@ func (m *Module) sendRegistration(ctx context.Context) (int64, error) {
 		if addr == "" {
 			resp = m.ctlRegister(ctx, req)
 		} else {
-			r, err := m.rpc.callKmsg(ctx, addr, req)
+			r, err := m.rpc.CallKmsg(ctx, addr, req)
 			if err != nil {
-				return errors.Is(err, errRPCNotSent), err
+				return errors.Is(err, rpc.ErrNotSent), err
 			}
 			resp = r.(*kmsg.BrokerRegistrationResponse)
 		}
@@ -165,7 +166,7 @@ func (m *Module) heartbeatOnce(ctx context.Context, interval time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, max(interval, time.Second))
 	defer cancel()
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
-	req.Version = rpcVerBrokerHeartbeat
+	req.Version = rpc.VerBrokerHeartbeat
 	req.BrokerID, req.BrokerEpoch = m.nodeID, m.brokerEpoch.Load()
 	req.CurrentMetadataOffset = int64(m.hub.image().Version)
 	req.WantShutdown = m.wantShutdown.Load()
@@ -174,9 +175,9 @@ func (m *Module) heartbeatOnce(ctx context.Context, interval time.Duration) {
 		if addr == "" {
 			resp = m.ctlHeartbeat(req)
 		} else {
-			r, err := m.rpc.callKmsg(ctx, addr, req)
+			r, err := m.rpc.CallKmsg(ctx, addr, req)
 			if err != nil {
-				return errors.Is(err, errRPCNotSent), err
+				return errors.Is(err, rpc.ErrNotSent), err
 			}
 			resp = r.(*kmsg.BrokerHeartbeatResponse)
 		}
@@ -261,7 +262,7 @@ func (m *Module) controlledShutdown(ctx context.Context) {
 // joinAsObserver asks the controller to add this broker to the raft configuration as a
 // non-voter; raft then replicates the log to it.
 func (m *Module) joinAsObserver(ctx context.Context) error {
-	req := &addObserverRequest{NodeID: m.nodeID, Address: string(m.trans.LocalAddr())}
+	req := &rpc.AddObserverRequest{NodeID: m.nodeID, Address: string(m.trans.LocalAddr())}
 	for {
 		err := m.addObserver(ctx, req)
 		if err == nil || !errors.Is(err, ErrNotController) || ctx.Err() != nil {
@@ -271,17 +272,17 @@ func (m *Module) joinAsObserver(ctx context.Context) error {
 	}
 }
 
-func (m *Module) addObserver(ctx context.Context, req *addObserverRequest) error {
+func (m *Module) addObserver(ctx context.Context, req *rpc.AddObserverRequest) error {
 	return m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
 		if addr == "" {
 			return false, fmt.Errorf("a non-voter became raft leader: %w", ErrConfig)
 		}
-		body, err := m.rpc.call(ctx, addr, rpcKeyAddObserver, rpcVerAddObserver, req.appendTo(nil))
+		body, err := m.rpc.Call(ctx, addr, rpc.KeyAddObserver, rpc.VerAddObserver, req.AppendTo(nil))
 		if err != nil {
 			// Adding is idempotent: retry even when the request may have been executed.
 			return true, err
 		}
-		resp, err := decodeAddObserverResponse(body)
+		resp, err := rpc.DecodeAddObserverResponse(body)
 		if err != nil {
 			return false, err
 		}
@@ -483,8 +484,8 @@ func (m *Module) ctlHeartbeat(req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHear
 }
 
 // ctlAddObserver adds a broker to the raft configuration as a non-voter.
-func (m *Module) ctlAddObserver(ctx context.Context, req *addObserverRequest) *addObserverResponse {
-	resp := &addObserverResponse{LeaderID: m.leaderID()}
+func (m *Module) ctlAddObserver(ctx context.Context, req *rpc.AddObserverRequest) *rpc.AddObserverResponse {
+	resp := &rpc.AddObserverResponse{LeaderID: m.leaderID()}
 	r := m.raft.Load()
 	if r == nil || r.State() != raft.Leader {
 		resp.ErrorCode = kerr.NotController.Code

@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/metadata/image"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // ModuleID is this module's ID.
@@ -76,8 +77,8 @@ type Module struct {
 
 	raft       atomic.Pointer[raft.Raft]
 	trans      raft.Transport
-	mux        *muxListener // raft port (raft + controller RPC); nil with the in-memory transport
-	rpc        *rpcClient
+	mux        *rpc.Mux // raft port (raft + controller RPC); nil with the in-memory transport
+	rpc        *rpc.Client
 	ctl        *controllerState
 	registered atomic.Bool
 	stopLoops  context.CancelFunc
@@ -131,7 +132,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.hub = newHub()
 	m.fsm = &fsm{log: m.log, hub: m.hub}
 	m.shutdown = make(chan struct{})
-	m.rpc = newRPCClient()
+	m.rpc = rpc.NewClient(ErrNotRunning)
 	m.ctl = newControllerState()
 	m.hbKick = make(chan struct{}, 1)
 	m.shutdownAck = make(chan struct{})
@@ -340,7 +341,7 @@ func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 			return nil, fmt.Errorf("raft transport on %s: the address is not advertisable (give a host): %w", bind, ErrConfig)
 		}
 	}
-	mux := newMux(ln, advertise, m.log, func(c net.Conn) { m.serveRPCConn(ctx, c) })
+	mux := rpc.NewMux(ln, advertise, m.log, func(c net.Conn) { rpc.ServeConn(ctx, c, m.log, m.handleRPC) })
 	m.mux = mux
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  mux,
@@ -467,7 +468,7 @@ func (m *Module) beginStop() {
 		m.stopLoops()
 	}
 	if m.rpc != nil {
-		m.rpc.close()
+		m.rpc.Close()
 	}
 	go func() {
 		defer close(m.shutdown)
