@@ -33,8 +33,8 @@ func counts[T comparable](keys []T) map[T]int {
 }
 
 // describeTopicConfigs describes a topic's configs (CreateTopics v5+, DescribeConfigs).
-func (m *Module) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
-	return kconfig.DescribeTopic(overrides, m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(m.nodeID)])
+func (nd *node) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
+	return kconfig.DescribeTopic(overrides, nd.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(nd.nodeID)])
 }
 
 // createTopicsResp serves CreateTopics.

@@ -101,7 +101,7 @@ func TestClusterFencing(t *testing.T) {
 	}
 	before := l.m.Image()
 
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "the silent broker is fenced and its leaderships moved", func(im *kernel.Image) bool {
 		b := im.Brokers[x.id]
 		return b != nil && b.Fenced && !leadsAny(im, x.id) && im.Partition("rf1", 0).Leader == -1
@@ -151,7 +151,7 @@ func TestClusterFencing(t *testing.T) {
 		}
 	}
 
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "the broker is unfenced and leads rf1-0 again", func(im *kernel.Image) bool {
 		b := im.Brokers[x.id]
 		return b != nil && !b.Fenced && im.Partition("rf1", 0).Leader == x.id
@@ -398,7 +398,7 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req := f.m.registrationRequest()
+	req := f.m.life.registrationRequest()
 	req.IncarnationID = [16]byte{1, 2, 3}
 	resp, err := rc.CallKmsg(ctx, l.addr, req)
 	if err != nil {
@@ -408,7 +408,7 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 		t.Fatalf("duplicate registration: code %d", code)
 	}
 	// The live broker re-registering itself (same incarnation) is fine.
-	resp, err = rc.CallKmsg(ctx, l.addr, f.m.registrationRequest())
+	resp, err = rc.CallKmsg(ctx, l.addr, f.m.life.registrationRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 	}
 	// Once the broker is silent past its session, it is fenced and a new incarnation
 	// may take the id.
-	f.m.pauseHeartbeats.Store(true)
+	f.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "the silent broker is fenced", func(im *kernel.Image) bool { return im.Brokers[f.id].Fenced })
 	resp, err = rc.CallKmsg(ctx, l.addr, req)
 	if err != nil {

@@ -77,13 +77,13 @@ func planElection(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionIma
 // the item's outcome when there is nothing to propose) and proposes them together. An
 // entry Apply rejects as stale (its partition changed after it was planned) is planned
 // again on the newer image, at most maxReplans times. errs[i] is item i's outcome.
-func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel.Image, i int) (image.Record, error)) []error {
+func (c *controller) proposePlanned(ctx context.Context, n int, plan func(im *kernel.Image, i int) (image.Record, error)) []error {
 	errs := make([]error, n)
 	todo := make([]int, n)
 	for i := range todo {
 		todo[i] = i
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	for round := 0; len(todo) > 0; round++ {
 		var recs []image.Record
 		var at []int
@@ -98,7 +98,7 @@ func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel
 			break
 		}
 		var perrs []error
-		im, perrs = m.proposeAll(ctx, recs)
+		im, perrs = c.proposeAll(ctx, recs)
 		todo = todo[:0]
 		for j, i := range at {
 			errs[i] = perrs[j]
@@ -112,7 +112,7 @@ func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel
 
 // electLeadersResp serves ElectLeaders: null topics elect every partition (and leave
 // out the ones that need no election, as Kafka does).
-func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+func (c *controller) electLeadersResp(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
 	resp := kmsg.NewPtrElectLeadersResponse()
 	resp.Version = r.Version
 	typ := r.ElectionType
@@ -123,7 +123,7 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 		topic     string
 		partition int32
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	var items []item
 	all := r.Topics == nil
 	if all {
@@ -161,7 +161,7 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 	} else {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
+		errs = c.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
 			t := im.Topics[items[i].topic]
 			if t == nil || items[i].partition < 0 || int(items[i].partition) >= len(t.Partitions) {
 				return nil, opErr(kerr.UnknownTopicOrPartition, "")
@@ -180,7 +180,7 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 			continue
 		}
 		if err == nil {
-			m.log.Info("elected leader", "topic", it.topic, "partition", it.partition, "election", electionName(typ))
+			c.log.Info("elected leader", "topic", it.topic, "partition", it.partition, "election", electionName(typ))
 		}
 		at := topicSlot(topicAt, it.topic, &resp.Topics, func() kmsg.ElectLeadersResponseTopic {
 			rt := kmsg.NewElectLeadersResponseTopic()
@@ -265,22 +265,22 @@ func imbalancedLeaders(im *kernel.Image, pct int32) []image.Record {
 }
 
 // rebalanceLeaders proposes the automatic rebalance's elections (see imbalancedLeaders).
-func (m *Module) rebalanceLeaders(ctx context.Context, pct int32) {
+func (c *controller) rebalanceLeaders(ctx context.Context, pct int32) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	im := m.hub.image()
+	im := c.hub.image()
 	recs := imbalancedLeaders(im, pct)
 	if len(recs) == 0 {
 		return
 	}
-	_, _, errs := m.proposeLocal(ctx, recs)
+	_, _, errs := c.proposeLocal(ctx, recs)
 	moved := 0
 	for _, err := range errs {
 		if err == nil {
 			moved++
 		}
 	}
-	m.log.Info("moved leaders back to preferred replicas", "changes", moved, "proposed", len(recs))
+	c.log.Info("moved leaders back to preferred replicas", "changes", moved, "proposed", len(recs))
 }
 
 // topicSlot returns the index in *topics of the response topic named topic (index

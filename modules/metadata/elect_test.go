@@ -202,7 +202,7 @@ func TestClusterElectLeaders(t *testing.T) {
 		}
 	}
 
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "x fenced, its leaderships moved", func(im *kernel.Image) bool {
 		return im.Brokers[x.id].Fenced && im.Partition("pref", 0).Leader == f.id && im.Partition("un", 0).Leader == -1 &&
 			!slices.Contains(im.Partition("pref", 1).ISR, x.id)
@@ -235,7 +235,7 @@ func TestClusterElectLeaders(t *testing.T) {
 		t.Errorf("after unclean election: %+v", p)
 	}
 
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "x back, leading solo", func(im *kernel.Image) bool {
 		return !im.Brokers[x.id].Fenced && im.Partition("solo", 0).Leader == x.id
 	})
@@ -278,11 +278,11 @@ func TestClusterAutoRebalance(t *testing.T) {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
 	c.waitAll(10*time.Second, "every broker has the topic", func(im *kernel.Image) bool { return im.Topic("bal") != nil })
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "x fenced, bal-0 led by f", func(im *kernel.Image) bool {
 		return im.Brokers[x.id].Fenced && im.Partition("bal", 0).Leader == f.id
 	})
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "x unfenced", func(im *kernel.Image) bool { return !im.Brokers[x.id].Fenced })
 	if p := l.m.Image().Partition("bal", 0); p.Leader != f.id {
 		t.Fatalf("x leads before it is in the ISR: %+v", p)

@@ -5,23 +5,18 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
-	"github.com/sluicehq/sluice/modules/metadata/image"
 	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
@@ -62,44 +57,23 @@ type Module struct {
 	SnapshotThreshold uint64        `yaml:"snapshot_threshold"`
 	SnapshotInterval  time.Duration `yaml:"snapshot_interval"`
 
-	kctx   kernel.Context
-	log    *slog.Logger
-	nodeID int32
-	voters []voter
-	dir    string
-	rand   io.Reader // ids and placement; crypto/rand unless a test sets it
+	// node is the raft node this module runs and the services every part shares:
+	// the hub, proposing (locally or forwarded), tracked goroutines (node.go).
+	node
+	ctl  *controller // the controller's duties while this node leads raft (controller.go)
+	life *lifecycle  // this broker's registration, heartbeats, controlled shutdown (lifecycle.go)
 
-	hub   *hub
+	dir   string // data_dir/metadata
 	fsm   *fsm
 	store *boltStore
 	logs  raft.LogStore
 	snaps raft.SnapshotStore
 
-	raft       atomic.Pointer[raft.Raft]
-	trans      raft.Transport
-	mux        *rpc.Mux // raft port (raft + controller RPC); nil with the in-memory transport
-	rpc        *rpc.Client
-	ctl        *controllerState
-	registered atomic.Bool
-	stopLoops  context.CancelFunc
-	shutdown   chan struct{} // closed once raft has shut down
-
-	// Broker lifecycle (lifecycle.go).
-	incarnation      image.UUID   // chosen anew at each Start
-	brokerEpoch      atomic.Int64 // this broker's registration epoch
-	wantShutdown     atomic.Bool  // controlled shutdown asked
-	hbKick           chan struct{}
-	shutdownAck      chan struct{} // closed when the controller says "shut down"
-	shutdownAckOnce  sync.Once
-	shutdownFailures atomic.Int32 // heartbeats with WantShutdown that reached no controller
-	pauseHeartbeats  atomic.Bool  // test hook: a broker that stops heartbeating
+	stopLoops context.CancelFunc
+	shutdown  chan struct{} // closed once raft has shut down
 
 	// groupConfigsMu serialises writes of group configs (groupconfigs.go).
 	groupConfigsMu sync.Mutex
-
-	mu      sync.Mutex // guards stopped and wg.Add
-	stopped bool
-	wg      sync.WaitGroup // leader loop and future waiters
 }
 
 // voter is one member of the static voter set.
@@ -133,9 +107,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.fsm = &fsm{log: m.log, hub: m.hub}
 	m.shutdown = make(chan struct{})
 	m.rpc = rpc.NewClient(ErrNotRunning)
-	m.ctl = newControllerState()
-	m.hbKick = make(chan struct{}, 1)
-	m.shutdownAck = make(chan struct{})
+	m.ctl = newController(&m.node)
+	m.wakeController = m.ctl.wake
+	m.life = newLifecycle(&m.node, m.ctl)
 	if err := m.parseVoters(); err != nil {
 		return err
 	}
@@ -168,27 +142,21 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
-	for _, h := range []struct {
-		key      kmsg.Key
-		min, max int16
-		fn       kernel.Handler
-	}{
-		{kmsg.Metadata, 0, 12, m.handleMetadata},
-		{kmsg.CreateTopics, 0, 7, m.handleCreateTopics},
-		{kmsg.DeleteTopics, 0, 6, m.handleDeleteTopics},
-		{kmsg.DescribeConfigs, 0, 4, m.handleDescribeConfigs},
-		{kmsg.AlterConfigs, 0, 2, m.handleAlterConfigs},
-		{kmsg.CreatePartitions, 0, 3, m.handleCreatePartitions},
-		{kmsg.IncrementalAlterConfigs, 0, 1, m.handleIncrementalAlterConfigs},
-		{kmsg.DescribeCluster, 0, 2, m.handleDescribeCluster},
-		{kmsg.DescribeQuorum, 0, 2, m.handleDescribeQuorum},
-		{kmsg.ElectLeaders, 0, 2, m.handleElectLeaders},
-		{kmsg.AlterPartitionAssignments, 0, 0, m.handleAlterPartitionReassignments},
-		{kmsg.ListPartitionReassignments, 0, 0, m.handleListPartitionReassignments},
-	} {
-		if err := ctx.Handle(h.key.Int16(), h.min, h.max, h.fn); err != nil {
-			return fmt.Errorf("claim %s: %w", kmsg.NameForKey(h.key.Int16()), err)
-		}
+	if err := kernel.ClaimAll(ctx,
+		claimMetadata(m),
+		claimCreateTopics(m),
+		claimDeleteTopics(m),
+		claimDescribeConfigs(m),
+		claimAlterConfigs(m),
+		claimCreatePartitions(m),
+		claimIncrementalAlterConfigs(m),
+		claimDescribeCluster(m),
+		claimDescribeQuorum(m),
+		claimElectLeaders(m),
+		claimAlterPartitionReassignments(m),
+		claimListPartitionReassignments(m),
+	); err != nil {
+		return err
 	}
 	if mt := ctx.Metrics(); mt != nil {
 		mt.Gauge("sluice_metadata_image_version", "Index of the last metadata entry applied to this broker's image.",
@@ -223,9 +191,9 @@ func (m *Module) parseVoters() error {
 }
 
 // self returns this node's voter entry.
-func (m *Module) self() (voter, bool) {
-	for _, v := range m.voters {
-		if v.ID == m.nodeID {
+func (nd *node) self() (voter, bool) {
+	for _, v := range nd.voters {
+		if v.ID == nd.nodeID {
 			return v, true
 		}
 	}
@@ -233,8 +201,8 @@ func (m *Module) self() (voter, bool) {
 }
 
 // isVoter reports whether this node is in the static voter set.
-func (m *Module) isVoter() bool {
-	_, ok := m.self()
+func (nd *node) isVoter() bool {
+	_, ok := nd.self()
 	return ok
 }
 
@@ -341,7 +309,7 @@ func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 			return nil, fmt.Errorf("raft transport on %s: the address is not advertisable (give a host): %w", bind, ErrConfig)
 		}
 	}
-	mux := rpc.NewMux(ln, advertise, m.log, func(c net.Conn) { rpc.ServeConn(ctx, c, m.log, m.handleRPC) })
+	mux := rpc.NewMux(ln, advertise, m.log, func(c net.Conn) { rpc.ServeConn(ctx, c, m.log, m.ctl.handleRPC) })
 	m.mux = mux
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  mux,
@@ -377,7 +345,7 @@ func (m *Module) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.incarnation, err = m.newUUID(); err != nil {
+	if m.life.incarnation, err = m.newUUID(); err != nil {
 		closeTransport(trans)
 		return err
 	}
@@ -400,18 +368,18 @@ func (m *Module) Start(ctx context.Context) error {
 	}
 	m.trans = trans
 	m.raft.Store(r)
-	if !m.goTracked(func() { m.leaderLoop(loopCtx, r) }) {
+	if !m.goTracked(func() { m.ctl.leaderLoop(loopCtx, r) }) {
 		return ErrNotRunning
 	}
 	if !m.isVoter() {
-		if err := m.joinAsObserver(ctx); err != nil {
+		if err := m.life.joinAsObserver(ctx); err != nil {
 			return fmt.Errorf("join the metadata quorum as non-voter %d: %w", m.nodeID, err)
 		}
 	}
-	if err := m.register(ctx); err != nil {
+	if err := m.life.register(ctx); err != nil {
 		return fmt.Errorf("register broker %d: %w", m.nodeID, err)
 	}
-	if !m.goTracked(func() { m.heartbeatLoop(loopCtx) }) {
+	if !m.goTracked(func() { m.life.heartbeatLoop(loopCtx) }) {
 		return ErrNotRunning
 	}
 	im := m.hub.image()
@@ -426,15 +394,15 @@ func closeTransport(t raft.Transport) {
 }
 
 // goTracked runs fn on a goroutine that Stop waits for; false once stopping.
-func (m *Module) goTracked(fn func()) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopped {
+func (nd *node) goTracked(fn func()) bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.stopped {
 		return false
 	}
-	m.wg.Add(1)
+	nd.wg.Add(1)
 	go func() {
-		defer m.wg.Done()
+		defer nd.wg.Done()
 		fn()
 	}()
 	return true
@@ -444,7 +412,7 @@ func (m *Module) goTracked(fn func()) bool {
 // (Cleanup finishes it).
 func (m *Module) Stop(ctx context.Context) error {
 	if !m.isStopped() {
-		m.controlledShutdown(ctx)
+		m.life.controlledShutdown(ctx)
 	}
 	m.beginStop()
 	select {
@@ -508,7 +476,7 @@ func (m *Module) Subscribe(fn func(*kernel.Image)) (cancel func()) { return m.hu
 // Ready reports whether the metadata log has a leader and this broker is registered.
 func (m *Module) Ready() bool {
 	r := m.raft.Load()
-	if r == nil || !m.registered.Load() {
+	if r == nil || !m.life.registered.Load() {
 		return false
 	}
 	addr, _ := r.LeaderWithID()

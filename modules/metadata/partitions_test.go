@@ -89,7 +89,7 @@ func TestClusterAlterPartition(t *testing.T) {
 
 	// A fenced broker cannot rejoin the ISR.
 	nb := c.nodes[b]
-	nb.m.pauseHeartbeats.Store(true)
+	nb.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "broker b is fenced", func(im *kernel.Image) bool { return im.Brokers[b].Fenced })
 	p := f.m.Image().Partition("isr", 0)
 	r := req
@@ -97,7 +97,7 @@ func TestClusterAlterPartition(t *testing.T) {
 	if _, err := f.m.AlterPartition(ctx, r); !kerrIs(err, kerr.IneligibleReplica) {
 		t.Errorf("fenced broker joins: %v", err)
 	}
-	nb.m.pauseHeartbeats.Store(false)
+	nb.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "broker b is unfenced", func(im *kernel.Image) bool { return !im.Brokers[b].Fenced })
 	p = f.m.Image().Partition("isr", 0)
 	r.PartitionEpoch = p.PartitionEpoch
@@ -230,7 +230,7 @@ func TestClusterUncleanElection(t *testing.T) {
 			t.Fatalf("shrink %s: %v", name, err)
 		}
 	}
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "x fenced; unclean led by y, clean offline", func(im *kernel.Image) bool {
 		u, cl := im.Partition("unclean", 0), im.Partition("clean", 0)
 		return im.Brokers[x.id].Fenced && u.Leader == y.id && cl.Leader == -1
@@ -249,7 +249,7 @@ func TestClusterUncleanElection(t *testing.T) {
 		return p.Leader == y.id && slices.Equal(p.ISR, []int32{y.id})
 	})
 	// x comes back: it is in no ISR, so it leads nothing.
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "x unfenced", func(im *kernel.Image) bool { return !im.Brokers[x.id].Fenced })
 	c.waitAll(5*time.Second, "y still leads", func(im *kernel.Image) bool {
 		return im.Partition("clean", 0).Leader == y.id && im.Partition("unclean", 0).Leader == y.id
@@ -293,11 +293,11 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	if rt := createTopicOn(t, l, "inc", -1, -1, map[int32][]int32{0: {x.id, a, l.id}}); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
-	x.m.pauseHeartbeats.Store(true) // x's own re-registrations stay out of the way
+	x.m.life.pauseHeartbeats.Store(true) // x's own re-registrations stay out of the way
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req := x.m.registrationRequest()
-	if resp := l.m.ctlRegister(ctx, req); resp.ErrorCode != 0 {
+	req := x.m.life.registrationRequest()
+	if resp := l.m.ctl.ctlRegister(ctx, req); resp.ErrorCode != 0 {
 		t.Fatalf("same incarnation: code %d", resp.ErrorCode)
 	}
 	if p := l.m.Image().Partition("inc", 0); p.Leader != x.id || !slices.Equal(p.ISR, []int32{x.id, a, l.id}) {
@@ -310,7 +310,7 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.IncarnationID = fresh
-	if resp := l.m.ctlRegister(ctx, req); resp.ErrorCode != 0 {
+	if resp := l.m.ctl.ctlRegister(ctx, req); resp.ErrorCode != 0 {
 		t.Fatalf("new incarnation: code %d", resp.ErrorCode)
 	}
 	im := l.m.Image()
@@ -320,5 +320,5 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	if b := im.Brokers[x.id]; b.Fenced || l.m.hub.state().Regs[x.id].Incarnation != fresh {
 		t.Errorf("registration: %+v", b)
 	}
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 }

@@ -148,7 +148,7 @@ func completeReassignments(im *kernel.Image) []image.Record {
 }
 
 // alterReassignmentsResp serves AlterPartitionReassignments.
-func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
+func (c *controller) alterReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := kmsg.NewPtrAlterPartitionAssignmentsResponse()
 	resp.Version = r.Version
 	type item struct {
@@ -172,13 +172,13 @@ func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request
 	} else {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
+		errs = c.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
 			it := items[i]
 			t := im.Topics[it.topic]
 			if t == nil || it.partition < 0 || int(it.partition) >= len(t.Partitions) {
 				return nil, opErr(kerr.UnknownTopicOrPartition, "")
 			}
-			rec, err := planReassignment(im, t, &t.Partitions[it.partition], it.target, m.uncleanElection(im))
+			rec, err := planReassignment(im, t, &t.Partitions[it.partition], it.target, c.uncleanElection(im))
 			if rec == nil { // a nil *partitionChangeRecord is not a nil record
 				return nil, err
 			}
@@ -190,9 +190,9 @@ func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request
 		err := reassignmentError(errs[i])
 		if err == nil {
 			if it.target == nil {
-				m.log.Info("cancelled partition reassignment", "topic", it.topic, "partition", it.partition)
+				c.log.Info("cancelled partition reassignment", "topic", it.topic, "partition", it.partition)
 			} else {
-				m.log.Info("started partition reassignment", "topic", it.topic, "partition", it.partition, "target", it.target)
+				c.log.Info("started partition reassignment", "topic", it.topic, "partition", it.partition, "target", it.target)
 			}
 		}
 		at := topicSlot(topicAt, it.topic, &resp.Topics, func() kmsg.AlterPartitionAssignmentsResponseTopic {
@@ -214,14 +214,14 @@ func reassignmentError(err error) error { return plannedError(err, kerr.InvalidR
 // listReassignmentsResp serves ListPartitionReassignments from this broker's image:
 // null topics list every reassignment in progress; unknown topics and partitions, and
 // partitions without one, are left out (as Kafka).
-func (m *Module) listReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
+func (c *controller) listReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
 	resp := kmsg.NewPtrListPartitionReassignmentsResponse()
 	resp.Version = r.Version
 	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName) {
 		resp.ErrorCode, _ = errCode(opErr(kerr.ClusterAuthorizationFailed, ""))
 		return resp
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	add := func(t *kernel.TopicImage, parts []int32) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name

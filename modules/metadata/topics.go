@@ -119,20 +119,20 @@ func liveBrokers(im *kernel.Image) []int32 {
 }
 
 // brokerSettings is what the controller reads from the broker configs.
-func (m *Module) brokerSettings(im *kernel.Image) kconfig.Broker {
-	return kconfig.ResolveBroker(m.mergedBrokerConfigs(im))
+func (nd *node) brokerSettings(im *kernel.Image) kconfig.Broker {
+	return kconfig.ResolveBroker(nd.mergedBrokerConfigs(im))
 }
 
 // mergedBrokerConfigs merges static, dynamic default and dynamic node configs.
-func (m *Module) mergedBrokerConfigs(im *kernel.Image) map[string]string {
-	return kconfig.MergeBroker(m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(m.nodeID)])
+func (nd *node) mergedBrokerConfigs(im *kernel.Image) map[string]string {
+	return kconfig.MergeBroker(nd.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(nd.nodeID)])
 }
 
 // place assigns replicas of count new partitions over the live brokers from a random
 // start (see placeReplicas). The leader is the first replica and the ISR is every
 // replica.
-func (m *Module) place(im *kernel.Image, live []int32, count int, rf int) ([]image.PartitionAssignment, error) {
-	start, err := m.randIntn(len(live))
+func (nd *node) place(im *kernel.Image, live []int32, count int, rf int) ([]image.PartitionAssignment, error) {
+	start, err := nd.randIntn(len(live))
 	if err != nil {
 		return nil, err
 	}
@@ -330,15 +330,15 @@ func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count in
 
 // parseBrokerResource checks a BROKER config resource name: "" (cluster default) or
 // this node's id. It returns the BrokerConfigs key.
-func (m *Module) parseBrokerResource(name string) (string, error) {
+func (nd *node) parseBrokerResource(name string) (string, error) {
 	if name == "" {
 		return "", nil
 	}
 	n, err := strconv.ParseInt(name, 10, 32)
-	if err != nil || int32(n) != m.nodeID {
-		return "", opErr(kerr.InvalidRequest, "unexpected broker id %q: expected %d or the empty string (cluster default)", name, m.nodeID)
+	if err != nil || int32(n) != nd.nodeID {
+		return "", opErr(kerr.InvalidRequest, "unexpected broker id %q: expected %d or the empty string (cluster default)", name, nd.nodeID)
 	}
-	return image.BrokerConfigKey(m.nodeID), nil
+	return image.BrokerConfigKey(nd.nodeID), nil
 }
 
 // CreateTopic creates a topic for another module (the group and transaction
