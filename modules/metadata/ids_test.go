@@ -4,5 +4,3 @@ import "github.com/sluicehq/sluice/modules/metadata/image"
 
 // id is a test UUID, distinct per b.
 func id(b byte) image.UUID { return image.UUID{0: b, 15: 7} }
-
-func i32(v int32) *int32 { return &v }

@@ -23,7 +23,7 @@
 // # Concurrency
 //
 // Client is safe for concurrent use; each call owns one connection at a time
-// (Client.mu guards only the idle pool and is never held during I/O). Mux.mu guards
-// the set of tracked connections and is never held while taking another lock. A server
-// connection answers one request at a time, in order.
+// (Client.mu guards only the idle pool and is never held during a call's I/O).
+// Mux.mu guards the set of tracked connections and is never held while taking another
+// lock. A server connection answers one request at a time, in order.
 package rpc
