@@ -19,7 +19,8 @@ type fsm struct {
 	hub *hub
 }
 
-// Apply applies one committed entry. It returns an applyResult.
+// Apply applies one committed entry (image.State.ApplyEntry) and publishes the new
+// state. It returns an image.ApplyResult.
 func (f *fsm) Apply(l *raft.Log) any {
 	cur := f.hub.state()
 	if l.Type != raft.LogCommand {

@@ -41,6 +41,15 @@ func Info() kernel.ModuleInfo {
 }
 
 // Module is the raft-backed metadata module. Its exported fields are its config section.
+//
+// Module itself holds the config, the lifecycle the kernel drives (Provision, Start,
+// Stop, Cleanup), the kernel interfaces other modules assert, and the admin handlers
+// (the NN_*.go claims, topics.go, configs.go). The raft node and proposing are its
+// embedded node (node.go); the controller's duties are ctl (controller, sessions.go);
+// this broker's registration and heartbeats are life (lifecycle, lifecycle.go); the
+// pure image is package image and the RPC transport package rpc. Lock order:
+// DESIGN.md ("Lock order"); groupConfigsMu, the only lock declared on Module itself,
+// is taken before any other.
 type Module struct {
 	// Voters is the static voter set, "id@host:port" each. Default: this node alone.
 	Voters []string `yaml:"voters"`
@@ -277,7 +286,7 @@ func (m *Module) raftConfig() *raft.Config {
 }
 
 // newTransport returns raft's transport: in memory for a single voter without an
-// address; otherwise a NetworkTransport over muxListener, which also serves the
+// address; otherwise a NetworkTransport over rpc.Mux, which also serves the
 // controller RPC on the same port (ctx bounds the RPC handlers).
 func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 	me, _ := m.self()

@@ -179,7 +179,7 @@ func (c *controller) alterReassignmentsResp(ctx context.Context, req *kernel.Req
 				return nil, opErr(kerr.UnknownTopicOrPartition, "")
 			}
 			rec, err := planReassignment(im, t, &t.Partitions[it.partition], it.target, c.uncleanElection(im))
-			if rec == nil { // a nil *partitionChangeRecord is not a nil record
+			if rec == nil { // a nil *image.PartitionChangeRecord is not a nil record
 				return nil, err
 			}
 			return rec, nil

@@ -41,7 +41,7 @@ func ValidProducerIDCount(count int32) error {
 // AllocateProducerIDs reserves count consecutive producer ids for this broker through
 
 // allocateProducerIDs applies r: it advances the counter by r.Count. The block that r
-// received starts at the counter's value before this call (see fsm.Apply).
+// received starts at the counter's value before this call (see State.ApplyEntry).
 //
 // Invariant: nextProducerID only grows, so blocks never overlap or repeat; it is part
 // of every snapshot (format 3), so this holds across restarts, snapshots and leader

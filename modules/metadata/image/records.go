@@ -181,7 +181,7 @@ type PartitionChangeV2 struct {
 	ExpectLeader      *int32 `json:"expect_leader,omitempty"`
 	ExpectLeaderEpoch *int32 `json:"expect_leader_epoch,omitempty"`
 	// Validate makes Apply check the partition the entry leaves (see
-	// state.checkPartition) and accept an entry that changes nothing without a new
+	// State.checkPartition) and accept an entry that changes nothing without a new
 	// partition epoch.
 	Validate bool `json:"validate,omitempty"`
 	// Reassignment sets the partition's adding and removing replicas (both empty: no
@@ -275,7 +275,7 @@ func EncodeRecord(r Record) ([]byte, error) {
 	return append([]byte{byte(t), ver}, payload...), nil
 }
 
-// DecodeRecord parses an entry written by encodeRecord (any readable version).
+// DecodeRecord parses an entry written by EncodeRecord (any readable version).
 func DecodeRecord(b []byte) (Record, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%d bytes: %w", len(b), ErrBadRecord)

@@ -15,7 +15,7 @@ import (
 const sniffTimeout = 10 * time.Second
 
 // Mux is the raft.StreamLayer of the raft port: it accepts connections on one
-// listener and looks at each one's first byte. rpcMagic[0] hands the connection to
+// listener and looks at each one's first byte. Magic[0] hands the connection to
 // the controller RPC server (serve); anything else goes to raft's NetworkTransport
 // through Accept, with the byte read put back in front.
 //
