@@ -82,7 +82,7 @@ func (m *Module) createTopicsResp(ctx context.Context, req *kernel.Request, r *k
 			rt.TopicID = p.ID
 		}
 		rt.NumPartitions, rt.ReplicationFactor = int32(len(p.Partitions)), int16(len(p.Partitions[0].Replicas))
-		for _, e := range m.describeTopicConfigs(im, p.Configs) {
+		for _, e := range m.node.describeTopicConfigs(im, p.Configs) {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
 			rt.Configs = append(rt.Configs, c)
@@ -130,8 +130,8 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 			wanted = append(wanted, kmsg.DeleteTopicsRequestTopic{Topic: strPtr(name)})
 		}
 	}
-	im := m.hub.image()
-	settings := m.brokerSettings(im)
+	im := m.node.hub.image()
+	settings := m.node.brokerSettings(im)
 	// Resolve every entry to a topic first, so duplicates by name or id are found.
 	topics := make([]*kernel.TopicImage, len(wanted))
 	keys := make([]string, len(wanted))
@@ -198,7 +198,7 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(recs) > 0 {
-		_, errs := m.proposeAll(ctx, recs)
+		_, errs := m.node.proposeAll(ctx, recs)
 		for j, i := range at {
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(errs[j])
 		}
@@ -230,14 +230,14 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 	recs, at, stale := m.planCreatePartitions(ctx, req, r, resp, dups)
 	// This broker's image may trail the controller's (a topic or broker created a moment
 	// ago through another broker): plan again on what the controller has.
-	if m.replanAfterCatchUp(ctx, stale) {
+	if m.node.replanAfterCatchUp(ctx, stale) {
 		resp.Topics = resp.Topics[:0]
 		recs, at, _ = m.planCreatePartitions(ctx, req, r, resp, dups)
 	}
 	if len(recs) > 0 {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		_, errs := m.proposeAll(ctx, recs)
+		_, errs := m.node.proposeAll(ctx, recs)
 		for j, i := range at {
 			err := errs[j]
 			if errors.Is(err, image.ErrStale) {
@@ -254,7 +254,7 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 // stale reports an error an image behind the controller's could cause (an unknown
 // topic, too few brokers).
 func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse, dups map[string]int) (recs []image.Record, at []int, stale bool) {
-	im := m.hub.image()
+	im := m.node.hub.image()
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic

@@ -168,7 +168,7 @@ func TestClusterFailover(t *testing.T) {
 	if oldInc == nil {
 		t.Fatal("leader not registered")
 	}
-	incBefore := old.m.hub.state().Regs[old.id].Incarnation
+	incBefore := old.m.node.hub.state().Regs[old.id].Incarnation
 	if rt := createTopicOn(t, old, "spread", 6, 1, nil); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
@@ -197,7 +197,7 @@ func TestClusterFailover(t *testing.T) {
 		b := im.Brokers[old.id]
 		return b != nil && !b.Fenced
 	})
-	if inc := c.nodes[old.id].m.hub.state().Regs[old.id].Incarnation; inc == incBefore {
+	if inc := c.nodes[old.id].m.node.hub.state().Regs[old.id].Incarnation; inc == incBefore {
 		t.Error("the restarted broker kept its incarnation id")
 	}
 	// Its RF=1 partitions that went offline come back with it.
@@ -264,7 +264,7 @@ func TestPlacementCluster(t *testing.T) {
 	if n4.m.Image().Topic("twelve") == nil {
 		t.Fatal("the non-voter has not applied the log")
 	}
-	if n4.m.isVoter() {
+	if n4.m.node.isVoter() {
 		t.Fatal("node 4 is a voter")
 	}
 	// Writes from the non-voter are forwarded.

@@ -20,8 +20,8 @@ import (
 func (m *Module) describeConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	resp.Version = r.Version
-	im := m.hub.image()
-	static := m.kctx.Broker().StaticConfigs
+	im := m.node.hub.image()
+	static := m.node.kctx.Broker().StaticConfigs
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -64,12 +64,12 @@ func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *
 		if t == nil {
 			return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 		}
-		return m.describeTopicConfigs(im, t.Configs), nil
+		return m.node.describeTopicConfigs(im, t.Configs), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
 		}
-		key, err := m.parseBrokerResource(name)
+		key, err := m.node.parseBrokerResource(name)
 		if err != nil {
 			return nil, err
 		}
@@ -87,8 +87,8 @@ func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *
 		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
 		}
-		if key, err := m.parseBrokerResource(name); err != nil || key == "" {
-			return nil, opErr(kerr.InvalidRequest, "broker logger resource must name this broker (%d)", m.nodeID)
+		if key, err := m.node.parseBrokerResource(name); err != nil || key == "" {
+			return nil, opErr(kerr.InvalidRequest, "broker logger resource must name this broker (%d)", m.node.nodeID)
 		}
 		return nil, nil // no per-logger levels yet: an empty list
 	case kmsg.ConfigResourceTypeGroupConfig:
@@ -166,7 +166,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		}
 		change, after, err := m.applyOps(ops, replace, t.Configs, func(n string) (kconfig.Type, *string, bool) {
 			typ, ok := kconfig.TopicConfigType(n)
-			return typ, entryValue(m.describeTopicConfigs(im, t.Configs), n), ok
+			return typ, entryValue(m.node.describeTopicConfigs(im, t.Configs), n), ok
 		})
 		if err != nil {
 			return nil, err
@@ -176,7 +176,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 				return nil, configErr(err)
 			}
 		}
-		if err := kconfig.ValidateTopicConfigs(after, m.mergedBrokerConfigs(im)); err != nil {
+		if err := kconfig.ValidateTopicConfigs(after, m.node.mergedBrokerConfigs(im)); err != nil {
 			return nil, configErr(err)
 		}
 		return &image.AlterTopicConfigsRecord{Topic: t.Name, ID: t.ID, ConfigChange: change}, nil
@@ -184,11 +184,11 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
 		}
-		key, err := m.parseBrokerResource(name)
+		key, err := m.node.parseBrokerResource(name)
 		if err != nil {
 			return nil, err
 		}
-		static := m.kctx.Broker().StaticConfigs
+		static := m.node.kctx.Broker().StaticConfigs
 		var node map[string]string // the node layer; none for the cluster default
 		if key != "" {
 			node = im.BrokerConfigs[key]
@@ -331,7 +331,7 @@ func (m *Module) alterConfigs(ctx context.Context, edits []configEdit, errs []er
 	if len(recs) == 0 {
 		return
 	}
-	_, perrs := m.proposeAll(ctx, recs)
+	_, perrs := m.node.proposeAll(ctx, recs)
 	for j, i := range at {
 		errs[i] = perrs[j]
 	}
@@ -354,7 +354,7 @@ func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []
 		m.groupConfigsMu.Lock()
 		defer m.groupConfigsMu.Unlock()
 	}
-	im := m.hub.image()
+	im := m.node.hub.image()
 	keys := make([]string, len(res))
 	for i, r := range res {
 		keys[i] = resourceKey(r.typ, r.name)

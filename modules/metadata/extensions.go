@@ -26,7 +26,7 @@ func (m *Module) PutExtension(ctx context.Context, namespace, key string, value 
 			namespace, key, len(value), kernel.MaxExtensionValueBytes, image.ErrInvalidExtension)
 	}
 	rec := &image.ExtensionRecord{Namespace: namespace, Key: key, Value: value, Delete: value == nil}
-	if _, err := m.propose(ctx, rec); err != nil {
+	if _, err := m.node.propose(ctx, rec); err != nil {
 		verb := "put"
 		if rec.Delete {
 			verb = "delete"

@@ -164,7 +164,7 @@ func TestExtensionRestart(t *testing.T) {
 			putExt(t, m, "transforms", "gone", nil)
 			putExt(t, m, "x", "empty", []byte{})
 			if snapshot {
-				if err := m.raft.Load().Snapshot().Error(); err != nil {
+				if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 					t.Fatalf("snapshot: %v", err)
 				}
 				if s := latestSnapshot(t, m); !reflect.DeepEqual(s.Image.Extensions, m.Image().Extensions) {
@@ -208,7 +208,7 @@ func TestExtensionLargeValue(t *testing.T) {
 		t.Fatalf("after restart from the log: %d bytes", len(got))
 	}
 	// From a snapshot.
-	if err := m.raft.Load().Snapshot().Error(); err != nil {
+	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if got := latestSnapshot(t, m).Image.Extension("transforms", "big"); !bytes.Equal(got, big) {

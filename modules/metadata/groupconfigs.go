@@ -136,7 +136,7 @@ func (m *Module) describeGroupConfigs(ctx context.Context, req *kernel.Request, 
 		return nil, err
 	}
 	set := groupConfigs(im, group)
-	broker := kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(m.nodeID)])
+	broker := kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(m.node.nodeID)])
 	out := make([]kconfig.Entry, 0, len(groupConfigDefs))
 	for _, d := range groupConfigDefs {
 		e := kconfig.Entry{Name: d.name, Type: d.typ, Doc: d.doc, Source: kconfig.SourceDefault, Value: strPtr("")}
@@ -222,7 +222,7 @@ func (m *Module) checkGroupHeartbeat(im *kernel.Image, cfg map[string]string) er
 	if !hbSet && !stSet {
 		return nil
 	}
-	broker := m.mergedBrokerConfigs(im)
+	broker := m.node.mergedBrokerConfigs(im)
 	if !hbSet {
 		hb = broker["group.consumer.heartbeat.interval.ms"]
 	}

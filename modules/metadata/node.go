@@ -15,8 +15,8 @@ import (
 // node is this broker's raft node and what the module's parts share: the hub of
 // published images, the raft handle, the controller RPC client, proposing records
 // (locally on the leader, forwarded elsewhere: controller.go, forward.go) and the
-// goroutines Stop waits for. Module embeds it; the controller and the lifecycle hold a
-// pointer to it.
+// goroutines Stop waits for. Module holds it (Module.node); the controller and the
+// lifecycle embed a pointer to it.
 //
 // Lock order: node.mu guards only stopped and wg.Add; it is never held while taking
 // another lock (see DESIGN.md).

@@ -35,7 +35,7 @@ import (
 // did not answer: the change may be applied); or they wrap ctx.Err().
 func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRequest) (kernel.PartitionImage, error) {
 	what := fmt.Sprintf("alter partition %s-%d", req.Topic, req.Partition)
-	im := m.hub.image()
+	im := m.node.hub.image()
 	var t *kernel.TopicImage
 	if req.TopicID != ([16]byte{}) {
 		what = fmt.Sprintf("alter partition %s (%s)-%d", req.Topic, image.UUID(req.TopicID), req.Partition)
@@ -63,17 +63,17 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 		ISR:               slices.Clone(req.ISR),
 		PartitionChangeV2: image.PartitionChangeV2{ExpectLeader: &leader, ExpectLeaderEpoch: &leaderEpoch, Validate: true},
 	}
-	im, errs := m.proposeAll(ctx, []image.Record{rec})
+	im, errs := m.node.proposeAll(ctx, []image.Record{rec})
 	if errs[0] != nil {
 		err := partitionChangeError(ctx, errs[0])
-		m.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", errs[0])
+		m.node.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", errs[0])
 		return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, err)
 	}
 	nt := im.Topics[t.Name]
 	if nt == nil || nt.ID != t.ID {
 		return kernel.PartitionImage{}, fmt.Errorf("%s: topic deleted after the change: %w", what, kerr.UnknownTopicOrPartition)
 	}
-	m.log.Info("ISR changed", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader)
+	m.node.log.Info("ISR changed", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader)
 	return clonePartition(nt.Partitions[req.Partition]), nil
 }
 

@@ -305,7 +305,7 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	}
 	// A new controller has heard from nobody: the new incarnation is accepted.
 	l.m.ctl.reset()
-	fresh, err := l.m.newUUID()
+	fresh, err := l.m.node.newUUID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	if p := im.Partition("inc", 0); p.Leader != a || !slices.Equal(p.ISR, []int32{a, l.id}) {
 		t.Errorf("after the new incarnation registered: %+v", *p)
 	}
-	if b := im.Brokers[x.id]; b.Fenced || l.m.hub.state().Regs[x.id].Incarnation != fresh {
+	if b := im.Brokers[x.id]; b.Fenced || l.m.node.hub.state().Regs[x.id].Incarnation != fresh {
 		t.Errorf("registration: %+v", b)
 	}
 	x.m.life.pauseHeartbeats.Store(false)

@@ -21,26 +21,26 @@ import (
 // applied in between.
 func (m *Module) AllocateProducerIDs(ctx context.Context, count int32) (int64, error) {
 	if err := image.ValidProducerIDCount(count); err != nil {
-		m.log.Warn("refused producer id allocation", "count", count, "err", err)
+		m.node.log.Warn("refused producer id allocation", "count", count, "err", err)
 		return -1, err
 	}
-	rec := &image.ProducerIDsRecord{BrokerID: m.nodeID, Count: count}
-	_, res, errs := m.proposeAllResults(ctx, []image.Record{rec})
+	rec := &image.ProducerIDsRecord{BrokerID: m.node.nodeID, Count: count}
+	_, res, errs := m.node.proposeAllResults(ctx, []image.Record{rec})
 	// A controller change mid-proposal (NOT_CONTROLLER after the entry may have been
 	// appended) is retried while ctx allows: a block allocated but never reported is
 	// just lost, never handed out twice.
-	for errors.Is(errs[0], ErrNotController) && ctx.Err() == nil && !m.isStopped() {
-		m.log.Info("retrying producer id allocation after a controller change", "err", errs[0])
+	for errors.Is(errs[0], ErrNotController) && ctx.Err() == nil && !m.node.isStopped() {
+		m.node.log.Info("retrying producer id allocation after a controller change", "err", errs[0])
 		select {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Millisecond):
 		}
-		_, res, errs = m.proposeAllResults(ctx, []image.Record{rec})
+		_, res, errs = m.node.proposeAllResults(ctx, []image.Record{rec})
 	}
 	if errs[0] != nil {
 		return -1, fmt.Errorf("allocate %d producer ids: %w", count, errs[0])
 	}
-	m.log.Info("allocated producer ids", "first", res[0].FirstProducerID, "count", count, "index", res[0].Index)
+	m.node.log.Info("allocated producer ids", "first", res[0].FirstProducerID, "count", count, "index", res[0].Index)
 	return res[0].FirstProducerID, nil
 }
 

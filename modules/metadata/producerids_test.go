@@ -36,7 +36,7 @@ func TestAllocateProducerIDsConsecutive(t *testing.T) {
 		}
 		want += int64(n)
 	}
-	if got := m.hub.state().NextProducerID; got != want {
+	if got := m.node.hub.state().NextProducerID; got != want {
 		t.Fatalf("counter %d, want %d", got, want)
 	}
 }
@@ -124,7 +124,7 @@ func TestAllocateProducerIDsConcurrent(t *testing.T) {
 		}
 		next += b.n
 	}
-	if got := m.hub.state().NextProducerID; got != next || len(blocks) != workers*each {
+	if got := m.node.hub.state().NextProducerID; got != next || len(blocks) != workers*each {
 		t.Fatalf("counter %d, covered %d in %d blocks", got, next, len(blocks))
 	}
 }
@@ -143,7 +143,7 @@ func TestAllocateProducerIDsRestart(t *testing.T) {
 			allocate(t, m, 10)
 			allocate(t, m, 20)
 			if snapshot {
-				if err := m.raft.Load().Snapshot().Error(); err != nil {
+				if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 					t.Fatalf("snapshot: %v", err)
 				}
 				if got := latestSnapshot(t, m).NextProducerID; got != 30 {
@@ -153,11 +153,11 @@ func TestAllocateProducerIDsRestart(t *testing.T) {
 					t.Fatalf("block at %d, want 30", got)
 				}
 			}
-			want := m.hub.state().NextProducerID
+			want := m.node.hub.state().NextProducerID
 			stopModule(t, m)
 
 			m2, _ := startModule(t, dir)
-			if got := m2.hub.state().NextProducerID; got != want {
+			if got := m2.node.hub.state().NextProducerID; got != want {
 				t.Fatalf("after restart the counter is %d, want %d", got, want)
 			}
 			if got := allocate(t, m2, 1); got != want {

@@ -65,13 +65,13 @@ func TestRPCRefusesGarbage(t *testing.T) {
 // does not hold up Stop.
 func TestStopWithSilentConnection(t *testing.T) {
 	m, _ := startModule(t, t.TempDir(), func(m *Module, _ *fakeContext) { m.RaftListen = "127.0.0.1:0" })
-	conn, err := net.Dial("tcp", m.mux.Addr().String())
+	conn, err := net.Dial("tcp", m.node.mux.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	waitFor(t, 10*time.Second, func() bool { // the mux is sniffing it
-		return m.mux.Tracked() > 0
+		return m.node.mux.Tracked() > 0
 	})
 	start := time.Now()
 	stopModule(t, m)

@@ -192,7 +192,7 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*image.CreateTopi
 	if other := collidingTopic(im, tr.Name); other != "" {
 		return nil, opErr(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' are interchangeable in metric names)", tr.Name, other)
 	}
-	merged := m.mergedBrokerConfigs(im)
+	merged := m.node.mergedBrokerConfigs(im)
 	if err := kconfig.ValidateTopicConfigs(tr.Configs, merged); err != nil {
 		return nil, opErr(kerr.InvalidConfig, "%v", err)
 	}
@@ -232,11 +232,11 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*image.CreateTopi
 			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d: must be between 1 and the number of live brokers (%d)", rf, len(live))
 		}
 		var err error
-		if parts, err = m.place(im, live, int(np), rf); err != nil {
+		if parts, err = m.node.place(im, live, int(np), rf); err != nil {
 			return nil, err
 		}
 	}
-	id, err := m.newUUID()
+	id, err := m.node.newUUID()
 	if err != nil {
 		return nil, err
 	}
@@ -249,13 +249,13 @@ func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateO
 	im, plans, errs, recs, idx := m.planTopics(trs, validateOnly)
 	// This broker's image may trail the controller's (a broker that just registered is
 	// missing from it): plan again on what the controller has.
-	if m.replanAfterCatchUp(ctx, slices.ContainsFunc(errs, brokerCountError)) {
+	if m.node.replanAfterCatchUp(ctx, slices.ContainsFunc(errs, brokerCountError)) {
 		im, plans, errs, recs, idx = m.planTopics(trs, validateOnly)
 	}
 	if len(recs) == 0 {
 		return im, plans, errs
 	}
-	im, perrs := m.proposeAll(ctx, recs)
+	im, perrs := m.node.proposeAll(ctx, recs)
 	for j, err := range perrs {
 		errs[idx[j]] = err
 	}
@@ -271,7 +271,7 @@ func brokerCountError(err error) bool {
 // planTopics plans trs on the current image; recs are the records to propose and idx
 // their requests' positions.
 func (m *Module) planTopics(trs []topicRequest, validateOnly bool) (im *kernel.Image, plans []*image.CreateTopicRecord, errs []error, recs []image.Record, idx []int) {
-	im = m.hub.image()
+	im = m.node.hub.image()
 	errs = make([]error, len(trs))
 	plans = make([]*image.CreateTopicRecord, len(trs))
 	planned := map[string]string{} // collision form ('.' as '_') → name, in this request
@@ -320,7 +320,7 @@ func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count in
 		if rf > len(live) {
 			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d is larger than the number of live brokers (%d)", rf, len(live))
 		}
-		parts, err = m.place(im, live, add, rf)
+		parts, err = m.node.place(im, live, add, rf)
 	}
 	if err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ func (nd *node) parseBrokerResource(name string) (string, error) {
 // topic once this broker's image has it; an existing topic is returned as it is, with
 // no error, so concurrent creators agree.
 func (m *Module) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*kernel.TopicImage, error) {
-	if t := m.hub.image().Topic(name); t != nil {
+	if t := m.node.hub.image().Topic(name); t != nil {
 		return t, nil
 	}
 	im, _, errs := m.createTopics(ctx, []topicRequest{{Name: name, NumPartitions: partitions, RF: rf, Configs: configs}}, false)
