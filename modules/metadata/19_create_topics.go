@@ -1,20 +1,20 @@
-// CreateTopics: v0-v7. Not implemented: create.topic.policy.class.name (POLICY_VIOLATION).
+// CreateTopics: v0-7. Not implemented: create.topic.policy.class.name (POLICY_VIOLATION).
 
 package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleCreateTopics(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.CreateTopicsRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("create topics: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.createTopicsResp(ctx, req, r)), nil
+// claimCreateTopics is CreateTopics's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimCreateTopics(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.CreateTopics, Min: 0, Max: 7, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.CreateTopicsRequest) (kernel.Response, error) {
+			return kernel.Reply(m.createTopicsResp(ctx, req, r)), nil
+		})}
 }

@@ -1,20 +1,20 @@
-// CreatePartitions: v0-v3. Not implemented: nothing known.
+// CreatePartitions: v0-3. Not implemented: nothing known.
 
 package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleCreatePartitions(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.CreatePartitionsRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("create partitions: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.createPartitionsResp(ctx, req, r)), nil
+// claimCreatePartitions is CreatePartitions's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimCreatePartitions(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.CreatePartitions, Min: 0, Max: 3, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest) (kernel.Response, error) {
+			return kernel.Reply(m.createPartitionsResp(ctx, req, r)), nil
+		})}
 }

@@ -1,20 +1,20 @@
-// ElectLeaders: v0-v2. Not implemented: nothing known.
+// ElectLeaders: v0-2. Not implemented: nothing known.
 
 package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleElectLeaders(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ElectLeadersRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("elect leaders: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.electLeadersResp(ctx, req, r)), nil
+// claimElectLeaders is ElectLeaders's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimElectLeaders(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.ElectLeaders, Min: 0, Max: 2, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) (kernel.Response, error) {
+			return kernel.Reply(m.ctl.electLeadersResp(ctx, req, r)), nil
+		})}
 }

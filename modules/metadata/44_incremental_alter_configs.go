@@ -1,20 +1,20 @@
-// IncrementalAlterConfigs: v0-v1. TOPIC, BROKER and GROUP resources (groupconfigs.go). Not implemented: BROKER_LOGGER and CLIENT_METRICS resources (INVALID_REQUEST).
+// IncrementalAlterConfigs: v0-1. TOPIC, BROKER and GROUP resources (groupconfigs.go). Not implemented: BROKER_LOGGER and CLIENT_METRICS resources (INVALID_REQUEST).
 
 package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleIncrementalAlterConfigs(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("incremental alter configs: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.incrementalAlterConfigsResp(ctx, req, r)), nil
+// claimIncrementalAlterConfigs is IncrementalAlterConfigs's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimIncrementalAlterConfigs(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.IncrementalAlterConfigsRequest) (kernel.Response, error) {
+			return kernel.Reply(m.incrementalAlterConfigsResp(ctx, req, r)), nil
+		})}
 }

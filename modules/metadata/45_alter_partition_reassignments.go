@@ -5,17 +5,17 @@ package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleAlterPartitionReassignments(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.AlterPartitionAssignmentsRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("alter partition reassignments: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.alterReassignmentsResp(ctx, req, r)), nil
+// claimAlterPartitionReassignments is AlterPartitionReassignments's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimAlterPartitionReassignments(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.AlterPartitionAssignments, Min: 0, Max: 0, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.AlterPartitionAssignmentsRequest) (kernel.Response, error) {
+			return kernel.Reply(m.ctl.alterReassignmentsResp(ctx, req, r)), nil
+		})}
 }

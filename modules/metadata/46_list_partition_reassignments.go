@@ -4,17 +4,17 @@ package metadata
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
 
-func (m *Module) handleListPartitionReassignments(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.ListPartitionReassignmentsRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("list partition reassignments: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.listReassignmentsResp(ctx, req, r)), nil
+// claimListPartitionReassignments is ListPartitionReassignments's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimListPartitionReassignments(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.ListPartitionReassignments, Min: 0, Max: 0, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.ListPartitionReassignmentsRequest) (kernel.Response, error) {
+			return kernel.Reply(m.ctl.listReassignmentsResp(ctx, req, r)), nil
+		})}
 }

@@ -1,4 +1,4 @@
-// DescribeQuorum: v0-v2. The quorum is the hashicorp/raft metadata log, reported as
+// DescribeQuorum: v0-2. The quorum is the hashicorp/raft metadata log, reported as
 // Kafka's __cluster_metadata-0. Any broker answers: one that is not the controller asks
 // the controller over the controller RPC, since only it knows the others' progress.
 // Log end offsets of other brokers are their applied metadata offsets from their last
@@ -9,7 +9,6 @@ package metadata
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -20,40 +19,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // metadataTopic is the name Kafka gives the metadata log.
 const metadataTopic = "__cluster_metadata"
 
-func (m *Module) handleDescribeQuorum(ctx context.Context, req *kernel.Request) (kernel.Response, error) {
-	r, ok := req.Body.(*kmsg.DescribeQuorumRequest)
-	if !ok {
-		return kernel.Response{}, fmt.Errorf("describe quorum: unexpected body %T", req.Body)
-	}
-	return kernel.Reply(m.describeQuorum(ctx, req, r)), nil
+// claimDescribeQuorum is DescribeQuorum's claim: the versions above and the thin handler; the work is
+// in the function it calls.
+func claimDescribeQuorum(m *Module) kernel.Claim {
+	return kernel.Claim{Key: kmsg.DescribeQuorum, Min: 0, Max: 2, Handler: kernel.Typed(
+		func(ctx context.Context, req *kernel.Request, r *kmsg.DescribeQuorumRequest) (kernel.Response, error) {
+			return kernel.Reply(m.ctl.describeQuorum(ctx, req, r)), nil
+		})}
 }
 
 // describeQuorum answers on any broker, asking the controller when this is not it.
-func (m *Module) describeQuorum(ctx context.Context, req *kernel.Request, r *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+func (c *controller) describeQuorum(ctx context.Context, req *kernel.Request, r *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
 	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName) {
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp
 	}
-	if m.isLeader() || !m.networked() {
-		return m.describeQuorumLocal(r)
+	if c.isLeader() || !c.networked() {
+		return c.describeQuorumLocal(r)
 	}
 	var out *kmsg.DescribeQuorumResponse
 	fwd := *r
-	fwd.Version = rpcVerDescribeQuorum
-	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+	fwd.Version = rpc.VerDescribeQuorum
+	err := c.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
 		if addr == "" {
-			out = m.describeQuorumLocal(&fwd)
+			out = c.describeQuorumLocal(&fwd)
 			return false, nil
 		}
-		resp, err := m.rpc.callKmsg(ctx, addr, &fwd)
+		resp, err := c.rpc.CallKmsg(ctx, addr, &fwd)
 		if err != nil {
-			return errors.Is(err, errRPCNotSent), err
+			return errors.Is(err, rpc.ErrNotSent), err
 		}
 		out = resp.(*kmsg.DescribeQuorumResponse)
 		if out.ErrorCode == kerr.NotController.Code {
@@ -62,7 +63,7 @@ func (m *Module) describeQuorum(ctx context.Context, req *kernel.Request, r *kms
 		return false, nil
 	})
 	if err != nil {
-		m.log.Warn("describe quorum: controller not reachable", "err", err)
+		c.log.Warn("describe quorum: controller not reachable", "err", err)
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode, resp.ErrorMessage = errCode(err)
 		if r.Version < 2 {
@@ -75,9 +76,9 @@ func (m *Module) describeQuorum(ctx context.Context, req *kernel.Request, r *kms
 }
 
 // describeQuorumLocal builds the answer on the controller (NOT_CONTROLLER elsewhere).
-func (m *Module) describeQuorumLocal(r *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+func (c *controller) describeQuorumLocal(r *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
-	rf := m.raft.Load()
+	rf := c.raft.Load()
 	if rf == nil || rf.State() != raft.Leader {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
@@ -87,18 +88,18 @@ func (m *Module) describeQuorumLocal(r *kmsg.DescribeQuorumRequest) *kmsg.Descri
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	now := time.Now()
-	m.ctl.mu.Lock()
-	sessions := make(map[int32]brokerSession, len(m.ctl.sessions))
-	for id, s := range m.ctl.sessions {
+	c.mu.Lock()
+	sessions := make(map[int32]brokerSession, len(c.sessions))
+	for id, s := range c.sessions {
 		sessions[id] = *s
 	}
-	m.ctl.mu.Unlock()
+	c.mu.Unlock()
 	state := func(id int32) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 		rs.ReplicaID = id
-		if id == m.nodeID {
+		if id == c.nodeID {
 			rs.LogEndOffset = int64(rf.LastIndex())
 			rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = now.UnixMilli(), now.UnixMilli()
 			return rs
@@ -114,7 +115,7 @@ func (m *Module) describeQuorumLocal(r *kmsg.DescribeQuorumRequest) *kmsg.Descri
 		return rs
 	}
 	p := kmsg.NewDescribeQuorumResponseTopicPartition()
-	p.LeaderID, p.LeaderEpoch, p.HighWatermark = m.nodeID, int32(min(rf.CurrentTerm(), 1<<31-1)), int64(rf.CommitIndex())
+	p.LeaderID, p.LeaderEpoch, p.HighWatermark = c.nodeID, int32(min(rf.CurrentTerm(), 1<<31-1)), int64(rf.CommitIndex())
 	seen := map[int32]bool{}
 	var nodes []kmsg.DescribeQuorumResponseNode
 	for _, s := range cf.Configuration().Servers {

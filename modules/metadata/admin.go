@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // withTimeout bounds ctx by a request's timeout_ms when it is positive.
@@ -32,8 +33,8 @@ func counts[T comparable](keys []T) map[T]int {
 }
 
 // describeTopicConfigs describes a topic's configs (CreateTopics v5+, DescribeConfigs).
-func (m *Module) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
-	return kconfig.DescribeTopic(overrides, m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
+func (nd *node) describeTopicConfigs(im *kernel.Image, overrides map[string]string) []kconfig.Entry {
+	return kconfig.DescribeTopic(overrides, nd.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(nd.nodeID)])
 }
 
 // createTopicsResp serves CreateTopics.
@@ -81,7 +82,7 @@ func (m *Module) createTopicsResp(ctx context.Context, req *kernel.Request, r *k
 			rt.TopicID = p.ID
 		}
 		rt.NumPartitions, rt.ReplicationFactor = int32(len(p.Partitions)), int16(len(p.Partitions[0].Replicas))
-		for _, e := range m.describeTopicConfigs(im, p.Configs) {
+		for _, e := range m.node.describeTopicConfigs(im, p.Configs) {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
 			rt.Configs = append(rt.Configs, c)
@@ -129,8 +130,8 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 			wanted = append(wanted, kmsg.DeleteTopicsRequestTopic{Topic: strPtr(name)})
 		}
 	}
-	im := m.hub.image()
-	settings := m.brokerSettings(im)
+	im := m.node.hub.image()
+	settings := m.node.brokerSettings(im)
 	// Resolve every entry to a topic first, so duplicates by name or id are found.
 	topics := make([]*kernel.TopicImage, len(wanted))
 	keys := make([]string, len(wanted))
@@ -153,7 +154,7 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		if w.Topic != nil {
 			topics[i], keys[i] = im.Topics[*w.Topic], "n:"+*w.Topic
 		} else {
-			topics[i], keys[i] = im.TopicsByID[w.TopicID], "i:"+uuid(w.TopicID).String()
+			topics[i], keys[i] = im.TopicsByID[w.TopicID], "i:"+image.UUID(w.TopicID).String()
 		}
 		if topics[i] != nil {
 			keys[i] = "n:" + topics[i].Name
@@ -162,7 +163,7 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 	dups := counts(keys)
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
-	var recs []record
+	var recs []image.Record
 	var at []int
 	for i, w := range wanted {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -190,14 +191,14 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		case t.Internal:
 			err = opErr(kerr.InvalidRequest, "internal topic %s cannot be deleted", t.Name)
 		default:
-			recs = append(recs, &deleteTopicRecord{Name: t.Name, ID: t.ID})
+			recs = append(recs, &image.DeleteTopicRecord{Name: t.Name, ID: t.ID})
 			at = append(at, len(resp.Topics))
 		}
 		rt.ErrorCode, rt.ErrorMessage = errCode(err)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(recs) > 0 {
-		_, errs := m.proposeAll(ctx, recs)
+		_, errs := m.node.proposeAll(ctx, recs)
 		for j, i := range at {
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(errs[j])
 		}
@@ -229,17 +230,17 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 	recs, at, stale := m.planCreatePartitions(ctx, req, r, resp, dups)
 	// This broker's image may trail the controller's (a topic or broker created a moment
 	// ago through another broker): plan again on what the controller has.
-	if m.replanAfterCatchUp(ctx, stale) {
+	if m.node.replanAfterCatchUp(ctx, stale) {
 		resp.Topics = resp.Topics[:0]
 		recs, at, _ = m.planCreatePartitions(ctx, req, r, resp, dups)
 	}
 	if len(recs) > 0 {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		_, errs := m.proposeAll(ctx, recs)
+		_, errs := m.node.proposeAll(ctx, recs)
 		for j, i := range at {
 			err := errs[j]
-			if errors.Is(err, errStale) {
+			if errors.Is(err, image.ErrStale) {
 				err = opErr(kerr.InvalidPartitions, "the partition count changed while the request was processed")
 			}
 			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err)
@@ -252,8 +253,8 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 // answer to resp; recs are the records to propose and at their answers' positions.
 // stale reports an error an image behind the controller's could cause (an unknown
 // topic, too few brokers).
-func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse, dups map[string]int) (recs []record, at []int, stale bool) {
-	im := m.hub.image()
+func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest, resp *kmsg.CreatePartitionsResponse, dups map[string]int) (recs []image.Record, at []int, stale bool) {
+	im := m.node.hub.image()
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -274,7 +275,7 @@ func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, 
 					assignment[i] = slices.Clone(a.Replicas)
 				}
 			}
-			var rec *createPartitionsRecord
+			var rec *image.CreatePartitionsRecord
 			if rec, err = m.planPartitions(im, topic, t.Count, assignment); err == nil && !r.ValidateOnly {
 				recs = append(recs, rec)
 				at = append(at, len(resp.Topics))

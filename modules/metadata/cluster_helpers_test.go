@@ -165,7 +165,7 @@ func (c *tcluster) leader() *tnode {
 	var l *tnode
 	waitFor(c.t, 20*time.Second, func() bool {
 		for _, nd := range c.nodes {
-			if nd.m != nil && nd.m.isLeader() && nd.m.Image().ControllerID == nd.id {
+			if nd.m != nil && nd.m.node.isLeader() && nd.m.Image().ControllerID == nd.id {
 				l = nd
 				return true
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // TestClusterForwarding: every broker registers (a follower's registration is
@@ -100,7 +101,7 @@ func TestClusterFencing(t *testing.T) {
 	}
 	before := l.m.Image()
 
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "the silent broker is fenced and its leaderships moved", func(im *kernel.Image) bool {
 		b := im.Brokers[x.id]
 		return b != nil && b.Fenced && !leadsAny(im, x.id) && im.Partition("rf1", 0).Leader == -1
@@ -150,7 +151,7 @@ func TestClusterFencing(t *testing.T) {
 		}
 	}
 
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "the broker is unfenced and leads rf1-0 again", func(im *kernel.Image) bool {
 		b := im.Brokers[x.id]
 		return b != nil && !b.Fenced && im.Partition("rf1", 0).Leader == x.id
@@ -167,7 +168,7 @@ func TestClusterFailover(t *testing.T) {
 	if oldInc == nil {
 		t.Fatal("leader not registered")
 	}
-	incBefore := old.m.hub.state().regs[old.id].Incarnation
+	incBefore := old.m.node.hub.state().Regs[old.id].Incarnation
 	if rt := createTopicOn(t, old, "spread", 6, 1, nil); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
@@ -196,7 +197,7 @@ func TestClusterFailover(t *testing.T) {
 		b := im.Brokers[old.id]
 		return b != nil && !b.Fenced
 	})
-	if inc := c.nodes[old.id].m.hub.state().regs[old.id].Incarnation; inc == incBefore {
+	if inc := c.nodes[old.id].m.node.hub.state().Regs[old.id].Incarnation; inc == incBefore {
 		t.Error("the restarted broker kept its incarnation id")
 	}
 	// Its RF=1 partitions that went offline come back with it.
@@ -263,7 +264,7 @@ func TestPlacementCluster(t *testing.T) {
 	if n4.m.Image().Topic("twelve") == nil {
 		t.Fatal("the non-voter has not applied the log")
 	}
-	if n4.m.isVoter() {
+	if n4.m.node.isVoter() {
 		t.Fatal("node 4 is a voter")
 	}
 	// Writes from the non-voter are forwarded.
@@ -393,13 +394,13 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 func TestDuplicateRegistrationRefused(t *testing.T) {
 	c := newCluster(t, 3)
 	l, f := c.leader(), c.follower()
-	rc := newRPCClient()
-	defer rc.close()
+	rc := rpc.NewClient(ErrNotRunning)
+	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req := f.m.registrationRequest()
+	req := f.m.life.registrationRequest()
 	req.IncarnationID = [16]byte{1, 2, 3}
-	resp, err := rc.callKmsg(ctx, l.addr, req)
+	resp, err := rc.CallKmsg(ctx, l.addr, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 		t.Fatalf("duplicate registration: code %d", code)
 	}
 	// The live broker re-registering itself (same incarnation) is fine.
-	resp, err = rc.callKmsg(ctx, l.addr, f.m.registrationRequest())
+	resp, err = rc.CallKmsg(ctx, l.addr, f.m.life.registrationRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,9 +417,9 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 	}
 	// Once the broker is silent past its session, it is fenced and a new incarnation
 	// may take the id.
-	f.m.pauseHeartbeats.Store(true)
+	f.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "the silent broker is fenced", func(im *kernel.Image) bool { return im.Brokers[f.id].Fenced })
-	resp, err = rc.callKmsg(ctx, l.addr, req)
+	resp, err = rc.CallKmsg(ctx, l.addr, req)
 	if err != nil {
 		t.Fatal(err)
 	}

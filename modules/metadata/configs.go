@@ -13,14 +13,15 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // describeConfigsResp serves DescribeConfigs.
 func (m *Module) describeConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	resp.Version = r.Version
-	im := m.hub.image()
-	static := m.kctx.Broker().StaticConfigs
+	im := m.node.hub.image()
+	static := m.node.kctx.Broker().StaticConfigs
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -63,12 +64,12 @@ func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *
 		if t == nil {
 			return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 		}
-		return m.describeTopicConfigs(im, t.Configs), nil
+		return m.node.describeTopicConfigs(im, t.Configs), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
 		}
-		key, err := m.parseBrokerResource(name)
+		key, err := m.node.parseBrokerResource(name)
 		if err != nil {
 			return nil, err
 		}
@@ -86,8 +87,8 @@ func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *
 		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
 		}
-		if key, err := m.parseBrokerResource(name); err != nil || key == "" {
-			return nil, opErr(kerr.InvalidRequest, "broker logger resource must name this broker (%d)", m.nodeID)
+		if key, err := m.node.parseBrokerResource(name); err != nil || key == "" {
+			return nil, opErr(kerr.InvalidRequest, "broker logger resource must name this broker (%d)", m.node.nodeID)
 		}
 		return nil, nil // no per-logger levels yet: an empty list
 	case kmsg.ConfigResourceTypeGroupConfig:
@@ -121,7 +122,7 @@ func describedConfig(e kconfig.Entry, r *kmsg.DescribeConfigsRequest) kmsg.Descr
 type configEdit struct {
 	typ  kmsg.ConfigResourceType
 	name string
-	rec  record
+	rec  image.Record
 }
 
 // resourceKey identifies a config resource, to find duplicates in a request.
@@ -140,7 +141,7 @@ type configOp struct {
 // replace: the request replaces every dynamic config of the resource (AlterConfigs).
 func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *kernel.Image,
 	typ kmsg.ConfigResourceType, name string, ops []configOp, replace bool,
-) (record, error) {
+) (image.Record, error) {
 	seen := map[string]bool{}
 	for _, o := range ops {
 		if seen[o.name] {
@@ -165,7 +166,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		}
 		change, after, err := m.applyOps(ops, replace, t.Configs, func(n string) (kconfig.Type, *string, bool) {
 			typ, ok := kconfig.TopicConfigType(n)
-			return typ, entryValue(m.describeTopicConfigs(im, t.Configs), n), ok
+			return typ, entryValue(m.node.describeTopicConfigs(im, t.Configs), n), ok
 		})
 		if err != nil {
 			return nil, err
@@ -175,19 +176,19 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 				return nil, configErr(err)
 			}
 		}
-		if err := kconfig.ValidateTopicConfigs(after, m.mergedBrokerConfigs(im)); err != nil {
+		if err := kconfig.ValidateTopicConfigs(after, m.node.mergedBrokerConfigs(im)); err != nil {
 			return nil, configErr(err)
 		}
-		return &alterTopicConfigsRecord{Topic: t.Name, ID: t.ID, configChange: change}, nil
+		return &image.AlterTopicConfigsRecord{Topic: t.Name, ID: t.ID, ConfigChange: change}, nil
 	case kmsg.ConfigResourceTypeBroker:
 		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
 			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
 		}
-		key, err := m.parseBrokerResource(name)
+		key, err := m.node.parseBrokerResource(name)
 		if err != nil {
 			return nil, err
 		}
-		static := m.kctx.Broker().StaticConfigs
+		static := m.node.kctx.Broker().StaticConfigs
 		var node map[string]string // the node layer; none for the cluster default
 		if key != "" {
 			node = im.BrokerConfigs[key]
@@ -204,7 +205,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 				return nil, configErr(err)
 			}
 		}
-		return &alterBrokerConfigsRecord{Node: key, configChange: change}, nil
+		return &image.AlterBrokerConfigsRecord{Node: key, ConfigChange: change}, nil
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return nil, opErr(kerr.InvalidRequest, "altering broker logger levels is not supported")
 	case kmsg.ConfigResourceTypeGroupConfig:
@@ -238,8 +239,8 @@ func configErr(err error) error {
 // unset list) and whether the config is known.
 func (m *Module) applyOps(ops []configOp, replace bool, current map[string]string,
 	lookup func(string) (kconfig.Type, *string, bool),
-) (configChange, map[string]string, error) {
-	change := configChange{Replace: replace, Set: map[string]string{}}
+) (image.ConfigChange, map[string]string, error) {
+	change := image.ConfigChange{Replace: replace, Set: map[string]string{}}
 	for _, o := range ops {
 		switch o.op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -267,7 +268,7 @@ func (m *Module) applyOps(ops []configOp, replace bool, current map[string]strin
 		}
 	}
 	slices.Sort(change.Delete)
-	return change, change.applyTo(current), nil
+	return change, change.ApplyTo(current), nil
 }
 
 // editList appends the items of v missing from list, or removes them from it. Lists are
@@ -319,7 +320,7 @@ func (m *Module) alterConfigs(ctx context.Context, edits []configEdit, errs []er
 	if validateOnly {
 		return
 	}
-	var recs []record
+	var recs []image.Record
 	var at []int
 	for i, e := range edits {
 		if errs[i] == nil {
@@ -330,7 +331,7 @@ func (m *Module) alterConfigs(ctx context.Context, edits []configEdit, errs []er
 	if len(recs) == 0 {
 		return
 	}
-	_, perrs := m.proposeAll(ctx, recs)
+	_, perrs := m.node.proposeAll(ctx, recs)
 	for j, i := range at {
 		errs[i] = perrs[j]
 	}
@@ -353,7 +354,7 @@ func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []
 		m.groupConfigsMu.Lock()
 		defer m.groupConfigsMu.Unlock()
 	}
-	im := m.hub.image()
+	im := m.node.hub.image()
 	keys := make([]string, len(res))
 	for i, r := range res {
 		keys[i] = resourceKey(r.typ, r.name)

@@ -14,27 +14,28 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // newUUID returns 16 random bytes that are neither all zero nor Kafka's reserved
 // metadata topic id (0...01), and whose base64 form does not start with '-' (Kafka's
 // command-line tools would take it for a flag).
-func (m *Module) newUUID() (uuid, error) {
-	var u uuid
+func (nd *node) newUUID() (image.UUID, error) {
+	var u image.UUID
 	for {
-		if _, err := io.ReadFull(m.rand, u[:]); err != nil {
+		if _, err := io.ReadFull(nd.rand, u[:]); err != nil {
 			return u, fmt.Errorf("random id: %w", err)
 		}
-		if u != (uuid{}) && u != (uuid{15: 1}) && base64.RawURLEncoding.EncodeToString(u[:1])[0] != '-' {
+		if u != (image.UUID{}) && u != (image.UUID{15: 1}) && base64.RawURLEncoding.EncodeToString(u[:1])[0] != '-' {
 			return u, nil
 		}
 	}
 }
 
 // randIntn returns a random int in [0, n), n > 0.
-func (m *Module) randIntn(n int) (int, error) {
+func (nd *node) randIntn(n int) (int, error) {
 	var b [8]byte
-	if _, err := io.ReadFull(m.rand, b[:]); err != nil {
+	if _, err := io.ReadFull(nd.rand, b[:]); err != nil {
 		return 0, fmt.Errorf("random: %w", err)
 	}
 	var v uint64
@@ -48,8 +49,8 @@ func (m *Module) randIntn(n int) (int, error) {
 // this broker's image. errs[i] is nil when records[i] was applied and accepted;
 // otherwise it is ErrNotController, a ctx error, or the reason Apply rejected it.
 // On success the returned image includes every accepted record.
-func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, []error) {
-	im, _, errs := m.proposeAllResults(ctx, recs)
+func (nd *node) proposeAll(ctx context.Context, recs []image.Record) (*kernel.Image, []error) {
+	im, _, errs := nd.proposeAllResults(ctx, recs)
 	return im, errs
 }
 
@@ -60,28 +61,28 @@ func (m *Module) proposeAll(ctx context.Context, recs []record) (*kernel.Image, 
 // On the controller (the raft leader) it proposes the records itself; elsewhere it
 // forwards them to the controller (forward.go) and waits until this broker's image
 // has the last one applied, so the caller reads its own writes either way.
-func (m *Module) proposeAllResults(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
-	if r := m.raft.Load(); r != nil && r.State() != raft.Leader && m.networked() {
-		return m.forwardAll(ctx, recs)
+func (nd *node) proposeAllResults(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
+	if r := nd.raft.Load(); r != nil && r.State() != raft.Leader && nd.networked() {
+		return nd.forwardAll(ctx, recs)
 	}
-	return m.proposeLocal(ctx, recs)
+	return nd.proposeLocal(ctx, recs)
 }
 
 // proposeLocal proposes records on this broker, which must be the raft leader
 // (ErrNotController otherwise).
-func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+func (nd *node) proposeLocal(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
 	errs := make([]error, len(recs))
-	results := make([]applyResult, len(recs))
-	fail := func(err error) (*kernel.Image, []applyResult, []error) {
+	results := make([]image.ApplyResult, len(recs))
+	fail := func(err error) (*kernel.Image, []image.ApplyResult, []error) {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
-				results[i] = applyResult{}
+				results[i] = image.ApplyResult{}
 			}
 		}
-		return m.hub.image(), results, errs
+		return nd.hub.image(), results, errs
 	}
-	r := m.raft.Load()
+	r := nd.raft.Load()
 	if r == nil {
 		return fail(ErrNotRunning)
 	}
@@ -96,7 +97,7 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 	}
 	futures := make([]raft.ApplyFuture, len(recs))
 	for i, rec := range recs {
-		data, err := encodeRecord(rec)
+		data, err := image.EncodeRecord(rec)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -109,17 +110,17 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 		if f == nil {
 			continue
 		}
-		if err := m.await(ctx, f); err != nil {
+		if err := nd.await(ctx, f); err != nil {
 			errs[i] = mapRaftErr(err)
 			continue
 		}
-		res, _ := f.Response().(applyResult)
+		res, _ := f.Response().(image.ApplyResult)
 		errs[i] = res.Err
 		last = max(last, f.Index())
 		if res.Err == nil {
 			results[i] = res
-			m.logApplied(recs[i], f.Index())
-			if pc, ok := recs[i].(*partitionChangeRecord); ok && pc.Validate {
+			nd.logApplied(recs[i], f.Index())
+			if pc, ok := recs[i].(*image.PartitionChangeRecord); ok && pc.Validate {
 				wake = true
 			}
 		}
@@ -127,19 +128,19 @@ func (m *Module) proposeLocal(ctx context.Context, recs []record) (*kernel.Image
 	if wake {
 		// An ISR change or a new reassignment may let the controller complete a
 		// reassignment: look now rather than at the next tick.
-		m.ctl.wake()
+		nd.wakeController()
 	}
 	// FSM.Apply publishes before raft resolves the future, so this returns at once;
 	// it is the check that the caller's image holds what it proposed.
-	if err := m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= last }); err != nil {
+	if err := nd.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= last }); err != nil {
 		return fail(err)
 	}
-	return m.hub.image(), results, errs
+	return nd.hub.image(), results, errs
 }
 
 // propose is proposeAll for one record.
-func (m *Module) propose(ctx context.Context, rec record) (*kernel.Image, error) {
-	im, errs := m.proposeAll(ctx, []record{rec})
+func (nd *node) propose(ctx context.Context, rec image.Record) (*kernel.Image, error) {
+	im, errs := nd.proposeAll(ctx, []image.Record{rec})
 	return im, errs[0]
 }
 
@@ -158,9 +159,9 @@ func mapRaftErr(err error) error {
 
 // await waits for a raft future or ctx. The waiting goroutine is tracked: raft resolves
 // every future by the time Shutdown returns, and Stop waits for it.
-func (m *Module) await(ctx context.Context, f raft.Future) error {
+func (nd *node) await(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
-	if !m.goTracked(func() { done <- f.Error() }) {
+	if !nd.goTracked(func() { done <- f.Error() }) {
 		return ErrNotRunning
 	}
 	select {
@@ -176,7 +177,7 @@ func (m *Module) await(ctx context.Context, f raft.Future) error {
 //
 // Once the duties are done it runs controllerLoop (fencing, elections) until leadership
 // is lost; each new term starts with fresh broker sessions.
-func (m *Module) leaderLoop(ctx context.Context, r *raft.Raft) {
+func (c *controller) leaderLoop(ctx context.Context, r *raft.Raft) {
 	stopCtl := func() {}
 	defer func() { stopCtl() }()
 	for {
@@ -186,11 +187,11 @@ func (m *Module) leaderLoop(ctx context.Context, r *raft.Raft) {
 		case leader := <-r.LeaderCh():
 			stopCtl()
 			stopCtl = func() {}
-			if leader && m.becomeController(ctx, r) {
-				m.ctl.reset()
+			if leader && c.becomeController(ctx, r) {
+				c.reset()
 				cctx, cancel := context.WithCancel(ctx)
 				done := make(chan struct{})
-				if m.goTracked(func() { defer close(done); m.controllerLoop(cctx, r) }) {
+				if c.goTracked(func() { defer close(done); c.controllerLoop(cctx, r) }) {
 					stopCtl = func() { cancel(); <-done }
 				} else {
 					cancel()
@@ -202,15 +203,15 @@ func (m *Module) leaderLoop(ctx context.Context, r *raft.Raft) {
 
 // becomeController does the new controller's one-off duties; false when leadership was
 // lost (or the module stops) first.
-func (m *Module) becomeController(ctx context.Context, r *raft.Raft) bool {
+func (c *controller) becomeController(ctx context.Context, r *raft.Raft) bool {
 	term := r.CurrentTerm()
 	for backoff := 10 * time.Millisecond; ctx.Err() == nil && r.State() == raft.Leader; backoff = min(2*backoff, time.Second) {
-		err := m.controllerDuties(ctx, r, term)
+		err := c.controllerDuties(ctx, r, term)
 		if err == nil {
-			m.log.Info("became controller", "term", term)
+			c.log.Info("became controller", "term", term)
 			return true
 		}
-		m.log.Warn("controller setup failed; retrying", "err", err, "term", term)
+		c.log.Warn("controller setup failed; retrying", "err", err, "term", term)
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
@@ -219,26 +220,26 @@ func (m *Module) becomeController(ctx context.Context, r *raft.Raft) bool {
 	return false
 }
 
-func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64) error {
+func (c *controller) controllerDuties(ctx context.Context, r *raft.Raft, term uint64) error {
 	// The barrier returns once everything before it is applied, so the image is
 	// complete before we look at it.
-	if err := m.await(ctx, r.Barrier(0)); err != nil {
+	if err := c.await(ctx, r.Barrier(0)); err != nil {
 		return fmt.Errorf("barrier: %w", mapRaftErr(err))
 	}
-	if m.hub.image().ClusterID == "" {
-		id := m.kctx.Broker().ClusterID
+	if c.hub.image().ClusterID == "" {
+		id := c.kctx.Broker().ClusterID
 		if id == "" {
-			u, err := m.newUUID()
+			u, err := c.newUUID()
 			if err != nil {
 				return err
 			}
 			id = u.String()
 		}
-		if _, err := m.propose(ctx, &clusterIDRecord{ClusterID: id}); err != nil && !errors.Is(err, errClusterIDSet) {
+		if _, err := c.propose(ctx, &image.ClusterIDRecord{ClusterID: id}); err != nil && !errors.Is(err, image.ErrClusterIDSet) {
 			return fmt.Errorf("set cluster id: %w", err)
 		}
 	}
-	if _, err := m.propose(ctx, &leaderChangeRecord{NodeID: m.nodeID, Term: term}); err != nil {
+	if _, err := c.propose(ctx, &image.LeaderChangeRecord{NodeID: c.nodeID, Term: term}); err != nil {
 		return fmt.Errorf("record leader change: %w", err)
 	}
 	return nil
@@ -246,21 +247,21 @@ func (m *Module) controllerDuties(ctx context.Context, r *raft.Raft, term uint64
 
 // logApplied notes an admin change this broker proposed. Config values are left out:
 // some are secrets.
-func (m *Module) logApplied(rec record, index uint64) {
+func (nd *node) logApplied(rec image.Record, index uint64) {
 	switch r := rec.(type) {
-	case *createTopicRecord:
-		m.log.Info("created topic", "topic", r.Name, "topic_id", r.ID.String(), "partitions", len(r.Partitions), "index", index)
-	case *deleteTopicRecord:
-		m.log.Info("deleted topic", "topic", r.Name, "topic_id", r.ID.String(), "index", index)
-	case *createPartitionsRecord:
-		m.log.Info("added partitions", "topic", r.Topic, "from", r.From, "to", int(r.From)+len(r.Partitions), "index", index)
-	case *alterTopicConfigsRecord:
-		m.log.Info("altered topic configs", "topic", r.Topic, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
-	case *alterBrokerConfigsRecord:
-		m.log.Info("altered broker configs", "node", r.Node, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
+	case *image.CreateTopicRecord:
+		nd.log.Info("created topic", "topic", r.Name, "topic_id", r.ID.String(), "partitions", len(r.Partitions), "index", index)
+	case *image.DeleteTopicRecord:
+		nd.log.Info("deleted topic", "topic", r.Name, "topic_id", r.ID.String(), "index", index)
+	case *image.CreatePartitionsRecord:
+		nd.log.Info("added partitions", "topic", r.Topic, "from", r.From, "to", int(r.From)+len(r.Partitions), "index", index)
+	case *image.AlterTopicConfigsRecord:
+		nd.log.Info("altered topic configs", "topic", r.Topic, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
+	case *image.AlterBrokerConfigsRecord:
+		nd.log.Info("altered broker configs", "node", r.Node, "set", slices.Sorted(maps.Keys(r.Set)), "deleted", r.Delete, "replace", r.Replace, "index", index)
 	default:
-		if m.log.Enabled(context.Background(), slog.LevelDebug) {
-			m.log.Debug("applied metadata entry", "type", fmt.Sprintf("%T", rec), "index", index)
+		if nd.log.Enabled(context.Background(), slog.LevelDebug) {
+			nd.log.Debug("applied metadata entry", "type", fmt.Sprintf("%T", rec), "index", index)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 func strPtr(s string) *string { return &s }
@@ -80,7 +81,7 @@ const autoCreateTimeout = 15 * time.Second
 // metadata answers a Metadata request: brokers, cluster, and the requested topics,
 // auto-creating missing ones when the request and the broker configs allow it.
 func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.MetadataRequest) *kmsg.MetadataResponse {
-	im := m.hub.image()
+	im := m.node.hub.image()
 	listener := req.Conn.Listener
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.Version = r.Version
@@ -145,7 +146,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 			}
 			// Internal topics are created by the modules that own them, with their own
 			// partition counts and configs, never by a client's Metadata request.
-			if (r.Version >= 4 && !r.AllowAutoTopicCreation) || !m.brokerSettings(im).AutoCreateTopics || isInternalTopic(name) {
+			if (r.Version >= 4 && !r.AllowAutoTopicCreation) || !m.node.brokerSettings(im).AutoCreateTopics || image.IsInternalTopic(name) {
 				add(topicError(strPtr(name), [16]byte{}, kerr.UnknownTopicOrPartition.Code))
 				continue
 			}
@@ -198,7 +199,7 @@ func (m *Module) describeClusterResp(ctx context.Context, req *kernel.Request, r
 		resp.EndpointType = r.EndpointType
 		return resp
 	}
-	im := m.hub.image()
+	im := m.node.hub.image()
 	resp.ClusterID, resp.ControllerID = im.ClusterID, im.ControllerID
 	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
 		b := im.Brokers[id]

@@ -79,7 +79,7 @@
 // # Controller RPC
 //
 // Brokers talk to the active controller (the raft leader) over the raft port: raft's
-// NetworkTransport runs over a StreamLayer (mux.go) that reads each accepted
+// NetworkTransport runs over a StreamLayer (rpc.Mux) that reads each accepted
 // connection's first byte; raft's own connections start with an rpc type (0-4), a
 // controller RPC connection starts with the 4 bytes "SLC" 0x01 (first byte 'S', 0x53).
 // Multiplexing keeps one port per voter (no second address to configure, advertise and
@@ -157,7 +157,7 @@
 // may have lost what it had not written to disk (Kafka's unclean shutdown handling).
 //
 // Leader election: the controller keeps every partition in line with broker liveness
-// (electLeaders, lifecycle.go). An ISR member that is not a live (registered, unfenced)
+// (electLeaders, sessions.go). An ISR member that is not a live (registered, unfenced)
 // broker leaves the ISR, unless no member is live: an offline partition keeps its ISR,
 // whose members are the ones that can lead it cleanly again. A partition whose leader
 // is not a live ISR member gets the first live ISR member in replica order, with leader
@@ -401,6 +401,6 @@
 // races between handlers are settled by Apply. Goroutines the module starts (the
 // leader loop, the controller loop, the heartbeat loop, raft-future waiters,
 // subscribers, the raft port's accept loop and its RPC connections) are stopped and
-// waited for by Stop/Cleanup. Lock order: hub.mu, then subscriber.mu;
-// controllerState.mu and rpcClient.mu are leaves.
+// waited for by Stop/Cleanup. Lock order (DESIGN.md): groupConfigsMu, then hub.mu,
+// then subscriber.mu; node.mu, controller.mu, rpc.Client.mu and rpc.Mux.mu are leaves.
 package metadata

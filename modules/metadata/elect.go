@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Leader elections asked for by an admin (ElectLeaders) and the controller's automatic
@@ -36,10 +37,10 @@ const maxReplans = 3
 //
 // The entry is validated by Apply (version 2), so a leader fenced in the meantime is
 // refused (errIneligibleReplica) rather than elected.
-func planElection(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, typ int8) (*partitionChangeRecord, error) {
+func planElection(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, typ int8) (*image.PartitionChangeRecord, error) {
 	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
-	rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
-		partitionChangeV2: partitionChangeV2{Validate: true}}
+	rec := &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+		PartitionChangeV2: image.PartitionChangeV2{Validate: true}}
 	switch typ {
 	case electPreferred:
 		pref := p.Replicas[0]
@@ -76,15 +77,15 @@ func planElection(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionIma
 // the item's outcome when there is nothing to propose) and proposes them together. An
 // entry Apply rejects as stale (its partition changed after it was planned) is planned
 // again on the newer image, at most maxReplans times. errs[i] is item i's outcome.
-func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel.Image, i int) (record, error)) []error {
+func (c *controller) proposePlanned(ctx context.Context, n int, plan func(im *kernel.Image, i int) (image.Record, error)) []error {
 	errs := make([]error, n)
 	todo := make([]int, n)
 	for i := range todo {
 		todo[i] = i
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	for round := 0; len(todo) > 0; round++ {
-		var recs []record
+		var recs []image.Record
 		var at []int
 		for _, i := range todo {
 			rec, err := plan(im, i)
@@ -97,11 +98,11 @@ func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel
 			break
 		}
 		var perrs []error
-		im, perrs = m.proposeAll(ctx, recs)
+		im, perrs = c.proposeAll(ctx, recs)
 		todo = todo[:0]
 		for j, i := range at {
 			errs[i] = perrs[j]
-			if errors.Is(perrs[j], errStale) && round < maxReplans {
+			if errors.Is(perrs[j], image.ErrStale) && round < maxReplans {
 				todo = append(todo, i)
 			}
 		}
@@ -111,7 +112,7 @@ func (m *Module) proposePlanned(ctx context.Context, n int, plan func(im *kernel
 
 // electLeadersResp serves ElectLeaders: null topics elect every partition (and leave
 // out the ones that need no election, as Kafka does).
-func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+func (c *controller) electLeadersResp(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
 	resp := kmsg.NewPtrElectLeadersResponse()
 	resp.Version = r.Version
 	typ := r.ElectionType
@@ -122,7 +123,7 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 		topic     string
 		partition int32
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	var items []item
 	all := r.Topics == nil
 	if all {
@@ -160,7 +161,7 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 	} else {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (record, error) {
+		errs = c.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
 			t := im.Topics[items[i].topic]
 			if t == nil || items[i].partition < 0 || int(items[i].partition) >= len(t.Partitions) {
 				return nil, opErr(kerr.UnknownTopicOrPartition, "")
@@ -179,7 +180,7 @@ func (m *Module) electLeadersResp(ctx context.Context, req *kernel.Request, r *k
 			continue
 		}
 		if err == nil {
-			m.log.Info("elected leader", "topic", it.topic, "partition", it.partition, "election", electionName(typ))
+			c.log.Info("elected leader", "topic", it.topic, "partition", it.partition, "election", electionName(typ))
 		}
 		at := topicSlot(topicAt, it.topic, &resp.Topics, func() kmsg.ElectLeadersResponseTopic {
 			rt := kmsg.NewElectLeadersResponseTopic()
@@ -202,11 +203,11 @@ func plannedError(err error, ineligible *kerr.Error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, errIneligibleReplica), errors.Is(err, errUnknownBroker):
+	case errors.Is(err, image.ErrIneligibleReplica), errors.Is(err, image.ErrUnknownBroker):
 		return opErr(ineligible, "%v", err)
-	case errors.Is(err, errStale):
+	case errors.Is(err, image.ErrStale):
 		return opErr(kerr.RequestTimedOut, "the partition kept changing: %v", err)
-	case errors.Is(err, errUnknownTopic):
+	case errors.Is(err, image.ErrUnknownTopic):
 		return opErr(kerr.UnknownTopicOrPartition, "")
 	}
 	return err
@@ -233,7 +234,7 @@ func electionName(typ int8) string {
 // every such partition whose preferred replica is live and in the ISR. The entries are
 // version 1, checked against the partition epoch: the controller plans them on its own
 // latest image, where it decides liveness itself.
-func imbalancedLeaders(im *kernel.Image, pct int32) []record {
+func imbalancedLeaders(im *kernel.Image, pct int32) []image.Record {
 	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
 	total, notLed := map[int32]int{}, map[int32]int{}
 	for _, t := range im.Topics {
@@ -245,7 +246,7 @@ func imbalancedLeaders(im *kernel.Image, pct int32) []record {
 			}
 		}
 	}
-	var out []record
+	var out []image.Record
 	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 		t := im.Topics[name]
 		for _, p := range t.Partitions {
@@ -257,29 +258,29 @@ func imbalancedLeaders(im *kernel.Image, pct int32) []record {
 			if !alive(pref) || !slices.Contains(p.ISR, pref) {
 				continue
 			}
-			out = append(out, &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch, Leader: &pref})
+			out = append(out, &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch, Leader: &pref})
 		}
 	}
 	return out
 }
 
 // rebalanceLeaders proposes the automatic rebalance's elections (see imbalancedLeaders).
-func (m *Module) rebalanceLeaders(ctx context.Context, pct int32) {
+func (c *controller) rebalanceLeaders(ctx context.Context, pct int32) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	im := m.hub.image()
+	im := c.hub.image()
 	recs := imbalancedLeaders(im, pct)
 	if len(recs) == 0 {
 		return
 	}
-	_, _, errs := m.proposeLocal(ctx, recs)
+	_, _, errs := c.proposeLocal(ctx, recs)
 	moved := 0
 	for _, err := range errs {
 		if err == nil {
 			moved++
 		}
 	}
-	m.log.Info("moved leaders back to preferred replicas", "changes", moved, "proposed", len(recs))
+	c.log.Info("moved leaders back to preferred replicas", "changes", moved, "proposed", len(recs))
 }
 
 // topicSlot returns the index in *topics of the response topic named topic (index

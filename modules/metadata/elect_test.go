@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // TestPlanElection: the outcome of each election type, one partition per case.
@@ -51,11 +52,11 @@ func TestPlanElection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &state{img: im, regs: map[int32]brokerReg{}}
+			s := &image.State{Image: im, Regs: map[int32]image.BrokerReg{}}
 			if tc.fenceIt {
-				s, _ = s.apply(9, &fenceBrokerRecord{NodeID: *rec.Leader})
+				s, _ = s.Apply(9, &image.FenceBrokerRecord{NodeID: *rec.Leader})
 			}
-			s, err = s.apply(10, rec)
+			s, err = s.Apply(10, rec)
 			if tc.fenceIt {
 				if got := electionError(err, tc.typ); !errors.Is(got, tc.want) {
 					t.Fatalf("apply: %v, reported as %v", err, got)
@@ -65,7 +66,7 @@ func TestPlanElection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := s.img.Partition("e", 0)
+			p := s.Image.Partition("e", 0)
 			if p.Leader != tc.leader || !slices.Equal(p.ISR, tc.isr) || p.LeaderEpoch != 3 || p.PartitionEpoch != 5 {
 				t.Errorf("partition %+v, want leader %d ISR %v", p, tc.leader, tc.isr)
 			}
@@ -86,10 +87,10 @@ func TestImbalancedLeaders(t *testing.T) {
 		p(2, []int32{2, 3}, []int32{2, 3}), // prefers 2, led by 2
 		p(3, []int32{4, 3}, []int32{3, 4}), // prefers fenced 4: stays
 	)
-	moved := func(recs []record) []int32 {
+	moved := func(recs []image.Record) []int32 {
 		var out []int32
 		for _, r := range recs {
-			out = append(out, r.(*partitionChangeRecord).Partition)
+			out = append(out, r.(*image.PartitionChangeRecord).Partition)
 		}
 		return out
 	}
@@ -201,7 +202,7 @@ func TestClusterElectLeaders(t *testing.T) {
 		}
 	}
 
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "x fenced, its leaderships moved", func(im *kernel.Image) bool {
 		return im.Brokers[x.id].Fenced && im.Partition("pref", 0).Leader == f.id && im.Partition("un", 0).Leader == -1 &&
 			!slices.Contains(im.Partition("pref", 1).ISR, x.id)
@@ -234,7 +235,7 @@ func TestClusterElectLeaders(t *testing.T) {
 		t.Errorf("after unclean election: %+v", p)
 	}
 
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "x back, leading solo", func(im *kernel.Image) bool {
 		return !im.Brokers[x.id].Fenced && im.Partition("solo", 0).Leader == x.id
 	})
@@ -277,11 +278,11 @@ func TestClusterAutoRebalance(t *testing.T) {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
 	c.waitAll(10*time.Second, "every broker has the topic", func(im *kernel.Image) bool { return im.Topic("bal") != nil })
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "x fenced, bal-0 led by f", func(im *kernel.Image) bool {
 		return im.Brokers[x.id].Fenced && im.Partition("bal", 0).Leader == f.id
 	})
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "x unfenced", func(im *kernel.Image) bool { return !im.Brokers[x.id].Fenced })
 	if p := l.m.Image().Partition("bal", 0); p.Leader != f.id {
 		t.Fatalf("x leads before it is in the ISR: %+v", p)

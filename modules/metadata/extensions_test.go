@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 func putExt(t *testing.T, m *Module, ns, key string, value []byte) {
@@ -74,7 +75,7 @@ func TestExtensionPutGetDelete(t *testing.T) {
 func TestExtensionInvalid(t *testing.T) {
 	m, _ := startModule(t, t.TempDir())
 	ctx := context.Background()
-	long := strings.Repeat("n", maxExtensionNameLen+1)
+	long := strings.Repeat("n", image.MaxExtensionNameLen+1)
 	for name, tc := range map[string]struct {
 		ns, key string
 		value   []byte
@@ -87,7 +88,7 @@ func TestExtensionInvalid(t *testing.T) {
 	} {
 		before := m.Image().Version
 		err := m.PutExtension(ctx, tc.ns, tc.key, tc.value)
-		if !errors.Is(err, ErrInvalidExtension) {
+		if !errors.Is(err, image.ErrInvalidExtension) {
 			t.Errorf("%s: err %v", name, err)
 		}
 		if v := m.Image().Version; v != before {
@@ -95,7 +96,7 @@ func TestExtensionInvalid(t *testing.T) {
 		}
 	}
 	// The limits themselves are fine.
-	putExt(t, m, strings.Repeat("n", maxExtensionNameLen), strings.Repeat("k", maxExtensionNameLen), []byte("v"))
+	putExt(t, m, strings.Repeat("n", image.MaxExtensionNameLen), strings.Repeat("k", image.MaxExtensionNameLen), []byte("v"))
 
 	// A canceled context, as for every metadata write.
 	cctx, cancel := context.WithCancel(ctx)
@@ -130,7 +131,7 @@ func TestExtensionSubscribers(t *testing.T) {
 }
 
 // snapshotExtensions reads the newest snapshot of m's store and returns its state.
-func latestSnapshot(t *testing.T, m *Module) *state {
+func latestSnapshot(t *testing.T, m *Module) *image.State {
 	t.Helper()
 	metas, err := m.snaps.List()
 	if err != nil || len(metas) == 0 {
@@ -141,7 +142,7 @@ func latestSnapshot(t *testing.T, m *Module) *state {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	s, err := decodeSnapshot(rc)
+	s, err := image.DecodeSnapshot(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +164,11 @@ func TestExtensionRestart(t *testing.T) {
 			putExt(t, m, "transforms", "gone", nil)
 			putExt(t, m, "x", "empty", []byte{})
 			if snapshot {
-				if err := m.raft.Load().Snapshot().Error(); err != nil {
+				if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 					t.Fatalf("snapshot: %v", err)
 				}
-				if s := latestSnapshot(t, m); !reflect.DeepEqual(s.img.Extensions, m.Image().Extensions) {
-					t.Fatalf("snapshot holds %v, image %v", s.img.Extensions, m.Image().Extensions)
+				if s := latestSnapshot(t, m); !reflect.DeepEqual(s.Image.Extensions, m.Image().Extensions) {
+					t.Fatalf("snapshot holds %v, image %v", s.Image.Extensions, m.Image().Extensions)
 				}
 				putExt(t, m, "transforms", "b", []byte("B2")) // after the snapshot: from the log
 			}
@@ -207,71 +208,15 @@ func TestExtensionLargeValue(t *testing.T) {
 		t.Fatalf("after restart from the log: %d bytes", len(got))
 	}
 	// From a snapshot.
-	if err := m.raft.Load().Snapshot().Error(); err != nil {
+	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	if got := latestSnapshot(t, m).img.Extension("transforms", "big"); !bytes.Equal(got, big) {
+	if got := latestSnapshot(t, m).Image.Extension("transforms", "big"); !bytes.Equal(got, big) {
 		t.Fatalf("snapshot holds %d bytes", len(got))
 	}
 	stopModule(t, m)
 	m, _ = startModule(t, dir)
 	if got := m.Image().Extension("transforms", "big"); !bytes.Equal(got, big) {
 		t.Fatalf("after restart from a snapshot: %d bytes", len(got))
-	}
-}
-
-// TestExtensionCopyOnWrite checks that an entry copies only the namespace it changes.
-func TestExtensionCopyOnWrite(t *testing.T) {
-	s := emptyState()
-	apply := func(r *extensionRecord) {
-		t.Helper()
-		var err error
-		if s, err = s.apply(s.img.Version+1, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	apply(&extensionRecord{Namespace: "a", Key: "k", Value: []byte("1")})
-	apply(&extensionRecord{Namespace: "b", Key: "k", Value: []byte("2")})
-	before := s.img
-	apply(&extensionRecord{Namespace: "a", Key: "k2", Value: []byte("3")})
-	after := s.img
-	if reflect.ValueOf(before.Extensions["b"]).Pointer() != reflect.ValueOf(after.Extensions["b"]).Pointer() {
-		t.Error("unchanged namespace copied")
-	}
-	if &before.Extensions["a"]["k"][0] != &after.Extensions["a"]["k"][0] {
-		t.Error("unchanged value copied")
-	}
-	if _, ok := before.Extensions["a"]["k2"]; ok || len(after.Extensions["a"]) != 2 {
-		t.Errorf("before %v after %v", before.Extensions, after.Extensions)
-	}
-	// Deleting an absent key changes nothing but the version.
-	apply(&extensionRecord{Namespace: "c", Key: "k", Delete: true})
-	if reflect.ValueOf(after.Extensions).Pointer() != reflect.ValueOf(s.img.Extensions).Pointer() {
-		t.Error("deleting an absent key copied the map")
-	}
-}
-
-func TestSnapshotFormats(t *testing.T) {
-	plain, err := encodeSnapshot(emptyState())
-	if err != nil || plain[0] != snapshotFormatV1 {
-		t.Fatalf("no extensions: format %d, %v", plain[0], err)
-	}
-	s, _ := emptyState().apply(1, &extensionRecord{Namespace: "a", Key: "k", Value: []byte{0, 1, 2}})
-	withExt, err := encodeSnapshot(s)
-	if err != nil || withExt[0] != snapshotFormatV2 {
-		t.Fatalf("extensions: format %d, %v", withExt[0], err)
-	}
-	r, err := decodeSnapshot(bytes.NewReader(withExt))
-	if err != nil || !bytes.Equal(r.img.Extension("a", "k"), []byte{0, 1, 2}) {
-		t.Fatalf("decode format 2: %v %v", r, err)
-	}
-	// A format 1 snapshot written before extensions existed still loads.
-	old := append([]byte{snapshotFormatV1}, `{"version":7,"cluster_id":"c","controller_id":1,"brokers":[],"topics":[]}`+"\n"...)
-	r, err = decodeSnapshot(bytes.NewReader(old))
-	if err != nil || r.img.Version != 7 || r.img.Extensions == nil || len(r.img.Extensions) != 0 {
-		t.Fatalf("decode format 1: %+v %v", r, err)
-	}
-	if _, err := decodeSnapshot(bytes.NewReader([]byte{5, '{', '}'})); !errors.Is(err, ErrUnknownRecord) {
-		t.Errorf("format 5: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // Forwarding (see doc.go, "Controller RPC"). A broker that is not the raft leader sends
@@ -39,19 +41,19 @@ var forwardErrs = []error{
 	ErrNotController,
 	ErrNotRunning,
 	context.DeadlineExceeded,
-	errTopicExists,
-	errUnknownTopic,
-	errUnknownBroker,
-	errStale,
-	errClusterIDSet,
-	errInvalidEntry,
-	errProducerIDsExhausted,
-	ErrInvalidProducerIDCount,
-	ErrInvalidExtension,
+	image.ErrTopicExists,
+	image.ErrUnknownTopic,
+	image.ErrUnknownBroker,
+	image.ErrStale,
+	image.ErrClusterIDSet,
+	image.ErrInvalidEntry,
+	image.ErrProducerIDsExhausted,
+	image.ErrInvalidProducerIDCount,
+	image.ErrInvalidExtension,
 	context.Canceled,
-	errNotLeader,
-	errFencedLeaderEpoch,
-	errIneligibleReplica,
+	image.ErrNotLeader,
+	image.ErrFencedLeaderEpoch,
+	image.ErrIneligibleReplica,
 }
 
 // forwardCodeOther is the code of an error not in forwardErrs.
@@ -82,17 +84,17 @@ func forwardError(code int16, msg string) error {
 }
 
 // networked reports whether this broker talks to other raft servers (a TCP transport).
-func (m *Module) networked() bool { return m.mux != nil }
+func (nd *node) networked() bool { return nd.mux != nil }
 
 // isLeader reports whether this broker is the raft leader.
-func (m *Module) isLeader() bool {
-	r := m.raft.Load()
+func (nd *node) isLeader() bool {
+	r := nd.raft.Load()
 	return r != nil && r.State() == raft.Leader
 }
 
 // leaderID is the raft leader's node id, or -1.
-func (m *Module) leaderID() int32 {
-	r := m.raft.Load()
+func (nd *node) leaderID() int32 {
+	r := nd.raft.Load()
 	if r == nil {
 		return -1
 	}
@@ -107,15 +109,15 @@ func (m *Module) leaderID() int32 {
 // controllerAddr picks the address to try on attempt n: the raft leader when this
 // broker knows it, otherwise the voters in turn (one that is not the controller
 // answers NOT_CONTROLLER and the next is tried).
-func (m *Module) controllerAddr(n int) string {
-	if r := m.raft.Load(); r != nil {
+func (nd *node) controllerAddr(n int) string {
+	if r := nd.raft.Load(); r != nil {
 		if addr, _ := r.LeaderWithID(); addr != "" && n%4 != 3 {
 			return string(addr)
 		}
 	}
 	var others []voter
-	for _, v := range m.voters {
-		if v.ID != m.nodeID {
+	for _, v := range nd.voters {
+		if v.ID != nd.nodeID {
 			others = append(others, v)
 		}
 	}
@@ -130,7 +132,7 @@ func (m *Module) controllerAddr(n int) string {
 // RPC. do returns retry=true when the request surely had no effect (not sent, or
 // NOT_CONTROLLER). Without a controller within ctx's deadline (defaultControllerWait
 // without one) it returns an error wrapping ErrNotController.
-func (m *Module) withController(ctx context.Context, do func(ctx context.Context, addr string) (retry bool, err error)) error {
+func (nd *node) withController(ctx context.Context, do func(ctx context.Context, addr string) (retry bool, err error)) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultControllerWait)
@@ -139,14 +141,14 @@ func (m *Module) withController(ctx context.Context, do func(ctx context.Context
 	backoff := 5 * time.Millisecond
 	var last error
 	for n := 0; ; n++ {
-		if m.isStopped() {
+		if nd.isStopped() {
 			return ErrNotRunning
 		}
 		addr := ""
-		if !m.isLeader() {
-			addr = m.controllerAddr(n)
+		if !nd.isLeader() {
+			addr = nd.controllerAddr(n)
 		}
-		if addr != "" || m.isLeader() {
+		if addr != "" || nd.isLeader() {
 			retry, err := do(ctx, addr)
 			if !retry {
 				return err
@@ -165,20 +167,20 @@ func (m *Module) withController(ctx context.Context, do func(ctx context.Context
 	}
 }
 
-func (m *Module) isStopped() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stopped
+func (nd *node) isStopped() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.stopped
 }
 
 // forwardAll is proposeAllResults on a broker that is not the controller.
-func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, []applyResult, []error) {
+func (nd *node) forwardAll(ctx context.Context, recs []image.Record) (*kernel.Image, []image.ApplyResult, []error) {
 	errs := make([]error, len(recs))
-	results := make([]applyResult, len(recs))
-	req := &forwardRequest{}
+	results := make([]image.ApplyResult, len(recs))
+	req := &rpc.ForwardRequest{}
 	var at []int
 	for i, rec := range recs {
-		data, err := encodeRecord(rec)
+		data, err := image.EncodeRecord(rec)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -186,25 +188,25 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 		req.Entries = append(req.Entries, data)
 		at = append(at, i)
 	}
-	fail := func(err error) (*kernel.Image, []applyResult, []error) {
+	fail := func(err error) (*kernel.Image, []image.ApplyResult, []error) {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
-		return m.hub.image(), results, errs
+		return nd.hub.image(), results, errs
 	}
 	if len(at) == 0 {
-		return m.hub.image(), results, errs
+		return nd.hub.image(), results, errs
 	}
-	var resp *forwardResponse
+	var resp *rpc.ForwardResponse
 	var local struct {
-		res  []applyResult
+		res  []image.ApplyResult
 		errs []error
 	}
-	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+	err := nd.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
 		if addr == "" { // became the controller meanwhile
-			_, local.res, local.errs = m.proposeLocal(ctx, recs)
+			_, local.res, local.errs = nd.proposeLocal(ctx, recs)
 			return false, nil
 		}
 		req.TimeoutMs = 0
@@ -214,12 +216,12 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 				return true, context.DeadlineExceeded
 			}
 		}
-		fr, retry, err := m.sendForward(ctx, addr, req)
+		fr, retry, err := nd.sendForward(ctx, addr, req)
 		if err != nil {
 			return retry, err
 		}
 		if len(fr.Results) != len(req.Entries) {
-			return false, fmt.Errorf("%w: %d results for %d entries", errRPCFrame, len(fr.Results), len(req.Entries))
+			return false, fmt.Errorf("%w: %d results for %d entries", rpc.ErrFrame, len(fr.Results), len(req.Entries))
 		}
 		resp = fr
 		return false, nil
@@ -228,22 +230,22 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 		return fail(err)
 	}
 	if local.errs != nil {
-		return m.hub.image(), local.res, local.errs
+		return nd.hub.image(), local.res, local.errs
 	}
 	for j, i := range at {
 		r := resp.Results[j]
 		errs[i] = forwardError(r.Code, r.Message)
 		if errs[i] == nil {
-			results[i] = applyResult{Index: uint64(r.Index), FirstProducerID: r.FirstProducerID}
-			m.logApplied(recs[i], uint64(r.Index))
+			results[i] = image.ApplyResult{Index: uint64(r.Index), FirstProducerID: r.FirstProducerID}
+			nd.logApplied(recs[i], uint64(r.Index))
 		}
 	}
 	// Read-your-writes: the caller's image must hold what the controller applied.
 	idx := uint64(max(resp.AppliedIndex, 0))
-	if err := m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx }); err != nil {
+	if err := nd.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx }); err != nil {
 		return fail(err)
 	}
-	return m.hub.image(), results, errs
+	return nd.hub.image(), results, errs
 }
 
 // catchUp waits until this broker's image holds everything the controller had applied
@@ -252,13 +254,13 @@ func (m *Module) forwardAll(ctx context.Context, recs []record) (*kernel.Image, 
 // controller's by a commit round trip (a broker registered a moment ago is missing
 // from it); planning again after catchUp sees what the controller saw. On the
 // controller it returns at once.
-func (m *Module) catchUp(ctx context.Context) error {
+func (nd *node) catchUp(ctx context.Context) error {
 	var idx uint64
-	err := m.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+	err := nd.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
 		if addr == "" {
 			return false, nil
 		}
-		fr, retry, err := m.sendForward(ctx, addr, &forwardRequest{})
+		fr, retry, err := nd.sendForward(ctx, addr, &rpc.ForwardRequest{})
 		if err != nil {
 			return retry, err
 		}
@@ -268,18 +270,18 @@ func (m *Module) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return m.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx })
+	return nd.hub.waitFor(ctx, func(im *kernel.Image) bool { return im.Version >= idx })
 }
 
 // replanAfterCatchUp reports whether a plan that failed in a way a stale image explains
 // (stale) is worth making again: this broker is not the controller and has caught up
 // with it. The plan's answer stands otherwise.
-func (m *Module) replanAfterCatchUp(ctx context.Context, stale bool) bool {
-	if !stale || m.isLeader() {
+func (nd *node) replanAfterCatchUp(ctx context.Context, stale bool) bool {
+	if !stale || nd.isLeader() {
 		return false
 	}
-	if err := m.catchUp(ctx); err != nil {
-		m.log.Debug("could not catch up with the controller to plan again", "err", err)
+	if err := nd.catchUp(ctx); err != nil {
+		nd.log.Debug("could not catch up with the controller to plan again", "err", err)
 		return false
 	}
 	return true
@@ -288,17 +290,17 @@ func (m *Module) replanAfterCatchUp(ctx context.Context, stale bool) bool {
 // sendForward sends req to the controller at addr and returns its answer. retry reports
 // whether another controller may be tried: nothing was sent, or addr is no longer the
 // controller.
-func (m *Module) sendForward(ctx context.Context, addr string, req *forwardRequest) (resp *forwardResponse, retry bool, err error) {
-	body, err := m.rpc.call(ctx, addr, rpcKeyForward, rpcVerForward, req.appendTo(nil))
+func (nd *node) sendForward(ctx context.Context, addr string, req *rpc.ForwardRequest) (resp *rpc.ForwardResponse, retry bool, err error) {
+	body, err := nd.rpc.Call(ctx, addr, rpc.KeyForward, rpc.VerForward, req.AppendTo(nil))
 	if err != nil {
-		if errors.Is(err, errRPCNotSent) {
+		if errors.Is(err, rpc.ErrNotSent) {
 			return nil, true, err
 		}
 		// The controller may have applied it: report a timeout, as Kafka does when a
 		// forwarded request gets no answer.
 		return nil, false, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 	}
-	fr, err := decodeForwardResponse(body)
+	fr, err := rpc.DecodeForwardResponse(body)
 	switch {
 	case err != nil:
 		return nil, false, err
@@ -312,40 +314,40 @@ func (m *Module) sendForward(ctx context.Context, addr string, req *forwardReque
 
 // serveForward proposes a forwarded request's records on the controller; a request with
 // no records is catchUp's barrier and gets the controller's applied index.
-func (m *Module) serveForward(ctx context.Context, req *forwardRequest) *forwardResponse {
-	resp := &forwardResponse{LeaderID: m.leaderID()}
-	if !m.isLeader() {
+func (c *controller) serveForward(ctx context.Context, req *rpc.ForwardRequest) *rpc.ForwardResponse {
+	resp := &rpc.ForwardResponse{LeaderID: c.leaderID()}
+	if !c.isLeader() {
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if timeout <= 0 || timeout > maxForwardTimeout {
-		timeout = rpcCallTimeout
+		timeout = rpc.CallTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if len(req.Entries) == 0 {
 		// A read barrier (catchUp): the index this controller has applied.
-		resp.AppliedIndex = int64(m.hub.image().Version)
+		resp.AppliedIndex = int64(c.hub.image().Version)
 		return resp
 	}
-	resp.Results = make([]forwardResult, len(req.Entries))
-	var recs []record
+	resp.Results = make([]rpc.ForwardResult, len(req.Entries))
+	var recs []image.Record
 	var at []int
 	for i, e := range req.Entries {
-		rec, err := decodeRecord(e)
+		rec, err := image.DecodeRecord(e)
 		if err != nil {
-			m.log.Warn("refused forwarded metadata entry", "err", err)
-			resp.Results[i] = forwardResult{Code: forwardCode(errInvalidEntry), Message: err.Error()}
+			c.log.Warn("refused forwarded metadata entry", "err", err)
+			resp.Results[i] = rpc.ForwardResult{Code: forwardCode(image.ErrInvalidEntry), Message: err.Error()}
 			continue
 		}
 		recs = append(recs, rec)
 		at = append(at, i)
 	}
 	if len(recs) > 0 {
-		_, res, errs := m.proposeLocal(ctx, recs)
+		_, res, errs := c.proposeLocal(ctx, recs)
 		for j, i := range at {
-			fr := forwardResult{Code: forwardCode(errs[j]), Index: int64(res[j].Index), FirstProducerID: res[j].FirstProducerID}
+			fr := rpc.ForwardResult{Code: forwardCode(errs[j]), Index: int64(res[j].Index), FirstProducerID: res[j].FirstProducerID}
 			if errs[j] != nil {
 				fr.Message = errs[j].Error()
 			}

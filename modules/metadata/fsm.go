@@ -7,6 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // fsm is the raft state machine: it applies metadata entries to the current state and
@@ -17,33 +19,24 @@ type fsm struct {
 	hub *hub
 }
 
-// Apply applies one committed entry. It returns an applyResult.
+// Apply applies one committed entry (image.State.ApplyEntry) and publishes the new
+// state. It returns an image.ApplyResult.
 func (f *fsm) Apply(l *raft.Log) any {
 	cur := f.hub.state()
 	if l.Type != raft.LogCommand {
-		return applyResult{Index: l.Index}
+		return image.ApplyResult{Index: l.Index}
 	}
-	r, err := decodeRecord(l.Data)
-	var next *state
-	if err != nil {
+	next, rec, res := cur.ApplyEntry(l.Index, l.Data)
+	switch {
+	case rec == nil:
 		// An entry this broker cannot read: it keeps its image (version aside) and says
 		// so loudly. Writers gate new record versions on every broker understanding
 		// them (see doc.go), so this means a downgrade or a bug.
-		f.log.Error("skipping unreadable metadata entry", "index", l.Index, "err", err)
-		next, _ = cur.apply(l.Index, nil)
-	} else {
-		next, err = cur.apply(l.Index, r)
-		if err != nil && f.log.Enabled(context.Background(), slog.LevelDebug) {
-			f.log.Debug("metadata entry rejected", "index", l.Index, "type", fmt.Sprintf("%T", r), "err", err)
-		}
+		f.log.Error("skipping unreadable metadata entry", "index", l.Index, "err", res.Err)
+	case res.Err != nil && f.log.Enabled(context.Background(), slog.LevelDebug):
+		f.log.Debug("metadata entry rejected", "index", l.Index, "type", fmt.Sprintf("%T", rec), "err", res.Err)
 	}
 	f.hub.publish(next)
-	res := applyResult{Index: l.Index, Err: err}
-	if _, ok := r.(*producerIDsRecord); ok && err == nil {
-		// The block starts where the counter stood before this entry. Entries apply
-		// one at a time, so this is the proposer's block and nobody else's.
-		res.FirstProducerID = cur.nextProducerID
-	}
 	return res
 }
 
@@ -55,7 +48,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with a snapshot's.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	s, err := decodeSnapshot(rc)
+	s, err := image.DecodeSnapshot(rc)
 	if err != nil {
 		return err
 	}
@@ -63,11 +56,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ s *state }
+type fsmSnapshot struct{ s *image.State }
 
 // Persist writes the snapshot to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	b, err := encodeSnapshot(s.s)
+	b, err := image.EncodeSnapshot(s.s)
 	if err == nil {
 		_, err = sink.Write(b)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Group configs (the GROUP config resource, KIP-848) are kept as extension records:
@@ -135,7 +136,7 @@ func (m *Module) describeGroupConfigs(ctx context.Context, req *kernel.Request, 
 		return nil, err
 	}
 	set := groupConfigs(im, group)
-	broker := kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
+	broker := kconfig.DescribeBroker(static, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(m.node.nodeID)])
 	out := make([]kconfig.Entry, 0, len(groupConfigDefs))
 	for _, d := range groupConfigDefs {
 		e := kconfig.Entry{Name: d.name, Type: d.typ, Doc: d.doc, Source: kconfig.SourceDefault, Value: strPtr("")}
@@ -162,15 +163,15 @@ func (m *Module) describeGroupConfigs(ctx context.Context, req *kernel.Request, 
 
 // planGroupConfigEdit validates changes to a group's configs and returns the extension
 // record that stores the result. ops have passed planConfigEdit's common checks.
-func (m *Module) planGroupConfigEdit(ctx context.Context, req *kernel.Request, im *kernel.Image, group string, ops []configOp, replace bool) (record, error) {
+func (m *Module) planGroupConfigEdit(ctx context.Context, req *kernel.Request, im *kernel.Image, group string, ops []configOp, replace bool) (image.Record, error) {
 	if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResGroup, group) {
 		return nil, opErr(kerr.GroupAuthorizationFailed, "")
 	}
 	if err := checkGroupName(group); err != nil {
 		return nil, err
 	}
-	if len(group) > maxExtensionNameLen {
-		return nil, opErr(kerr.InvalidRequest, "group name of %d bytes: group configs can be set on names of at most %d bytes", len(group), maxExtensionNameLen)
+	if len(group) > image.MaxExtensionNameLen {
+		return nil, opErr(kerr.InvalidRequest, "group name of %d bytes: group configs can be set on names of at most %d bytes", len(group), image.MaxExtensionNameLen)
 	}
 	after := map[string]string{}
 	if !replace {
@@ -199,7 +200,7 @@ func (m *Module) planGroupConfigEdit(ctx context.Context, req *kernel.Request, i
 	if err := m.checkGroupHeartbeat(im, after); err != nil {
 		return nil, err
 	}
-	rec := &extensionRecord{Namespace: GroupConfigsNamespace, Key: group}
+	rec := &image.ExtensionRecord{Namespace: GroupConfigsNamespace, Key: group}
 	if len(after) == 0 {
 		rec.Delete = true
 		return rec, nil
@@ -221,7 +222,7 @@ func (m *Module) checkGroupHeartbeat(im *kernel.Image, cfg map[string]string) er
 	if !hbSet && !stSet {
 		return nil
 	}
-	broker := m.mergedBrokerConfigs(im)
+	broker := m.node.mergedBrokerConfigs(im)
 	if !hbSet {
 		hb = broker["group.consumer.heartbeat.interval.ms"]
 	}

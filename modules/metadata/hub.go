@@ -6,12 +6,13 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // hub holds the current state and hands every new image to subscribers. publish never
 // blocks: each subscriber has its own queue drained by its own goroutine.
 type hub struct {
-	cur atomic.Pointer[state]
+	cur atomic.Pointer[image.State]
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every publish
@@ -21,21 +22,21 @@ type hub struct {
 
 func newHub() *hub {
 	h := &hub{changed: make(chan struct{}), subs: map[*subscriber]struct{}{}}
-	h.cur.Store(emptyState())
+	h.cur.Store(image.EmptyState())
 	return h
 }
 
-func (h *hub) state() *state { return h.cur.Load() }
+func (h *hub) state() *image.State { return h.cur.Load() }
 
-func (h *hub) image() *kernel.Image { return h.cur.Load().img }
+func (h *hub) image() *kernel.Image { return h.cur.Load().Image }
 
 // publish makes s current and queues its image for every subscriber.
-func (h *hub) publish(s *state) {
+func (h *hub) publish(s *image.State) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.cur.Store(s)
 	for sub := range h.subs {
-		sub.push(s.img)
+		sub.push(s.Image)
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
@@ -45,7 +46,7 @@ func (h *hub) publish(s *state) {
 func (h *hub) waitFor(ctx context.Context, ok func(*kernel.Image) bool) error {
 	for {
 		h.mu.Lock()
-		im, ch := h.cur.Load().img, h.changed
+		im, ch := h.cur.Load().Image, h.changed
 		h.mu.Unlock()
 		if ok(im) {
 			return nil
@@ -67,7 +68,7 @@ func (h *hub) subscribe(fn func(*kernel.Image)) (cancel func()) {
 		h.mu.Unlock()
 		return func() {}
 	}
-	s.push(h.cur.Load().img)
+	s.push(h.cur.Load().Image)
 	h.subs[s] = struct{}{}
 	h.mu.Unlock()
 	go s.run()

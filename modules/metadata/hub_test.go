@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 func publishN(h *hub, from, n int) {
 	for i := from; i < from+n; i++ {
-		s := &state{img: &kernel.Image{Version: uint64(i)}}
+		s := &image.State{Image: &kernel.Image{Version: uint64(i)}}
 		h.publish(s)
 	}
 }

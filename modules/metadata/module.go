@@ -5,22 +5,19 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
 // ModuleID is this module's ID.
@@ -44,6 +41,15 @@ func Info() kernel.ModuleInfo {
 }
 
 // Module is the raft-backed metadata module. Its exported fields are its config section.
+//
+// Module itself holds the config, the lifecycle the kernel drives (Provision, Start,
+// Stop, Cleanup), the kernel interfaces other modules assert, and the admin handlers
+// (the NN_*.go claims, topics.go, configs.go). The raft node and proposing are its
+// node field (node.go); the controller's duties are ctl (controller, sessions.go);
+// this broker's registration and heartbeats are life (lifecycle, lifecycle.go); the
+// pure image is package image and the RPC transport package rpc. Lock order:
+// DESIGN.md ("Lock order"); groupConfigsMu, the only lock declared on Module itself,
+// is taken before any other.
 type Module struct {
 	// Voters is the static voter set, "id@host:port" each. Default: this node alone.
 	Voters []string `yaml:"voters"`
@@ -60,44 +66,23 @@ type Module struct {
 	SnapshotThreshold uint64        `yaml:"snapshot_threshold"`
 	SnapshotInterval  time.Duration `yaml:"snapshot_interval"`
 
-	kctx   kernel.Context
-	log    *slog.Logger
-	nodeID int32
-	voters []voter
-	dir    string
-	rand   io.Reader // ids and placement; crypto/rand unless a test sets it
+	// node is the raft node this module runs and the services every part shares:
+	// the hub, proposing (locally or forwarded), tracked goroutines (node.go).
+	node node
+	ctl  *controller // the controller's duties while this node leads raft (controller.go)
+	life *lifecycle  // this broker's registration, heartbeats, controlled shutdown (lifecycle.go)
 
-	hub   *hub
+	dir   string // data_dir/metadata
 	fsm   *fsm
 	store *boltStore
 	logs  raft.LogStore
 	snaps raft.SnapshotStore
 
-	raft       atomic.Pointer[raft.Raft]
-	trans      raft.Transport
-	mux        *muxListener // raft port (raft + controller RPC); nil with the in-memory transport
-	rpc        *rpcClient
-	ctl        *controllerState
-	registered atomic.Bool
-	stopLoops  context.CancelFunc
-	shutdown   chan struct{} // closed once raft has shut down
-
-	// Broker lifecycle (lifecycle.go).
-	incarnation      uuid         // chosen anew at each Start
-	brokerEpoch      atomic.Int64 // this broker's registration epoch
-	wantShutdown     atomic.Bool  // controlled shutdown asked
-	hbKick           chan struct{}
-	shutdownAck      chan struct{} // closed when the controller says "shut down"
-	shutdownAckOnce  sync.Once
-	shutdownFailures atomic.Int32 // heartbeats with WantShutdown that reached no controller
-	pauseHeartbeats  atomic.Bool  // test hook: a broker that stops heartbeating
+	stopLoops context.CancelFunc
+	shutdown  chan struct{} // closed once raft has shut down
 
 	// groupConfigsMu serialises writes of group configs (groupconfigs.go).
 	groupConfigsMu sync.Mutex
-
-	mu      sync.Mutex // guards stopped and wg.Add
-	stopped bool
-	wg      sync.WaitGroup // leader loop and future waiters
 }
 
 // voter is one member of the static voter set.
@@ -120,20 +105,20 @@ func parseVoter(s string) (voter, error) {
 
 // Provision opens the raft stores and claims the module's API keys.
 func (m *Module) Provision(ctx kernel.Context) error {
-	m.kctx = ctx
-	m.log = ctx.Logger()
+	m.node.kctx = ctx
+	m.node.log = ctx.Logger()
 	bi := ctx.Broker()
-	m.nodeID = bi.NodeID
-	if m.rand == nil {
-		m.rand = rand.Reader
+	m.node.nodeID = bi.NodeID
+	if m.node.rand == nil {
+		m.node.rand = rand.Reader
 	}
-	m.hub = newHub()
-	m.fsm = &fsm{log: m.log, hub: m.hub}
+	m.node.hub = newHub()
+	m.fsm = &fsm{log: m.node.log, hub: m.node.hub}
 	m.shutdown = make(chan struct{})
-	m.rpc = newRPCClient()
-	m.ctl = newControllerState()
-	m.hbKick = make(chan struct{}, 1)
-	m.shutdownAck = make(chan struct{})
+	m.node.rpc = rpc.NewClient(ErrNotRunning)
+	m.ctl = newController(&m.node)
+	m.node.wakeController = m.ctl.wake
+	m.life = newLifecycle(&m.node, m.ctl)
 	if err := m.parseVoters(); err != nil {
 		return err
 	}
@@ -162,37 +147,31 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err != nil {
 		return err
 	}
-	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.log, len(m.voters) == 1))
+	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.node.log, len(m.node.voters) == 1))
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
-	for _, h := range []struct {
-		key      kmsg.Key
-		min, max int16
-		fn       kernel.Handler
-	}{
-		{kmsg.Metadata, 0, 12, m.handleMetadata},
-		{kmsg.CreateTopics, 0, 7, m.handleCreateTopics},
-		{kmsg.DeleteTopics, 0, 6, m.handleDeleteTopics},
-		{kmsg.DescribeConfigs, 0, 4, m.handleDescribeConfigs},
-		{kmsg.AlterConfigs, 0, 2, m.handleAlterConfigs},
-		{kmsg.CreatePartitions, 0, 3, m.handleCreatePartitions},
-		{kmsg.IncrementalAlterConfigs, 0, 1, m.handleIncrementalAlterConfigs},
-		{kmsg.DescribeCluster, 0, 2, m.handleDescribeCluster},
-		{kmsg.DescribeQuorum, 0, 2, m.handleDescribeQuorum},
-		{kmsg.ElectLeaders, 0, 2, m.handleElectLeaders},
-		{kmsg.AlterPartitionAssignments, 0, 0, m.handleAlterPartitionReassignments},
-		{kmsg.ListPartitionReassignments, 0, 0, m.handleListPartitionReassignments},
-	} {
-		if err := ctx.Handle(h.key.Int16(), h.min, h.max, h.fn); err != nil {
-			return fmt.Errorf("claim %s: %w", kmsg.NameForKey(h.key.Int16()), err)
-		}
+	if err := kernel.ClaimAll(ctx,
+		claimMetadata(m),
+		claimCreateTopics(m),
+		claimDeleteTopics(m),
+		claimDescribeConfigs(m),
+		claimAlterConfigs(m),
+		claimCreatePartitions(m),
+		claimIncrementalAlterConfigs(m),
+		claimDescribeCluster(m),
+		claimDescribeQuorum(m),
+		claimElectLeaders(m),
+		claimAlterPartitionReassignments(m),
+		claimListPartitionReassignments(m),
+	); err != nil {
+		return err
 	}
 	if mt := ctx.Metrics(); mt != nil {
 		mt.Gauge("sluice_metadata_image_version", "Index of the last metadata entry applied to this broker's image.",
-			func() float64 { return float64(m.hub.image().Version) })
+			func() float64 { return float64(m.node.hub.image().Version) })
 		mt.Gauge("sluice_metadata_is_controller", "1 if this broker is the metadata raft leader.", func() float64 {
-			if r := m.raft.Load(); r != nil && r.State() == raft.Leader {
+			if r := m.node.raft.Load(); r != nil && r.State() == raft.Leader {
 				return 1
 			}
 			return 0
@@ -212,18 +191,18 @@ func (m *Module) parseVoters() error {
 			return fmt.Errorf("voter %d listed twice: %w", v.ID, ErrConfig)
 		}
 		seen[v.ID] = true
-		m.voters = append(m.voters, v)
+		m.node.voters = append(m.node.voters, v)
 	}
-	if len(m.voters) == 0 {
-		m.voters = []voter{{ID: m.nodeID, Addr: m.RaftListen}}
+	if len(m.node.voters) == 0 {
+		m.node.voters = []voter{{ID: m.node.nodeID, Addr: m.RaftListen}}
 	}
 	return nil
 }
 
 // self returns this node's voter entry.
-func (m *Module) self() (voter, bool) {
-	for _, v := range m.voters {
-		if v.ID == m.nodeID {
+func (nd *node) self() (voter, bool) {
+	for _, v := range nd.voters {
+		if v.ID == nd.nodeID {
 			return v, true
 		}
 	}
@@ -231,30 +210,30 @@ func (m *Module) self() (voter, bool) {
 }
 
 // isVoter reports whether this node is in the static voter set.
-func (m *Module) isVoter() bool {
-	_, ok := m.self()
+func (nd *node) isVoter() bool {
+	_, ok := nd.self()
 	return ok
 }
 
 // Validate checks the voter set and the raft settings.
 func (m *Module) Validate() error {
-	me, ok := m.self()
+	me, ok := m.node.self()
 	if !ok {
 		// A non-voter: it follows the log over raft, so it needs its own raft port and
 		// the voters' addresses to ask to be added.
 		if m.RaftListen == "" {
-			return fmt.Errorf("node %d is not in voters %v: a non-voting broker needs raft_listen: %w", m.nodeID, m.Voters, ErrConfig)
+			return fmt.Errorf("node %d is not in voters %v: a non-voting broker needs raft_listen: %w", m.node.nodeID, m.Voters, ErrConfig)
 		}
 		if _, _, err := net.SplitHostPort(m.RaftListen); err != nil {
 			return fmt.Errorf("raft_listen %q: %w: %v", m.RaftListen, ErrConfig, err)
 		}
-		for _, v := range m.voters {
+		for _, v := range m.node.voters {
 			if v.Addr == "" {
 				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
 			}
 		}
-	} else if len(m.voters) > 1 {
-		for _, v := range m.voters {
+	} else if len(m.node.voters) > 1 {
+		for _, v := range m.node.voters {
 			if v.Addr == "" {
 				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
 			}
@@ -282,9 +261,9 @@ const defaultClusterCommitTimeout = 10 * time.Millisecond
 
 func (m *Module) raftConfig() *raft.Config {
 	c := raft.DefaultConfig()
-	c.LocalID = raft.ServerID(strconv.FormatInt(int64(m.nodeID), 10))
+	c.LocalID = raft.ServerID(strconv.FormatInt(int64(m.node.nodeID), 10))
 	hb, el, lease, commit := 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond, 5*time.Millisecond
-	if len(m.voters) > 1 || !m.isVoter() {
+	if len(m.node.voters) > 1 || !m.node.isVoter() {
 		// Raft's own timeouts, except the commit timeout: a follower learns that an
 		// entry committed with the leader's next AppendEntries, which an idle leader
 		// sends only after CommitTimeout (raft's default 50ms). That delay is the
@@ -301,22 +280,22 @@ func (m *Module) raftConfig() *raft.Config {
 	if m.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = m.SnapshotThreshold
 	}
-	c.Logger = newHCLog(m.log, len(m.voters) == 1 && m.isVoter())
+	c.Logger = newHCLog(m.node.log, len(m.node.voters) == 1 && m.node.isVoter())
 	c.NoLegacyTelemetry = true
 	return c
 }
 
 // newTransport returns raft's transport: in memory for a single voter without an
-// address; otherwise a NetworkTransport over muxListener, which also serves the
+// address; otherwise a NetworkTransport over rpc.Mux, which also serves the
 // controller RPC on the same port (ctx bounds the RPC handlers).
 func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
-	me, _ := m.self()
+	me, _ := m.node.self()
 	bind := m.RaftListen
 	if bind == "" {
 		bind = me.Addr
 	}
 	if bind == "" { // single voter, nothing to listen on
-		_, t := raft.NewInmemTransport(raft.ServerAddress("inmem-node-" + strconv.FormatInt(int64(m.nodeID), 10)))
+		_, t := raft.NewInmemTransport(raft.ServerAddress("inmem-node-" + strconv.FormatInt(int64(m.node.nodeID), 10)))
 		return t, nil
 	}
 	var advertise net.Addr
@@ -339,21 +318,21 @@ func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 			return nil, fmt.Errorf("raft transport on %s: the address is not advertisable (give a host): %w", bind, ErrConfig)
 		}
 	}
-	mux := newMux(ln, advertise, m.log, func(c net.Conn) { m.serveRPCConn(ctx, c) })
-	m.mux = mux
+	mux := rpc.NewMux(ln, advertise, m.node.log, func(c net.Conn) { rpc.ServeConn(ctx, c, m.node.log, m.ctl.handleRPC) })
+	m.node.mux = mux
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  mux,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  newHCLog(m.log, false),
+		Logger:  newHCLog(m.node.log, false),
 	}), nil
 }
 
 func (m *Module) bootstrapConfiguration(trans raft.Transport) raft.Configuration {
 	var c raft.Configuration
-	for _, v := range m.voters {
+	for _, v := range m.node.voters {
 		addr := raft.ServerAddress(v.Addr)
-		if v.ID == m.nodeID {
+		if v.ID == m.node.nodeID {
 			addr = trans.LocalAddr()
 		}
 		c.Servers = append(c.Servers, raft.Server{
@@ -375,7 +354,7 @@ func (m *Module) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.incarnation, err = m.newUUID(); err != nil {
+	if m.life.incarnation, err = m.node.newUUID(); err != nil {
 		closeTransport(trans)
 		return err
 	}
@@ -384,36 +363,36 @@ func (m *Module) Start(ctx context.Context) error {
 		closeTransport(trans)
 		return fmt.Errorf("read raft state: %w", err)
 	}
-	if !has && m.isVoter() {
+	if !has && m.node.isVoter() {
 		if err := raft.BootstrapCluster(conf, m.logs, m.store, m.snaps, trans, m.bootstrapConfiguration(trans)); err != nil {
 			closeTransport(trans)
 			return fmt.Errorf("bootstrap metadata log: %w", err)
 		}
-		m.log.Info("bootstrapped metadata log", "voters", len(m.voters))
+		m.node.log.Info("bootstrapped metadata log", "voters", len(m.node.voters))
 	}
 	r, err := raft.NewRaft(conf, m.fsm, m.logs, m.store, m.snaps, trans)
 	if err != nil {
 		closeTransport(trans)
 		return fmt.Errorf("start raft: %w", err)
 	}
-	m.trans = trans
-	m.raft.Store(r)
-	if !m.goTracked(func() { m.leaderLoop(loopCtx, r) }) {
+	m.node.trans = trans
+	m.node.raft.Store(r)
+	if !m.node.goTracked(func() { m.ctl.leaderLoop(loopCtx, r) }) {
 		return ErrNotRunning
 	}
-	if !m.isVoter() {
-		if err := m.joinAsObserver(ctx); err != nil {
-			return fmt.Errorf("join the metadata quorum as non-voter %d: %w", m.nodeID, err)
+	if !m.node.isVoter() {
+		if err := m.life.joinAsObserver(ctx); err != nil {
+			return fmt.Errorf("join the metadata quorum as non-voter %d: %w", m.node.nodeID, err)
 		}
 	}
-	if err := m.register(ctx); err != nil {
-		return fmt.Errorf("register broker %d: %w", m.nodeID, err)
+	if err := m.life.register(ctx); err != nil {
+		return fmt.Errorf("register broker %d: %w", m.node.nodeID, err)
 	}
-	if !m.goTracked(func() { m.heartbeatLoop(loopCtx) }) {
+	if !m.node.goTracked(func() { m.life.heartbeatLoop(loopCtx) }) {
 		return ErrNotRunning
 	}
-	im := m.hub.image()
-	m.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", len(im.Topics))
+	im := m.node.hub.image()
+	m.node.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", len(im.Topics))
 	return nil
 }
 
@@ -424,15 +403,15 @@ func closeTransport(t raft.Transport) {
 }
 
 // goTracked runs fn on a goroutine that Stop waits for; false once stopping.
-func (m *Module) goTracked(fn func()) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopped {
+func (nd *node) goTracked(fn func()) bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.stopped {
 		return false
 	}
-	m.wg.Add(1)
+	nd.wg.Add(1)
 	go func() {
-		defer m.wg.Done()
+		defer nd.wg.Done()
 		fn()
 	}()
 	return true
@@ -441,8 +420,8 @@ func (m *Module) goTracked(fn func()) bool {
 // Stop shuts raft down and waits for the module's goroutines; ctx bounds the wait
 // (Cleanup finishes it).
 func (m *Module) Stop(ctx context.Context) error {
-	if !m.isStopped() {
-		m.controlledShutdown(ctx)
+	if !m.node.isStopped() {
+		m.life.controlledShutdown(ctx)
 	}
 	m.beginStop()
 	select {
@@ -455,29 +434,29 @@ func (m *Module) Stop(ctx context.Context) error {
 
 // beginStop starts the shutdown once; m.shutdown is closed when it is complete.
 func (m *Module) beginStop() {
-	m.mu.Lock()
-	if m.stopped {
-		m.mu.Unlock()
+	m.node.mu.Lock()
+	if m.node.stopped {
+		m.node.mu.Unlock()
 		return
 	}
-	m.stopped = true
-	m.mu.Unlock()
+	m.node.stopped = true
+	m.node.mu.Unlock()
 	if m.stopLoops != nil {
 		m.stopLoops()
 	}
-	if m.rpc != nil {
-		m.rpc.close()
+	if m.node.rpc != nil {
+		m.node.rpc.Close()
 	}
 	go func() {
 		defer close(m.shutdown)
-		if r := m.raft.Load(); r != nil {
+		if r := m.node.raft.Load(); r != nil {
 			if err := r.Shutdown().Error(); err != nil {
-				m.log.Warn("raft shutdown", "err", err)
+				m.node.log.Warn("raft shutdown", "err", err)
 			}
-			closeTransport(m.trans)
+			closeTransport(m.node.trans)
 		}
-		m.wg.Wait()
-		m.hub.closeAll()
+		m.node.wg.Wait()
+		m.node.hub.closeAll()
 	}()
 }
 
@@ -497,16 +476,16 @@ func (m *Module) Cleanup() error {
 }
 
 // Image returns the current metadata image (an empty one before Start).
-func (m *Module) Image() *kernel.Image { return m.hub.image() }
+func (m *Module) Image() *kernel.Image { return m.node.hub.image() }
 
 // Subscribe calls fn with the current image and then every new one, in order, from one
 // goroutine. cancel stops it and waits for a running fn; it must not be called from fn.
-func (m *Module) Subscribe(fn func(*kernel.Image)) (cancel func()) { return m.hub.subscribe(fn) }
+func (m *Module) Subscribe(fn func(*kernel.Image)) (cancel func()) { return m.node.hub.subscribe(fn) }
 
 // Ready reports whether the metadata log has a leader and this broker is registered.
 func (m *Module) Ready() bool {
-	r := m.raft.Load()
-	if r == nil || !m.registered.Load() {
+	r := m.node.raft.Load()
+	if r == nil || !m.life.registered.Load() {
 		return false
 	}
 	addr, _ := r.LeaderWithID()

@@ -59,7 +59,7 @@ func TestRestartKeepsMetadata(t *testing.T) {
 	dir := t.TempDir()
 	m, fc := startModule(t, dir, func(m *Module, _ *fakeContext) { m.SnapshotThreshold = 1 })
 	createTopic(t, fc, "before-snapshot", 2, map[string]string{"retention.ms": "1000"})
-	if err := m.raft.Load().Snapshot().Error(); err != nil {
+	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	createTopic(t, fc, "after-snapshot", 1, nil)
@@ -80,7 +80,7 @@ func TestRestartKeepsMetadata(t *testing.T) {
 			t.Errorf("topic %s: %+v, was %+v", name, t1, t0)
 		}
 	}
-	if m2.hub.state().regs[1].Incarnation == m.hub.state().regs[1].Incarnation {
+	if m2.node.hub.state().Regs[1].Incarnation == m.node.hub.state().Regs[1].Incarnation {
 		t.Error("restart kept the incarnation id")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Partition changes that come from outside the controller: a leader's ISR change
@@ -34,10 +35,10 @@ import (
 // did not answer: the change may be applied); or they wrap ctx.Err().
 func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRequest) (kernel.PartitionImage, error) {
 	what := fmt.Sprintf("alter partition %s-%d", req.Topic, req.Partition)
-	im := m.hub.image()
+	im := m.node.hub.image()
 	var t *kernel.TopicImage
 	if req.TopicID != ([16]byte{}) {
-		what = fmt.Sprintf("alter partition %s (%s)-%d", req.Topic, uuid(req.TopicID), req.Partition)
+		what = fmt.Sprintf("alter partition %s (%s)-%d", req.Topic, image.UUID(req.TopicID), req.Partition)
 		t = im.TopicsByID[req.TopicID]
 		if t == nil || (req.Topic != "" && t.Name != req.Topic) {
 			return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, kerr.UnknownTopicID)
@@ -57,22 +58,22 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 		return kernel.PartitionImage{}, fmt.Errorf("%s: empty ISR: %w", what, kerr.InvalidRequest)
 	}
 	leader, leaderEpoch := req.Leader, req.LeaderEpoch
-	rec := &partitionChangeRecord{
+	rec := &image.PartitionChangeRecord{
 		Topic: t.Name, ID: t.ID, Partition: req.Partition, PartitionEpoch: req.PartitionEpoch,
 		ISR:               slices.Clone(req.ISR),
-		partitionChangeV2: partitionChangeV2{ExpectLeader: &leader, ExpectLeaderEpoch: &leaderEpoch, Validate: true},
+		PartitionChangeV2: image.PartitionChangeV2{ExpectLeader: &leader, ExpectLeaderEpoch: &leaderEpoch, Validate: true},
 	}
-	im, errs := m.proposeAll(ctx, []record{rec})
+	im, errs := m.node.proposeAll(ctx, []image.Record{rec})
 	if errs[0] != nil {
 		err := partitionChangeError(ctx, errs[0])
-		m.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", errs[0])
+		m.node.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", errs[0])
 		return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, err)
 	}
 	nt := im.Topics[t.Name]
 	if nt == nil || nt.ID != t.ID {
 		return kernel.PartitionImage{}, fmt.Errorf("%s: topic deleted after the change: %w", what, kerr.UnknownTopicOrPartition)
 	}
-	m.log.Info("ISR changed", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader)
+	m.node.log.Info("ISR changed", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader)
 	return clonePartition(nt.Partitions[req.Partition]), nil
 }
 
@@ -82,17 +83,17 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 func partitionChangeError(ctx context.Context, err error) error {
 	var code *kerr.Error
 	switch {
-	case errors.Is(err, errUnknownTopic):
+	case errors.Is(err, image.ErrUnknownTopic):
 		code = kerr.UnknownTopicOrPartition
-	case errors.Is(err, errNotLeader):
+	case errors.Is(err, image.ErrNotLeader):
 		code = kerr.NotLeaderForPartition
-	case errors.Is(err, errFencedLeaderEpoch):
+	case errors.Is(err, image.ErrFencedLeaderEpoch):
 		code = kerr.FencedLeaderEpoch
-	case errors.Is(err, errStale):
+	case errors.Is(err, image.ErrStale):
 		code = kerr.InvalidUpdateVersion
-	case errors.Is(err, errIneligibleReplica):
+	case errors.Is(err, image.ErrIneligibleReplica):
 		code = kerr.IneligibleReplica
-	case errors.Is(err, errInvalidEntry), errors.Is(err, errUnknownBroker):
+	case errors.Is(err, image.ErrInvalidEntry), errors.Is(err, image.ErrUnknownBroker):
 		code = kerr.InvalidRequest
 	case ctx.Err() != nil:
 		// Not a verdict: the caller gave up (the change may still be applied).

@@ -11,130 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
-
-// partitionState is a state with brokers 1-4 (4 fenced) and topic "p" (id 20) whose
-// partition 0 has replicas 1,2,3, leader 1, ISR 1,2.
-func partitionState(t *testing.T) *state {
-	t.Helper()
-	s := emptyState()
-	recs := []record{
-		&registerBrokerRecord{NodeID: 1, Incarnation: id(1)},
-		&registerBrokerRecord{NodeID: 2, Incarnation: id(2)},
-		&registerBrokerRecord{NodeID: 3, Incarnation: id(3)},
-		&registerBrokerRecord{NodeID: 4, Incarnation: id(4)},
-		&fenceBrokerRecord{NodeID: 4},
-		&createTopicRecord{Name: "p", ID: id(20), Partitions: []partitionAssignment{{Replicas: []int32{1, 2, 3}, Leader: 1, ISR: []int32{1, 2}}}},
-	}
-	for i, r := range recs {
-		var err error
-		if s, err = s.apply(uint64(i+1), r); err != nil {
-			t.Fatalf("setup %d: %v", i, err)
-		}
-	}
-	return s
-}
-
-// alterRec is the entry AlterPartition writes.
-func alterRec(leader, leaderEpoch, partitionEpoch int32, isr ...int32) *partitionChangeRecord {
-	return &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: partitionEpoch, ISR: isr,
-		partitionChangeV2: partitionChangeV2{ExpectLeader: &leader, ExpectLeaderEpoch: &leaderEpoch, Validate: true}}
-}
-
-// TestApplyAlterPartition: every check of a validated PartitionChange, through the
-// record codec (version 2), on the state alone.
-func TestApplyAlterPartition(t *testing.T) {
-	base := partitionState(t)
-	for _, tc := range []struct {
-		name    string
-		rec     *partitionChangeRecord
-		wantErr error
-		wantISR []int32
-		epoch   int32 // partition epoch after
-	}{
-		{"expand", alterRec(1, 0, 0, 1, 2, 3), nil, []int32{1, 2, 3}, 1},
-		{"shrink", alterRec(1, 0, 0, 1), nil, []int32{1}, 1},
-		{"same set", alterRec(1, 0, 0, 2, 1), nil, []int32{1, 2}, 0},
-		{"not the leader", alterRec(2, 0, 0, 1, 2), errNotLeader, nil, 0},
-		{"old leader epoch", alterRec(1, 3, 0, 1, 2), errFencedLeaderEpoch, nil, 0},
-		{"stale partition epoch", alterRec(1, 0, 4, 1), errStale, nil, 0},
-		{"leader left out", alterRec(1, 0, 0, 2), errInvalidEntry, nil, 0},
-		{"duplicate", alterRec(1, 0, 0, 1, 1), errInvalidEntry, nil, 0},
-		{"duplicate same size", alterRec(1, 0, 0, 1, 1, 2), errInvalidEntry, nil, 0},
-		{"not a replica", alterRec(1, 0, 0, 1, 4), errInvalidEntry, nil, 0},
-		{"unknown topic", &partitionChangeRecord{Topic: "p", ID: id(21), ISR: []int32{1}, partitionChangeV2: partitionChangeV2{Validate: true}}, errUnknownTopic, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b, err := encodeRecord(tc.rec)
-			if err != nil || b[1] != 2 {
-				t.Fatalf("encode: version %d, %v", b[1], err)
-			}
-			rec, err := decodeRecord(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := base.apply(100, rec)
-			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
-				t.Fatalf("err %v, want %v", err, tc.wantErr)
-			}
-			p := s.img.Partition("p", 0)
-			if tc.wantErr != nil {
-				if !slices.Equal(p.ISR, []int32{1, 2}) || p.PartitionEpoch != 0 {
-					t.Errorf("rejected entry changed the partition: %+v", p)
-				}
-				return
-			}
-			if !slices.Equal(p.ISR, tc.wantISR) || p.PartitionEpoch != tc.epoch || p.Leader != 1 || p.LeaderEpoch != 0 {
-				t.Errorf("partition %+v, want ISR %v epoch %d", p, tc.wantISR, tc.epoch)
-			}
-		})
-	}
-	// A fenced broker cannot join the ISR.
-	s, err := base.apply(7, &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: 0, Replicas: []int32{1, 2, 3, 4},
-		partitionChangeV2: partitionChangeV2{Validate: true}})
-	if err != nil {
-		t.Fatalf("add replica 4: %v", err)
-	}
-	if _, err := s.apply(8, alterRec(1, 0, 1, 1, 2, 4)); !errors.Is(err, errIneligibleReplica) {
-		t.Errorf("fenced broker joins the ISR: %v", err)
-	}
-	// A member that stays need not be live: broker 2 fenced, the leader keeps it.
-	s, _ = s.apply(9, &fenceBrokerRecord{NodeID: 2})
-	if _, err := s.apply(10, alterRec(1, 0, 1, 1, 2)); err != nil {
-		t.Errorf("keeping a fenced member: %v", err)
-	}
-	// A validated change may not name an unregistered replica or a fenced new leader.
-	if _, err := base.apply(11, &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: -1, Replicas: []int32{1, 2, 3, 9},
-		partitionChangeV2: partitionChangeV2{Validate: true}}); !errors.Is(err, errUnknownBroker) {
-		t.Errorf("unregistered replica: %v", err)
-	}
-	if _, err := s.apply(12, &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: -1, Leader: i32(2),
-		partitionChangeV2: partitionChangeV2{Validate: true}}); !errors.Is(err, errIneligibleReplica) {
-		t.Errorf("fenced new leader: %v", err)
-	}
-}
-
-// TestPartitionChangeVersions: an entry with no version 2 field stays version 1, and a
-// version 1 entry's payload never carries version 2 meaning.
-func TestPartitionChangeVersions(t *testing.T) {
-	v1 := &partitionChangeRecord{Topic: "p", ID: id(20), PartitionEpoch: 0, Leader: i32(2)}
-	b, err := encodeRecord(v1)
-	if err != nil || b[1] != 1 {
-		t.Fatalf("plain change: version %d, %v", b[1], err)
-	}
-	// A version 1 header with a version 2 field: the field is dropped on decoding.
-	forged := append([]byte{byte(recPartitionChange), 1}, `{"topic":"p","id":"`+id(20).String()+`","partition":0,"partition_epoch":0,"isr":[2],"expect_leader":7,"validate":true}`...)
-	rec, err := decodeRecord(forged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pc := rec.(*partitionChangeRecord); pc.ExpectLeader != nil || pc.Validate {
-		t.Errorf("version 1 entry kept version 2 fields: %+v", pc)
-	}
-	if _, err := decodeRecord(append([]byte{byte(recPartitionChange), 3}, '{', '}')); !errors.Is(err, ErrUnknownRecord) {
-		t.Errorf("version 3: %v", err)
-	}
-}
 
 // kerrIs reports whether err wraps the Kafka error want.
 func kerrIs(err error, want *kerr.Error) bool {
@@ -211,7 +89,7 @@ func TestClusterAlterPartition(t *testing.T) {
 
 	// A fenced broker cannot rejoin the ISR.
 	nb := c.nodes[b]
-	nb.m.pauseHeartbeats.Store(true)
+	nb.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "broker b is fenced", func(im *kernel.Image) bool { return im.Brokers[b].Fenced })
 	p := f.m.Image().Partition("isr", 0)
 	r := req
@@ -219,7 +97,7 @@ func TestClusterAlterPartition(t *testing.T) {
 	if _, err := f.m.AlterPartition(ctx, r); !kerrIs(err, kerr.IneligibleReplica) {
 		t.Errorf("fenced broker joins: %v", err)
 	}
-	nb.m.pauseHeartbeats.Store(false)
+	nb.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "broker b is unfenced", func(im *kernel.Image) bool { return !im.Brokers[b].Fenced })
 	p = f.m.Image().Partition("isr", 0)
 	r.PartitionEpoch = p.PartitionEpoch
@@ -238,7 +116,7 @@ func TestClusterAlterPartition(t *testing.T) {
 // with the given partitions.
 func electState(t *testing.T, fenced []int32, parts ...kernel.PartitionImage) *kernel.Image {
 	t.Helper()
-	im := emptyState().img
+	im := image.EmptyState().Image
 	for id := int32(1); id <= 4; id++ {
 		im.Brokers[id] = &kernel.BrokerImage{ID: id, Fenced: slices.Contains(fenced, id)}
 	}
@@ -291,21 +169,21 @@ func TestElectLeaders(t *testing.T) {
 			if len(recs) != 1 {
 				t.Fatalf("%d changes", len(recs))
 			}
-			s, err := (&state{img: im, regs: map[int32]brokerReg{}}).apply(10, recs[0])
+			s, err := (&image.State{Image: im, Regs: map[int32]image.BrokerReg{}}).Apply(10, recs[0])
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b, _ := encodeRecord(recs[0]); b[1] != 1 {
+			if b, _ := image.EncodeRecord(recs[0]); b[1] != 1 {
 				t.Errorf("controller election written at version %d", b[1])
 			}
-			p := s.img.Partition("e", 0)
+			p := s.Image.Partition("e", 0)
 			if p.Leader != tc.leader || !slices.Equal(p.ISR, tc.isr) || p.PartitionEpoch != 6 {
 				t.Errorf("leader %d ISR %v epoch %d, want leader %d ISR %v", p.Leader, p.ISR, p.PartitionEpoch, tc.leader, tc.isr)
 			}
 			if wantEpoch := tc.p.LeaderEpoch + 1; tc.leader != tc.p.Leader && p.LeaderEpoch != wantEpoch {
 				t.Errorf("leader epoch %d, want %d", p.LeaderEpoch, wantEpoch)
 			}
-			if again := electLeaders(s.img, tc.unclean); len(again) != 0 {
+			if again := electLeaders(s.Image, tc.unclean); len(again) != 0 {
 				t.Errorf("not settled: %+v", again[0])
 			}
 		})
@@ -352,7 +230,7 @@ func TestClusterUncleanElection(t *testing.T) {
 			t.Fatalf("shrink %s: %v", name, err)
 		}
 	}
-	x.m.pauseHeartbeats.Store(true)
+	x.m.life.pauseHeartbeats.Store(true)
 	c.waitAll(20*time.Second, "x fenced; unclean led by y, clean offline", func(im *kernel.Image) bool {
 		u, cl := im.Partition("unclean", 0), im.Partition("clean", 0)
 		return im.Brokers[x.id].Fenced && u.Leader == y.id && cl.Leader == -1
@@ -371,7 +249,7 @@ func TestClusterUncleanElection(t *testing.T) {
 		return p.Leader == y.id && slices.Equal(p.ISR, []int32{y.id})
 	})
 	// x comes back: it is in no ISR, so it leads nothing.
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 	c.waitAll(20*time.Second, "x unfenced", func(im *kernel.Image) bool { return !im.Brokers[x.id].Fenced })
 	c.waitAll(5*time.Second, "y still leads", func(im *kernel.Image) bool {
 		return im.Partition("clean", 0).Leader == y.id && im.Partition("unclean", 0).Leader == y.id
@@ -415,11 +293,11 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	if rt := createTopicOn(t, l, "inc", -1, -1, map[int32][]int32{0: {x.id, a, l.id}}); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}
-	x.m.pauseHeartbeats.Store(true) // x's own re-registrations stay out of the way
+	x.m.life.pauseHeartbeats.Store(true) // x's own re-registrations stay out of the way
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req := x.m.registrationRequest()
-	if resp := l.m.ctlRegister(ctx, req); resp.ErrorCode != 0 {
+	req := x.m.life.registrationRequest()
+	if resp := l.m.ctl.ctlRegister(ctx, req); resp.ErrorCode != 0 {
 		t.Fatalf("same incarnation: code %d", resp.ErrorCode)
 	}
 	if p := l.m.Image().Partition("inc", 0); p.Leader != x.id || !slices.Equal(p.ISR, []int32{x.id, a, l.id}) {
@@ -427,20 +305,20 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	}
 	// A new controller has heard from nobody: the new incarnation is accepted.
 	l.m.ctl.reset()
-	fresh, err := l.m.newUUID()
+	fresh, err := l.m.node.newUUID()
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.IncarnationID = fresh
-	if resp := l.m.ctlRegister(ctx, req); resp.ErrorCode != 0 {
+	if resp := l.m.ctl.ctlRegister(ctx, req); resp.ErrorCode != 0 {
 		t.Fatalf("new incarnation: code %d", resp.ErrorCode)
 	}
 	im := l.m.Image()
 	if p := im.Partition("inc", 0); p.Leader != a || !slices.Equal(p.ISR, []int32{a, l.id}) {
 		t.Errorf("after the new incarnation registered: %+v", *p)
 	}
-	if b := im.Brokers[x.id]; b.Fenced || l.m.hub.state().regs[x.id].Incarnation != fresh {
+	if b := im.Brokers[x.id]; b.Fenced || l.m.node.hub.state().Regs[x.id].Incarnation != fresh {
 		t.Errorf("registration: %+v", b)
 	}
-	x.m.pauseHeartbeats.Store(false)
+	x.m.life.pauseHeartbeats.Store(false)
 }

@@ -3,6 +3,8 @@ package metadata
 import (
 	"maps"
 	"slices"
+
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // placeReplicas assigns rf replicas to each of count partitions over live (sorted
@@ -16,10 +18,10 @@ import (
 // (shifted by p/n, so followers spread too), first only brokers on racks the partition
 // does not use yet, then any broker not chosen: replicas of a partition are on distinct
 // racks as far as the racks allow. Without racks this is plain round-robin.
-func placeReplicas(live []int32, racks map[int32]string, start, count, rf int) []partitionAssignment {
+func placeReplicas(live []int32, racks map[int32]string, start, count, rf int) []image.PartitionAssignment {
 	order := rackAlternating(live, racks)
 	n := len(order)
-	out := make([]partitionAssignment, count)
+	out := make([]image.PartitionAssignment, count)
 	for p := range out {
 		pos := (start + p) % n
 		replicas := []int32{order[pos]}
@@ -43,7 +45,7 @@ func placeReplicas(live []int32, racks map[int32]string, start, count, rf int) [
 		}
 		walk(true)
 		walk(false)
-		out[p] = partitionAssignment{Replicas: replicas, Leader: replicas[0], ISR: slices.Clone(replicas)}
+		out[p] = image.PartitionAssignment{Replicas: replicas, Leader: replicas[0], ISR: slices.Clone(replicas)}
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 func allocate(t *testing.T, m *Module, count int32) int64 {
@@ -30,13 +30,13 @@ func TestAllocateProducerIDsConsecutive(t *testing.T) {
 	var alloc kernel.ProducerIDAllocator = m // found by type assertion, as the txn module does
 	_ = alloc
 	want := int64(0)
-	for _, n := range []int32{1, 1000, 5, maxProducerIDBlock, 1} {
+	for _, n := range []int32{1, 1000, 5, image.MaxProducerIDBlock, 1} {
 		if got := allocate(t, m, n); got != want {
 			t.Fatalf("block of %d starts at %d, want %d", n, got, want)
 		}
 		want += int64(n)
 	}
-	if got := m.hub.state().nextProducerID; got != want {
+	if got := m.node.hub.state().NextProducerID; got != want {
 		t.Fatalf("counter %d, want %d", got, want)
 	}
 }
@@ -45,8 +45,8 @@ func TestAllocateProducerIDsInvalid(t *testing.T) {
 	m, _ := startModule(t, t.TempDir())
 	allocate(t, m, 3)
 	before := m.Image().Version
-	for _, n := range []int32{0, -1, math.MinInt32, maxProducerIDBlock + 1, math.MaxInt32} {
-		if _, err := m.AllocateProducerIDs(context.Background(), n); !errors.Is(err, ErrInvalidProducerIDCount) {
+	for _, n := range []int32{0, -1, math.MinInt32, image.MaxProducerIDBlock + 1, math.MaxInt32} {
+		if _, err := m.AllocateProducerIDs(context.Background(), n); !errors.Is(err, image.ErrInvalidProducerIDCount) {
 			t.Errorf("count %d: %v", n, err)
 		}
 	}
@@ -59,26 +59,26 @@ func TestAllocateProducerIDsInvalid(t *testing.T) {
 
 	// Apply refuses the same entries (a broker on other code could propose them), and
 	// a refused entry leaves the counter where it was.
-	s := emptyState()
-	s, _ = s.apply(1, &producerIDsRecord{BrokerID: 1, Count: 7})
-	for _, r := range []*producerIDsRecord{
+	s := image.EmptyState()
+	s, _ = s.Apply(1, &image.ProducerIDsRecord{BrokerID: 1, Count: 7})
+	for _, r := range []*image.ProducerIDsRecord{
 		{BrokerID: 1, Count: 0},
 		{BrokerID: 1, Count: -5},
-		{BrokerID: 1, Count: maxProducerIDBlock + 1},
+		{BrokerID: 1, Count: image.MaxProducerIDBlock + 1},
 		{BrokerID: -1, Count: 1},
 	} {
-		next, err := s.apply(2, r)
-		if !errors.Is(err, errInvalidEntry) || next.nextProducerID != 7 {
-			t.Errorf("%+v: err %v, counter %d", r, err, next.nextProducerID)
+		next, err := s.Apply(2, r)
+		if !errors.Is(err, image.ErrInvalidEntry) || next.NextProducerID != 7 {
+			t.Errorf("%+v: err %v, counter %d", r, err, next.NextProducerID)
 		}
 	}
 	// The counter never wraps to negative ids.
-	s.nextProducerID = math.MaxInt64 - 5
-	if next, err := s.apply(3, &producerIDsRecord{BrokerID: 1, Count: 10}); !errors.Is(err, errProducerIDsExhausted) || next.nextProducerID != math.MaxInt64-5 {
-		t.Errorf("overflow: err %v, counter %d", err, next.nextProducerID)
+	s.NextProducerID = math.MaxInt64 - 5
+	if next, err := s.Apply(3, &image.ProducerIDsRecord{BrokerID: 1, Count: 10}); !errors.Is(err, image.ErrProducerIDsExhausted) || next.NextProducerID != math.MaxInt64-5 {
+		t.Errorf("overflow: err %v, counter %d", err, next.NextProducerID)
 	}
-	if next, err := s.apply(3, &producerIDsRecord{BrokerID: 1, Count: 5}); err != nil || next.nextProducerID != math.MaxInt64 {
-		t.Errorf("last block: err %v, counter %d", err, next.nextProducerID)
+	if next, err := s.Apply(3, &image.ProducerIDsRecord{BrokerID: 1, Count: 5}); err != nil || next.NextProducerID != math.MaxInt64 {
+		t.Errorf("last block: err %v, counter %d", err, next.NextProducerID)
 	}
 }
 
@@ -124,7 +124,7 @@ func TestAllocateProducerIDsConcurrent(t *testing.T) {
 		}
 		next += b.n
 	}
-	if got := m.hub.state().nextProducerID; got != next || len(blocks) != workers*each {
+	if got := m.node.hub.state().NextProducerID; got != next || len(blocks) != workers*each {
 		t.Fatalf("counter %d, covered %d in %d blocks", got, next, len(blocks))
 	}
 }
@@ -143,66 +143,26 @@ func TestAllocateProducerIDsRestart(t *testing.T) {
 			allocate(t, m, 10)
 			allocate(t, m, 20)
 			if snapshot {
-				if err := m.raft.Load().Snapshot().Error(); err != nil {
+				if err := m.node.raft.Load().Snapshot().Error(); err != nil {
 					t.Fatalf("snapshot: %v", err)
 				}
-				if got := latestSnapshot(t, m).nextProducerID; got != 30 {
+				if got := latestSnapshot(t, m).NextProducerID; got != 30 {
 					t.Fatalf("snapshot holds %d, want 30", got)
 				}
 				if got := allocate(t, m, 5); got != 30 { // after the snapshot: from the log
 					t.Fatalf("block at %d, want 30", got)
 				}
 			}
-			want := m.hub.state().nextProducerID
+			want := m.node.hub.state().NextProducerID
 			stopModule(t, m)
 
 			m2, _ := startModule(t, dir)
-			if got := m2.hub.state().nextProducerID; got != want {
+			if got := m2.node.hub.state().NextProducerID; got != want {
 				t.Fatalf("after restart the counter is %d, want %d", got, want)
 			}
 			if got := allocate(t, m2, 1); got != want {
 				t.Fatalf("after restart the block starts at %d, want %d", got, want)
 			}
 		})
-	}
-}
-
-func TestSnapshotFormat3(t *testing.T) {
-	s, _ := emptyState().apply(1, &producerIDsRecord{BrokerID: 1, Count: 42})
-	b, err := encodeSnapshot(s)
-	if err != nil || b[0] != snapshotFormatV3 {
-		t.Fatalf("producer ids: format %d, %v", b[0], err)
-	}
-	r, err := decodeSnapshot(bytes.NewReader(b))
-	if err != nil || r.nextProducerID != 42 {
-		t.Fatalf("decode format 3: %+v %v", r, err)
-	}
-	// Extensions and producer ids together: format 3 keeps both.
-	s, _ = s.apply(2, &extensionRecord{Namespace: "a", Key: "k", Value: []byte("v")})
-	if b, err = encodeSnapshot(s); err != nil || b[0] != snapshotFormatV3 {
-		t.Fatalf("both: format %d, %v", b[0], err)
-	}
-	if r, err = decodeSnapshot(bytes.NewReader(b)); err != nil || r.nextProducerID != 42 || string(r.img.Extension("a", "k")) != "v" {
-		t.Fatalf("decode both: %+v %v", r, err)
-	}
-	// Older formats predate ProducerIDs entries: they load with the counter at 0 (and
-	// a field they did not have is ignored, as an older broker would).
-	for _, old := range [][]byte{
-		append([]byte{snapshotFormatV1}, `{"version":7,"cluster_id":"c","controller_id":1,"brokers":[],"topics":[]}`+"\n"...),
-		append([]byte{snapshotFormatV2}, `{"version":7,"cluster_id":"c","controller_id":1,"brokers":[],"topics":[],"extensions":{"a":{"k":"dg=="}}}`+"\n"...),
-		append([]byte{snapshotFormatV2}, `{"version":7,"cluster_id":"c","controller_id":1,"brokers":[],"topics":[],"next_producer_id":9}`+"\n"...),
-	} {
-		r, err := decodeSnapshot(bytes.NewReader(old))
-		if err != nil || r.img.Version != 7 || r.nextProducerID != 0 {
-			t.Fatalf("decode format %d: %+v %v", old[0], r, err)
-		}
-	}
-	// Without allocations the older formats are still written.
-	if b, _ := encodeSnapshot(emptyState()); b[0] != snapshotFormatV1 {
-		t.Errorf("empty state: format %d", b[0])
-	}
-	bad := append([]byte{snapshotFormatV3}, `{"version":7,"brokers":[],"topics":[],"next_producer_id":-1}`...)
-	if _, err := decodeSnapshot(bytes.NewReader(bad)); !errors.Is(err, ErrBadRecord) {
-		t.Errorf("negative counter: %v", err)
 	}
 }

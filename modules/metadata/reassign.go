@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Partition reassignment, as Kafka's KRaft controller does it (see doc.go,
@@ -36,7 +37,7 @@ func validTarget(im *kernel.Image, target []int32) error {
 	if len(target) == 0 {
 		return opErr(kerr.InvalidReplicaAssignment, "the replica list is empty")
 	}
-	if hasDuplicates(target) {
+	if image.HasDuplicates(target) {
 		return opErr(kerr.InvalidReplicaAssignment, "the replica list %v has duplicates", target)
 	}
 	for _, b := range target {
@@ -60,9 +61,9 @@ func validTarget(im *kernel.Image, target []int32) error {
 // the first remaining replica is the ISR (an unclean revert, refused with
 // INVALID_REPLICA_ASSIGNMENT unless unclean(t)). A leader that was being added gives
 // way to the first live ISR member in replica order (-1 without one).
-func planReassignment(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, target []int32, unclean func(*kernel.TopicImage) bool) (*partitionChangeRecord, error) {
-	rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
-		partitionChangeV2: partitionChangeV2{Validate: true, Reassignment: &reassignmentRecord{}}}
+func planReassignment(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, target []int32, unclean func(*kernel.TopicImage) bool) (*image.PartitionChangeRecord, error) {
+	rec := &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+		PartitionChangeV2: image.PartitionChangeV2{Validate: true, Reassignment: &image.ReassignmentRecord{}}}
 	if target == nil {
 		if !reassigning(p) {
 			return nil, opErr(kerr.NoReassignmentInProgress, "")
@@ -96,7 +97,7 @@ func planReassignment(im *kernel.Image, t *kernel.TopicImage, p *kernel.Partitio
 		return rec, nil
 	}
 	rec.Replicas = merged
-	rec.Reassignment = &reassignmentRecord{Adding: adding, Removing: removing}
+	rec.Reassignment = &image.ReassignmentRecord{Adding: adding, Removing: removing}
 	return rec, nil
 }
 
@@ -117,8 +118,8 @@ func firstLive(im *kernel.Image, replicas, isr []int32) int32 {
 // (or not live) gives way to the first live ISR member in target order (-1 without
 // one). The entries are version 2 (they clear the reassignment state), validated, and
 // checked against the partition epoch.
-func completeReassignments(im *kernel.Image) []record {
-	var out []record
+func completeReassignments(im *kernel.Image) []image.Record {
+	var out []image.Record
 	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
 		t := im.Topics[name]
 		for i := range t.Partitions {
@@ -128,11 +129,11 @@ func completeReassignments(im *kernel.Image) []record {
 			}
 			target := without(p.Replicas, p.RemovingReplicas)
 			isr := without(p.ISR, p.RemovingReplicas)
-			if len(target) == 0 || len(isr) == 0 || !subset(target, isr) {
+			if len(target) == 0 || len(isr) == 0 || !image.Subset(target, isr) {
 				continue
 			}
-			rec := &partitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
-				Replicas: target, partitionChangeV2: partitionChangeV2{Validate: true, Reassignment: &reassignmentRecord{}}}
+			rec := &image.PartitionChangeRecord{Topic: t.Name, ID: t.ID, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+				Replicas: target, PartitionChangeV2: image.PartitionChangeV2{Validate: true, Reassignment: &image.ReassignmentRecord{}}}
 			if !slices.Equal(isr, p.ISR) {
 				rec.ISR = isr
 			}
@@ -147,7 +148,7 @@ func completeReassignments(im *kernel.Image) []record {
 }
 
 // alterReassignmentsResp serves AlterPartitionReassignments.
-func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
+func (c *controller) alterReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := kmsg.NewPtrAlterPartitionAssignmentsResponse()
 	resp.Version = r.Version
 	type item struct {
@@ -171,14 +172,14 @@ func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request
 	} else {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()
-		errs = m.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (record, error) {
+		errs = c.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
 			it := items[i]
 			t := im.Topics[it.topic]
 			if t == nil || it.partition < 0 || int(it.partition) >= len(t.Partitions) {
 				return nil, opErr(kerr.UnknownTopicOrPartition, "")
 			}
-			rec, err := planReassignment(im, t, &t.Partitions[it.partition], it.target, m.uncleanElection(im))
-			if rec == nil { // a nil *partitionChangeRecord is not a nil record
+			rec, err := planReassignment(im, t, &t.Partitions[it.partition], it.target, c.uncleanElection(im))
+			if rec == nil { // a nil *image.PartitionChangeRecord is not a nil record
 				return nil, err
 			}
 			return rec, nil
@@ -189,9 +190,9 @@ func (m *Module) alterReassignmentsResp(ctx context.Context, req *kernel.Request
 		err := reassignmentError(errs[i])
 		if err == nil {
 			if it.target == nil {
-				m.log.Info("cancelled partition reassignment", "topic", it.topic, "partition", it.partition)
+				c.log.Info("cancelled partition reassignment", "topic", it.topic, "partition", it.partition)
 			} else {
-				m.log.Info("started partition reassignment", "topic", it.topic, "partition", it.partition, "target", it.target)
+				c.log.Info("started partition reassignment", "topic", it.topic, "partition", it.partition, "target", it.target)
 			}
 		}
 		at := topicSlot(topicAt, it.topic, &resp.Topics, func() kmsg.AlterPartitionAssignmentsResponseTopic {
@@ -213,14 +214,14 @@ func reassignmentError(err error) error { return plannedError(err, kerr.InvalidR
 // listReassignmentsResp serves ListPartitionReassignments from this broker's image:
 // null topics list every reassignment in progress; unknown topics and partitions, and
 // partitions without one, are left out (as Kafka).
-func (m *Module) listReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
+func (c *controller) listReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
 	resp := kmsg.NewPtrListPartitionReassignmentsResponse()
 	resp.Version = r.Version
 	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName) {
 		resp.ErrorCode, _ = errCode(opErr(kerr.ClusterAuthorizationFailed, ""))
 		return resp
 	}
-	im := m.hub.image()
+	im := c.hub.image()
 	add := func(t *kernel.TopicImage, parts []int32) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name

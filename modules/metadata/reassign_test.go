@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -12,26 +11,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // applyAll applies recs to im (as a state) and returns the resulting image.
-func applyAll(t *testing.T, im *kernel.Image, recs ...record) *kernel.Image {
+func applyAll(t *testing.T, im *kernel.Image, recs ...image.Record) *kernel.Image {
 	t.Helper()
-	s := &state{img: im, regs: map[int32]brokerReg{}}
+	s := &image.State{Image: im, Regs: map[int32]image.BrokerReg{}}
 	for i, r := range recs {
-		b, err := encodeRecord(r)
+		b, err := image.EncodeRecord(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec, err := decodeRecord(b)
+		dec, err := image.DecodeRecord(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s, err = s.apply(im.Version+uint64(i)+1, dec); err != nil {
+		if s, err = s.Apply(im.Version+uint64(i)+1, dec); err != nil {
 			t.Fatalf("apply %+v: %v", r, err)
 		}
 	}
-	return s.img
+	return s.Image
 }
 
 // TestPlanReassignment: starting, re-targeting and cancelling, one partition per case,
@@ -153,43 +153,6 @@ func TestCompleteReassignments(t *testing.T) {
 				t.Errorf("partition %+v, want leader %d replicas %v ISR %v", *p, tc.leader, tc.replicas, tc.isr)
 			}
 		})
-	}
-}
-
-// TestSnapshotFormat4: a reassignment in progress needs format 4 and survives a
-// snapshot; without one the oldest format is written again; format 3 ignores
-// reassignment fields.
-func TestSnapshotFormat4(t *testing.T) {
-	s := partitionState(t)
-	rec, err := planReassignment(s.img, s.img.Topics["p"], s.img.Partition("p", 0), []int32{2, 3}, func(*kernel.TopicImage) bool { return false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	moving, err := s.apply(50, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := encodeSnapshot(moving)
-	if err != nil || b[0] != snapshotFormatV4 {
-		t.Fatalf("format %d, %v", b[0], err)
-	}
-	r, err := decodeSnapshot(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := r.img.Partition("p", 0); !slices.Equal(p.AddingReplicas, nil) || !slices.Equal(p.RemovingReplicas, []int32{1}) {
-		t.Errorf("restored %+v", *p)
-	}
-	if again, _ := encodeSnapshot(r); !bytes.Equal(again, b) {
-		t.Error("snapshot of the restored state differs")
-	}
-	if b, _ := encodeSnapshot(s); b[0] != snapshotFormatV1 {
-		t.Errorf("no reassignment: format %d", b[0])
-	}
-	b[0] = snapshotFormatV3
-	old := bytes.Replace(b, []byte(`"isr":[1,2]`), []byte(`"isr":[1,2],"removing":[1]`), 1)
-	if r, err := decodeSnapshot(bytes.NewReader(old)); err != nil || reassigning(r.img.Partition("p", 0)) {
-		t.Errorf("format 3 with reassignment fields: %v", err)
 	}
 }
 

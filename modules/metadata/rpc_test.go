@@ -1,10 +1,7 @@
 package metadata
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,82 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
-
-// rpcSeeds are valid request frames (size included) for the fuzz corpus and tests.
-func rpcSeeds() [][]byte {
-	entry, _ := encodeRecord(&producerIDsRecord{BrokerID: 1, Count: 5})
-	fwd := (&forwardRequest{TimeoutMs: 1000, Entries: [][]byte{entry}}).appendTo(nil)
-	hb := kmsg.NewPtrBrokerHeartbeatRequest()
-	hb.Version, hb.BrokerID, hb.BrokerEpoch = rpcVerBrokerHeartbeat, 1, 7
-	add := (&addObserverRequest{NodeID: 4, Address: "127.0.0.1:1"}).appendTo(nil)
-	return [][]byte{
-		appendRequestFrame(nil, rpcKeyForward, rpcVerForward, 1, fwd),
-		appendRequestFrame(nil, rpcKeyBrokerHeartbeat, hb.Version, 2, hb.AppendTo(nil)),
-		appendRequestFrame(nil, rpcKeyAddObserver, rpcVerAddObserver, 3, add),
-	}
-}
-
-// FuzzDecodeRPCRequest feeds a byte stream to the server's frame reader and decoder:
-// nothing may panic, and what decodes must re-encode to an equal message.
-func FuzzDecodeRPCRequest(f *testing.F) {
-	seeds := rpcSeeds()
-	f.Add([]byte{})
-	f.Add([]byte{0, 0, 0, 3, 0, 1, 0})          // short header
-	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0, 0}) // max length claimed
-	f.Add(seeds[0])
-	f.Add(append(append([]byte{}, seeds[0]...), seeds[1]...)) // two back to back
-	f.Add(seeds[2])
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r := bytes.NewReader(b)
-		for {
-			frame, err := readFrame(r, 1<<20)
-			if err != nil {
-				return
-			}
-			h, msg, err := decodeRPCRequest(frame)
-			if err != nil {
-				if !errors.Is(err, errRPCFrame) {
-					t.Fatalf("error not marked errRPCFrame: %v", err)
-				}
-				continue
-			}
-			switch m := msg.(type) {
-			case *forwardRequest:
-				again, err := decodeForwardRequest(m.appendTo(nil))
-				if err != nil || len(again.Entries) != len(m.Entries) || again.TimeoutMs != m.TimeoutMs {
-					t.Fatalf("forward request does not round-trip: %v", err)
-				}
-			case *addObserverRequest:
-				again, err := decodeAddObserverRequest(m.appendTo(nil))
-				if err != nil || *again != *m {
-					t.Fatalf("add observer does not round-trip: %v", err)
-				}
-			case kmsg.Request:
-				if m.Key() != h.key {
-					t.Fatalf("key %d decoded as %d", h.key, m.Key())
-				}
-			}
-		}
-	})
-}
-
-func TestForwardResponseRoundTrip(t *testing.T) {
-	in := &forwardResponse{ErrorCode: 0, LeaderID: 2, AppliedIndex: 99, Results: []forwardResult{
-		{Code: 0, Index: 98, FirstProducerID: 1000},
-		{Code: forwardCode(errTopicExists), Message: "topic exists"},
-	}}
-	out, err := decodeForwardResponse(in.appendTo(nil))
-	if err != nil || out.AppliedIndex != 99 || len(out.Results) != 2 || out.Results[0].FirstProducerID != 1000 {
-		t.Fatalf("%+v %v", out, err)
-	}
-	if err := forwardError(out.Results[1].Code, out.Results[1].Message); !errors.Is(err, errTopicExists) {
-		t.Errorf("forwarded error %v does not match errTopicExists", err)
-	}
-	if _, err := decodeForwardResponse(in.appendTo(nil)[:20]); !errors.Is(err, errRPCFrame) {
-		t.Errorf("truncated response: %v", err)
-	}
-}
 
 // TestRPCRefusesGarbage: the raft port closes a controller RPC connection that sends a
 // bad preamble, an oversized frame, an unknown key or a malformed body, and keeps
@@ -97,11 +21,11 @@ func TestRPCRefusesGarbage(t *testing.T) {
 	l := c.leader()
 	bad := [][]byte{
 		[]byte("SXXX"), // bad preamble
-		append(rpcMagic[:], 0x7f, 0xff, 0xff, 0xff),                                     // 2 GiB frame
-		append(rpcMagic[:], appendRequestFrame(nil, 999, 0, 1, nil)...),                 // unknown key
-		append(rpcMagic[:], appendRequestFrame(nil, rpcKeyForward, 0, 1, []byte{1})...), // short body
-		append(rpcMagic[:], appendRequestFrame(nil, rpcKeyForward, 7, 1, []byte{})...),  // unknown version
-		append(rpcMagic[:], appendRequestFrame(nil, rpcKeyBrokerHeartbeat, 1, 1, []byte{0xff})...),
+		append(rpc.Magic[:], 0x7f, 0xff, 0xff, 0xff),                                          // 2 GiB frame
+		append(rpc.Magic[:], rpc.AppendRequestFrame(nil, 999, 0, 1, nil)...),                  // unknown key
+		append(rpc.Magic[:], rpc.AppendRequestFrame(nil, rpc.KeyForward, 0, 1, []byte{1})...), // short body
+		append(rpc.Magic[:], rpc.AppendRequestFrame(nil, rpc.KeyForward, 7, 1, []byte{})...),  // unknown version
+		append(rpc.Magic[:], rpc.AppendRequestFrame(nil, rpc.KeyBrokerHeartbeat, 1, 1, []byte{0xff})...),
 	}
 	for i, b := range bad {
 		conn, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
@@ -118,14 +42,13 @@ func TestRPCRefusesGarbage(t *testing.T) {
 		conn.Close()
 	}
 	// A good request on a new connection is served, and raft still works.
-	var rc rpcClient
-	rc.idle = map[string][]*rpcConn{}
-	defer rc.close()
+	rc := rpc.NewClient(ErrNotRunning)
+	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hb := kmsg.NewPtrBrokerHeartbeatRequest()
-	hb.Version, hb.BrokerID, hb.BrokerEpoch = rpcVerBrokerHeartbeat, 99, 1
-	resp, err := rc.callKmsg(ctx, l.addr, hb)
+	hb.Version, hb.BrokerID, hb.BrokerEpoch = rpc.VerBrokerHeartbeat, 99, 1
+	resp, err := rc.CallKmsg(ctx, l.addr, hb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,35 +61,17 @@ func TestRPCRefusesGarbage(t *testing.T) {
 	}
 }
 
-func TestReadFrameBounds(t *testing.T) {
-	var b []byte
-	b = binary.BigEndian.AppendUint32(b, 100)
-	if _, err := readFrame(bytes.NewReader(b), 50); !errors.Is(err, errRPCFrame) {
-		t.Errorf("oversized: %v", err)
-	}
-	b = binary.BigEndian.AppendUint32(nil, 0xffffffff)
-	if _, err := readFrame(bytes.NewReader(b), 50); !errors.Is(err, errRPCFrame) {
-		t.Errorf("negative: %v", err)
-	}
-	b = append(binary.BigEndian.AppendUint32(nil, 10), 1, 2, 3)
-	if _, err := readFrame(bytes.NewReader(b), 50); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("truncated: %v", err)
-	}
-}
-
 // TestStopWithSilentConnection: a connection to the raft port that never sends a byte
 // does not hold up Stop.
 func TestStopWithSilentConnection(t *testing.T) {
 	m, _ := startModule(t, t.TempDir(), func(m *Module, _ *fakeContext) { m.RaftListen = "127.0.0.1:0" })
-	conn, err := net.Dial("tcp", m.mux.Addr().String())
+	conn, err := net.Dial("tcp", m.node.mux.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	waitFor(t, 10*time.Second, func() bool { // the mux is sniffing it
-		m.mux.mu.Lock()
-		defer m.mux.mu.Unlock()
-		return len(m.mux.conns) > 0
+		return m.node.mux.Tracked() > 0
 	})
 	start := time.Now()
 	stopModule(t, m)
@@ -212,19 +117,18 @@ func TestCreateTopicsAfterRegistration(t *testing.T) {
 			t.Fatalf("grow %s through %d right after creating it through %d: code %d", name, b.id, a.id, resp.Topics[0].ErrorCode)
 		}
 	}
-	var rc rpcClient
-	rc.idle = map[string][]*rpcConn{}
-	defer rc.close()
+	rc := rpc.NewClient(ErrNotRunning)
+	defer rc.Close()
 	// The barrier itself: an empty forward answers the controller's applied index.
 	l := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := l.m.Image().Version
-	body, err := rc.call(ctx, l.addr, rpcKeyForward, rpcVerForward, (&forwardRequest{}).appendTo(nil))
+	body, err := rc.Call(ctx, l.addr, rpc.KeyForward, rpc.VerForward, (&rpc.ForwardRequest{}).AppendTo(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr, err := decodeForwardResponse(body)
+	fr, err := rpc.DecodeForwardResponse(body)
 	if err != nil || fr.ErrorCode != 0 || fr.AppliedIndex < int64(before) || len(fr.Results) != 0 {
 		t.Fatalf("barrier: %+v %v (leader image version %d before)", fr, err, before)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
 // Topic name rules, as Kafka's.
@@ -59,10 +60,10 @@ func errCode(err error) (int16, *string) {
 		return kerr.NotController.Code, nil
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code, nil
-	case errors.Is(err, errTopicExists):
+	case errors.Is(err, image.ErrTopicExists):
 		msg := err.Error()
 		return kerr.TopicAlreadyExists.Code, &msg
-	case errors.Is(err, errUnknownTopic):
+	case errors.Is(err, image.ErrUnknownTopic):
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
 	msg := err.Error()
@@ -118,20 +119,20 @@ func liveBrokers(im *kernel.Image) []int32 {
 }
 
 // brokerSettings is what the controller reads from the broker configs.
-func (m *Module) brokerSettings(im *kernel.Image) kconfig.Broker {
-	return kconfig.ResolveBroker(m.mergedBrokerConfigs(im))
+func (nd *node) brokerSettings(im *kernel.Image) kconfig.Broker {
+	return kconfig.ResolveBroker(nd.mergedBrokerConfigs(im))
 }
 
 // mergedBrokerConfigs merges static, dynamic default and dynamic node configs.
-func (m *Module) mergedBrokerConfigs(im *kernel.Image) map[string]string {
-	return kconfig.MergeBroker(m.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[brokerConfigKey(m.nodeID)])
+func (nd *node) mergedBrokerConfigs(im *kernel.Image) map[string]string {
+	return kconfig.MergeBroker(nd.kctx.Broker().StaticConfigs, im.BrokerConfigs[""], im.BrokerConfigs[image.BrokerConfigKey(nd.nodeID)])
 }
 
 // place assigns replicas of count new partitions over the live brokers from a random
 // start (see placeReplicas). The leader is the first replica and the ISR is every
 // replica.
-func (m *Module) place(im *kernel.Image, live []int32, count int, rf int) ([]partitionAssignment, error) {
-	start, err := m.randIntn(len(live))
+func (nd *node) place(im *kernel.Image, live []int32, count int, rf int) ([]image.PartitionAssignment, error) {
+	start, err := nd.randIntn(len(live))
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +145,8 @@ func (m *Module) place(im *kernel.Image, live []int32, count int, rf int) ([]par
 
 // manualAssignment checks client-given replica lists: each non-empty, without
 // duplicates, on registered brokers, all of the same length (rf > 0: that length).
-func manualAssignment(im *kernel.Image, lists [][]int32, rf int) ([]partitionAssignment, error) {
-	out := make([]partitionAssignment, len(lists))
+func manualAssignment(im *kernel.Image, lists [][]int32, rf int) ([]image.PartitionAssignment, error) {
+	out := make([]image.PartitionAssignment, len(lists))
 	for i, replicas := range lists {
 		if len(replicas) == 0 {
 			return nil, opErr(kerr.InvalidReplicaAssignment, "partition %d has no replicas", i)
@@ -166,7 +167,7 @@ func manualAssignment(im *kernel.Image, lists [][]int32, rf int) ([]partitionAss
 				return nil, opErr(kerr.InvalidReplicaAssignment, "partition %d: broker %d is not registered", i, b)
 			}
 		}
-		out[i] = partitionAssignment{Replicas: slices.Clone(replicas), Leader: replicas[0], ISR: slices.Clone(replicas)}
+		out[i] = image.PartitionAssignment{Replicas: slices.Clone(replicas), Leader: replicas[0], ISR: slices.Clone(replicas)}
 	}
 	return out, nil
 }
@@ -181,7 +182,7 @@ type topicRequest struct {
 }
 
 // planTopic validates a topic creation against im and returns the record to propose.
-func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecord, error) {
+func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*image.CreateTopicRecord, error) {
 	if err := validateTopicName(tr.Name); err != nil {
 		return nil, err
 	}
@@ -191,12 +192,12 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecor
 	if other := collidingTopic(im, tr.Name); other != "" {
 		return nil, opErr(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' are interchangeable in metric names)", tr.Name, other)
 	}
-	merged := m.mergedBrokerConfigs(im)
+	merged := m.node.mergedBrokerConfigs(im)
 	if err := kconfig.ValidateTopicConfigs(tr.Configs, merged); err != nil {
 		return nil, opErr(kerr.InvalidConfig, "%v", err)
 	}
 	settings := kconfig.ResolveBroker(merged)
-	var parts []partitionAssignment
+	var parts []image.PartitionAssignment
 	if len(tr.Assignment) > 0 {
 		if tr.NumPartitions != -1 || tr.RF != -1 {
 			return nil, opErr(kerr.InvalidRequest, "both a replica assignment and a partition count or replication factor were given")
@@ -231,30 +232,30 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*createTopicRecor
 			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d: must be between 1 and the number of live brokers (%d)", rf, len(live))
 		}
 		var err error
-		if parts, err = m.place(im, live, int(np), rf); err != nil {
+		if parts, err = m.node.place(im, live, int(np), rf); err != nil {
 			return nil, err
 		}
 	}
-	id, err := m.newUUID()
+	id, err := m.node.newUUID()
 	if err != nil {
 		return nil, err
 	}
-	return &createTopicRecord{Name: tr.Name, ID: id, Partitions: parts, Configs: maps.Clone(tr.Configs)}, nil
+	return &image.CreateTopicRecord{Name: tr.Name, ID: id, Partitions: parts, Configs: maps.Clone(tr.Configs)}, nil
 }
 
 // createTopics validates and creates topics. validateOnly plans but proposes nothing.
 // errs[i] is the outcome of trs[i]; the image holds every created topic.
-func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateOnly bool) (*kernel.Image, []*createTopicRecord, []error) {
+func (m *Module) createTopics(ctx context.Context, trs []topicRequest, validateOnly bool) (*kernel.Image, []*image.CreateTopicRecord, []error) {
 	im, plans, errs, recs, idx := m.planTopics(trs, validateOnly)
 	// This broker's image may trail the controller's (a broker that just registered is
 	// missing from it): plan again on what the controller has.
-	if m.replanAfterCatchUp(ctx, slices.ContainsFunc(errs, brokerCountError)) {
+	if m.node.replanAfterCatchUp(ctx, slices.ContainsFunc(errs, brokerCountError)) {
 		im, plans, errs, recs, idx = m.planTopics(trs, validateOnly)
 	}
 	if len(recs) == 0 {
 		return im, plans, errs
 	}
-	im, perrs := m.proposeAll(ctx, recs)
+	im, perrs := m.node.proposeAll(ctx, recs)
 	for j, err := range perrs {
 		errs[idx[j]] = err
 	}
@@ -269,10 +270,10 @@ func brokerCountError(err error) bool {
 
 // planTopics plans trs on the current image; recs are the records to propose and idx
 // their requests' positions.
-func (m *Module) planTopics(trs []topicRequest, validateOnly bool) (im *kernel.Image, plans []*createTopicRecord, errs []error, recs []record, idx []int) {
-	im = m.hub.image()
+func (m *Module) planTopics(trs []topicRequest, validateOnly bool) (im *kernel.Image, plans []*image.CreateTopicRecord, errs []error, recs []image.Record, idx []int) {
+	im = m.node.hub.image()
 	errs = make([]error, len(trs))
-	plans = make([]*createTopicRecord, len(trs))
+	plans = make([]*image.CreateTopicRecord, len(trs))
 	planned := map[string]string{} // collision form ('.' as '_') → name, in this request
 	for i, tr := range trs {
 		plans[i], errs[i] = m.planTopic(im, tr)
@@ -295,7 +296,7 @@ func (m *Module) planTopics(trs []topicRequest, validateOnly bool) (im *kernel.I
 }
 
 // planPartitions validates growing topic t to count partitions.
-func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count int32, assignment [][]int32) (*createPartitionsRecord, error) {
+func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count int32, assignment [][]int32) (*image.CreatePartitionsRecord, error) {
 	cur := int32(len(t.Partitions))
 	switch {
 	case count < cur:
@@ -307,7 +308,7 @@ func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count in
 	}
 	add := int(count - cur)
 	rf := len(t.Partitions[0].Replicas)
-	var parts []partitionAssignment
+	var parts []image.PartitionAssignment
 	var err error
 	if assignment != nil {
 		if len(assignment) != add {
@@ -319,25 +320,25 @@ func (m *Module) planPartitions(im *kernel.Image, t *kernel.TopicImage, count in
 		if rf > len(live) {
 			return nil, opErr(kerr.InvalidReplicationFactor, "replication factor %d is larger than the number of live brokers (%d)", rf, len(live))
 		}
-		parts, err = m.place(im, live, add, rf)
+		parts, err = m.node.place(im, live, add, rf)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &createPartitionsRecord{Topic: t.Name, ID: t.ID, From: cur, Partitions: parts}, nil
+	return &image.CreatePartitionsRecord{Topic: t.Name, ID: t.ID, From: cur, Partitions: parts}, nil
 }
 
 // parseBrokerResource checks a BROKER config resource name: "" (cluster default) or
 // this node's id. It returns the BrokerConfigs key.
-func (m *Module) parseBrokerResource(name string) (string, error) {
+func (nd *node) parseBrokerResource(name string) (string, error) {
 	if name == "" {
 		return "", nil
 	}
 	n, err := strconv.ParseInt(name, 10, 32)
-	if err != nil || int32(n) != m.nodeID {
-		return "", opErr(kerr.InvalidRequest, "unexpected broker id %q: expected %d or the empty string (cluster default)", name, m.nodeID)
+	if err != nil || int32(n) != nd.nodeID {
+		return "", opErr(kerr.InvalidRequest, "unexpected broker id %q: expected %d or the empty string (cluster default)", name, nd.nodeID)
 	}
-	return brokerConfigKey(m.nodeID), nil
+	return image.BrokerConfigKey(nd.nodeID), nil
 }
 
 // CreateTopic creates a topic for another module (the group and transaction
@@ -346,7 +347,7 @@ func (m *Module) parseBrokerResource(name string) (string, error) {
 // topic once this broker's image has it; an existing topic is returned as it is, with
 // no error, so concurrent creators agree.
 func (m *Module) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) (*kernel.TopicImage, error) {
-	if t := m.hub.image().Topic(name); t != nil {
+	if t := m.node.hub.image().Topic(name); t != nil {
 		return t, nil
 	}
 	im, _, errs := m.createTopics(ctx, []topicRequest{{Name: name, NumPartitions: partitions, RF: rf, Configs: configs}}, false)
@@ -354,7 +355,7 @@ func (m *Module) CreateTopic(ctx context.Context, name string, partitions int32,
 		return t, nil
 	}
 	if errs[0] == nil {
-		errs[0] = fmt.Errorf("topic %s: %w", name, errUnknownTopic)
+		errs[0] = fmt.Errorf("topic %s: %w", name, image.ErrUnknownTopic)
 	}
 	return nil, fmt.Errorf("create topic %s: %w", name, errs[0])
 }

@@ -75,7 +75,7 @@ func TestThreeVoters(t *testing.T) {
 		leader, nodes[2].done = nodes[2], closedErr(err)
 	}
 	if !leader.m.Ready() {
-		t.Fatalf("node %d started but is not ready", leader.m.nodeID)
+		t.Fatalf("node %d started but is not ready", leader.m.node.nodeID)
 	}
 	if rt := createTopic(t, leader.fc, "replicated", 2, nil); rt.ErrorCode != 0 {
 		t.Fatalf("create on the leader: %d", rt.ErrorCode)
@@ -92,22 +92,22 @@ func TestThreeVoters(t *testing.T) {
 	for _, n := range nodes {
 		waitFor(t, 5*time.Second, func() bool { return n.m.Image().Version >= want.Version })
 		im := n.m.Image()
-		if im.ClusterID != want.ClusterID || im.ControllerID != leader.m.nodeID || im.Topic("replicated") == nil ||
-			im.Topic("replicated").ID != want.Topic("replicated").ID || im.Brokers[leader.m.nodeID] == nil {
-			t.Errorf("node %d image differs: %+v", n.m.nodeID, im)
+		if im.ClusterID != want.ClusterID || im.ControllerID != leader.m.node.nodeID || im.Topic("replicated") == nil ||
+			im.Topic("replicated").ID != want.Topic("replicated").ID || im.Brokers[leader.m.node.nodeID] == nil {
+			t.Errorf("node %d image differs: %+v", n.m.node.nodeID, im)
 		}
 		if !bytes.Equal(im.Extension("transforms", "t"), ext) {
-			t.Errorf("node %d: extension of %d bytes", n.m.nodeID, len(im.Extension("transforms", "t")))
+			t.Errorf("node %d: extension of %d bytes", n.m.node.nodeID, len(im.Extension("transforms", "t")))
 		}
 		if n != leader {
 			// A follower forwards writes to the controller and reads its own write.
-			if err := n.m.PutExtension(ctx, "transforms", fmt.Sprintf("u%d", n.m.nodeID), []byte("x")); err != nil {
-				t.Errorf("put extension on follower %d: %v", n.m.nodeID, err)
-			} else if string(n.m.Image().Extension("transforms", fmt.Sprintf("u%d", n.m.nodeID))) != "x" {
-				t.Errorf("follower %d does not read its own extension write", n.m.nodeID)
+			if err := n.m.PutExtension(ctx, "transforms", fmt.Sprintf("u%d", n.m.node.nodeID), []byte("x")); err != nil {
+				t.Errorf("put extension on follower %d: %v", n.m.node.nodeID, err)
+			} else if string(n.m.Image().Extension("transforms", fmt.Sprintf("u%d", n.m.node.nodeID))) != "x" {
+				t.Errorf("follower %d does not read its own extension write", n.m.node.nodeID)
 			}
 			if _, err := n.m.AllocateProducerIDs(ctx, 1); err != nil {
-				t.Errorf("allocate producer ids on follower %d: %v", n.m.nodeID, err)
+				t.Errorf("allocate producer ids on follower %d: %v", n.m.node.nodeID, err)
 			}
 		}
 	}

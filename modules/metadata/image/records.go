@@ -1,4 +1,4 @@
-package metadata
+package image
 
 import (
 	"encoding"
@@ -12,7 +12,7 @@ import (
 // never renumbered or reused, even after it is retired.
 type recordType uint8
 
-// Record types (see doc.go for the format).
+// Record types (see metadata's doc.go for the format).
 const (
 	recClusterID         recordType = 1
 	recRegisterBroker    recordType = 2
@@ -23,7 +23,7 @@ const (
 	recCreatePartitions  recordType = 7
 	recAlterTopicConfigs recordType = 8
 	recAlterBrokerCfgs   recordType = 9
-	recPartitionChange   recordType = 10
+	RecPartitionChange   recordType = 10
 	recLeaderChange      recordType = 11
 	recExtension         recordType = 12
 	recProducerIDs       recordType = 13
@@ -31,10 +31,10 @@ const (
 
 // recordVersions returns, for a type, the newest payload version this code writes and
 // the oldest it still reads; ok is false for an unknown type. Bumping a version: add the
-// field, raise newest, keep decoding newest-1 (see doc.go).
+// field, raise newest, keep decoding newest-1 (see metadata's doc.go).
 func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 	switch t {
-	case recPartitionChange:
+	case RecPartitionChange:
 		return 2, 1, true
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
@@ -52,28 +52,28 @@ var (
 	ErrBadRecord = errors.New("metadata: malformed record")
 )
 
-// record is one typed metadata log entry.
-type record interface{ recordType() recordType }
+// Record is one typed metadata log entry.
+type Record interface{ recordType() recordType }
 
 // versionedRecord is a record whose payload may be written at an older version than
 // its type's newest: it names the oldest version that holds it, so entries that use no
 // new field stay readable by brokers that know only the older version.
 type versionedRecord interface {
-	record
+	Record
 	payloadVersion() uint8
 }
 
-// uuid is a 16-byte id (cluster, topic, incarnation), written in JSON as Kafka prints
+// UUID is a 16-byte id (cluster, topic, incarnation), written in JSON as Kafka prints
 // it: unpadded base64url, 22 characters.
-type uuid [16]byte
+type UUID [16]byte
 
-func (u uuid) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
 
 // MarshalText implements encoding.TextMarshaler.
-func (u uuid) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+func (u UUID) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (u *uuid) UnmarshalText(b []byte) error {
+func (u *UUID) UnmarshalText(b []byte) error {
 	n, err := base64.RawURLEncoding.Decode(u[:], b)
 	if err != nil || n != 16 || len(b) != 22 {
 		return fmt.Errorf("uuid %q: %w", b, ErrBadRecord)
@@ -81,99 +81,99 @@ func (u *uuid) UnmarshalText(b []byte) error {
 	return nil
 }
 
-type clusterIDRecord struct {
+type ClusterIDRecord struct {
 	ClusterID string `json:"cluster_id"`
 }
 
-type endpoint struct {
+type Endpoint struct {
 	Name string `json:"name"`
 	Host string `json:"host"`
 	Port int32  `json:"port"`
 }
 
-type registerBrokerRecord struct {
+type RegisterBrokerRecord struct {
 	NodeID      int32      `json:"node_id"`
-	Incarnation uuid       `json:"incarnation"`
+	Incarnation UUID       `json:"incarnation"`
 	Rack        string     `json:"rack,omitempty"`
-	Endpoints   []endpoint `json:"endpoints"`
+	Endpoints   []Endpoint `json:"endpoints"`
 	Fenced      bool       `json:"fenced,omitempty"`
 }
 
-// fenceBrokerRecord fences (or, as unfenceBrokerRecord, unfences) a broker. Epoch is
+// FenceBrokerRecord fences (or, as unfenceBrokerRecord, unfences) a broker. Epoch is
 // the registration's epoch (its log index); a record for an older registration is a
 // no-op. 0 matches any registration.
-type fenceBrokerRecord struct {
+type FenceBrokerRecord struct {
 	NodeID int32  `json:"node_id"`
 	Epoch  uint64 `json:"epoch,omitempty"`
 }
 
-type unfenceBrokerRecord fenceBrokerRecord
+type UnfenceBrokerRecord FenceBrokerRecord
 
-type partitionAssignment struct {
+type PartitionAssignment struct {
 	Replicas []int32 `json:"replicas"`
 	Leader   int32   `json:"leader"`
 	ISR      []int32 `json:"isr"`
 }
 
-type createTopicRecord struct {
+type CreateTopicRecord struct {
 	Name       string                `json:"name"`
-	ID         uuid                  `json:"id"`
-	Partitions []partitionAssignment `json:"partitions"`
+	ID         UUID                  `json:"id"`
+	Partitions []PartitionAssignment `json:"partitions"`
 	Configs    map[string]string     `json:"configs,omitempty"`
 }
 
-type deleteTopicRecord struct {
+type DeleteTopicRecord struct {
 	Name string `json:"name"`
-	ID   uuid   `json:"id"`
+	ID   UUID   `json:"id"`
 }
 
-// createPartitionsRecord appends partitions to a topic that has exactly From of them.
-type createPartitionsRecord struct {
+// CreatePartitionsRecord appends partitions to a topic that has exactly From of them.
+type CreatePartitionsRecord struct {
 	Topic      string                `json:"topic"`
-	ID         uuid                  `json:"id"`
+	ID         UUID                  `json:"id"`
 	From       int32                 `json:"from"`
-	Partitions []partitionAssignment `json:"partitions"`
+	Partitions []PartitionAssignment `json:"partitions"`
 }
 
-// configChange edits a config map: with Replace the map becomes Set; otherwise Set
+// ConfigChange edits a config map: with Replace the map becomes Set; otherwise Set
 // entries are written and Delete names removed.
-type configChange struct {
+type ConfigChange struct {
 	Set     map[string]string `json:"set,omitempty"`
 	Delete  []string          `json:"delete,omitempty"`
 	Replace bool              `json:"replace,omitempty"`
 }
 
-type alterTopicConfigsRecord struct {
+type AlterTopicConfigsRecord struct {
 	Topic string `json:"topic"`
-	ID    uuid   `json:"id"`
-	configChange
+	ID    UUID   `json:"id"`
+	ConfigChange
 }
 
-// alterBrokerConfigsRecord edits dynamic broker configs; Node "" is the cluster default.
-type alterBrokerConfigsRecord struct {
+// AlterBrokerConfigsRecord edits dynamic broker configs; Node "" is the cluster default.
+type AlterBrokerConfigsRecord struct {
 	Node string `json:"node"`
-	configChange
+	ConfigChange
 }
 
-// partitionChangeRecord changes a partition's leader, ISR or replicas (nil = keep).
+// PartitionChangeRecord changes a partition's leader, ISR or replicas (nil = keep).
 // PartitionEpoch is the epoch the proposer saw (-1: don't check). A leader change
 // bumps the leader epoch; any change bumps the partition epoch.
 //
 // Version 2 adds partitionChangeV2's fields, which old readers must not ignore: an
 // entry that sets any of them is written as version 2, any other as version 1.
-type partitionChangeRecord struct {
+type PartitionChangeRecord struct {
 	Topic          string  `json:"topic"`
-	ID             uuid    `json:"id"`
+	ID             UUID    `json:"id"`
 	Partition      int32   `json:"partition"`
 	PartitionEpoch int32   `json:"partition_epoch"`
 	Leader         *int32  `json:"leader,omitempty"`
 	ISR            []int32 `json:"isr,omitempty"`
 	Replicas       []int32 `json:"replicas,omitempty"`
-	partitionChangeV2
+	PartitionChangeV2
 }
 
-// partitionChangeV2 are the version 2 fields of a PartitionChange entry (see doc.go).
-type partitionChangeV2 struct {
+// PartitionChangeV2 are the version 2 fields of a PartitionChange entry (see metadata's doc.go).
+type PartitionChangeV2 struct {
 	// ExpectLeader and ExpectLeaderEpoch are the leader and leader epoch the proposer
 	// saw (nil: not checked). AlterPartition sets them; Apply rejects the entry when
 	// the partition has another leader (errNotLeader) or leader epoch
@@ -181,81 +181,81 @@ type partitionChangeV2 struct {
 	ExpectLeader      *int32 `json:"expect_leader,omitempty"`
 	ExpectLeaderEpoch *int32 `json:"expect_leader_epoch,omitempty"`
 	// Validate makes Apply check the partition the entry leaves (see
-	// state.checkPartition) and accept an entry that changes nothing without a new
+	// State.checkPartition) and accept an entry that changes nothing without a new
 	// partition epoch.
 	Validate bool `json:"validate,omitempty"`
 	// Reassignment sets the partition's adding and removing replicas (both empty: no
 	// reassignment in progress); nil keeps them.
-	Reassignment *reassignmentRecord `json:"reassignment,omitempty"`
+	Reassignment *ReassignmentRecord `json:"reassignment,omitempty"`
 }
 
-// reassignmentRecord is the reassignment state a PartitionChange entry sets.
-type reassignmentRecord struct {
+// ReassignmentRecord is the reassignment state a PartitionChange entry sets.
+type ReassignmentRecord struct {
 	Adding   []int32 `json:"adding,omitempty"`
 	Removing []int32 `json:"removing,omitempty"`
 }
 
 // payloadVersion implements versionedRecord: 2 when a version 2 field is set.
-func (r *partitionChangeRecord) payloadVersion() uint8 {
+func (r *PartitionChangeRecord) payloadVersion() uint8 {
 	if r.ExpectLeader != nil || r.ExpectLeaderEpoch != nil || r.Validate || r.Reassignment != nil {
 		return 2
 	}
 	return 1
 }
 
-// leaderChangeRecord is written by a newly elected raft leader: it is the controller.
-type leaderChangeRecord struct {
+// LeaderChangeRecord is written by a newly elected raft leader: it is the controller.
+type LeaderChangeRecord struct {
 	NodeID int32  `json:"node_id"`
 	Term   uint64 `json:"term"`
 }
 
-func (*clusterIDRecord) recordType() recordType          { return recClusterID }
-func (*registerBrokerRecord) recordType() recordType     { return recRegisterBroker }
-func (*fenceBrokerRecord) recordType() recordType        { return recFenceBroker }
-func (*unfenceBrokerRecord) recordType() recordType      { return recUnfenceBroker }
-func (*createTopicRecord) recordType() recordType        { return recCreateTopic }
-func (*deleteTopicRecord) recordType() recordType        { return recDeleteTopic }
-func (*createPartitionsRecord) recordType() recordType   { return recCreatePartitions }
-func (*alterTopicConfigsRecord) recordType() recordType  { return recAlterTopicConfigs }
-func (*alterBrokerConfigsRecord) recordType() recordType { return recAlterBrokerCfgs }
-func (*partitionChangeRecord) recordType() recordType    { return recPartitionChange }
-func (*leaderChangeRecord) recordType() recordType       { return recLeaderChange }
+func (*ClusterIDRecord) recordType() recordType          { return recClusterID }
+func (*RegisterBrokerRecord) recordType() recordType     { return recRegisterBroker }
+func (*FenceBrokerRecord) recordType() recordType        { return recFenceBroker }
+func (*UnfenceBrokerRecord) recordType() recordType      { return recUnfenceBroker }
+func (*CreateTopicRecord) recordType() recordType        { return recCreateTopic }
+func (*DeleteTopicRecord) recordType() recordType        { return recDeleteTopic }
+func (*CreatePartitionsRecord) recordType() recordType   { return recCreatePartitions }
+func (*AlterTopicConfigsRecord) recordType() recordType  { return recAlterTopicConfigs }
+func (*AlterBrokerConfigsRecord) recordType() recordType { return recAlterBrokerCfgs }
+func (*PartitionChangeRecord) recordType() recordType    { return RecPartitionChange }
+func (*LeaderChangeRecord) recordType() recordType       { return recLeaderChange }
 
 // newRecord returns an empty record of type t, or nil for an unknown type.
-func newRecord(t recordType) record {
+func newRecord(t recordType) Record {
 	switch t {
 	case recClusterID:
-		return &clusterIDRecord{}
+		return &ClusterIDRecord{}
 	case recRegisterBroker:
-		return &registerBrokerRecord{}
+		return &RegisterBrokerRecord{}
 	case recFenceBroker:
-		return &fenceBrokerRecord{}
+		return &FenceBrokerRecord{}
 	case recUnfenceBroker:
-		return &unfenceBrokerRecord{}
+		return &UnfenceBrokerRecord{}
 	case recCreateTopic:
-		return &createTopicRecord{}
+		return &CreateTopicRecord{}
 	case recDeleteTopic:
-		return &deleteTopicRecord{}
+		return &DeleteTopicRecord{}
 	case recCreatePartitions:
-		return &createPartitionsRecord{}
+		return &CreatePartitionsRecord{}
 	case recAlterTopicConfigs:
-		return &alterTopicConfigsRecord{}
+		return &AlterTopicConfigsRecord{}
 	case recAlterBrokerCfgs:
-		return &alterBrokerConfigsRecord{}
-	case recPartitionChange:
-		return &partitionChangeRecord{}
+		return &AlterBrokerConfigsRecord{}
+	case RecPartitionChange:
+		return &PartitionChangeRecord{}
 	case recLeaderChange:
-		return &leaderChangeRecord{}
+		return &LeaderChangeRecord{}
 	case recExtension:
-		return &extensionRecord{}
+		return &ExtensionRecord{}
 	case recProducerIDs:
-		return &producerIDsRecord{}
+		return &ProducerIDsRecord{}
 	}
 	return nil
 }
 
-// encodeRecord writes | type u8 | version u8 | JSON payload | at the newest version.
-func encodeRecord(r record) ([]byte, error) {
+// EncodeRecord writes | type u8 | version u8 | JSON payload | at the newest version.
+func EncodeRecord(r Record) ([]byte, error) {
 	t := r.recordType()
 	newest, oldest, ok := recordVersions(t)
 	if !ok {
@@ -275,8 +275,8 @@ func encodeRecord(r record) ([]byte, error) {
 	return append([]byte{byte(t), ver}, payload...), nil
 }
 
-// decodeRecord parses an entry written by encodeRecord (any readable version).
-func decodeRecord(b []byte) (record, error) {
+// DecodeRecord parses an entry written by EncodeRecord (any readable version).
+func DecodeRecord(b []byte) (Record, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%d bytes: %w", len(b), ErrBadRecord)
 	}
@@ -289,15 +289,15 @@ func decodeRecord(b []byte) (record, error) {
 	if err := json.Unmarshal(b[2:], r); err != nil {
 		return nil, fmt.Errorf("type %d version %d: %w: %v", t, ver, ErrBadRecord, err)
 	}
-	if pc, ok := r.(*partitionChangeRecord); ok && ver < 2 {
+	if pc, ok := r.(*PartitionChangeRecord); ok && ver < 2 {
 		// A version 1 entry means what it meant to version 1 readers, whatever else
 		// its payload holds: every broker applies it alike.
-		pc.partitionChangeV2 = partitionChangeV2{}
+		pc.PartitionChangeV2 = PartitionChangeV2{}
 	}
 	return r, nil
 }
 
 var (
-	_ encoding.TextMarshaler   = uuid{}
-	_ encoding.TextUnmarshaler = (*uuid)(nil)
+	_ encoding.TextMarshaler   = UUID{}
+	_ encoding.TextUnmarshaler = (*UUID)(nil)
 )

@@ -1,4 +1,4 @@
-package metadata
+package rpc
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 // Client-side bounds of the controller RPC.
 const (
 	rpcDialTimeout = 5 * time.Second
-	// rpcCallTimeout bounds a call whose ctx has no deadline.
-	rpcCallTimeout = 30 * time.Second
+	// CallTimeout bounds a call whose ctx has no deadline.
+	CallTimeout = 30 * time.Second
 	// rpcMaxIdle is how many idle connections are kept per controller address.
 	rpcMaxIdle = 4
 	// rpcIdleFor is how long an idle connection is kept; the server closes idle
@@ -24,32 +24,38 @@ const (
 	rpcIdleFor = 60 * time.Second
 )
 
-// errRPCNotSent: the request was not (entirely) written, so it is safe to retry it
+// ErrNotSent: the request was not (entirely) written, so it is safe to retry it
 // elsewhere. Other call errors may follow a request the controller executed.
-var errRPCNotSent = errors.New("metadata: controller rpc not sent")
+var ErrNotSent = errors.New("metadata: controller rpc not sent")
 
-// rpcClient calls controllers. Connections are reused: a call takes an idle one for its
+// Client calls controllers. Connections are reused: a call takes an idle one for its
 // address (or dials), and puts it back once it has the whole response.
-type rpcClient struct {
+type Client struct {
 	mu     sync.Mutex
-	idle   map[string][]*rpcConn
+	idle   map[string][]*conn
 	closed bool
-	corr   int32
+	// errClosed is what a call after close wraps (with errRPCNotSent).
+	errClosed error
+	corr      int32
 }
 
-type rpcConn struct {
+type conn struct {
 	c    net.Conn
 	r    *bufio.Reader
 	used time.Time
 }
 
-func newRPCClient() *rpcClient { return &rpcClient{idle: map[string][]*rpcConn{}} }
+// NewClient returns a client whose calls after close fail with an error wrapping
+// errRPCNotSent and errClosed.
+func NewClient(errClosed error) *Client {
+	return &Client{idle: map[string][]*conn{}, errClosed: errClosed}
+}
 
-func (c *rpcClient) get(ctx context.Context, addr string) (*rpcConn, int32, error) {
+func (c *Client) get(ctx context.Context, addr string) (*conn, int32, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, 0, fmt.Errorf("%w: %w", errRPCNotSent, ErrNotRunning)
+		return nil, 0, fmt.Errorf("%w: %w", ErrNotSent, c.errClosed)
 	}
 	c.corr++
 	corr := c.corr
@@ -72,21 +78,21 @@ func (c *rpcClient) get(ctx context.Context, addr string) (*rpcConn, int32, erro
 	d := net.Dialer{Timeout: rpcDialTimeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: dial %s: %w", errRPCNotSent, addr, err)
+		return nil, 0, fmt.Errorf("%w: dial %s: %w", ErrNotSent, addr, err)
 	}
 	_ = nc.SetWriteDeadline(time.Now().Add(rpcDialTimeout))
-	if _, err := nc.Write(rpcMagic[:]); err != nil {
+	if _, err := nc.Write(Magic[:]); err != nil {
 		_ = nc.Close()
-		return nil, 0, fmt.Errorf("%w: %s: %w", errRPCNotSent, addr, err)
+		return nil, 0, fmt.Errorf("%w: %s: %w", ErrNotSent, addr, err)
 	}
-	return &rpcConn{c: nc, r: bufio.NewReader(nc)}, corr, nil
+	return &conn{c: nc, r: bufio.NewReader(nc)}, corr, nil
 }
 
 // alive checks that the peer has not closed an idle connection: a read that times out
 // at once means nothing is pending and the connection is open; EOF (or stray bytes)
 // means it is unusable. This keeps a request from going out on a connection to a
 // controller that has since stopped, where it could not tell "not sent" from "lost".
-func alive(rc *rpcConn) bool {
+func alive(rc *conn) bool {
 	// A deadline already passed fails the read before it looks at the socket, so
 	// give the read a moment to see a pending EOF.
 	_ = rc.c.SetReadDeadline(time.Now().Add(time.Millisecond))
@@ -96,7 +102,7 @@ func alive(rc *rpcConn) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func (c *rpcClient) put(addr string, rc *rpcConn) {
+func (c *Client) put(addr string, rc *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.idle[addr]) >= rpcMaxIdle {
@@ -107,8 +113,8 @@ func (c *rpcClient) put(addr string, rc *rpcConn) {
 	c.idle[addr] = append(c.idle[addr], rc)
 }
 
-// close closes the idle connections; calls in flight close theirs when they end.
-func (c *rpcClient) close() {
+// Close closes the idle connections; calls in flight close theirs when they end.
+func (c *Client) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -120,26 +126,26 @@ func (c *rpcClient) close() {
 	c.idle = nil
 }
 
-// call sends one request and returns the response body. A cancelled ctx interrupts the
-// call at once (the connection's deadline is moved to now).
-func (c *rpcClient) call(ctx context.Context, addr string, key, version int16, body []byte) ([]byte, error) {
+// Call sends one request and returns the response body. A cancelled ctx interrupts the
+// Call at once (the connection's deadline is moved to now).
+func (c *Client) Call(ctx context.Context, addr string, key, version int16, body []byte) ([]byte, error) {
 	rc, corr, err := c.get(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(rpcCallTimeout)
+		deadline = time.Now().Add(CallTimeout)
 	}
 	_ = rc.c.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = rc.c.SetDeadline(time.Now()) })
-	frame := appendRequestFrame(nil, key, version, corr, body)
+	frame := AppendRequestFrame(nil, key, version, corr, body)
 	if _, err := rc.c.Write(frame); err != nil {
 		stop()
 		_ = rc.c.Close()
-		return nil, fmt.Errorf("%w: %s: %w", errRPCNotSent, addr, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotSent, addr, err)
 	}
-	resp, err := readFrame(rc.r, maxRPCFrame)
+	resp, err := readFrame(rc.r, maxFrame)
 	if err == nil {
 		resp, err = parseResponseFrame(resp, corr)
 	}
@@ -155,15 +161,15 @@ func (c *rpcClient) call(ctx context.Context, addr string, key, version int16, b
 	return resp, nil
 }
 
-// callKmsg sends a Kafka request and decodes its response.
-func (c *rpcClient) callKmsg(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	body, err := c.call(ctx, addr, req.Key(), req.GetVersion(), req.AppendTo(nil))
+// CallKmsg sends a Kafka request and decodes its response.
+func (c *Client) CallKmsg(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	body, err := c.Call(ctx, addr, req.Key(), req.GetVersion(), req.AppendTo(nil))
 	if err != nil {
 		return nil, err
 	}
 	resp := req.ResponseKind()
 	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %s response: %v", errRPCFrame, kmsg.NameForKey(req.Key()), err)
+		return nil, fmt.Errorf("%w: %s response: %v", ErrFrame, kmsg.NameForKey(req.Key()), err)
 	}
 	return resp, nil
 }

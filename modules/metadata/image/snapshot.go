@@ -1,4 +1,4 @@
-package metadata
+package image
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-// Snapshot formats, the first byte of a snapshot (see doc.go). Format 2 is format 1
+// Snapshot formats, the first byte of a snapshot (see metadata's doc.go). Format 2 is format 1
 // plus Extensions; format 3 is format 2 plus NextProducerID; format 4 is format 3 plus
 // each partition's adding and removing replicas. Each snapshot is written in the
 // oldest format that holds the state: 1 without extensions and producer ids, 2 with
@@ -22,10 +22,10 @@ import (
 // refuses the snapshot instead of silently dropping the extensions or, worse, resetting
 // the producer id counter (which would hand out ids twice).
 const (
-	snapshotFormatV1 = 1
-	snapshotFormatV2 = 2
-	snapshotFormatV3 = 3
-	snapshotFormatV4 = 4
+	SnapshotFormatV1 = 1
+	SnapshotFormatV2 = 2
+	SnapshotFormatV3 = 3
+	SnapshotFormatV4 = 4
 )
 
 // snapshotV1 is the serialized state (formats 1, 2 and 3). Slices are sorted (brokers by
@@ -48,15 +48,15 @@ type snapshotV1 struct {
 type snapBroker struct {
 	ID          int32      `json:"id"`
 	Rack        string     `json:"rack,omitempty"`
-	Endpoints   []endpoint `json:"endpoints"`
+	Endpoints   []Endpoint `json:"endpoints"`
 	Fenced      bool       `json:"fenced,omitempty"`
-	Incarnation uuid       `json:"incarnation"`
+	Incarnation UUID       `json:"incarnation"`
 	Epoch       uint64     `json:"epoch"`
 }
 
 type snapTopic struct {
 	Name       string            `json:"name"`
-	ID         uuid              `json:"id"`
+	ID         UUID              `json:"id"`
 	Partitions []snapPartition   `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
 }
@@ -72,9 +72,9 @@ type snapPartition struct {
 	Removing []int32 `json:"removing,omitempty"`
 }
 
-// encodeSnapshot writes | format u8 | JSON |.
-func encodeSnapshot(s *state) ([]byte, error) {
-	im := s.img
+// EncodeSnapshot writes | format u8 | JSON |.
+func EncodeSnapshot(s *State) ([]byte, error) {
+	im := s.Image
 	snap := snapshotV1{
 		Version:       im.Version,
 		ClusterID:     im.ClusterID,
@@ -83,20 +83,20 @@ func encodeSnapshot(s *state) ([]byte, error) {
 		Topics:        []snapTopic{},
 		BrokerConfigs: im.BrokerConfigs,
 	}
-	format := byte(snapshotFormatV1)
+	format := byte(SnapshotFormatV1)
 	if len(im.Extensions) > 0 {
-		format, snap.Extensions = snapshotFormatV2, im.Extensions
+		format, snap.Extensions = SnapshotFormatV2, im.Extensions
 	}
-	if s.nextProducerID > 0 {
-		format, snap.NextProducerID = snapshotFormatV3, s.nextProducerID
+	if s.NextProducerID > 0 {
+		format, snap.NextProducerID = SnapshotFormatV3, s.NextProducerID
 	}
 	// Topics below raise the format to 4 while a reassignment is in progress.
 	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
 		b := im.Brokers[id]
-		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []endpoint{},
-			Incarnation: s.regs[id].Incarnation, Epoch: s.regs[id].Epoch}
+		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []Endpoint{},
+			Incarnation: s.Regs[id].Incarnation, Epoch: s.Regs[id].Epoch}
 		for _, e := range b.Endpoints {
-			sb.Endpoints = append(sb.Endpoints, endpoint{Name: e.Name, Host: e.Host, Port: e.Port})
+			sb.Endpoints = append(sb.Endpoints, Endpoint{Name: e.Name, Host: e.Host, Port: e.Port})
 		}
 		snap.Brokers = append(snap.Brokers, sb)
 	}
@@ -109,7 +109,7 @@ func encodeSnapshot(s *state) ([]byte, error) {
 				Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas,
 			})
 			if len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0 {
-				format = snapshotFormatV4
+				format = SnapshotFormatV4
 			}
 		}
 		snap.Topics = append(snap.Topics, st)
@@ -122,21 +122,21 @@ func encodeSnapshot(s *state) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeSnapshot reads what encodeSnapshot wrote.
-func decodeSnapshot(r io.Reader) (*state, error) {
+// DecodeSnapshot reads what encodeSnapshot wrote.
+func DecodeSnapshot(r io.Reader) (*State, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	if len(b) == 0 || b[0] < snapshotFormatV1 || b[0] > snapshotFormatV4 {
+	if len(b) == 0 || b[0] < SnapshotFormatV1 || b[0] > SnapshotFormatV4 {
 		return nil, fmt.Errorf("snapshot format: %w", ErrUnknownRecord)
 	}
 	var snap snapshotV1
 	if err := json.Unmarshal(b[1:], &snap); err != nil {
 		return nil, fmt.Errorf("decode snapshot: %w: %v", ErrBadRecord, err)
 	}
-	s := emptyState()
-	im := s.img
+	s := EmptyState()
+	im := s.Image
 	im.Version, im.ClusterID, im.ControllerID = snap.Version, snap.ClusterID, snap.ControllerID
 	for _, sb := range snap.Brokers {
 		b := &kernel.BrokerImage{ID: sb.ID, Rack: sb.Rack, Fenced: sb.Fenced}
@@ -144,16 +144,16 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 			b.Endpoints = append(b.Endpoints, kernel.ListenerInfo{Name: e.Name, Host: e.Host, Port: e.Port})
 		}
 		im.Brokers[sb.ID] = b
-		s.regs[sb.ID] = brokerReg{Incarnation: sb.Incarnation, Epoch: sb.Epoch}
+		s.Regs[sb.ID] = BrokerReg{Incarnation: sb.Incarnation, Epoch: sb.Epoch}
 	}
 	for _, st := range snap.Topics {
-		t := &kernel.TopicImage{Name: st.Name, ID: st.ID, Internal: isInternalTopic(st.Name), Configs: st.Configs}
+		t := &kernel.TopicImage{Name: st.Name, ID: st.ID, Internal: IsInternalTopic(st.Name), Configs: st.Configs}
 		for i, p := range st.Partitions {
 			pi := kernel.PartitionImage{
 				Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				PartitionEpoch: p.PartitionEpoch, Replicas: p.Replicas, ISR: p.ISR,
 			}
-			if b[0] >= snapshotFormatV4 && (len(p.Adding) > 0 || len(p.Removing) > 0) {
+			if b[0] >= SnapshotFormatV4 && (len(p.Adding) > 0 || len(p.Removing) > 0) {
 				pi.AddingReplicas, pi.RemovingReplicas = p.Adding, p.Removing
 			}
 			t.Partitions = append(t.Partitions, pi)
@@ -166,7 +166,7 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 			im.BrokerConfigs[k] = v
 		}
 	}
-	if b[0] >= snapshotFormatV2 {
+	if b[0] >= SnapshotFormatV2 {
 		for ns, kv := range snap.Extensions {
 			if len(kv) == 0 {
 				continue
@@ -179,11 +179,11 @@ func decodeSnapshot(r io.Reader) (*state, error) {
 			im.Extensions[ns] = kv
 		}
 	}
-	if b[0] >= snapshotFormatV3 {
+	if b[0] >= SnapshotFormatV3 {
 		if snap.NextProducerID < 0 {
 			return nil, fmt.Errorf("decode snapshot: next producer id %d: %w", snap.NextProducerID, ErrBadRecord)
 		}
-		s.nextProducerID = snap.NextProducerID
+		s.NextProducerID = snap.NextProducerID
 	}
 	// Formats 1 and 2 leave nextProducerID at 0: they were written by brokers that had
 	// no ProducerIDs entries, so no id can have been allocated before such a snapshot.

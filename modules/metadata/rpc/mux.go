@@ -1,4 +1,4 @@
-package metadata
+package rpc
 
 import (
 	"bufio"
@@ -14,15 +14,15 @@ import (
 // sniffTimeout bounds how long a new connection may take to send its first byte.
 const sniffTimeout = 10 * time.Second
 
-// muxListener is the raft.StreamLayer of the raft port: it accepts connections on one
-// listener and looks at each one's first byte. rpcMagic[0] hands the connection to
+// Mux is the raft.StreamLayer of the raft port: it accepts connections on one
+// listener and looks at each one's first byte. Magic[0] hands the connection to
 // the controller RPC server (serve); anything else goes to raft's NetworkTransport
 // through Accept, with the byte read put back in front.
 //
 // Invariant: a connection is either raft's or the RPC server's, never both, and every
 // accepted connection is closed by its owner (raft, serve, or Close for connections
 // still being sniffed or queued).
-type muxListener struct {
+type Mux struct {
 	ln        net.Listener
 	advertise net.Addr
 	log       *slog.Logger
@@ -37,8 +37,8 @@ type muxListener struct {
 	conns map[net.Conn]struct{} // connections being sniffed or served as RPC, closed by Close
 }
 
-func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, serve func(net.Conn)) *muxListener {
-	m := &muxListener{
+func NewMux(ln net.Listener, advertise net.Addr, log *slog.Logger, serve func(net.Conn)) *Mux {
+	m := &Mux{
 		ln: ln, advertise: advertise, log: log, serve: serve,
 		raftCh: make(chan net.Conn), done: make(chan struct{}),
 		conns: map[net.Conn]struct{}{},
@@ -48,7 +48,7 @@ func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, serve func(ne
 	return m
 }
 
-func (m *muxListener) acceptLoop() {
+func (m *Mux) acceptLoop() {
 	defer m.wg.Done()
 	backoff := 5 * time.Millisecond
 	for {
@@ -84,7 +84,7 @@ func (m *muxListener) acceptLoop() {
 // sniff reads the first byte of c and routes it.
 // The connection is tracked (Close closes it) until it is handed to raft, which owns
 // it from then on.
-func (m *muxListener) sniff(c net.Conn) {
+func (m *Mux) sniff(c net.Conn) {
 	defer m.wg.Done()
 	if !m.track(c) {
 		_ = c.Close()
@@ -100,7 +100,7 @@ func (m *muxListener) sniff(c net.Conn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	pc := &peekedConn{Conn: c, r: br}
-	if first[0] != rpcMagic[0] {
+	if first[0] != Magic[0] {
 		m.untrack(c)
 		select {
 		case m.raftCh <- pc:
@@ -113,7 +113,7 @@ func (m *muxListener) sniff(c net.Conn) {
 	m.serve(pc)
 }
 
-func (m *muxListener) track(c net.Conn) bool {
+func (m *Mux) track(c net.Conn) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.conns == nil {
@@ -123,14 +123,21 @@ func (m *muxListener) track(c net.Conn) bool {
 	return true
 }
 
-func (m *muxListener) untrack(c net.Conn) {
+// Tracked is how many connections are being sniffed or served as RPC.
+func (m *Mux) Tracked() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.conns)
+}
+
+func (m *Mux) untrack(c net.Conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.conns, c)
 }
 
 // Accept returns the next raft connection.
-func (m *muxListener) Accept() (net.Conn, error) {
+func (m *Mux) Accept() (net.Conn, error) {
 	select {
 	case c := <-m.raftCh:
 		return c, nil
@@ -141,7 +148,7 @@ func (m *muxListener) Accept() (net.Conn, error) {
 
 // Close stops accepting, closes the RPC connections and waits for the mux's
 // goroutines (the RPC handlers among them).
-func (m *muxListener) Close() error {
+func (m *Mux) Close() error {
 	var err error
 	m.once.Do(func() {
 		close(m.done)
@@ -158,7 +165,7 @@ func (m *muxListener) Close() error {
 }
 
 // Addr is the advertised address when there is one.
-func (m *muxListener) Addr() net.Addr {
+func (m *Mux) Addr() net.Addr {
 	if m.advertise != nil {
 		return m.advertise
 	}
@@ -166,7 +173,7 @@ func (m *muxListener) Addr() net.Addr {
 }
 
 // Dial opens a raft connection.
-func (m *muxListener) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func (m *Mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	return d.Dial("tcp", string(address))
 }
@@ -179,4 +186,4 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-var _ raft.StreamLayer = (*muxListener)(nil)
+var _ raft.StreamLayer = (*Mux)(nil)
