@@ -8,6 +8,8 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/kernel"
 )
 
 // The controller RPC (see the metadata package's doc.go, "Controller RPC"): a
@@ -51,34 +53,16 @@ type header struct {
 	correlation  int32
 }
 
-// readFrame reads one size-prefixed frame, refusing sizes outside [0, max]. It grows
-// its buffer as bytes arrive, so a peer that claims a large size and sends nothing
-// costs nothing.
+// readFrame reads one size-prefixed frame into a new buffer with the kernel's frame
+// reader (it grows the buffer as bytes arrive, so a peer that claims a large size and
+// sends nothing costs nothing); a size outside [1, maxSize] is ErrFrame.
 func readFrame(r io.Reader, maxSize int) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
+	buf, err := kernel.ReadFrame(r, nil, int32(min(maxSize, math.MaxInt32)), nil)
+	if err != nil {
+		if errors.Is(err, kernel.ErrFrameSize) {
+			err = fmt.Errorf("%w: %w", ErrFrame, err)
+		}
 		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < 0 || int(n) > maxSize {
-		return nil, fmt.Errorf("%w: frame of %d bytes, at most %d", ErrFrame, n, maxSize)
-	}
-	buf := make([]byte, 0, min(int(n), 64<<10))
-	for len(buf) < int(n) {
-		c := min(int(n)-len(buf), 1<<20)
-		if cap(buf)-len(buf) < c {
-			nb := make([]byte, len(buf), len(buf)+max(c, len(buf)))
-			copy(nb, buf)
-			buf = nb
-		}
-		m, err := io.ReadFull(r, buf[len(buf):len(buf)+c])
-		buf = buf[:len(buf)+m]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
 	}
 	return buf, nil
 }
