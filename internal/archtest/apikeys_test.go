@@ -98,7 +98,10 @@ func TestAPIKeyFiles(t *testing.T) {
 		if _, ok := advertised[f.key]; !ok {
 			t.Errorf("%s: key %d is not advertised", f.path, f.key)
 		}
-		if f.claim != nil && *f.claim != f.vers {
+		switch {
+		case f.claim == nil:
+			t.Errorf("%s: no kernel.Claim literal (the key's versions are written in its file)", f.path)
+		case *f.claim != f.vers:
 			t.Errorf("%s: claim literal %v, header %v", f.path, *f.claim, f.vers)
 		}
 	}
@@ -195,7 +198,9 @@ func readKeyFile(t *testing.T, path, rel, number, snake string) (keyFile, bool) 
 		if len(c) > 1 {
 			t.Errorf("%s: %d claim literals, want one", rel, len(c))
 		}
-		if !strings.EqualFold(c[0][1], want) {
+		// The literal names kmsg's constant, which is Kafka's name but for key 45
+		// (kmsg.AlterPartitionAssignments).
+		if !strings.EqualFold(c[0][1], want) && c[0][1] != kmsg.NameForKey(f.key) {
 			t.Errorf("%s: claims kmsg.%s, the file is key %d (%s)", rel, c[0][1], n, want)
 		}
 		f.claim = &versions{parseVersion(t, rel, c[0][2]), parseVersion(t, rel, c[0][3])}
