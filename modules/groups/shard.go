@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/internal/coordload"
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/classic"
@@ -47,8 +47,8 @@ type shard struct {
 
 	ctx    context.Context // ends at unload
 	cancel context.CancelFunc
-	// loading ends when the replay does (internal/coordload).
-	loading coordload.Load
+	// loading ends when the replay does (internal/coordinator).
+	loading coordinator.Load
 
 	writes chan *writeReq
 	// done is closed when the shard has stopped writing: its load failed or its
@@ -223,7 +223,7 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 	return &shard{
 		m: m, tp: tp, epoch: epoch,
 		ctx: ctx, cancel: cancel,
-		loading: coordload.New(),
+		loading: coordinator.NewLoad(),
 		writes:  make(chan *writeReq, 256),
 		done:    make(chan struct{}),
 		groups:  map[string]*group{},

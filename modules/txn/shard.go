@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluicehq/sluice/internal/coordload"
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -39,8 +39,8 @@ type shard struct {
 	cancel context.CancelFunc
 	prev   *shard // the shard this one replaced; its writer must finish first
 
-	// loading ends when the replay does (internal/coordload).
-	loading coordload.Load
+	// loading ends when the replay does (internal/coordinator).
+	loading coordinator.Load
 	done    chan struct{} // closed when the writer exits (or the load failed)
 	writes  chan *writeReq
 
@@ -64,7 +64,7 @@ func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
 	return &shard{
 		m: m, tp: tp, epoch: epoch,
 		ctx: ctx, cancel: cancel,
-		loading: coordload.New(),
+		loading: coordinator.NewLoad(),
 		done:    make(chan struct{}),
 		writes:  make(chan *writeReq, 256),
 		txns:    map[string]*txnMeta{},
