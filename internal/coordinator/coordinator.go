@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -78,9 +79,9 @@ type Config struct {
 	Creator kernel.TopicCreator // EnsureTopic only
 	Parts   kernel.Partitions
 	Now     func() time.Time // batch timestamps and the sweeper's clock; default time.Now
-	// SweepInterval is the sweeper's period; LoadWait how long Lookup waits for a
-	// load before it answers COORDINATOR_LOAD_IN_PROGRESS.
-	SweepInterval, LoadWait time.Duration
+	// SweepIntervalMs is the sweeper's period; LoadWaitMs how long Lookup waits for
+	// a load before it answers COORDINATOR_LOAD_IN_PROGRESS.
+	SweepIntervalMs, LoadWaitMs int64
 	// MaxBatchRecords bounds the records the writer gathers into one append (a
 	// single write larger than it is appended whole).
 	MaxBatchRecords int
@@ -274,6 +275,15 @@ func (c *Shards[S]) Ready() []S {
 	return out
 }
 
+// Sum adds up f over the ready shards (a metric's gauge).
+func (c *Shards[S]) Sum(f func(S) int) int {
+	n := 0
+	for _, s := range c.Ready() {
+		n += f(s)
+	}
+	return n
+}
+
 // Loading reports whether a shard is still loading.
 func (c *Shards[S]) Loading() bool {
 	c.mu.Lock()
@@ -312,7 +322,7 @@ func (c *Shards[S]) Lookup(ctx context.Context, key string) (S, *kerr.Error) {
 	if e != nil {
 		return zero, e
 	}
-	if e := sh.load.Wait(ctx, c.cfg.LoadWait); e != nil {
+	if e := sh.load.Wait(ctx, time.Duration(c.cfg.LoadWaitMs)*time.Millisecond); e != nil {
 		return zero, e
 	}
 	return sh.state.(S), nil
@@ -322,7 +332,7 @@ func (c *Shards[S]) Lookup(ctx context.Context, key string) (S, *kerr.Error) {
 // owns one c.wg count.
 func (c *Shards[S]) sweeper() {
 	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.SweepInterval)
+	t := time.NewTicker(time.Duration(c.cfg.SweepIntervalMs) * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
@@ -370,6 +380,34 @@ func (c *Shards[S]) EnsureTopic(ctx context.Context, partitions int32, rf int16,
 		rf = int16(live)
 	}
 	return c.cfg.Creator.CreateTopic(ctx, c.cfg.Topic, partitions, rf, configs(rf))
+}
+
+// CheckIntervals validates the settings every coordinator has: sweep_interval_ms
+// (Config.SweepIntervalMs) and load_wait_ms (Config.LoadWaitMs).
+func CheckIntervals(sweepIntervalMs, loadWaitMs int64) error {
+	switch {
+	case sweepIntervalMs <= 0:
+		return errors.New("sweep_interval_ms must be > 0")
+	case loadWaitMs < 0:
+		return errors.New("load_wait_ms must be >= 0")
+	}
+	return nil
+}
+
+// LookupDeps looks up what every coordinator needs in Provision: metadata (images,
+// topic creation) and replication (the internal topic's partitions).
+func LookupDeps(ctx kernel.Context, meta *kernel.Metadata, creator *kernel.TopicCreator, parts *kernel.Partitions) error {
+	var err error
+	if *meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+		return err
+	}
+	if *creator, err = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata"); err != nil {
+		return fmt.Errorf("internal topic: %w", err)
+	}
+	if *parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
+		return fmt.Errorf("internal topic: %w", err)
+	}
+	return nil
 }
 
 // BrokerConfig resolves the broker configs a coordinator follows: b's static

@@ -209,7 +209,7 @@ func newRig(t *testing.T, partitions int, mod ...func(*Config)) *rig {
 	r := &rig{t: t, log: newFakeLog(partitions)}
 	cfg := Config{
 		Topic: topic, Log: slog.New(slog.DiscardHandler), Meta: r.log, Parts: r.log,
-		SweepInterval: time.Millisecond, LoadWait: 5 * time.Second, MaxBatchRecords: 4,
+		SweepIntervalMs: 1, LoadWaitMs: 5000, MaxBatchRecords: 4,
 		NoTopic: kerr.CoordinatorNotAvailable,
 	}
 	for _, m := range mod {

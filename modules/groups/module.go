@@ -81,6 +81,7 @@ func New() *Module {
 		SweepIntervalMs:  100,
 		LoadWaitMs:       2000,
 		EmptyGroupIdleMs: 60_000,
+		now:              time.Now,
 	}
 }
 
@@ -124,20 +125,9 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 
 // Provision looks up metadata and replication and claims the group API keys.
 func (m *Module) Provision(ctx kernel.Context) error {
-	m.log = ctx.Logger()
-	m.broker = ctx.Broker()
-	if m.now == nil {
-		m.now = time.Now
-	}
-	var err error
-	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+	m.log, m.broker = ctx.Logger(), ctx.Broker()
+	if err := coordinator.LookupDeps(ctx, &m.meta, &m.creator, &m.parts); err != nil {
 		return fmt.Errorf("groups: %w", err)
-	}
-	if m.creator, err = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata"); err != nil {
-		return fmt.Errorf("groups: internal topics: %w", err)
-	}
-	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
-		return fmt.Errorf("groups: internal topics: %w", err)
 	}
 	m.poffs, _ = kernel.LookupAs[kernel.PartitionOffsets](ctx, "replication")
 	// Transactions are optional: without a "txn" module FindCoordinator type 1 answers
@@ -185,13 +175,12 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	return nil
 }
 
-// Validate checks the settings.
+// Validate checks the settings and builds the assignors.
 func (m *Module) Validate() error {
+	if err := coordinator.CheckIntervals(m.SweepIntervalMs, m.LoadWaitMs); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
 	switch {
-	case m.SweepIntervalMs <= 0:
-		return errors.New("groups: sweep_interval_ms must be > 0")
-	case m.LoadWaitMs < 0:
-		return errors.New("groups: load_wait_ms must be >= 0")
 	case m.EmptyGroupIdleMs < 0:
 		return errors.New("groups: empty_group_idle_ms must be >= 0")
 	case len(m.Assignors) == 0:
@@ -221,11 +210,12 @@ func (m *Module) Validate() error {
 // newCoordinator returns the skeleton that follows the __consumer_offsets partitions
 // this broker leads, with this module's shards as their state.
 func (m *Module) newCoordinator() *coordinator.Shards[*shard] {
-	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	return coordinator.New(coordinator.Config{
-		Topic: OffsetsTopic, Log: m.log, Meta: m.meta, Creator: m.creator, Parts: m.parts, Now: m.now,
-		SweepInterval: ms(m.SweepIntervalMs), LoadWait: ms(m.LoadWaitMs), MaxBatchRecords: maxFlushRecords,
-		NoTopic:     kerr.CoordinatorNotAvailable,
+		Topic: OffsetsTopic, NoTopic: kerr.CoordinatorNotAvailable, MaxBatchRecords: maxFlushRecords,
+		Log: m.log, Meta: m.meta, Creator: m.creator, Parts: m.parts, Now: m.now,
+		SweepIntervalMs: m.SweepIntervalMs, LoadWaitMs: m.LoadWaitMs,
+		// The sweeper refreshes the settings, fires group timers (shard.Sweep), then
+		// expires offsets.
 		BeforeSweep: func(im *kernel.Image) { m.settings.Store(m.readSettings(im)) },
 		AfterSweep:  m.expireOffsets,
 	}, func(sh *coordinator.Shard) *shard { return newShard(m, sh) })
@@ -281,13 +271,7 @@ func (m *Module) expireOffsets(ctx context.Context, now time.Time) {
 func (m *Module) loadedShards() []*shard { return m.coord.Ready() }
 
 func (m *Module) groupCount() int {
-	n := 0
-	for _, s := range m.loadedShards() {
-		s.mu.Lock()
-		n += len(s.groups)
-		s.mu.Unlock()
-	}
-	return n
+	return m.coord.Sum(func(s *shard) int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.groups) })
 }
 
 // shard returns the shard of __consumer_offsets partition p if this broker leads it,

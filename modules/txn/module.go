@@ -85,6 +85,7 @@ func New() *Module {
 		MarkerConcurrency:          64,
 		MarkerPartitionConcurrency: 8,
 		MarkerRetryBackoffMs:       50,
+		now:                        time.Now,
 	}
 }
 
@@ -113,26 +114,15 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 // Provision looks up metadata (images, topic creation, producer-id blocks) and
 // replication (the internal topic, markers) and claims the transaction API keys.
 func (m *Module) Provision(ctx kernel.Context) error {
-	m.log = ctx.Logger()
-	m.broker = ctx.Broker()
-	if m.now == nil {
-		m.now = time.Now
-	}
-	var err error
-	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+	m.log, m.broker = ctx.Logger(), ctx.Broker()
+	if err := coordinator.LookupDeps(ctx, &m.meta, &m.creator, &m.parts); err != nil {
 		return fmt.Errorf("txn: %w", err)
-	}
-	if m.creator, err = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata"); err != nil {
-		return fmt.Errorf("txn: internal topic: %w", err)
 	}
 	alloc, err := kernel.LookupAs[kernel.ProducerIDAllocator](ctx, "metadata")
 	if err != nil {
 		return fmt.Errorf("txn: producer ids: %w", err)
 	}
 	m.pids = &pidBlocks{alloc: alloc}
-	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
-		return fmt.Errorf("txn: internal topic: %w", err)
-	}
 	if w, err := kernel.LookupAs[kernel.TxnMarkerWriter](ctx, "replication"); err == nil {
 		m.markers = w
 	} else {
@@ -168,10 +158,6 @@ func (m *Module) Provision(ctx kernel.Context) error {
 // Validate checks the settings.
 func (m *Module) Validate() error {
 	switch {
-	case m.SweepIntervalMs <= 0:
-		return errors.New("txn: sweep_interval_ms must be > 0")
-	case m.LoadWaitMs < 0:
-		return errors.New("txn: load_wait_ms must be >= 0")
 	case m.ConcurrentWaitMs < 0:
 		return errors.New("txn: concurrent_wait_ms must be >= 0")
 	case m.MarkerConcurrency <= 0:
@@ -181,19 +167,23 @@ func (m *Module) Validate() error {
 	case m.MarkerRetryBackoffMs <= 0:
 		return errors.New("txn: marker_retry_backoff_ms must be > 0")
 	}
+	if err := coordinator.CheckIntervals(m.SweepIntervalMs, m.LoadWaitMs); err != nil {
+		return fmt.Errorf("txn: %w", err)
+	}
 	return nil
 }
 
 // newCoordinator returns the skeleton that follows the __transaction_state
 // partitions this broker leads, with this module's shards as their state.
 func (m *Module) newCoordinator() *coordinator.Shards[*shard] {
-	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	return coordinator.New(coordinator.Config{
+	cfg := coordinator.Config{
 		Topic: TxnTopic, Log: m.log, Meta: m.meta, Creator: m.creator, Parts: m.parts, Now: m.now,
-		SweepInterval: ms(m.SweepIntervalMs), LoadWait: ms(m.LoadWaitMs), MaxBatchRecords: maxFlushRecords,
-		NoTopic:     kerr.NotCoordinator,
-		BeforeSweep: func(im *kernel.Image) { m.settings.Store(m.readSettings(im)) },
-	}, func(sh *coordinator.Shard) *shard { return newShard(m, sh) })
+		SweepIntervalMs: m.SweepIntervalMs, LoadWaitMs: m.LoadWaitMs, MaxBatchRecords: maxFlushRecords,
+		NoTopic: kerr.NotCoordinator,
+	}
+	// The sweeper refreshes the settings, then aborts and expires (shard.Sweep).
+	cfg.BeforeSweep = func(im *kernel.Image) { m.settings.Store(m.readSettings(im)) }
+	return coordinator.New(cfg, func(sh *coordinator.Shard) *shard { return newShard(m, sh) })
 }
 
 // Start starts the sweeper and the marker workers.
@@ -225,13 +215,7 @@ func (m *Module) readyShards() []*shard { return m.coord.Ready() }
 func (m *Module) loading() bool { return m.coord.Loading() }
 
 func (m *Module) idCount() int {
-	n := 0
-	for _, s := range m.readyShards() {
-		s.mu.Lock()
-		n += len(s.txns)
-		s.mu.Unlock()
-	}
-	return n
+	return m.coord.Sum(func(s *shard) int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.txns) })
 }
 
 // coordinatorFor returns the loaded shard that coordinates transactional id, or the
