@@ -35,7 +35,7 @@ type State interface {
 	// is committed; p is the producer of a transactional write, else nil. An error
 	// means the state missed committed records: the shard is dropped and reloaded.
 	Appended(recs []Record, p *Producer) error
-	// Sweep runs the shard's timers; called every SweepInterval while it is ready.
+	// Sweep runs the shard's timers; called every SweepIntervalMs while it is ready.
 	Sweep(now time.Time)
 	// Unload is called once, after the shard's context is cancelled: waiting
 	// requests get code (NOT_COORDINATOR, or what made the shard drop).
@@ -310,7 +310,7 @@ func (c *Shards[S]) PartitionOf(key string) (int32, bool) {
 
 // Lookup returns the loaded shard that coordinates key, or the code to answer:
 // Config.NoTopic (no topic yet), NOT_COORDINATOR (another broker leads key's
-// partition), COORDINATOR_LOAD_IN_PROGRESS (still loading after LoadWait) or
+// partition), COORDINATOR_LOAD_IN_PROGRESS (still loading after LoadWaitMs) or
 // COORDINATOR_NOT_AVAILABLE (the load failed, or not open).
 func (c *Shards[S]) Lookup(ctx context.Context, key string) (S, *kerr.Error) {
 	var zero S
@@ -328,7 +328,7 @@ func (c *Shards[S]) Lookup(ctx context.Context, key string) (S, *kerr.Error) {
 	return sh.state.(S), nil
 }
 
-// sweeper follows leadership and sweeps the ready shards every SweepInterval. It
+// sweeper follows leadership and sweeps the ready shards every SweepIntervalMs. It
 // owns one c.wg count.
 func (c *Shards[S]) sweeper() {
 	defer c.wg.Done()

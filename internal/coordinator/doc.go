@@ -10,12 +10,12 @@
 //   - the shard map, partition -> *Shard, one shard per (partition, leader epoch);
 //   - the load: a new shard waits until the previous shard of its partition stopped
 //     writing, replays the partition's log into its State, then serves; requests
-//     that arrive meanwhile wait up to Config.LoadWait, then get
+//     that arrive meanwhile wait up to Config.LoadWaitMs, then get
 //     COORDINATOR_LOAD_IN_PROGRESS (Load);
 //   - the writer: one goroutine per shard appends queued writes to the partition in
 //     batches (a transactional write of one producer alone), waits for them to
 //     commit and hands them to the State before it answers the writers;
-//   - the sweeper: every Config.SweepInterval, leadership and then State.Sweep of
+//   - the sweeper: every Config.SweepIntervalMs, leadership and then State.Sweep of
 //     every ready shard;
 //   - Close and Wait: unload every shard and wait for every goroutine.
 //

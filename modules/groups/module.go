@@ -129,6 +129,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err := coordinator.LookupDeps(ctx, &m.meta, &m.creator, &m.parts); err != nil {
 		return fmt.Errorf("groups: %w", err)
 	}
+	m.coord = m.newCoordinator() // before the marker listener, which reads it
 	m.poffs, _ = kernel.LookupAs[kernel.PartitionOffsets](ctx, "replication")
 	// Transactions are optional: without a "txn" module FindCoordinator type 1 answers
 	// COORDINATOR_NOT_AVAILABLE; without the marker hook transactional offset commits
@@ -141,7 +142,6 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.log.Warn("the replication module has no transaction marker hook; transactional offset commits apply only on reload", "err", err)
 	}
 	m.settings.Store(m.readSettings(nil))
-	m.coord = m.newCoordinator()
 	m.commits = &kernel.Counter{}
 	if mt := ctx.Metrics(); mt != nil {
 		m.commits = mt.Counter("sluice_group_offset_commits_total", "Offsets committed (one per partition).")

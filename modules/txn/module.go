@@ -118,6 +118,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err := coordinator.LookupDeps(ctx, &m.meta, &m.creator, &m.parts); err != nil {
 		return fmt.Errorf("txn: %w", err)
 	}
+	m.coord = m.newCoordinator()
 	alloc, err := kernel.LookupAs[kernel.ProducerIDAllocator](ctx, "metadata")
 	if err != nil {
 		return fmt.Errorf("txn: producer ids: %w", err)
@@ -134,7 +135,6 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.timedOut = mt.Counter("sluice_txn_timed_out_total", "Transactions aborted by the coordinator after transaction.timeout.ms.")
 		mt.Gauge("sluice_transactional_ids", "Transactional ids in memory on this coordinator.", func() float64 { return float64(m.idCount()) })
 	}
-	m.coord = m.newCoordinator()
 	for _, h := range []struct {
 		key      int16
 		min, max int16
