@@ -41,6 +41,20 @@ func newFakeLog(partitions int) *fakeLog {
 	return f
 }
 
+// hold makes appends wait (after appending) until release is called.
+func (f *fakeLog) hold() (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	block := make(chan struct{})
+	f.block = block
+	return func() {
+		f.mu.Lock()
+		f.block = nil
+		f.mu.Unlock()
+		close(block)
+	}
+}
+
 func (f *fakeLog) Image() *kernel.Image                 { return f.image }
 func (f *fakeLog) Subscribe(func(*kernel.Image)) func() { return func() {} }
 func (f *fakeLog) Ready() bool                          { return true }
@@ -341,10 +355,7 @@ func TestLoadWaitsForPreviousWriter(t *testing.T) {
 	r := newRig(t, 1)
 	r.c.Open()
 	s := r.lookup("a")
-	r.log.mu.Lock()
-	block := make(chan struct{})
-	r.log.block = block
-	r.log.mu.Unlock()
+	release := r.log.hold()
 	done := make(chan *kerr.Error, 1)
 	go func() { done <- s.Write(context.Background(), kv("a", "late")) }()
 	waitFor(t, "the append", func() bool { return r.log.appends.Load() == 1 })
@@ -357,10 +368,7 @@ func TestLoadWaitsForPreviousWriter(t *testing.T) {
 	if s2.Loading().IsReady() || s2.Loading().Failed() {
 		t.Fatal("the new shard loaded while the old writer was appending")
 	}
-	r.log.mu.Lock()
-	r.log.block = nil
-	r.log.mu.Unlock()
-	close(block)
+	release()
 	if e := <-done; e != nil {
 		t.Fatalf("the old writer's committed append: %v", e)
 	}
@@ -434,10 +442,7 @@ func TestBatchesAndTxnAlone(t *testing.T) {
 	r := newRig(t, 1)
 	r.c.Open()
 	s := r.lookup("a")
-	r.log.mu.Lock()
-	block := make(chan struct{})
-	r.log.block = block
-	r.log.mu.Unlock()
+	release := r.log.hold()
 	// The first write holds the writer in its append; the ones queued meanwhile go
 	// out together, the transactional one alone, the limit of 4 records splitting.
 	var wg sync.WaitGroup
@@ -462,10 +467,7 @@ func TestBatchesAndTxnAlone(t *testing.T) {
 			ps = append(ps, p)
 		}
 	}
-	r.log.mu.Lock()
-	r.log.block = nil
-	r.log.mu.Unlock()
-	close(block)
+	release()
 	codes[0] = first.Wait(context.Background())
 	for i, p := range ps {
 		wg.Add(1)
