@@ -243,6 +243,13 @@ func newRig(t *testing.T, partitions int, mod ...func(*Config)) *rig {
 	return r
 }
 
+// openRig returns an opened one-partition rig and the loaded shard of key "a".
+func openRig(t *testing.T) (*rig, *fakeState) {
+	r := newRig(t, 1)
+	r.c.Open()
+	return r, r.lookup("a")
+}
+
 func (r *rig) stop() {
 	r.c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -307,9 +314,7 @@ func TestLookupBeforeOpenAndWithoutTopic(t *testing.T) {
 }
 
 func TestWriteReplayReload(t *testing.T) {
-	r := newRig(t, 1)
-	r.c.Open()
-	s := r.lookup("a")
+	r, s := openRig(t)
 	if e := s.Write(context.Background(), kv("a", "1")); e != nil {
 		t.Fatal(e)
 	}
@@ -352,9 +357,7 @@ func TestWriteReplayReload(t *testing.T) {
 // A shard replays only after the shard it replaced stopped writing: the record the
 // old writer was appending when the epoch changed is in the new shard's state.
 func TestLoadWaitsForPreviousWriter(t *testing.T) {
-	r := newRig(t, 1)
-	r.c.Open()
-	s := r.lookup("a")
+	r, s := openRig(t)
 	release := r.log.hold()
 	done := make(chan *kerr.Error, 1)
 	go func() { done <- s.Write(context.Background(), kv("a", "late")) }()
@@ -379,9 +382,7 @@ func TestLoadWaitsForPreviousWriter(t *testing.T) {
 }
 
 func TestAppendFailureDropsShard(t *testing.T) {
-	r := newRig(t, 1)
-	r.c.Open()
-	s := r.lookup("a")
+	r, s := openRig(t)
 	r.log.mu.Lock()
 	r.log.fail[0] = errors.New("disk on fire")
 	r.log.mu.Unlock()
@@ -439,9 +440,7 @@ func TestFailedLoadIsRetried(t *testing.T) {
 }
 
 func TestBatchesAndTxnAlone(t *testing.T) {
-	r := newRig(t, 1)
-	r.c.Open()
-	s := r.lookup("a")
+	r, s := openRig(t)
 	release := r.log.hold()
 	// The first write holds the writer in its append; the ones queued meanwhile go
 	// out together, the transactional one alone, the limit of 4 records splitting.
