@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/assignor"
 	"github.com/sluicehq/sluice/modules/groups/classic"
@@ -73,11 +72,10 @@ type Module struct {
 
 	commits *kernel.Counter
 
-	mu       sync.Mutex
-	shards   map[int32]*shard // __consumer_offsets partitions this broker coordinates
-	stopping bool
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // shard loaders and writers, the sweeper
+	// coord holds the __consumer_offsets partitions this broker coordinates and runs
+	// their loaders, writers and the sweeper.
+	coord      *coordinator.Shards[*shard]
+	lastExpire time.Time // the sweeper's
 }
 
 // New returns a module with default settings and no side effects.
@@ -87,6 +85,7 @@ func New() *Module {
 		SweepIntervalMs:  100,
 		LoadWaitMs:       2000,
 		EmptyGroupIdleMs: 60_000,
+		now:              time.Now,
 	}
 }
 
@@ -104,12 +103,7 @@ type settings struct {
 }
 
 func (m *Module) readSettings(im *kernel.Image) *settings {
-	var dynDefault, dynNode map[string]string
-	if im != nil {
-		dynDefault = im.BrokerConfigs[""]
-		dynNode = im.BrokerConfigs[strconv.FormatInt(int64(m.broker.NodeID), 10)]
-	}
-	b := kconfig.ResolveBroker(kconfig.MergeBroker(m.broker.StaticConfigs, dynDefault, dynNode))
+	b := coordinator.BrokerConfig(m.broker, im)
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	delay := ms(b.GroupInitialRebalanceDelayMs)
 	if delay == 0 {
@@ -135,24 +129,17 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 
 // Provision looks up metadata and replication and claims the group API keys.
 func (m *Module) Provision(ctx kernel.Context) error {
-	m.log = ctx.Logger()
-	m.broker = ctx.Broker()
+	m.log, m.broker = ctx.Logger(), ctx.Broker()
 	if gr, ok := ctx.(kernel.GuestRegistry); ok {
 		m.guests = gr.Registry()
 	}
 	if m.now == nil {
 		m.now = time.Now
 	}
-	var err error
-	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+	if err := coordinator.LookupDeps(ctx, &m.meta, &m.creator, &m.parts); err != nil {
 		return fmt.Errorf("groups: %w", err)
 	}
-	if m.creator, err = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata"); err != nil {
-		return fmt.Errorf("groups: internal topics: %w", err)
-	}
-	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
-		return fmt.Errorf("groups: internal topics: %w", err)
-	}
+	m.coord = m.newCoordinator() // before the marker listener, which reads it
 	m.poffs, _ = kernel.LookupAs[kernel.PartitionOffsets](ctx, "replication")
 	// Transactions are optional: without a "txn" module FindCoordinator type 1 answers
 	// COORDINATOR_NOT_AVAILABLE; without the marker hook transactional offset commits
@@ -165,7 +152,6 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.log.Warn("the replication module has no transaction marker hook; transactional offset commits apply only on reload", "err", err)
 	}
 	m.settings.Store(m.readSettings(nil))
-	m.shards = map[int32]*shard{}
 	m.commits = &kernel.Counter{}
 	if mt := ctx.Metrics(); mt != nil {
 		m.commits = mt.Counter("sluice_group_offset_commits_total", "Offsets committed (one per partition).")
@@ -180,17 +166,30 @@ func (m *Module) Provision(ctx kernel.Context) error {
 
 // Validate checks the settings and makes the guests they name (loadGuests).
 func (m *Module) Validate() error {
+	if err := coordinator.CheckIntervals(m.SweepIntervalMs, m.LoadWaitMs); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
 	switch {
-	case m.SweepIntervalMs <= 0:
-		return errors.New("groups: sweep_interval_ms must be > 0")
-	case m.LoadWaitMs < 0:
-		return errors.New("groups: load_wait_ms must be >= 0")
 	case m.EmptyGroupIdleMs < 0:
 		return errors.New("groups: empty_group_idle_ms must be >= 0")
 	case len(m.Assignors) == 0:
 		return errors.New("groups: assignors must name at least one assignor")
 	}
 	return m.loadGuests()
+}
+
+// newCoordinator returns the skeleton that follows the __consumer_offsets partitions
+// this broker leads, with this module's shards as their state.
+func (m *Module) newCoordinator() *coordinator.Shards[*shard] {
+	return coordinator.New(coordinator.Config{
+		Topic: OffsetsTopic, NoTopic: kerr.CoordinatorNotAvailable, MaxBatchRecords: maxFlushRecords,
+		Log: m.log, Meta: m.meta, Creator: m.creator, Parts: m.parts, Now: m.now,
+		SweepIntervalMs: m.SweepIntervalMs, LoadWaitMs: m.LoadWaitMs,
+		// The sweeper refreshes the settings, fires group timers (shard.Sweep), then
+		// expires offsets.
+		BeforeSweep: func(im *kernel.Image) { m.settings.Store(m.readSettings(im)) },
+		AfterSweep:  m.expireOffsets,
+	}, func(sh *coordinator.Shard) *shard { return newShard(m, sh) })
 }
 
 // Start opens the offset store and starts the sweeper.
@@ -200,12 +199,7 @@ func (m *Module) Start(ctx context.Context) error {
 		return fmt.Errorf("groups: open offset store: %w", err)
 	}
 	m.store = st
-	bg, cancel := context.WithCancel(context.Background())
-	m.mu.Lock()
-	m.cancel = cancel
-	m.mu.Unlock()
-	m.wg.Add(1)
-	go m.sweeper(bg)
+	m.coord.Start()
 	m.startPlugins()
 	return nil
 }
@@ -213,30 +207,15 @@ func (m *Module) Start(ctx context.Context) error {
 // Stop unloads every group (waiting requests get NOT_COORDINATOR), stops the
 // sweeper, loaders and writers and waits for them.
 func (m *Module) Stop(ctx context.Context) error {
-	m.mu.Lock()
-	m.stopping = true
-	cancel := m.cancel
-	shards := m.shards
-	m.shards = map[int32]*shard{}
-	m.mu.Unlock()
-	for _, s := range shards {
-		s.unload(kerr.NotCoordinator)
-	}
-	if cancel != nil {
-		cancel()
-	}
+	m.coord.Close()
 	perr := m.stopPlugins(ctx) // after the groups are dead: no new calls, in-flight ones finish
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		if perr != nil {
-			return fmt.Errorf("groups: stop: %w", perr)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("groups: stop: %w", ctx.Err())
+	if err := m.coord.Wait(ctx); err != nil {
+		return fmt.Errorf("groups: stop: %w", err)
 	}
+	if perr != nil {
+		return fmt.Errorf("groups: stop: %w", perr)
+	}
+	return nil
 }
 
 // Cleanup closes the offset store.
@@ -247,156 +226,46 @@ func (m *Module) Cleanup() error {
 	return m.store.Close()
 }
 
-// sweeper fires group timers, follows which __consumer_offsets partitions this broker
-// leads (loading and unloading shards), and expires offsets.
-func (m *Module) sweeper(ctx context.Context) {
-	defer m.wg.Done()
-	t := time.NewTicker(time.Duration(m.SweepIntervalMs) * time.Millisecond)
-	defer t.Stop()
-	var lastExpire time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		im := m.meta.Image()
-		set := m.readSettings(im)
-		m.settings.Store(set)
-		m.followLeadership(im)
-		now := m.now()
-		for _, s := range m.loadedShards() {
-			s.tick(now, time.Duration(m.EmptyGroupIdleMs)*time.Millisecond)
-		}
-		if now.Sub(lastExpire) >= set.retentionCheck {
-			lastExpire = now
-			for _, s := range m.loadedShards() {
-				s.expireOffsets(ctx, now, set.retention)
-			}
-		}
-	}
-}
-
-// followLeadership loads the partitions of __consumer_offsets this broker leads and
-// unloads the ones it no longer leads.
-func (m *Module) followLeadership(im *kernel.Image) {
-	t := im.Topic(OffsetsTopic)
-	if t == nil {
+// expireOffsets writes tombstones for expired offsets every
+// offsets.retention.check.interval.ms, after a sweep (the sweeper's goroutine).
+func (m *Module) expireOffsets(ctx context.Context, now time.Time) {
+	set := m.settings.Load()
+	if now.Sub(m.lastExpire) < set.retentionCheck {
 		return
 	}
-	for p := range t.Partitions {
-		_, _ = m.shard(int32(p)) // loads if led, unloads if not
+	m.lastExpire = now
+	for _, s := range m.loadedShards() {
+		s.expireOffsets(ctx, now, set.retention)
 	}
 }
 
-func (m *Module) loadedShards() []*shard {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]*shard, 0, len(m.shards))
-	for _, s := range m.shards {
-		if s.loading.IsReady() {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (m *Module) loadedShards() []*shard { return m.coord.Ready() }
 
 func (m *Module) groupCount() int {
-	n := 0
-	for _, s := range m.loadedShards() {
-		s.mu.Lock()
-		n += len(s.groups)
-		s.mu.Unlock()
-	}
-	return n
+	return m.coord.Sum(func(s *shard) int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.groups) })
 }
 
 // shard returns the shard of __consumer_offsets partition p if this broker leads it,
 // creating it (and starting its load) when it is new or the leader epoch changed.
-func (m *Module) shard(p int32) (*shard, *kerr.Error) {
-	tp := kernel.TopicPartition{Topic: OffsetsTopic, Partition: p}
-	epoch, leads := m.parts.Leader(tp)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopping {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	s := m.shards[p]
-	if !leads {
-		if s != nil {
-			delete(m.shards, p)
-			go s.unload(kerr.NotCoordinator)
-		}
-		return nil, kerr.NotCoordinator
-	}
-	if s != nil && s.epoch == epoch && !s.loading.Failed() {
-		return s, nil
-	}
-	old := s
-	if old != nil {
-		go old.unload(kerr.NotCoordinator)
-	}
-	s = newShard(m, tp, epoch)
-	s.prev = old
-	m.shards[p] = s
-	m.wg.Add(1)
-	go s.load()
-	return s, nil
-}
-
-// dropShard forgets s (if it is still the shard of its partition) after a failure
-// that needs a reload; the next request or sweep loads the partition again.
-func (m *Module) dropShard(s *shard, err *kerr.Error) {
-	m.mu.Lock()
-	if m.shards[s.tp.Partition] == s {
-		delete(m.shards, s.tp.Partition)
-	}
-	m.mu.Unlock()
-	s.unload(err)
-}
+func (m *Module) shard(p int32) (*shard, *kerr.Error) { return m.coord.Shard(p) }
 
 // coordinatorFor returns the loaded shard that coordinates group, or the error code
 // to answer: COORDINATOR_NOT_AVAILABLE (no __consumer_offsets yet, or its partition
 // failed to load), NOT_COORDINATOR (another broker leads the partition) or
 // COORDINATOR_LOAD_IN_PROGRESS (still replaying after LoadWaitMs).
 func (m *Module) coordinatorFor(ctx context.Context, group string) (*shard, *kerr.Error) {
-	t := m.meta.Image().Topic(OffsetsTopic)
-	if t == nil || len(t.Partitions) == 0 {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	s, e := m.shard(offsets.PartitionFor(group, int32(len(t.Partitions))))
-	if e != nil {
-		return nil, e
-	}
-	if e := s.loading.Wait(ctx, time.Duration(m.LoadWaitMs)*time.Millisecond); e != nil {
-		return nil, e
-	}
-	return s, nil
+	return m.coord.Lookup(ctx, group)
 }
 
 // ensureOffsetsTopic creates __consumer_offsets if it does not exist (Kafka creates it
 // on the first FindCoordinator for a group).
 func (m *Module) ensureOffsetsTopic(ctx context.Context) (*kernel.TopicImage, error) {
-	im := m.meta.Image()
-	if t := im.Topic(OffsetsTopic); t != nil {
-		return t, nil
-	}
 	set := m.settings.Load()
-	rf := set.offsetsRF
-	live := 0
-	for _, b := range im.Brokers {
-		if !b.Fenced {
-			live++
+	return m.coord.EnsureTopic(ctx, set.offsetsPartitions, set.offsetsRF, "offsets.topic.replication.factor", func(int16) map[string]string {
+		return map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    "104857600",
 		}
-	}
-	if live > 0 && int(rf) > live {
-		m.log.Warn("fewer live brokers than offsets.topic.replication.factor; creating __consumer_offsets with fewer replicas",
-			"offsets.topic.replication.factor", rf, "live_brokers", live)
-		rf = int16(live)
-	}
-	return m.creator.CreateTopic(ctx, OffsetsTopic, set.offsetsPartitions, rf, map[string]string{
-		"cleanup.policy":   "compact",
-		"compression.type": "producer",
-		"segment.bytes":    "104857600",
 	})
 }

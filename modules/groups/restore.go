@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/modules/groups/classic"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
 )
@@ -156,12 +157,12 @@ func (s *shard) persist(ctx context.Context, gs ...*group) {
 		return
 	}
 	var (
-		ws []*writeReq
+		ws []*coordinator.Pending
 		e  *kerr.Error
 	)
 	for rest := recs; len(rest) > 0; {
 		k := min(len(rest), maxFlushRecords)
-		w, err := s.enqueue(ctx, rest[:k])
+		w, err := s.Enqueue(ctx, toKV(rest[:k]))
 		if err != nil {
 			e = err
 			break
@@ -171,7 +172,7 @@ func (s *shard) persist(ctx context.Context, gs ...*group) {
 	}
 	s.metaMu.Unlock()
 	for _, w := range ws {
-		if err := s.wait(ctx, w); err != nil && e == nil {
+		if err := w.Wait(ctx); err != nil && e == nil {
 			e = err
 		}
 	}
@@ -183,7 +184,7 @@ func (s *shard) persist(ctx context.Context, gs ...*group) {
 		g.persistedRev = math.MaxUint64 // never a revision: write again next time
 	}
 	s.metaMu.Unlock()
-	if s.ctx.Err() != nil {
+	if s.Context().Err() != nil {
 		return // unloaded: the next load restores from the last record written
 	}
 	s.m.log.Warn("writing group metadata failed", "partition", s.tp.Partition, "groups", len(recs), "err", e)

@@ -3,16 +3,13 @@ package groups
 import (
 	"context"
 	"errors"
-	"regexp"
-	"slices"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/internal/coordload"
-	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/classic"
 	"github.com/sluicehq/sluice/modules/groups/consumer"
@@ -20,12 +17,13 @@ import (
 )
 
 // A shard is one __consumer_offsets partition this broker leads, with the groups that
-// hash to it (offsets.PartitionFor). Its life:
+// hash to it (offsets.PartitionFor): the state machine the coordinator skeleton
+// (internal/coordinator) loads, writes for and sweeps. Its life:
 //
-//	newShard ─► load: replay the partition's log into the store from
-//	            AppliedOffset+1, restore its classic groups from their group
-//	            metadata (restore.go) ─► ready (writer running) ─► unload (leadership
-//	            lost, failure, Stop): groups marked Dead, writer stopped
+//	load: replay the partition's log into the store from AppliedOffset+1 (Replay),
+//	      restore its classic groups from their group metadata (Loaded, restore.go)
+//	─► ready (the writer applies what it appends: Appended) ─► Unload (leadership
+//	      lost, failure, Stop): groups marked Dead
 //
 // Invariants:
 //   - Records reach the store only through the shard's single writer (after load)
@@ -41,21 +39,9 @@ import (
 //   - One leader epoch, one shard: a new epoch means a new shard that replays the
 //     log again; the old one is unloaded.
 type shard struct {
-	m     *Module
-	tp    kernel.TopicPartition
-	epoch int32
-
-	ctx    context.Context // ends at unload
-	cancel context.CancelFunc
-	// loading ends when the replay does (internal/coordload).
-	loading coordload.Load
-
-	writes chan *writeReq
-	// done is closed when the shard has stopped writing: its load failed or its
-	// writer exited. A later shard of the same partition waits for it before it
-	// replays, so two writers never apply to the store at once.
-	done chan struct{}
-	prev *shard // the shard this one replaces, if any
+	*coordinator.Shard // partition, leader epoch, writer; its Context ends at unload
+	m                  *Module
+	tp                 kernel.TopicPartition // Shard.TP()
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -71,454 +57,162 @@ type shard struct {
 	// the writer change them.
 	txnMu sync.Mutex
 	txns  *pendingTxns
-	// markerQ holds markers reported by the replication module for the writer;
-	// markerSig (buffered 1) wakes it. Guarded by markerMu.
-	markerMu  sync.Mutex
-	markerQ   []markerEvent
-	markerSig chan struct{}
+	// markerQ holds markers reported by the replication module for the writer,
+	// which Wake wakes. Guarded by markerMu.
+	markerMu sync.Mutex
+	markerQ  []markerEvent
 	// replayedThrough is the last log offset the replay handed to the shard (-1 if
 	// none beyond its start); queued markers at or below it were replayed. Written
 	// by the load before ready closes, read by the writer.
 	replayedThrough int64
-}
-
-// group is one group of a shard: exactly one of classic and consumer is set.
-type group struct {
-	id         string
-	classic    *classic.Group
-	consumer   *consumer.Group
-	emptySince time.Time // zero while the group has members; the sweeper's
-	// persistedRev is the classic group's Revision when its last group metadata
-	// record was written (or when it was restored from one). Guarded by the
-	// shard's metaMu.
-	persistedRev uint64
-}
-
-// metadataRecord returns the group metadata record to write when a classic group is
-// Stable, or Empty after generation 0, and changed since the last record written (a
-// new generation, a state change, a static member's new id: its Revision moved), or
-// nil. The record holds the full classic.Snapshot (members, assignments, timeouts),
-// which a later load of the partition restores (shard.restoreGroups). Only Stable and
-// Empty snapshots are written (see classic.Snapshot). Called with s.metaMu held.
-func (g *group) metadataRecord() *kv {
-	if g.classic == nil {
-		return nil
-	}
-	rev := g.classic.Revision()
-	if rev == g.persistedRev {
-		return nil
-	}
-	snap := g.classic.Snapshot()
-	switch {
-	case snap.State == classic.Stable:
-	case snap.State == classic.Empty && snap.Generation > 0:
-	default:
-		return nil // mid-rebalance or Dead: keep the last record
-	}
-	g.persistedRev = rev
-	return &kv{key: offsets.EncodeGroupKey(g.id), value: offsets.EncodeGroupMetadataValue(toGroupMetadata(snap))}
-}
-
-func (g *group) isEmpty() bool {
-	if g.consumer != nil {
-		return g.consumer.IsEmpty()
-	}
-	return g.classic.IsEmpty()
-}
-
-func (g *group) markDead(err *kerr.Error) {
-	if g.consumer != nil {
-		g.consumer.MarkDead(err)
-		return
-	}
-	g.classic.MarkDead(err)
-}
-
-func (g *group) tick(now time.Time) {
-	if g.consumer != nil {
-		if d, ok := g.consumer.NextDeadline(); ok && !d.After(now) {
-			g.consumer.Tick(now)
-		}
-		return
-	}
-	if d, ok := g.classic.NextDeadline(); ok && !d.After(now) {
-		g.classic.Tick(now)
-	}
-}
-
-// typ is the group type ListGroups shows: "classic" or "consumer".
-func (g *group) typ() string {
-	if g.consumer != nil {
-		return "consumer"
-	}
-	return "classic"
-}
-
-func (g *group) state() string {
-	if g.consumer != nil {
-		return g.consumer.State().String()
-	}
-	return g.classic.State().String()
-}
-
-func (g *group) protocolType() string {
-	if g.consumer != nil {
-		return "consumer"
-	}
-	return g.classic.ProtocolType()
-}
-
-// subscribedTo reports whether a member of the group may consume topic: from the
-// members' subscriptions (KIP-848 groups; regexes as resolved by the group's
-// members' assignments and names), or the members' consumer protocol metadata while
-// a classic group is Stable, and conservatively true while it rebalances or uses
-// another protocol type.
-func (g *group) subscribedTo(topic string) bool {
-	if g.consumer != nil {
-		for _, mb := range g.consumer.Members() {
-			if slices.Contains(mb.SubscribedTopicNames, topic) {
-				return true
-			}
-			if mb.SubscribedTopicRegex != "" {
-				if re, err := regexp.Compile("^(?:" + mb.SubscribedTopicRegex + ")$"); err != nil || re.MatchString(topic) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	d := g.classic.Describe(time.Now())
-	if d.State == "Empty" || d.State == "Dead" {
-		return false
-	}
-	if d.ProtocolType != "consumer" || d.State != "Stable" {
-		return true
-	}
-	for _, mb := range d.Members {
-		var md kmsg.ConsumerMemberMetadata
-		if err := md.ReadFrom(mb.ProtocolMetadata); err != nil {
-			return true
-		}
-		if slices.Contains(md.Topics, topic) {
-			return true
-		}
-	}
-	return false
-}
-
-// writeReq is a list of records to append to the shard's partition and apply.
-type writeReq struct {
-	recs []kv
-	txn  *txnWrite        // set for a TxnOffsetCommit: appended alone, as its producer's batch
-	done chan *kerr.Error // buffered 1
+	replayBuf       []offsets.Record // the loader's
 }
 
 type kv struct{ key, value []byte }
 
+func toKV(recs []kv) []coordinator.KV {
+	out := make([]coordinator.KV, len(recs))
+	for i, r := range recs {
+		out[i] = coordinator.KV{Key: r.key, Value: r.value}
+	}
+	return out
+}
+
 // maxFlushRecords bounds the records of one append (and badger transaction).
 const maxFlushRecords = 4096
 
-func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
-	ctx, cancel := context.WithCancel(context.Background())
+func newShard(m *Module, sh *coordinator.Shard) *shard {
 	return &shard{
-		m: m, tp: tp, epoch: epoch,
-		ctx: ctx, cancel: cancel,
-		loading: coordload.New(),
-		writes:  make(chan *writeReq, 256),
-		done:    make(chan struct{}),
-		groups:  map[string]*group{},
-		txns:    newPendingTxns(),
-
-		markerSig:       make(chan struct{}, 1),
+		Shard: sh, m: m, tp: sh.TP(),
+		groups:          map[string]*group{},
+		txns:            newPendingTxns(),
 		replayedThrough: -1,
 	}
 }
 
-// load replays the partition into the store, then runs the writer. It owns one
-// m.wg count.
-func (s *shard) load() {
-	defer s.m.wg.Done()
-	if s.prev != nil {
-		select {
-		case <-s.prev.done:
-		case <-s.ctx.Done():
-		}
-		s.prev = nil
-	}
-	start := time.Now()
-	// The replay starts at the earliest transactional batch still pending at the
-	// last stop if that is below the applied offset (the txnStart invariant, txn.go).
+// ReplayFrom is the store's applied offset + 1, or the earliest transactional batch
+// still pending at the last stop if that is below (the txnStart invariant, txn.go)
+// (coordinator.State).
+func (s *shard) ReplayFrom() int64 {
 	from := s.m.store.AppliedOffset(s.tp.Partition) + 1
 	if ts, ok := s.m.store.TxnReplayStart(s.tp.Partition); ok {
 		s.txns.persisted = ts
 		from = min(from, ts)
 	}
-	n, err := s.replay(from)
-	if err == nil && s.ctx.Err() != nil {
-		err = s.ctx.Err()
-	}
-	if err != nil {
-		close(s.done)
-		s.loading.Done(err)
-		if !errors.Is(err, context.Canceled) {
-			s.m.log.Warn("loading __consumer_offsets partition failed", "partition", s.tp.Partition, "err", err)
-		}
-		return
-	}
-	restored := s.restoreGroups()
-	s.m.wg.Add(1)
-	s.loading.Done(nil)
-	s.m.log.Info("coordinating __consumer_offsets partition", "partition", s.tp.Partition,
-		"leader_epoch", s.epoch, "replayed_records", n, "from_offset", from, "restored_groups", restored,
-		"took", time.Since(start))
-	s.writer()
+	s.replayedThrough = from - 1
+	return from
 }
 
-// replay applies every committed record of the partition from offset from, in log
-// order, re-applying records at or below the store's applied offset (Reapply: the
-// replay may start below it, see txn.go). Transactional batches become pending and
-// markers apply or drop them, as live.
-func (s *shard) replay(from int64) (int, error) {
-	var d recordbatch.Decoder
-	var recs []offsets.Record
-	n := 0
-	s.replayedThrough = from - 1
-	err := s.m.parts.ReadCommitted(s.ctx, s.tp, from, func(batch []byte) error {
-		h, err := recordbatch.ParseHeader(batch)
-		if err != nil {
-			return err
-		}
-		s.replayedThrough = max(s.replayedThrough, h.LastOffset())
-		if h.IsControl() {
-			return s.replayMarker(h, batch)
-		}
-		recs = recs[:0]
-		_, err = d.Records(batch, func(r *recordbatch.Record) error {
-			off := h.BaseOffset + int64(r.OffsetDelta)
-			if off < from {
-				return nil
-			}
-			if _, kerr := offsets.DecodeKey(r.Key); kerr != nil && !errors.Is(kerr, offsets.ErrUnsupportedVersion) {
-				s.m.log.Warn("skipping unreadable __consumer_offsets record", "partition", s.tp.Partition, "offset", off, "err", kerr)
-				return nil
-			}
-			rec := offsets.Record{Key: append([]byte(nil), r.Key...), Offset: off}
-			if r.Value != nil {
-				rec.Value = append([]byte{}, r.Value...)
-			}
-			recs = append(recs, rec)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			return nil
-		}
-		n += len(recs)
-		if h.IsTransactional() && h.ProducerID >= 0 {
-			return s.addPending(h.ProducerID, h.BaseOffset, recs)
-		}
-		s.supersedePlain(recs)
-		if err := s.m.store.Reapply(s.tp.Partition, recs); err != nil {
-			// A record the store cannot decode: skip it (logged) rather than wedge
-			// the partition; the rest of the batch still applies.
-			s.m.log.Warn("applying replayed batch failed; applying record by record", "partition", s.tp.Partition, "err", err)
-			for _, r := range recs {
-				if err := s.m.store.Reapply(s.tp.Partition, []offsets.Record{r}); err != nil {
-					s.m.log.Warn("skipping unappliable __consumer_offsets record", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return n, err
+// Replay applies a committed batch in log order, re-applying records at or below the
+// store's applied offset (Reapply: the replay may start below it, see txn.go).
+// Transactional batches become pending and markers apply or drop them, as live
+// (coordinator.State).
+func (s *shard) Replay(b coordinator.Batch) error {
+	h := b.Header
+	s.replayedThrough = max(s.replayedThrough, h.LastOffset())
+	if h.IsControl() {
+		return s.replayMarker(h, b.Raw)
 	}
-	// Raise (or clear) the persisted replay start to the open transactions' first
-	// batch: the replay saw every transaction that started at or after from, and
-	// those before from had ended (the txnStart invariant).
+	recs := s.replayBuf[:0]
+	for _, r := range b.Records {
+		if _, err := offsets.DecodeKey(r.Key); err != nil && !errors.Is(err, offsets.ErrUnsupportedVersion) {
+			s.m.log.Warn("skipping unreadable __consumer_offsets record", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
+			continue
+		}
+		rec := offsets.Record{Key: append([]byte(nil), r.Key...), Offset: r.Offset}
+		if r.Value != nil {
+			rec.Value = append([]byte{}, r.Value...)
+		}
+		recs = append(recs, rec)
+	}
+	s.replayBuf = recs
+	if len(recs) == 0 {
+		return nil
+	}
+	if h.IsTransactional() && h.ProducerID >= 0 {
+		return s.addPending(h.ProducerID, h.BaseOffset, recs)
+	}
+	s.supersedePlain(recs)
+	if err := s.m.store.Reapply(s.tp.Partition, recs); err != nil {
+		// A record the store cannot decode: skip it (logged) rather than wedge
+		// the partition; the rest of the batch still applies.
+		s.m.log.Warn("applying replayed batch failed; applying record by record", "partition", s.tp.Partition, "err", err)
+		for _, r := range recs {
+			if err := s.m.store.Reapply(s.tp.Partition, []offsets.Record{r}); err != nil {
+				s.m.log.Warn("skipping unappliable __consumer_offsets record", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Loaded raises (or clears) the persisted replay start to the open transactions'
+// first batch, the replay having seen every transaction that started at or after
+// its start and those before having ended (the txnStart invariant), then restores
+// the classic groups (coordinator.State).
+func (s *shard) Loaded() ([]any, error) {
+	s.replayBuf = nil
 	s.txnMu.Lock()
 	first, persisted := s.txns.first(), s.txns.persisted
 	s.txnMu.Unlock()
 	if first != persisted {
 		if err := s.m.store.SetTxnReplayStart(s.tp.Partition, first); err != nil {
-			return n, err
+			return nil, err
 		}
 		s.txnMu.Lock()
 		s.txns.persisted = first
 		s.txnMu.Unlock()
 	}
-	return n, nil
+	return []any{"restored_groups", s.restoreGroups()}, nil
 }
 
-// unload marks every group dead with err (waiting joins and syncs are answered with
-// it) and stops the writer; pending writes get err too.
-func (s *shard) unload(err *kerr.Error) {
+// Appended applies committed records to the store: a transactional batch's offsets
+// become pending, plain records supersede pending ones and apply (coordinator.State).
+func (s *shard) Appended(recs []coordinator.Record, p *coordinator.Producer) error {
+	ors := make([]offsets.Record, len(recs))
+	for i, r := range recs {
+		ors[i] = offsets.Record{Key: r.Key, Value: r.Value, Offset: r.Offset}
+	}
+	if p != nil {
+		// On failure the batch is committed but its pending state may not survive a
+		// crash: the reload makes it pending again (the applied offset is below it).
+		if err := s.addPending(p.ID, ors[0].Offset, ors); err != nil {
+			return fmt.Errorf("persist the transactional replay start: %w", err)
+		}
+		return nil
+	}
+	s.supersedePlain(ors)
+	// On failure the records are committed in the log, so the write succeeded; the
+	// store missed them, so the reload replays them.
+	return s.m.store.ApplyBatch(s.tp.Partition, ors)
+}
+
+// Sweep fires due group timers and forgets groups empty for longer than
+// EmptyGroupIdleMs (coordinator.State).
+func (s *shard) Sweep(now time.Time) {
+	s.tick(now, time.Duration(s.m.EmptyGroupIdleMs)*time.Millisecond)
+}
+
+// Woken applies the queued transaction markers (coordinator.Waker).
+func (s *shard) Woken() { s.drainMarkers() }
+
+// Unload marks every group dead with code (waiting joins and syncs are answered with
+// it) (coordinator.State).
+func (s *shard) Unload(code *kerr.Error) {
 	s.mu.Lock()
 	s.dead = true
 	gs := s.groups
 	s.groups = map[string]*group{}
 	s.mu.Unlock()
-	s.cancel()
 	for _, g := range gs {
-		g.markDead(err)
+		g.markDead(code)
 	}
-}
-
-// writer appends queued writes to the partition in batches and applies them. It owns
-// one m.wg count.
-func (s *shard) writer() {
-	defer s.m.wg.Done()
-	defer close(s.done)
-	var batch []*writeReq
-	var carry *writeReq // a TxnOffsetCommit met while gathering: the next flush
-	b, _ := recordbatch.NewBuilder(recordbatch.Options{})
-	for {
-		w := carry
-		carry = nil
-		if w == nil {
-			select {
-			case <-s.ctx.Done():
-				s.failQueued(kerr.NotCoordinator)
-				return
-			case <-s.markerSig:
-				// On failure the shard is being dropped: ctx ends next.
-				s.drainMarkers()
-				continue
-			case w = <-s.writes:
-			}
-		}
-		if w.txn != nil {
-			// One producer's batch: appended alone (its own producer id and
-			// transactional attribute).
-			w.done <- s.flushTxn(b, w)
-			continue
-		}
-		batch = append(batch[:0], w)
-		n := len(w.recs)
-	more:
-		for n < maxFlushRecords {
-			select {
-			case w := <-s.writes:
-				if w.txn != nil {
-					carry = w
-					break more
-				}
-				batch = append(batch, w)
-				n += len(w.recs)
-			default:
-				break more
-			}
-		}
-		code := s.flush(b, batch)
-		for _, w := range batch {
-			w.done <- code
-		}
-		if carry != nil && s.ctx.Err() != nil {
-			carry.done <- kerr.NotCoordinator
-			carry = nil
-		}
-	}
-}
-
-func (s *shard) failQueued(code *kerr.Error) {
-	for {
-		select {
-		case w := <-s.writes:
-			w.done <- code
-		default:
-			return
-		}
-	}
-}
-
-// flush appends the records of ws as one batch, waits for it to commit and applies it
-// to the store. It returns the code every write gets.
-func (s *shard) flush(b *recordbatch.Builder, ws []*writeReq) *kerr.Error {
-	nowMs := s.m.now().UnixMilli()
-	if err := b.Reset(recordbatch.Options{BaseTimestamp: nowMs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}); err != nil {
-		return kerr.UnknownServerError
-	}
-	var recs []offsets.Record
-	for _, w := range ws {
-		for _, r := range w.recs {
-			b.Add(&recordbatch.Record{Key: r.key, Value: r.value})
-			recs = append(recs, offsets.Record{Key: r.key, Value: r.value})
-		}
-	}
-	if len(recs) == 0 {
-		return nil
-	}
-	raw, err := b.AppendTo(nil)
-	if err != nil {
-		return kerr.UnknownServerError
-	}
-	res, err := s.m.parts.Append(s.ctx, s.tp, raw)
-	if err != nil {
-		code := kerr.CoordinatorNotAvailable
-		if errors.Is(err, kernel.ErrNotLeader) || s.ctx.Err() != nil {
-			code = kerr.NotCoordinator
-		}
-		s.m.log.Warn("appending to __consumer_offsets failed", "partition", s.tp.Partition, "records", len(recs), "err", err)
-		go s.m.dropShard(s, code)
-		return code
-	}
-	for i := range recs {
-		recs[i].Offset = res.BaseOffset + int64(i)
-	}
-	s.supersedePlain(recs)
-	if err := s.m.store.ApplyBatch(s.tp.Partition, recs); err != nil {
-		// The records are committed in the log, so the write succeeded; the store
-		// missed them, so reload the partition, which replays them.
-		s.m.log.Error("applying committed __consumer_offsets records failed; reloading the partition", "partition", s.tp.Partition, "err", err)
-		go s.m.dropShard(s, kerr.NotCoordinator)
-	}
-	return nil
 }
 
 // write appends recs through the writer and waits for the outcome: nil once they are
 // committed and applied.
 func (s *shard) write(ctx context.Context, recs []kv) *kerr.Error {
-	if len(recs) == 0 {
-		return nil
-	}
-	w, e := s.enqueue(ctx, recs)
-	if e != nil {
-		return e
-	}
-	return s.wait(ctx, w)
-}
-
-// enqueue queues recs to the writer, which appends queued writes in queue order.
-func (s *shard) enqueue(ctx context.Context, recs []kv) (*writeReq, *kerr.Error) {
-	w := &writeReq{recs: recs, done: make(chan *kerr.Error, 1)}
-	select {
-	case s.writes <- w:
-		return w, nil
-	case <-s.ctx.Done():
-		return nil, kerr.NotCoordinator
-	case <-ctx.Done():
-		return nil, kerr.RequestTimedOut
-	}
-}
-
-// wait waits for the outcome of a queued write.
-func (s *shard) wait(ctx context.Context, w *writeReq) *kerr.Error {
-	select {
-	case code := <-w.done:
-		return code
-	case <-s.done:
-		// The writer exited; it may have answered w just before.
-		select {
-		case code := <-w.done:
-			return code
-		default:
-			return kerr.NotCoordinator
-		}
-	case <-ctx.Done():
-		return kerr.RequestTimedOut
-	}
+	return s.Write(ctx, toKV(recs))
 }
 
 // writeChunked writes recs in chunks of at most maxFlushRecords (so one huge commit
@@ -616,7 +310,7 @@ func (s *shard) tick(now time.Time, idle time.Duration) {
 	for _, g := range gs {
 		g.tick(now)
 	}
-	s.persist(s.ctx, gs...)
+	s.persist(s.Context(), gs...)
 	for _, g := range gs {
 		if !g.isEmpty() {
 			g.emptySince = time.Time{}

@@ -3,11 +3,11 @@ package groups
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
@@ -327,10 +327,7 @@ func (m *Module) onTxnMarker(tp kernel.TopicPartition, mk kernel.TxnMarker, offs
 	if tp.Topic != OffsetsTopic {
 		return
 	}
-	m.mu.Lock()
-	s := m.shards[tp.Partition]
-	m.mu.Unlock()
-	if s != nil {
+	if s, ok := m.coord.Get(tp.Partition); ok {
 		s.queueMarker(markerEvent{m: mk, offset: offset})
 	}
 }
@@ -341,10 +338,7 @@ func (s *shard) queueMarker(ev markerEvent) {
 	s.markerMu.Lock()
 	s.markerQ = append(s.markerQ, ev)
 	s.markerMu.Unlock()
-	select {
-	case s.markerSig <- struct{}{}:
-	default:
-	}
+	s.Wake()
 }
 
 // drainMarkers applies the queued markers (writer goroutine). Markers at or below
@@ -362,7 +356,7 @@ func (s *shard) drainMarkers() bool {
 		if err := s.endTxn(ev.m.ProducerID, ev.m.Commit, ev.offset); err != nil {
 			s.m.log.Error("applying a transaction marker failed; reloading the partition", "partition", s.tp.Partition,
 				"offset", ev.offset, "producer_id", ev.m.ProducerID, "err", err)
-			go s.m.dropShard(s, kerr.NotCoordinator)
+			s.Drop(kerr.NotCoordinator)
 			return false
 		}
 	}
@@ -382,73 +376,8 @@ func (s *shard) replayMarker(h recordbatch.Header, batch []byte) error {
 	return s.endTxn(h.ProducerID, mk.Commit, h.BaseOffset)
 }
 
-// flushTxn appends one TxnOffsetCommit as a transactional batch of its producer and
-// makes its offsets pending. Producer-state errors leave the shard loaded.
-func (s *shard) flushTxn(b *recordbatch.Builder, w *writeReq) *kerr.Error {
-	nowMs := s.m.now().UnixMilli()
-	if err := b.Reset(recordbatch.Options{BaseTimestamp: nowMs, Transactional: true,
-		ProducerID: w.txn.producerID, ProducerEpoch: w.txn.epoch, BaseSequence: -1}); err != nil {
-		return kerr.UnknownServerError
-	}
-	recs := make([]offsets.Record, 0, len(w.recs))
-	for _, r := range w.recs {
-		b.Add(&recordbatch.Record{Key: r.key, Value: r.value})
-		recs = append(recs, offsets.Record{Key: r.key, Value: r.value})
-	}
-	raw, err := b.AppendTo(nil)
-	if err != nil {
-		return kerr.UnknownServerError
-	}
-	res, err := s.m.parts.Append(s.ctx, s.tp, raw)
-	if err != nil {
-		switch {
-		case errors.Is(err, kernel.ErrInvalidProducerEpoch):
-			return kerr.InvalidProducerEpoch
-		case errors.Is(err, kernel.ErrInvalidTxnState):
-			return kerr.InvalidTxnState
-		case errors.Is(err, kernel.ErrTxnCoordinatorFenced):
-			return kerr.TransactionCoordinatorFenced
-		}
-		code := kerr.CoordinatorNotAvailable
-		if errors.Is(err, kernel.ErrNotLeader) || s.ctx.Err() != nil {
-			code = kerr.NotCoordinator
-		}
-		s.m.log.Warn("appending a transactional offset commit failed", "partition", s.tp.Partition,
-			"producer_id", w.txn.producerID, "records", len(recs), "err", err)
-		go s.m.dropShard(s, code)
-		return code
-	}
-	for i := range recs {
-		recs[i].Offset = res.BaseOffset + int64(i)
-	}
-	if err := s.addPending(w.txn.producerID, res.BaseOffset, recs); err != nil {
-		// The batch is committed but its pending state may not survive a crash:
-		// reload, the replay makes it pending again (the applied offset is below it).
-		s.m.log.Error("persisting the transactional replay start failed; reloading the partition", "partition", s.tp.Partition, "err", err)
-		go s.m.dropShard(s, kerr.NotCoordinator)
-	}
-	return nil
-}
-
-// txnWrite marks a writeReq as a TxnOffsetCommit of one producer.
-type txnWrite struct {
-	producerID int64
-	epoch      int16
-}
-
 // writeTxn appends recs as producer id's transactional batch through the writer and
 // waits: nil once they are committed and pending.
 func (s *shard) writeTxn(ctx context.Context, id int64, epoch int16, recs []kv) *kerr.Error {
-	if len(recs) == 0 {
-		return nil
-	}
-	w := &writeReq{recs: recs, txn: &txnWrite{producerID: id, epoch: epoch}, done: make(chan *kerr.Error, 1)}
-	select {
-	case s.writes <- w:
-	case <-s.ctx.Done():
-		return kerr.NotCoordinator
-	case <-ctx.Done():
-		return kerr.RequestTimedOut
-	}
-	return s.wait(ctx, w)
+	return s.WriteTxn(ctx, coordinator.Producer{ID: id, Epoch: epoch}, toKV(recs))
 }

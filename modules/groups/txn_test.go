@@ -150,13 +150,14 @@ func (r *txnRig) start() {
 	m.parts = r.log
 	m.now = time.Now
 	m.settings.Store(m.readSettings(nil))
-	m.shards = map[int32]*shard{}
 	m.commits = &kernel.Counter{}
 	st, err := offsets.Open(filepath.Join(r.dir, "groups", "offsets"), nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	m.store = st
+	m.coord = m.newCoordinator()
+	m.coord.Open() // no sweeper: the tests drive the shards
 	r.m = m
 }
 

@@ -138,7 +138,7 @@ func (s *shard) complete(j *markerJob) {
 	}
 	t.pending = next
 	s.mu.Unlock()
-	if e := s.commitOne(s.ctx, t, next); e != nil {
+	if e := s.commitOne(s.Context(), t, next); e != nil {
 		s.m.log.Debug("writing the end of a transaction failed; the next load resumes it", "transactional_id", j.id, "err", e)
 		return
 	}

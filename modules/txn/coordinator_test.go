@@ -944,7 +944,7 @@ func TestInitNewIDWhileUnloading(t *testing.T) {
 		t.Fatal(kerrr)
 	}
 	e.m.pids = &pidBlocks{alloc: allocFunc(func(ctx context.Context, n int32) (int64, error) {
-		s.unload()
+		s.Unload(kerr.NotCoordinator)
 		return e.c.AllocateProducerIDs(ctx, n)
 	})}
 	if _, _, err := s.initProducerID(context.Background(), "n", 1000, nil); err != kerr.NotCoordinator {

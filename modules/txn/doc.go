@@ -101,11 +101,12 @@
 //
 // # Concurrency
 //
-// Module.mu guards the shard map; shard.mu guards a partition's ids. Lock order:
-// Module.mu, then shard.mu; neither is held while writing to the log, reserving
-// producer ids, or authorizing (except the rare epoch-exhaustion rotation, which
-// reserves an id under shard.mu). Each shard has one writer goroutine that batches
-// queued records into one append. Markers are written by marker_concurrency workers
+// The shard map, the loaders, the writers and the sweeper are the coordinator
+// skeleton's (internal/coordinator: its map lock is a leaf); shard.mu guards a
+// partition's ids. shard.mu is not held while writing to the log, reserving producer
+// ids, or authorizing (except the rare epoch-exhaustion rotation, which reserves an
+// id under shard.mu). Each shard has one writer goroutine that batches queued
+// records into one append. Markers are written by marker_concurrency workers
 // pulling from an unbounded queue (so EndTxn never waits for them), each writing one
 // transaction's pending partitions in parallel, at most marker_partition_concurrency
 // at a time. Partitions that failed transiently (NOT_LEADER, ...) are retried by

@@ -339,6 +339,7 @@ func startEnv(t *testing.T, c *fakeCluster, opts ...envOpt) *testEnv {
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	m.coord = m.newCoordinator()
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -115,9 +115,8 @@ func (q *jobQueue) close() {
 	q.mu.Unlock()
 }
 
-// markerWorker runs marker jobs until ctx ends. It owns one m.wg count.
+// markerWorker runs marker jobs until ctx ends (started with m.coord.Go).
 func (m *Module) markerWorker(ctx context.Context) {
-	defer m.wg.Done()
 	for {
 		j := m.jobs.pop(ctx)
 		if j == nil {
@@ -138,7 +137,7 @@ func (m *Module) markerWorker(ctx context.Context) {
 // a newer coordinator or producer epoch fenced it) writes nothing more, and the
 // transaction stays Prepare* in the log until a coordinator resumes it.
 func (m *Module) runJob(j *markerJob) {
-	ctx := j.s.ctx
+	ctx := j.s.Context()
 	if ctx.Err() != nil {
 		return
 	}
@@ -218,7 +217,7 @@ func (m *Module) writeMarker(ctx context.Context, j *markerJob, tp kernel.TopicP
 		m.log.Info("skipping the transaction marker of a deleted partition", "transactional_id", j.id, "topic", tp.Topic, "partition", tp.Partition)
 		return markerDone
 	}
-	mk := kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.epoch, Commit: j.commit}
+	mk := kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.Epoch(), Commit: j.commit}
 	err := m.markers.WriteTxnMarker(ctx, tp, mk)
 	switch {
 	case err == nil:
@@ -227,7 +226,7 @@ func (m *Module) writeMarker(ctx context.Context, j *markerJob, tp kernel.TopicP
 		return markerFenced
 	case errors.Is(err, kernel.ErrInvalidProducerEpoch), errors.Is(err, kernel.ErrTxnCoordinatorFenced):
 		m.log.Warn("transaction marker refused: a newer coordinator or producer epoch took over; not completing",
-			"transactional_id", j.id, "producer_id", j.pid, "epoch", j.epoch, "coordinator_epoch", j.s.epoch,
+			"transactional_id", j.id, "producer_id", j.pid, "epoch", j.epoch, "coordinator_epoch", j.s.Epoch(),
 			"topic", tp.Topic, "partition", tp.Partition, "err", err)
 		return markerFenced
 	}

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -70,11 +69,9 @@ type Module struct {
 	completed *kernel.Counter
 	timedOut  *kernel.Counter
 
-	mu            sync.Mutex
-	shards        map[int32]*shard // __transaction_state partitions this broker coordinates
-	stopping      bool
-	cancel        context.CancelFunc
-	wg            sync.WaitGroup // shard loaders and writers, the sweeper, marker workers
+	// coord holds the __transaction_state partitions this broker coordinates and
+	// runs their loaders, writers, the sweeper and the marker workers.
+	coord         *coordinator.Shards[*shard]
 	noMarkerWarns atomic.Bool
 }
 
@@ -87,6 +84,7 @@ func New() *Module {
 		MarkerConcurrency:          64,
 		MarkerPartitionConcurrency: 8,
 		MarkerRetryBackoffMs:       50,
+		now:                        time.Now,
 	}
 }
 
@@ -101,12 +99,7 @@ type settings struct {
 }
 
 func (m *Module) readSettings(im *kernel.Image) *settings {
-	var dynDefault, dynNode map[string]string
-	if im != nil {
-		dynDefault = im.BrokerConfigs[""]
-		dynNode = im.BrokerConfigs[strconv.FormatInt(int64(m.broker.NodeID), 10)]
-	}
-	b := kconfig.ResolveBroker(kconfig.MergeBroker(m.broker.StaticConfigs, dynDefault, dynNode))
+	b := coordinator.BrokerConfig(m.broker, im)
 	return &settings{
 		partitions:        b.TransactionStateLogNumPartitions,
 		rf:                b.TransactionStateLogReplicationFactor,
@@ -120,26 +113,16 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 // Provision looks up metadata (images, topic creation, producer-id blocks) and
 // replication (the internal topic, markers) and claims the transaction API keys.
 func (m *Module) Provision(ctx kernel.Context) error {
-	m.log = ctx.Logger()
-	m.broker = ctx.Broker()
-	if m.now == nil {
-		m.now = time.Now
-	}
-	var err error
-	if m.meta, err = kernel.LookupAs[kernel.Metadata](ctx, "metadata"); err != nil {
+	m.log, m.broker = ctx.Logger(), ctx.Broker()
+	if err := coordinator.LookupDeps(ctx, &m.meta, &m.creator, &m.parts); err != nil {
 		return fmt.Errorf("txn: %w", err)
 	}
-	if m.creator, err = kernel.LookupAs[kernel.TopicCreator](ctx, "metadata"); err != nil {
-		return fmt.Errorf("txn: internal topic: %w", err)
-	}
+	m.coord = m.newCoordinator()
 	alloc, err := kernel.LookupAs[kernel.ProducerIDAllocator](ctx, "metadata")
 	if err != nil {
 		return fmt.Errorf("txn: producer ids: %w", err)
 	}
 	m.pids = &pidBlocks{alloc: alloc}
-	if m.parts, err = kernel.LookupAs[kernel.Partitions](ctx, "replication"); err != nil {
-		return fmt.Errorf("txn: internal topic: %w", err)
-	}
 	if w, err := kernel.LookupAs[kernel.TxnMarkerWriter](ctx, "replication"); err == nil {
 		m.markers = w
 	} else {
@@ -167,10 +150,6 @@ func (m *Module) Provision(ctx kernel.Context) error {
 // Validate checks the settings.
 func (m *Module) Validate() error {
 	switch {
-	case m.SweepIntervalMs <= 0:
-		return errors.New("txn: sweep_interval_ms must be > 0")
-	case m.LoadWaitMs < 0:
-		return errors.New("txn: load_wait_ms must be >= 0")
 	case m.ConcurrentWaitMs < 0:
 		return errors.New("txn: concurrent_wait_ms must be >= 0")
 	case m.MarkerConcurrency <= 0:
@@ -180,24 +159,32 @@ func (m *Module) Validate() error {
 	case m.MarkerRetryBackoffMs <= 0:
 		return errors.New("txn: marker_retry_backoff_ms must be > 0")
 	}
+	if err := coordinator.CheckIntervals(m.SweepIntervalMs, m.LoadWaitMs); err != nil {
+		return fmt.Errorf("txn: %w", err)
+	}
 	return nil
+}
+
+// newCoordinator returns the skeleton that follows the __transaction_state
+// partitions this broker leads, with this module's shards as their state.
+func (m *Module) newCoordinator() *coordinator.Shards[*shard] {
+	cfg := coordinator.Config{
+		Topic: TxnTopic, Log: m.log, Meta: m.meta, Creator: m.creator, Parts: m.parts, Now: m.now,
+		SweepIntervalMs: m.SweepIntervalMs, LoadWaitMs: m.LoadWaitMs, MaxBatchRecords: maxFlushRecords,
+		NoTopic: kerr.NotCoordinator,
+	}
+	// The sweeper refreshes the settings, then aborts and expires (shard.Sweep).
+	cfg.BeforeSweep = func(im *kernel.Image) { m.settings.Store(m.readSettings(im)) }
+	return coordinator.New(cfg, func(sh *coordinator.Shard) *shard { return newShard(m, sh) })
 }
 
 // Start starts the sweeper and the marker workers.
 func (m *Module) Start(ctx context.Context) error {
 	m.settings.Store(m.readSettings(m.meta.Image()))
-	bg, cancel := context.WithCancel(context.Background())
-	m.mu.Lock()
-	if m.shards == nil {
-		m.shards = map[int32]*shard{}
-	}
-	m.cancel = cancel
-	m.mu.Unlock()
 	m.jobs.init()
-	m.wg.Add(1 + m.MarkerConcurrency)
-	go m.sweeper(bg)
+	m.coord.Start()
 	for range m.MarkerConcurrency {
-		go m.markerWorker(bg)
+		m.coord.Go(m.markerWorker)
 	}
 	return nil
 }
@@ -206,135 +193,21 @@ func (m *Module) Start(ctx context.Context) error {
 // whose markers were not all written stay Prepare* in the log and resume on the next
 // load), stops the sweeper, the writers and the marker workers and waits for them.
 func (m *Module) Stop(ctx context.Context) error {
-	m.mu.Lock()
-	m.stopping = true
-	cancel := m.cancel
-	shards := m.shards
-	m.shards = map[int32]*shard{}
-	m.mu.Unlock()
-	for _, s := range shards {
-		s.unload()
-	}
-	if cancel != nil {
-		cancel()
-	}
+	m.coord.Close()
 	m.jobs.close()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("txn: stop: %w", ctx.Err())
+	if err := m.coord.Wait(ctx); err != nil {
+		return fmt.Errorf("txn: stop: %w", err)
 	}
+	return nil
 }
 
-// sweeper follows which __transaction_state partitions this broker leads (loading and
-// unloading them), aborts timed-out transactions and expires idle transactional ids.
-func (m *Module) sweeper(ctx context.Context) {
-	defer m.wg.Done()
-	t := time.NewTicker(time.Duration(m.SweepIntervalMs) * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		im := m.meta.Image()
-		set := m.readSettings(im)
-		m.settings.Store(set)
-		if tt := im.Topic(TxnTopic); tt != nil {
-			for p := range tt.Partitions {
-				_, _ = m.shard(int32(p)) // loads if led, unloads if not
-			}
-		}
-		now := m.now().UnixMilli()
-		for _, s := range m.readyShards() {
-			s.tick(now, set.idExpirationMs)
-		}
-	}
-}
-
-func (m *Module) readyShards() []*shard {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]*shard, 0, len(m.shards))
-	for _, s := range m.shards {
-		if s.loading.IsReady() {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (m *Module) readyShards() []*shard { return m.coord.Ready() }
 
 // loading reports whether a partition this broker leads is still loading.
-func (m *Module) loading() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, s := range m.shards {
-		select {
-		case <-s.loading.Ready():
-		default:
-			return true
-		}
-	}
-	return false
-}
+func (m *Module) loading() bool { return m.coord.Loading() }
 
 func (m *Module) idCount() int {
-	n := 0
-	for _, s := range m.readyShards() {
-		s.mu.Lock()
-		n += len(s.txns)
-		s.mu.Unlock()
-	}
-	return n
-}
-
-// shard returns the shard of __transaction_state partition p if this broker leads it,
-// creating it (and starting its load) when it is new or the leader epoch changed.
-func (m *Module) shard(p int32) (*shard, *kerr.Error) {
-	tp := kernel.TopicPartition{Topic: TxnTopic, Partition: p}
-	epoch, leads := m.parts.Leader(tp)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopping || m.shards == nil {
-		return nil, kerr.CoordinatorNotAvailable
-	}
-	s := m.shards[p]
-	if !leads {
-		if s != nil {
-			delete(m.shards, p)
-			s.unload() // lock order: Module.mu, then shard.mu
-		}
-		return nil, kerr.NotCoordinator
-	}
-	if s != nil && s.epoch == epoch && !s.loading.Failed() {
-		return s, nil
-	}
-	old := s
-	if old != nil {
-		old.unload()
-	}
-	s = newShard(m, tp, epoch)
-	s.prev = old
-	m.shards[p] = s
-	m.wg.Add(1)
-	go s.load()
-	return s, nil
-}
-
-// dropShard forgets s (if it is still the shard of its partition) after a failure
-// that needs a reload: the next request or sweep loads the partition again from the
-// log, so memory never disagrees with it.
-func (m *Module) dropShard(s *shard) {
-	m.mu.Lock()
-	if m.shards[s.tp.Partition] == s {
-		delete(m.shards, s.tp.Partition)
-	}
-	m.mu.Unlock()
-	s.unload()
+	return m.coord.Sum(func(s *shard) int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.txns) })
 }
 
 // coordinatorFor returns the loaded shard that coordinates transactional id, or the
@@ -342,50 +215,25 @@ func (m *Module) dropShard(s *shard) {
 // leads the id's partition), COORDINATOR_LOAD_IN_PROGRESS (still replaying after
 // LoadWaitMs) or COORDINATOR_NOT_AVAILABLE (the load failed, or stopping).
 func (m *Module) coordinatorFor(ctx context.Context, id string) (*shard, *kerr.Error) {
-	t := m.meta.Image().Topic(TxnTopic)
-	if t == nil || len(t.Partitions) == 0 {
-		return nil, kerr.NotCoordinator
-	}
-	s, e := m.shard(partitionFor(id, int32(len(t.Partitions))))
-	if e != nil {
-		return nil, e
-	}
-	if e := s.loading.Wait(ctx, time.Duration(m.LoadWaitMs)*time.Millisecond); e != nil {
-		return nil, e
-	}
-	return s, nil
+	return m.coord.Lookup(ctx, id)
 }
 
 // ensureTxnTopic creates __transaction_state if it does not exist (Kafka creates it
 // on the first FindCoordinator for a transactional id).
 func (m *Module) ensureTxnTopic(ctx context.Context) (*kernel.TopicImage, error) {
-	im := m.meta.Image()
-	if t := im.Topic(TxnTopic); t != nil {
-		return t, nil
-	}
 	set := m.settings.Load()
 	if set == nil {
-		set = m.readSettings(im)
+		set = m.readSettings(m.meta.Image())
 	}
-	rf := set.rf
-	live := 0
-	for _, b := range im.Brokers {
-		if !b.Fenced {
-			live++
+	return m.coord.EnsureTopic(ctx, set.partitions, set.rf, "transaction.state.log.replication.factor", func(rf int16) map[string]string {
+		minISR := min(set.minISR, int32(max(rf, 1)))
+		return map[string]string{
+			"cleanup.policy":                 "compact",
+			"compression.type":               "producer",
+			"segment.bytes":                  "104857600",
+			"min.insync.replicas":            strconv.FormatInt(int64(minISR), 10),
+			"unclean.leader.election.enable": "false",
 		}
-	}
-	if live > 0 && int(rf) > live {
-		m.log.Warn("fewer live brokers than transaction.state.log.replication.factor; creating __transaction_state with fewer replicas",
-			"transaction.state.log.replication.factor", rf, "live_brokers", live)
-		rf = int16(live)
-	}
-	minISR := min(set.minISR, int32(max(rf, 1)))
-	return m.creator.CreateTopic(ctx, TxnTopic, set.partitions, rf, map[string]string{
-		"cleanup.policy":                 "compact",
-		"compression.type":               "producer",
-		"segment.bytes":                  "104857600",
-		"min.insync.replicas":            strconv.FormatInt(int64(minISR), 10),
-		"unclean.leader.election.enable": "false",
 	})
 }
 
@@ -403,7 +251,7 @@ func (m *Module) TxnStatePartition(ctx context.Context, transactionalID string) 
 	}
 	p := partitionFor(transactionalID, int32(len(t.Partitions)))
 	if _, leads := m.parts.Leader(kernel.TopicPartition{Topic: TxnTopic, Partition: p}); leads {
-		_, _ = m.shard(p)
+		_, _ = m.coord.Shard(p)
 	}
 	return kernel.TopicPartition{Topic: TxnTopic, Partition: p}, nil
 }
@@ -415,16 +263,16 @@ func (m *Module) TxnStatePartition(ctx context.Context, transactionalID string) 
 // INVALID_TXN_STATE (no ongoing transaction, or tp is not in it),
 // COORDINATOR_LOAD_IN_PROGRESS; or kernel.ErrNotCoordinator.
 func (m *Module) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp kernel.TopicPartition) error {
-	t := m.meta.Image().Topic(TxnTopic)
-	if t == nil || len(t.Partitions) == 0 {
+	p, ok := m.coord.PartitionOf(transactionalID)
+	if !ok {
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kernel.ErrNotCoordinator)
 	}
-	s, e := m.shard(partitionFor(transactionalID, int32(len(t.Partitions))))
+	s, e := m.coord.Shard(p)
 	if e != nil {
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kernel.ErrNotCoordinator)
 	}
-	if !s.loading.IsReady() {
-		if s.loading.Failed() {
+	if !s.Loading().IsReady() {
+		if s.Loading().Failed() {
 			return fmt.Errorf("txn: verify %q: %w", transactionalID, kerr.CoordinatorNotAvailable)
 		}
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kerr.CoordinatorLoadInProgress)

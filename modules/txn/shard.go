@@ -8,17 +8,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluicehq/sluice/internal/coordload"
-	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/kernel"
 )
 
 // A shard is one __transaction_state partition this broker leads, with the
-// transactional ids that hash to it (partitionFor). Its life:
+// transactional ids that hash to it (partitionFor): the state machine the
+// coordinator skeleton (internal/coordinator) loads, writes for and sweeps. Its life:
 //
-//	newShard ─► load: replay the partition into txns ─► ready: writer running,
-//	            Prepare* transactions resumed (markers, then Complete*) ─► unload
-//	            (leadership lost, a failed write, Stop): state dropped, writer stopped
+//	load: replay the partition into txns ─► ready: Prepare* transactions resumed
+//	(markers, then Complete*) ─► Unload (leadership lost, a failed write, Stop):
+//	state dropped
 //
 // Invariants:
 //   - Records reach the partition only through the shard's single writer, and an
@@ -31,18 +31,9 @@ import (
 //     it writes, so a deposed coordinator's late markers are refused by the partitions
 //     (TRANSACTION_COORDINATOR_FENCED).
 type shard struct {
-	m     *Module
-	tp    kernel.TopicPartition
-	epoch int32 // leader epoch of tp = coordinator epoch
-
-	ctx    context.Context // cancelled by unload: stops the writer, loads and marker jobs
-	cancel context.CancelFunc
-	prev   *shard // the shard this one replaced; its writer must finish first
-
-	// loading ends when the replay does (internal/coordload).
-	loading coordload.Load
-	done    chan struct{} // closed when the writer exits (or the load failed)
-	writes  chan *writeReq
+	*coordinator.Shard // partition, leader epoch (= coordinator epoch), writer; its
+	// Context ends at unload: it stops the writer and the shard's marker jobs
+	m *Module
 
 	mu      sync.Mutex
 	dead    bool
@@ -50,62 +41,62 @@ type shard struct {
 	changed chan struct{} // closed (and replaced) when a transition ends; see waitChange
 }
 
-// writeReq is one record to append; done gets the outcome (buffered 1).
-type writeReq struct {
-	key, value []byte
-	done       chan *kerr.Error
-}
-
 // maxFlushRecords bounds the records of one append.
 const maxFlushRecords = 1024
 
-func newShard(m *Module, tp kernel.TopicPartition, epoch int32) *shard {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &shard{
-		m: m, tp: tp, epoch: epoch,
-		ctx: ctx, cancel: cancel,
-		loading: coordload.New(),
-		done:    make(chan struct{}),
-		writes:  make(chan *writeReq, 256),
-		txns:    map[string]*txnMeta{},
-		changed: make(chan struct{}),
-	}
+func newShard(m *Module, sh *coordinator.Shard) *shard {
+	return &shard{Shard: sh, m: m, txns: map[string]*txnMeta{}, changed: make(chan struct{})}
 }
 
-// unload drops the shard's state and stops its writer and marker jobs.
-func (s *shard) unload() {
+// Unload drops the shard's state (coordinator.State).
+func (s *shard) Unload(*kerr.Error) {
 	s.mu.Lock()
 	s.dead = true
 	s.txns = map[string]*txnMeta{}
 	s.mu.Unlock()
-	s.cancel()
 }
 
-// load replays the partition, resumes the transactions it finds in Prepare*, then runs
-// the writer. It owns one m.wg count.
-func (s *shard) load() {
-	defer s.m.wg.Done()
-	if s.prev != nil {
-		select {
-		case <-s.prev.done:
-		case <-s.ctx.Done():
+// ReplayFrom: the whole partition (coordinator.State).
+func (s *shard) ReplayFrom() int64 { return 0 }
+
+// Replay reads a batch into txns; the last record of an id wins, a tombstone forgets
+// it (coordinator.State).
+func (s *shard) Replay(b coordinator.Batch) error {
+	for _, r := range b.Records {
+		id, err := decodeKey(r.Key)
+		if errors.Is(err, errNotTxnRecord) {
+			continue
 		}
-		s.prev = nil
-	}
-	start := time.Now()
-	n, err := s.replay()
-	if err == nil && s.ctx.Err() != nil {
-		err = s.ctx.Err()
-	}
-	if err != nil {
-		close(s.done)
-		s.loading.Done(err)
-		if !errors.Is(err, context.Canceled) {
-			s.m.log.Warn("loading __transaction_state partition failed", "partition", s.tp.Partition, "err", err)
+		if err != nil {
+			s.m.log.Warn("skipping unreadable __transaction_state record", "partition", s.TP().Partition, "offset", r.Offset, "err", err)
+			continue
 		}
-		return
+		if r.Value == nil {
+			delete(s.txns, id)
+			continue
+		}
+		v, err := decodeValue(r.Value)
+		if err != nil {
+			s.m.log.Warn("skipping unreadable __transaction_state record", "partition", s.TP().Partition, "offset", r.Offset, "transactional_id", id, "err", err)
+			continue
+		}
+		switch v.State {
+		case stDead:
+			delete(s.txns, id)
+			continue
+		case stPrepareEpochFence:
+			// Never written by Kafka or Sluice; keep the id as Ongoing so the
+			// timeout aborts it.
+			v.State = stOngoing
+		}
+		s.txns[id] = &txnMeta{id: id, cur: v}
 	}
-	s.m.wg.Add(1)
+	return nil
+}
+
+// Loaded resumes the transactions the replay found in Prepare*: their markers, then
+// Complete* (coordinator.State).
+func (s *shard) Loaded() ([]any, error) {
 	var resume []*markerJob
 	s.mu.Lock()
 	for _, t := range s.txns {
@@ -115,158 +106,30 @@ func (s *shard) load() {
 	}
 	ids := len(s.txns)
 	s.mu.Unlock()
-	s.loading.Done(nil)
-	s.m.log.Info("coordinating __transaction_state partition", "partition", s.tp.Partition,
-		"leader_epoch", s.epoch, "replayed_records", n, "transactional_ids", ids,
-		"resumed_transactions", len(resume), "took", time.Since(start))
 	for _, j := range resume {
 		s.m.jobs.push(j)
 	}
-	s.writer()
+	return []any{"transactional_ids", ids, "resumed_transactions", len(resume)}, nil
 }
 
-// replay reads the whole partition into txns; the last record of an id wins, a
-// tombstone forgets it.
-func (s *shard) replay() (int, error) {
-	var d recordbatch.Decoder
-	n := 0
-	err := s.m.parts.ReadCommitted(s.ctx, s.tp, 0, func(batch []byte) error {
-		h, err := recordbatch.ParseHeader(batch)
-		if err != nil {
-			return err
-		}
-		if h.IsControl() {
-			return nil
-		}
-		_, err = d.Records(batch, func(r *recordbatch.Record) error {
-			n++
-			id, err := decodeKey(r.Key)
-			if errors.Is(err, errNotTxnRecord) {
-				return nil
-			}
-			if err != nil {
-				s.m.log.Warn("skipping unreadable __transaction_state record", "partition", s.tp.Partition, "offset", r.Offset, "err", err)
-				return nil
-			}
-			if r.Value == nil {
-				delete(s.txns, id)
-				return nil
-			}
-			v, err := decodeValue(r.Value)
-			if err != nil {
-				s.m.log.Warn("skipping unreadable __transaction_state record", "partition", s.tp.Partition, "offset", r.Offset, "transactional_id", id, "err", err)
-				return nil
-			}
-			switch v.State {
-			case stDead:
-				delete(s.txns, id)
-				return nil
-			case stPrepareEpochFence:
-				// Never written by Kafka or Sluice; keep the id as Ongoing so the
-				// timeout aborts it.
-				v.State = stOngoing
-			}
-			s.txns[id] = &txnMeta{id: id, cur: v}
-			return nil
-		})
-		return err
-	})
-	return n, err
-}
+// Appended: commit applies a write once it returns (coordinator.State).
+func (s *shard) Appended([]coordinator.Record, *coordinator.Producer) error { return nil }
 
-// writer appends queued records to the partition in batches. It owns one m.wg count.
-func (s *shard) writer() {
-	defer s.m.wg.Done()
-	defer close(s.done)
-	var batch []*writeReq
-	b, _ := recordbatch.NewBuilder(recordbatch.Options{})
-	for {
-		select {
-		case <-s.ctx.Done():
-			s.failQueued()
-			return
-		case w := <-s.writes:
-			batch = append(batch[:0], w)
-		}
-	more:
-		for len(batch) < maxFlushRecords {
-			select {
-			case w := <-s.writes:
-				batch = append(batch, w)
-			default:
-				break more
-			}
-		}
-		code := s.flush(b, batch)
-		for _, w := range batch {
-			w.done <- code
-		}
-	}
-}
-
-func (s *shard) failQueued() {
-	for {
-		select {
-		case w := <-s.writes:
-			w.done <- kerr.NotCoordinator
-		default:
-			return
-		}
-	}
-}
-
-// flush appends ws as one batch and waits for it to commit. Any failure drops the
-// shard (the append may or may not have happened: a reload finds out).
-func (s *shard) flush(b *recordbatch.Builder, ws []*writeReq) *kerr.Error {
-	nowMs := s.m.now().UnixMilli()
-	if err := b.Reset(recordbatch.Options{BaseTimestamp: nowMs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}); err != nil {
-		return kerr.UnknownServerError
-	}
-	for _, w := range ws {
-		b.Add(&recordbatch.Record{Key: w.key, Value: w.value})
-	}
-	raw, err := b.AppendTo(nil)
-	if err != nil {
-		return kerr.UnknownServerError
-	}
-	if _, err := s.m.parts.Append(s.ctx, s.tp, raw); err != nil {
-		code := kerr.CoordinatorNotAvailable
-		if errors.Is(err, kernel.ErrNotLeader) || s.ctx.Err() != nil {
-			code = kerr.NotCoordinator
-		}
-		if s.ctx.Err() == nil {
-			s.m.log.Warn("appending to __transaction_state failed; reloading the partition", "partition", s.tp.Partition, "records", len(ws), "err", err)
-		}
-		s.m.dropShard(s) // the writer holds no lock here
-		return code
-	}
-	return nil
-}
+// Sweep aborts timed-out transactions and expires idle ids (coordinator.State).
+func (s *shard) Sweep(now time.Time) { s.tick(now.UnixMilli(), s.m.settings.Load().idExpirationMs) }
 
 // write appends one record per transit and waits for each outcome. Waiting does not
 // end with ctx: once queued, a record's outcome decides the in-memory state (see
 // commit), so only the shard's end stops the wait.
-func (s *shard) write(ctx context.Context, recs []*writeReq) []*kerr.Error {
+func (s *shard) write(ctx context.Context, recs []coordinator.KV) []*kerr.Error {
 	out := make([]*kerr.Error, len(recs))
-	for _, w := range recs {
-		w.done = make(chan *kerr.Error, 1)
-		select {
-		case s.writes <- w:
-		case <-s.ctx.Done():
-			w.done <- kerr.NotCoordinator
-		case <-ctx.Done():
-			w.done <- kerr.RequestTimedOut
-		}
+	ws := make([]*coordinator.Pending, len(recs))
+	for i := range recs {
+		ws[i], out[i] = s.Enqueue(ctx, recs[i:i+1])
 	}
-	for i, w := range recs {
-		select {
-		case out[i] = <-w.done:
-		case <-s.done:
-			select {
-			case out[i] = <-w.done:
-			default:
-				out[i] = kerr.NotCoordinator
-			}
+	for i, w := range ws {
+		if w != nil {
+			out[i] = w.Wait(context.Background())
 		}
 	}
 	return out
@@ -282,11 +145,11 @@ type transit struct {
 // (or, for a tombstone, the id is forgotten). Call without s.mu, with each t.pending
 // set (under s.mu) to the transit's pending state.
 func (s *shard) commit(ctx context.Context, ts []transit) []*kerr.Error {
-	recs := make([]*writeReq, len(ts))
+	recs := make([]coordinator.KV, len(ts))
 	for i, tr := range ts {
-		recs[i] = &writeReq{key: encodeKey(tr.t.id)}
+		recs[i].Key = encodeKey(tr.t.id)
 		if tr.next != nil {
-			recs[i].value = encodeValue(tr.next)
+			recs[i].Value = encodeValue(tr.next)
 		}
 	}
 	codes := s.write(ctx, recs)
@@ -352,13 +215,13 @@ func (s *shard) tick(nowMs, expirationMs int64) {
 	if len(ts) == 0 {
 		return
 	}
-	codes := s.commit(s.ctx, ts)
+	codes := s.commit(s.Context(), ts)
 	for i, tr := range ts {
 		switch {
 		case codes[i] != nil:
 			s.m.log.Debug("timer transition failed", "transactional_id", tr.t.id, "err", codes[i])
 		case tr.next == nil:
-			s.m.log.Info("expired transactional id", "transactional_id", tr.t.id, "partition", s.tp.Partition)
+			s.m.log.Info("expired transactional id", "transactional_id", tr.t.id, "partition", s.TP().Partition)
 		default:
 			s.m.timedOut.Add(1)
 			s.m.log.Info("aborting timed-out transaction", "transactional_id", tr.t.id,
@@ -395,7 +258,7 @@ func (s *shard) retryConcurrent(ctx context.Context, op func() *kerr.Error) *ker
 			return e
 		case <-ctx.Done():
 			return e
-		case <-s.ctx.Done():
+		case <-s.Context().Done():
 			return e
 		}
 	}

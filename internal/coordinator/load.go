@@ -1,8 +1,4 @@
-// Package coordload tracks the load of a coordinator shard: the group and transaction
-// coordinators each keep one shard per partition of their internal topic that this
-// broker leads, replay it before serving, and answer requests that arrive meanwhile
-// with COORDINATOR_LOAD_IN_PROGRESS.
-package coordload
+package coordinator
 
 import (
 	"context"
@@ -11,15 +7,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Load is one shard's load. Invariant: err is written once, before ready closes, and
-// read only after; so a Load is safe for concurrent use once made with New.
+// Load is one shard's load: a shard replays its partition before it serves, and
+// requests that arrive meanwhile are answered COORDINATOR_LOAD_IN_PROGRESS. Invariant: err is written once, before ready closes, and
+// read only after; so a Load is safe for concurrent use once made with NewLoad.
 type Load struct {
 	ready chan struct{}
 	err   error
 }
 
-// New returns a Load in progress.
-func New() Load { return Load{ready: make(chan struct{})} }
+// NewLoad returns a Load in progress.
+func NewLoad() Load { return Load{ready: make(chan struct{})} }
 
 // Done ends the load; err nil means the shard serves. Call it once.
 func (l *Load) Done(err error) {

@@ -1,4 +1,4 @@
-package coordload
+package coordinator
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 func TestLoad(t *testing.T) {
 	ctx := context.Background()
-	l := New()
+	l := NewLoad()
 	if l.IsReady() || l.Failed() {
 		t.Fatal("a load in progress is neither ready nor failed")
 	}
@@ -24,14 +24,14 @@ func TestLoad(t *testing.T) {
 	if e := <-done; e != nil || !l.IsReady() {
 		t.Fatalf("after Done(nil): %v, ready %v", e, l.IsReady())
 	}
-	f := New()
+	f := NewLoad()
 	f.Done(errors.New("replay failed"))
 	if e := f.Wait(ctx, time.Minute); e != kerr.CoordinatorNotAvailable || !f.Failed() || f.IsReady() {
 		t.Fatalf("failed load: %v", e)
 	}
 	c, cancel := context.WithCancel(ctx)
 	cancel()
-	if n := New(); n.Wait(c, time.Minute) != kerr.CoordinatorLoadInProgress {
+	if n := NewLoad(); n.Wait(c, time.Minute) != kerr.CoordinatorLoadInProgress {
 		t.Fatal("a cancelled wait did not answer COORDINATOR_LOAD_IN_PROGRESS")
 	}
 }

@@ -1,0 +1,138 @@
+package groups
+
+import (
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/modules/groups/classic"
+	"github.com/sluicehq/sluice/modules/groups/consumer"
+	"github.com/sluicehq/sluice/modules/groups/offsets"
+)
+
+// group is one group of a shard: exactly one of classic and consumer is set.
+type group struct {
+	id         string
+	classic    *classic.Group
+	consumer   *consumer.Group
+	emptySince time.Time // zero while the group has members; the sweeper's
+	// persistedRev is the classic group's Revision when its last group metadata
+	// record was written (or when it was restored from one). Guarded by the
+	// shard's metaMu.
+	persistedRev uint64
+}
+
+// metadataRecord returns the group metadata record to write when a classic group is
+// Stable, or Empty after generation 0, and changed since the last record written (a
+// new generation, a state change, a static member's new id: its Revision moved), or
+// nil. The record holds the full classic.Snapshot (members, assignments, timeouts),
+// which a later load of the partition restores (shard.restoreGroups). Only Stable and
+// Empty snapshots are written (see classic.Snapshot). Called with s.metaMu held.
+func (g *group) metadataRecord() *kv {
+	if g.classic == nil {
+		return nil
+	}
+	rev := g.classic.Revision()
+	if rev == g.persistedRev {
+		return nil
+	}
+	snap := g.classic.Snapshot()
+	switch {
+	case snap.State == classic.Stable:
+	case snap.State == classic.Empty && snap.Generation > 0:
+	default:
+		return nil // mid-rebalance or Dead: keep the last record
+	}
+	g.persistedRev = rev
+	return &kv{key: offsets.EncodeGroupKey(g.id), value: offsets.EncodeGroupMetadataValue(toGroupMetadata(snap))}
+}
+
+func (g *group) isEmpty() bool {
+	if g.consumer != nil {
+		return g.consumer.IsEmpty()
+	}
+	return g.classic.IsEmpty()
+}
+
+func (g *group) markDead(err *kerr.Error) {
+	if g.consumer != nil {
+		g.consumer.MarkDead(err)
+		return
+	}
+	g.classic.MarkDead(err)
+}
+
+func (g *group) tick(now time.Time) {
+	if g.consumer != nil {
+		if d, ok := g.consumer.NextDeadline(); ok && !d.After(now) {
+			g.consumer.Tick(now)
+		}
+		return
+	}
+	if d, ok := g.classic.NextDeadline(); ok && !d.After(now) {
+		g.classic.Tick(now)
+	}
+}
+
+// typ is the group type ListGroups shows: "classic" or "consumer".
+func (g *group) typ() string {
+	if g.consumer != nil {
+		return "consumer"
+	}
+	return "classic"
+}
+
+func (g *group) state() string {
+	if g.consumer != nil {
+		return g.consumer.State().String()
+	}
+	return g.classic.State().String()
+}
+
+func (g *group) protocolType() string {
+	if g.consumer != nil {
+		return "consumer"
+	}
+	return g.classic.ProtocolType()
+}
+
+// subscribedTo reports whether a member of the group may consume topic: from the
+// members' subscriptions (KIP-848 groups; regexes as resolved by the group's
+// members' assignments and names), or the members' consumer protocol metadata while
+// a classic group is Stable, and conservatively true while it rebalances or uses
+// another protocol type.
+func (g *group) subscribedTo(topic string) bool {
+	if g.consumer != nil {
+		for _, mb := range g.consumer.Members() {
+			if slices.Contains(mb.SubscribedTopicNames, topic) {
+				return true
+			}
+			if mb.SubscribedTopicRegex != "" {
+				if re, err := regexp.Compile("^(?:" + mb.SubscribedTopicRegex + ")$"); err != nil || re.MatchString(topic) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	d := g.classic.Describe(time.Now())
+	if d.State == "Empty" || d.State == "Dead" {
+		return false
+	}
+	if d.ProtocolType != "consumer" || d.State != "Stable" {
+		return true
+	}
+	for _, mb := range d.Members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(mb.ProtocolMetadata); err != nil {
+			return true
+		}
+		if slices.Contains(md.Topics, topic) {
+			return true
+		}
+	}
+	return false
+}
