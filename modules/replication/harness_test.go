@@ -67,7 +67,6 @@ type fakeCtx struct {
 	metaMod  kernel.Module // what Lookup("metadata") returns (nil: meta)
 	handlers map[int16]handlerClaim
 	metrics  *kernel.Metrics
-	txn      kernel.Module // role "txn" (nil: no txn module)
 }
 
 func (c *fakeCtx) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -83,10 +82,6 @@ func (c *fakeCtx) Lookup(role string) (kernel.Module, error) {
 			return c.metaMod, nil
 		}
 		return c.meta, nil
-	case "txn":
-		if c.txn != nil {
-			return c.txn, nil
-		}
 	}
 	return nil, io.EOF
 }
