@@ -228,8 +228,7 @@ func TestEOSPipelineBrokerKills(t *testing.T) {
 func TestKafkajsEOSKills(t *testing.T) {
 	node := needKafkajs(t)
 	r := newEOSRun(t, "kjs-eos", 900, 10, func(r *eosRun) *lineProc {
-		return startLineProc(r.t, []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}, node, "txn_kafkajs_eos_test.js",
-			r.b.addr, r.group, r.in, r.out, r.group+"-txn")
+		return startNode(r.t, node, "txn_kafkajs_eos_test.js", r.b.addr, r.group, r.in, r.out, r.group+"-txn")
 	})
 	r.start()
 	for k, what := range []string{"node", "broker", "node"} {
