@@ -293,6 +293,17 @@ func (c *cluster) running() []*clusterNode {
 	return out
 }
 
+// others lists the nodes but n, in c.nodes order.
+func (c *cluster) others(n *clusterNode) []*clusterNode {
+	var out []*clusterNode
+	for _, o := range c.nodes {
+		if o != n {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // request sends req to this broker itself (not to whichever broker kgo would pick).
 func (n *clusterNode) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	seeds := n.cl.SeedBrokers()

@@ -57,6 +57,20 @@ func allLed(v *view, topic string, n int) bool {
 	return true
 }
 
+// leadsAgain reports whether v lists all three brokers again and broker id leads each of
+// parts of topic: a broker that was fenced is back and has its partitions.
+func leadsAgain(v *view, id int32, topic string, parts []int32) bool {
+	if !slices.Equal(v.brokers, allThree) {
+		return false
+	}
+	for _, p := range parts {
+		if v.leaders[topic][p] != id {
+			return false
+		}
+	}
+	return true
+}
+
 // TestClusterLeadersSpread: three brokers; a 12-partition RF=1 topic has four leaders on
 // each, every broker tells clients the same leaders, and producing and consuming through
 // each broker as the only bootstrap server reaches every partition.
@@ -244,12 +258,7 @@ func TestClusterControllerKill(t *testing.T) {
 	victim := c.node(ctrl)
 	victim.kill()
 	killed := time.Now()
-	var survivors []*clusterNode
-	for _, n := range c.nodes {
-		if n != victim {
-			survivors = append(survivors, n)
-		}
-	}
+	survivors := c.others(victim)
 	// "Within seconds": raft's election plus the new controller's first entry.
 	newCtrl := survivors[0].waitController(15*time.Second, func(id int32) bool { return id != ctrl })
 	t.Logf("controller %d killed; broker %d names controller %d after %s", ctrl, survivors[0].id, newCtrl,
@@ -367,15 +376,7 @@ func TestClusterBrokerStopFencing(t *testing.T) {
 	victim.start()
 	for _, n := range c.nodes {
 		n.waitView(20*time.Second, fmt.Sprintf("broker %d back and leading its rf1 partitions", victim.id), func(v *view) bool {
-			if !slices.Equal(v.brokers, allThree) {
-				return false
-			}
-			for _, p := range victimRF1 {
-				if v.leaders["rf1"][p] != victim.id {
-					return false
-				}
-			}
-			return allLed(v, "rf3", 6)
+			return leadsAgain(v, victim.id, "rf1", victimRF1) && allLed(v, "rf3", 6)
 		}, "rf1", "rf3")
 	}
 	got := fetchAll(t, watcher.addr, "rf1", victimRF1, 30*time.Second)
