@@ -371,16 +371,14 @@ func (n *clusterNode) metadata(ctx context.Context, topics ...string) (*view, er
 	return v, nil
 }
 
-// waitView polls broker n's Metadata view until cond accepts it, failing the test with
-// the last view after timeout.
-func (n *clusterNode) waitView(timeout time.Duration, what string, cond func(v *view) bool, topics ...string) *view {
-	n.t.Helper()
-	var last *view
-	var lastErr error
-	ok := pollUntil(timeout, func() bool {
+// pollLatest calls get (with 3s to answer) until cond accepts what it returns or timeout
+// passes. It returns the last answer get gave without an error, the error of the last
+// call if it failed (nil once an answer came after it), and whether cond accepted.
+func pollLatest[T any](timeout time.Duration, get func(ctx context.Context) (T, error), cond func(T) bool) (last T, lastErr error, ok bool) {
+	ok = pollUntil(timeout, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		v, err := n.metadata(ctx, topics...)
+		v, err := get(ctx)
 		if err != nil {
 			lastErr = err
 			return false
@@ -388,6 +386,14 @@ func (n *clusterNode) waitView(timeout time.Duration, what string, cond func(v *
 		last, lastErr = v, nil
 		return cond(v)
 	})
+	return last, lastErr, ok
+}
+
+// waitView polls broker n's Metadata view until cond accepts it, failing the test with
+// the last view after timeout.
+func (n *clusterNode) waitView(timeout time.Duration, what string, cond func(v *view) bool, topics ...string) *view {
+	n.t.Helper()
+	last, lastErr, ok := pollLatest(timeout, func(ctx context.Context) (*view, error) { return n.metadata(ctx, topics...) }, cond)
 	if !ok {
 		n.t.Fatalf("broker %d: %s: not within %s (last view %s, last error %v)", n.id, what, timeout, last, lastErr)
 	}
