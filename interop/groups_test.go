@@ -25,6 +25,15 @@ import (
 const groupBrokerConfig = `configs: {group.initial.rebalance.delay.ms: "0", offsets.topic.num.partitions: "4"}
 `
 
+// startGroupBroker starts a broker on groupBrokerConfig with topic created (partitions
+// partitions) and returns it with an admin client for it.
+func startGroupBroker(t *testing.T, topic string, partitions int32) (*broker, *kadm.Client) {
+	t.Helper()
+	b := startBrokerConfig(t, groupBrokerConfig)
+	createTopic(t, b.addr, topic, partitions)
+	return b, kadm.NewClient(newClient(t, b.addr))
+}
+
 // lineProc is a client process the test talks to while it runs: lines to its stdin,
 // JSON events (objects with an "event" field) from its stdout. Every line of its output
 // goes to the test log when the test fails.

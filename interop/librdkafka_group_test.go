@@ -63,15 +63,13 @@ func TestLibrdkafkaGroup(t *testing.T) {
 // no record is delivered twice.
 func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 	needLibrdkafka(t)
-	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "lrk-group-restart"
 		group      = "lrk-group-restart-g"
 		partitions = 4
 	)
-	createTopic(t, b.addr, topic, partitions)
+	b, adm := startGroupBroker(t, topic, partitions)
 	all := produceSeq(t, b.addr, topic, partitions, "first", 200)
-	adm := kadm.NewClient(newClient(t, b.addr))
 
 	p := startLineProc(t, pythonEnv("LRK_DEBUG="+os.Getenv("LRK_DEBUG")), systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "200", "1")
 	p.waitEvent("consumed", 45*time.Second)
@@ -123,15 +121,13 @@ func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 // commits them.
 func TestLibrdkafkaGroupMemberKilled(t *testing.T) {
 	needLibrdkafka(t)
-	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "lrk-group-kill"
 		group      = "lrk-group-kill-g"
 		partitions = 4
 	)
-	createTopic(t, b.addr, topic, partitions)
+	b, adm := startGroupBroker(t, topic, partitions)
 	produceSeq(t, b.addr, topic, partitions, "first", 100)
-	adm := kadm.NewClient(newClient(t, b.addr))
 
 	survivor := startPython(t, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "0")
 	victim := startPython(t, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "1")
