@@ -535,6 +535,26 @@ func (n *clusterNode) produceEach(topic string, partitions int32, tag string) {
 	}
 }
 
+// checkProducedEach reads partitions parts of topic through addr and checks that each,
+// p, holds exactly the records produceEach wrote with tags, in order: tag-p for each tag.
+func checkProducedEach(t *testing.T, addr, topic string, parts []int32, what string, tags ...string) {
+	t.Helper()
+	got := fetchAll(t, addr, topic, parts, 30*time.Second)
+	for _, p := range parts {
+		var vals []string
+		for _, r := range got[p] {
+			vals = append(vals, string(r.Value))
+		}
+		var want []string
+		for _, tag := range tags {
+			want = append(want, fmt.Sprintf("%s-%d", tag, p))
+		}
+		if !slices.Equal(vals, want) {
+			t.Errorf("%s: partition %d holds %q, want %q", what, p, vals, want)
+		}
+	}
+}
+
 // partitionsOf returns 0..n-1.
 func partitionsOf(n int32) []int32 {
 	ps := make([]int32, n)

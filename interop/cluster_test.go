@@ -102,17 +102,7 @@ func TestClusterLeadersSpread(t *testing.T) {
 		n.produceEach(topic, 12, fmt.Sprintf("via%d", n.id))
 	}
 	for _, n := range c.nodes {
-		got := fetchAll(t, n.addr, topic, partitionsOf(12), 30*time.Second)
-		for p := range int32(12) {
-			var vals []string
-			for _, r := range got[p] {
-				vals = append(vals, string(r.Value))
-			}
-			want := []string{fmt.Sprintf("via1-%d", p), fmt.Sprintf("via2-%d", p), fmt.Sprintf("via3-%d", p)}
-			if !slices.Equal(vals, want) {
-				t.Errorf("consumed through broker %d: partition %d holds %q, want %q", n.id, p, vals, want)
-			}
-		}
+		checkProducedEach(t, n.addr, topic, partitionsOf(12), fmt.Sprintf("consumed through broker %d", n.id), "via1", "via2", "via3")
 	}
 }
 
@@ -379,12 +369,7 @@ func TestClusterBrokerStopFencing(t *testing.T) {
 			return leadsAgain(v, victim.id, "rf1", victimRF1) && allLed(v, "rf3", 6)
 		}, "rf1", "rf3")
 	}
-	got := fetchAll(t, watcher.addr, "rf1", victimRF1, 30*time.Second)
-	for _, p := range victimRF1 {
-		if len(got[p]) != 1 || string(got[p][0].Value) != fmt.Sprintf("before-%d", p) {
-			t.Errorf("rf1-%d after the restart: %d records, want the one produced before the stop", p, len(got[p]))
-		}
-	}
+	checkProducedEach(t, watcher.addr, "rf1", victimRF1, "rf1 after the restart (produced before the stop)", "before")
 }
 
 // TestClusterFullRestart: stop all three brokers, start them again: every topic comes
@@ -454,12 +439,7 @@ func TestClusterFullRestart(t *testing.T) {
 	if got := configValue(rcs, "keep-b", "retention.ms"); got != lrm {
 		t.Errorf("after the restart keep-b retention.ms (from the cluster default log.retention.ms) = %q, want %s", got, lrm)
 	}
-	got := fetchAll(t, c.node(3).addr, "keep-a", partitionsOf(6), 30*time.Second)
-	for p := range int32(6) {
-		if len(got[p]) != 1 || string(got[p][0].Value) != fmt.Sprintf("kept-%d", p) {
-			t.Errorf("keep-a-%d after the restart: %d records, want the one produced before", p, len(got[p]))
-		}
-	}
+	checkProducedEach(t, c.node(3).addr, "keep-a", partitionsOf(6), "keep-a after the restart", "kept")
 }
 
 // TestClusterFourthBroker: a broker that is not a raft voter joins a running cluster of
