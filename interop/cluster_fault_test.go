@@ -56,12 +56,7 @@ func testNetworkPartition(t *testing.T, cutController bool) {
 	if !cutController {
 		victim = c.node(ctrl%3 + 1)
 	}
-	var survivors []*clusterNode
-	for _, n := range c.nodes {
-		if n != victim {
-			survivors = append(survivors, n)
-		}
-	}
+	survivors := c.others(victim)
 	survivors[0].mustCreateTopic(30*time.Second, "pre-cut", 12, 1, nil)
 	before := survivors[0].waitView(20*time.Second, "pre-cut led", func(v *view) bool { return allLed(v, "pre-cut", 12) }, "pre-cut")
 	var victimParts []int32
@@ -130,15 +125,7 @@ func testNetworkPartition(t *testing.T, cutController bool) {
 	}, "during-cut")
 	for _, n := range c.nodes {
 		n.waitView(30*time.Second, fmt.Sprintf("broker %d unfenced and leading its partitions", victim.id), func(v *view) bool {
-			if !slices.Equal(v.brokers, allThree) {
-				return false
-			}
-			for _, p := range victimParts {
-				if v.leaders["pre-cut"][p] != victim.id {
-					return false
-				}
-			}
-			return true
+			return leadsAgain(v, victim.id, "pre-cut", victimParts)
 		}, "pre-cut")
 	}
 	t.Logf("healed; broker %d back in %s", victim.id, time.Since(healed).Round(time.Millisecond))

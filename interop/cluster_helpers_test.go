@@ -293,6 +293,17 @@ func (c *cluster) running() []*clusterNode {
 	return out
 }
 
+// others lists the nodes but n, in c.nodes order.
+func (c *cluster) others(n *clusterNode) []*clusterNode {
+	var out []*clusterNode
+	for _, o := range c.nodes {
+		if o != n {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // request sends req to this broker itself (not to whichever broker kgo would pick).
 func (n *clusterNode) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	seeds := n.cl.SeedBrokers()
@@ -360,16 +371,14 @@ func (n *clusterNode) metadata(ctx context.Context, topics ...string) (*view, er
 	return v, nil
 }
 
-// waitView polls broker n's Metadata view until cond accepts it, failing the test with
-// the last view after timeout.
-func (n *clusterNode) waitView(timeout time.Duration, what string, cond func(v *view) bool, topics ...string) *view {
-	n.t.Helper()
-	var last *view
-	var lastErr error
-	ok := pollUntil(timeout, func() bool {
+// pollLatest calls get (with 3s to answer) until cond accepts what it returns or timeout
+// passes. It returns the last answer get gave without an error, the error of the last
+// call if it failed (nil once an answer came after it), and whether cond accepted.
+func pollLatest[T any](timeout time.Duration, get func(ctx context.Context) (T, error), cond func(T) bool) (last T, lastErr error, ok bool) {
+	ok = pollUntil(timeout, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		v, err := n.metadata(ctx, topics...)
+		v, err := get(ctx)
 		if err != nil {
 			lastErr = err
 			return false
@@ -377,6 +386,14 @@ func (n *clusterNode) waitView(timeout time.Duration, what string, cond func(v *
 		last, lastErr = v, nil
 		return cond(v)
 	})
+	return last, lastErr, ok
+}
+
+// waitView polls broker n's Metadata view until cond accepts it, failing the test with
+// the last view after timeout.
+func (n *clusterNode) waitView(timeout time.Duration, what string, cond func(v *view) bool, topics ...string) *view {
+	n.t.Helper()
+	last, lastErr, ok := pollLatest(timeout, func(ctx context.Context) (*view, error) { return n.metadata(ctx, topics...) }, cond)
 	if !ok {
 		n.t.Fatalf("broker %d: %s: not within %s (last view %s, last error %v)", n.id, what, timeout, last, lastErr)
 	}
@@ -515,6 +532,26 @@ func (n *clusterNode) produceEach(topic string, partitions int32, tag string) {
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		n.t.Fatalf("produce to %q through broker %d: %v", topic, n.id, err)
+	}
+}
+
+// checkProducedEach reads partitions parts of topic through addr and checks that each,
+// p, holds exactly the records produceEach wrote with tags, in order: tag-p for each tag.
+func checkProducedEach(t *testing.T, addr, topic string, parts []int32, what string, tags ...string) {
+	t.Helper()
+	got := fetchAll(t, addr, topic, parts, 30*time.Second)
+	for _, p := range parts {
+		var vals []string
+		for _, r := range got[p] {
+			vals = append(vals, string(r.Value))
+		}
+		var want []string
+		for _, tag := range tags {
+			want = append(want, fmt.Sprintf("%s-%d", tag, p))
+		}
+		if !slices.Equal(vals, want) {
+			t.Errorf("%s: partition %d holds %q, want %q", what, p, vals, want)
+		}
 	}
 }
 

@@ -57,6 +57,20 @@ func allLed(v *view, topic string, n int) bool {
 	return true
 }
 
+// leadsAgain reports whether v lists all three brokers again and broker id leads each of
+// parts of topic: a broker that was fenced is back and has its partitions.
+func leadsAgain(v *view, id int32, topic string, parts []int32) bool {
+	if !slices.Equal(v.brokers, allThree) {
+		return false
+	}
+	for _, p := range parts {
+		if v.leaders[topic][p] != id {
+			return false
+		}
+	}
+	return true
+}
+
 // TestClusterLeadersSpread: three brokers; a 12-partition RF=1 topic has four leaders on
 // each, every broker tells clients the same leaders, and producing and consuming through
 // each broker as the only bootstrap server reaches every partition.
@@ -88,17 +102,7 @@ func TestClusterLeadersSpread(t *testing.T) {
 		n.produceEach(topic, 12, fmt.Sprintf("via%d", n.id))
 	}
 	for _, n := range c.nodes {
-		got := fetchAll(t, n.addr, topic, partitionsOf(12), 30*time.Second)
-		for p := range int32(12) {
-			var vals []string
-			for _, r := range got[p] {
-				vals = append(vals, string(r.Value))
-			}
-			want := []string{fmt.Sprintf("via1-%d", p), fmt.Sprintf("via2-%d", p), fmt.Sprintf("via3-%d", p)}
-			if !slices.Equal(vals, want) {
-				t.Errorf("consumed through broker %d: partition %d holds %q, want %q", n.id, p, vals, want)
-			}
-		}
+		checkProducedEach(t, n.addr, topic, partitionsOf(12), fmt.Sprintf("consumed through broker %d", n.id), "via1", "via2", "via3")
 	}
 }
 
@@ -244,12 +248,7 @@ func TestClusterControllerKill(t *testing.T) {
 	victim := c.node(ctrl)
 	victim.kill()
 	killed := time.Now()
-	var survivors []*clusterNode
-	for _, n := range c.nodes {
-		if n != victim {
-			survivors = append(survivors, n)
-		}
-	}
+	survivors := c.others(victim)
 	// "Within seconds": raft's election plus the new controller's first entry.
 	newCtrl := survivors[0].waitController(15*time.Second, func(id int32) bool { return id != ctrl })
 	t.Logf("controller %d killed; broker %d names controller %d after %s", ctrl, survivors[0].id, newCtrl,
@@ -367,23 +366,10 @@ func TestClusterBrokerStopFencing(t *testing.T) {
 	victim.start()
 	for _, n := range c.nodes {
 		n.waitView(20*time.Second, fmt.Sprintf("broker %d back and leading its rf1 partitions", victim.id), func(v *view) bool {
-			if !slices.Equal(v.brokers, allThree) {
-				return false
-			}
-			for _, p := range victimRF1 {
-				if v.leaders["rf1"][p] != victim.id {
-					return false
-				}
-			}
-			return allLed(v, "rf3", 6)
+			return leadsAgain(v, victim.id, "rf1", victimRF1) && allLed(v, "rf3", 6)
 		}, "rf1", "rf3")
 	}
-	got := fetchAll(t, watcher.addr, "rf1", victimRF1, 30*time.Second)
-	for _, p := range victimRF1 {
-		if len(got[p]) != 1 || string(got[p][0].Value) != fmt.Sprintf("before-%d", p) {
-			t.Errorf("rf1-%d after the restart: %d records, want the one produced before the stop", p, len(got[p]))
-		}
-	}
+	checkProducedEach(t, watcher.addr, "rf1", victimRF1, "rf1 after the restart (produced before the stop)", "before")
 }
 
 // TestClusterFullRestart: stop all three brokers, start them again: every topic comes
@@ -453,12 +439,7 @@ func TestClusterFullRestart(t *testing.T) {
 	if got := configValue(rcs, "keep-b", "retention.ms"); got != lrm {
 		t.Errorf("after the restart keep-b retention.ms (from the cluster default log.retention.ms) = %q, want %s", got, lrm)
 	}
-	got := fetchAll(t, c.node(3).addr, "keep-a", partitionsOf(6), 30*time.Second)
-	for p := range int32(6) {
-		if len(got[p]) != 1 || string(got[p][0].Value) != fmt.Sprintf("kept-%d", p) {
-			t.Errorf("keep-a-%d after the restart: %d records, want the one produced before", p, len(got[p]))
-		}
-	}
+	checkProducedEach(t, c.node(3).addr, "keep-a", partitionsOf(6), "keep-a after the restart", "kept")
 }
 
 // TestClusterFourthBroker: a broker that is not a raft voter joins a running cluster of

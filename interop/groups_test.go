@@ -25,6 +25,15 @@ import (
 const groupBrokerConfig = `configs: {group.initial.rebalance.delay.ms: "0", offsets.topic.num.partitions: "4"}
 `
 
+// startGroupBroker starts a broker on groupBrokerConfig with topic created (partitions
+// partitions) and returns it with an admin client for it.
+func startGroupBroker(t *testing.T, topic string, partitions int32) (*broker, *kadm.Client) {
+	t.Helper()
+	b := startBrokerConfig(t, groupBrokerConfig)
+	createTopic(t, b.addr, topic, partitions)
+	return b, kadm.NewClient(newClient(t, b.addr))
+}
+
 // lineProc is a client process the test talks to while it runs: lines to its stdin,
 // JSON events (objects with an "event" field) from its stdout. Every line of its output
 // goes to the test log when the test fails.
@@ -190,6 +199,17 @@ func (p *lineProc) wait(timeout time.Duration) {
 	}
 }
 
+// stopReport sends "stop", decodes the "report" event the process answers with into rep
+// and waits for it to exit 0.
+func (p *lineProc) stopReport(rep any) {
+	p.t.Helper()
+	p.send("stop")
+	if err := json.Unmarshal([]byte(p.waitEvent("report", 30*time.Second)), rep); err != nil {
+		p.t.Fatalf("%s: report: %v", p.name, err)
+	}
+	p.wait(10 * time.Second)
+}
+
 // produceSeq writes n records to topic with franz-go, record i to partition i%partitions,
 // value prefix-i, and returns the value of each (partition, offset).
 func produceSeq(t *testing.T, addr, topic string, partitions int32, prefix string, n int) map[int32]map[int64]string {
@@ -272,12 +292,86 @@ func waitCommittedAtEnd(t *testing.T, adm *kadm.Client, group, topic string, tim
 	return ends
 }
 
+// seqCounts returns how many records of recs (partition → offset → value) each partition
+// holds: a group's lag before anyone consumes them.
+func seqCounts(recs map[int32]map[int64]string) map[int32]int64 {
+	out := map[int32]int64{}
+	for p := range recs {
+		out[p] = int64(len(recs[p]))
+	}
+	return out
+}
+
 // consumedRecord is one record a client consumed.
 type consumedRecord struct {
 	Consumer  int    `json:"c"`
 	Partition int32  `json:"p"`
 	Offset    int64  `json:"o"`
 	Value     string `json:"v"`
+}
+
+// groupReport is the part of a consumer group script's "report" event every caller reads.
+type groupReport struct {
+	Records []consumedRecord `json:"records"`
+}
+
+// groupRun drives a client's consumer group script through the sequence TestKafkajsGroup
+// and TestLibrdkafkaGroup share: two members consume and commit 300 records
+// (twoConsumers), leave, and a fresh member resumes from the commits (resume).
+type groupRun struct {
+	t            *testing.T
+	b            *broker
+	adm          *kadm.Client
+	topic, group string
+	partitions   int32
+	what         string   // names the run in messages
+	clientIDs    []string // the two members' client ids, sorted
+	// start starts the script with n records to consume in as many members as consumers.
+	start func(n, consumers string) *lineProc
+}
+
+// twoConsumers creates the topic, writes 300 records over its partitions and runs two
+// members until they have consumed them; while they run the group must be live with
+// both (checkLiveGroup) and commit the end offsets. It stops them, decodes their report
+// into rep and returns the records written and the end offsets.
+func (g *groupRun) twoConsumers(rep any) (first map[int32]map[int64]string, ends map[int32]int64) {
+	t := g.t
+	t.Helper()
+	createTopic(t, g.b.addr, g.topic, g.partitions)
+	first = produceSeq(t, g.b.addr, g.topic, g.partitions, "first", 300)
+	start := time.Now()
+	p := g.start("300", "2")
+	p.waitEvent("consumed", 45*time.Second)
+	t.Logf("%s: two consumers consumed 300 records in %s", g.what, time.Since(start).Round(time.Millisecond))
+	ends = waitCommittedAtEnd(t, g.adm, g.group, g.topic, 20*time.Second)
+	checkLiveGroup(t, g.adm, g.group, g.topic, g.partitions, g.clientIDs)
+	p.stopReport(rep)
+	return first, ends
+}
+
+// resume checks what the members left behind and a fresh member's restart from it:
+// leaving (LeaveGroup on close) keeps the commits (still ends), the group is Empty and
+// lags by exactly the 60 records produced next, and one new member in the group gets
+// only those 60, none twice, and commits them.
+func (g *groupRun) resume(ends map[int32]int64) {
+	t := g.t
+	t.Helper()
+	if got, err := committed(g.adm, g.group, g.topic); err != nil || !mapsEqual(got, ends) {
+		t.Fatalf("%s: after the consumers left: committed %v (err %v), want %v", g.what, got, err, ends)
+	}
+	second := produceSeq(t, g.b.addr, g.topic, g.partitions, "second", 60)
+	checkEmptyGroupLag(t, g.adm, g.group, g.topic, seqCounts(second))
+
+	start := time.Now()
+	p := g.start("60", "1")
+	p.waitEvent("consumed", 30*time.Second)
+	waitCommittedAtEnd(t, g.adm, g.group, g.topic, 20*time.Second)
+	var rep groupReport
+	p.stopReport(&rep)
+	if dups := checkConsumed(t, g.what+" after restart", rep.Records, second); dups != 0 {
+		t.Errorf("%s after restart: %d duplicates (single consumer, no rebalance)", g.what, dups)
+	}
+	t.Logf("%s: restarted consumer resumed at the committed offsets: %d records in %s", g.what, len(rep.Records), time.Since(start).Round(time.Millisecond))
 }
 
 // checkConsumed checks that recs hold every record of want (partition → offset → value)

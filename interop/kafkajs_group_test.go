@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -12,8 +11,8 @@ import (
 
 // kafkajsGroupReport is the "report" event of kafkajs_group_test.js.
 type kafkajsGroupReport struct {
-	Records []consumedRecord `json:"records"`
-	Joins   int              `json:"joins"`
+	groupReport
+	Joins int `json:"joins"`
 }
 
 // TestKafkajsGroup: two kafkajs consumers in one group (consumer.run with eachMessage,
@@ -32,23 +31,14 @@ func TestKafkajsGroup(t *testing.T) {
 		group      = "kafkajs-group-g"
 		partitions = 6
 	)
-	createTopic(t, b.addr, topic, partitions)
-	first := produceSeq(t, b.addr, topic, partitions, "first", 300)
 	adm := kadm.NewClient(newClient(t, b.addr))
-	env := []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}
-
-	start := time.Now()
-	p := startLineProc(t, env, node, "kafkajs_group_test.js", b.addr, topic, group, "300", "2")
-	p.waitEvent("consumed", 45*time.Second)
-	t.Logf("two kafkajs consumers consumed 300 records in %s", time.Since(start).Round(time.Millisecond))
-	ends := waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
-	checkLiveGroup(t, adm, group, topic, partitions, []string{"sluice-interop-kafkajs-0", "sluice-interop-kafkajs-1"})
-	p.send("stop")
+	g := &groupRun{t: t, b: b, adm: adm, topic: topic, group: group, partitions: partitions,
+		what: "kafkajs group", clientIDs: []string{"sluice-interop-kafkajs-0", "sluice-interop-kafkajs-1"},
+		start: func(n, consumers string) *lineProc {
+			return startNode(t, node, "kafkajs_group_test.js", b.addr, topic, group, n, consumers)
+		}}
 	var rep kafkajsGroupReport
-	if err := json.Unmarshal([]byte(p.waitEvent("report", 30*time.Second)), &rep); err != nil {
-		t.Fatalf("kafkajs report: %v", err)
-	}
-	p.wait(10 * time.Second)
+	first, ends := g.twoConsumers(&rep)
 	dups := checkConsumed(t, "kafkajs group", rep.Records, first)
 	perConsumer := map[int]int{}
 	for _, r := range rep.Records {
@@ -56,38 +46,14 @@ func TestKafkajsGroup(t *testing.T) {
 	}
 	t.Logf("kafkajs group: %d deliveries (%d duplicates), per consumer %v, %d joins", len(rep.Records), dups, perConsumer, rep.Joins)
 
-	// Leaving (LeaveGroup on disconnect) keeps the commits; the group is Empty and lags by
-	// exactly what is produced next.
-	if got, err := committed(adm, group, topic); err != nil || !mapsEqual(got, ends) {
-		t.Fatalf("after the consumers left: committed %v (err %v), want %v", got, err, ends)
-	}
-	second := produceSeq(t, b.addr, topic, partitions, "second", 60)
-	wantLag := map[int32]int64{}
-	for p := range second {
-		wantLag[p] = int64(len(second[p]))
-	}
-	checkEmptyGroupLag(t, adm, group, topic, wantLag)
-
-	// A fresh consumer (fromBeginning, but the group has commits) gets only the new ones.
-	start = time.Now()
-	p2 := startLineProc(t, env, node, "kafkajs_group_test.js", b.addr, topic, group, "60", "1")
-	p2.waitEvent("consumed", 30*time.Second)
-	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
-	p2.send("stop")
-	var rep2 kafkajsGroupReport
-	if err := json.Unmarshal([]byte(p2.waitEvent("report", 30*time.Second)), &rep2); err != nil {
-		t.Fatalf("kafkajs report: %v", err)
-	}
-	p2.wait(10 * time.Second)
-	if dups := checkConsumed(t, "kafkajs group after restart", rep2.Records, second); dups != 0 {
-		t.Errorf("kafkajs group after restart: %d duplicates (single consumer, no rebalance)", dups)
-	}
-	t.Logf("restarted kafkajs consumer resumed at the committed offsets: %d records in %s", len(rep2.Records), time.Since(start).Round(time.Millisecond))
+	// Leaving (LeaveGroup on disconnect) keeps the commits; a fresh consumer
+	// (fromBeginning, but the group has commits) gets only the records produced next.
+	g.resume(ends)
 
 	// kafkajs's admin client on the (now Empty) group, ending with deleteGroups.
 	checkEmptyGroupLag(t, adm, group, topic, map[int32]int64{0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 0})
-	start = time.Now()
-	pa := startLineProc(t, env, node, "kafkajs_group_test.js", "admin", b.addr, topic, group)
+	start := time.Now()
+	pa := startNode(t, node, "kafkajs_group_test.js", "admin", b.addr, topic, group)
 	t.Logf("kafkajs admin: %s in %s", pa.waitEvent("admin", 30*time.Second), time.Since(start).Round(time.Millisecond))
 	pa.wait(10 * time.Second)
 	if got, err := committed(adm, group, topic); err != nil || len(got) != 0 {

@@ -21,6 +21,29 @@ type kafkajsReport struct {
 	} `json:"messages"`
 }
 
+// nodeEnv is what kafkajs scripts get added to the test's environment: no warning about
+// kafkajs v2's changed default partitioner on every producer.
+func nodeEnv() []string { return []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"} }
+
+// startNode starts script args under node as a lineProc.
+func startNode(t *testing.T, node, script string, args ...string) *lineProc {
+	t.Helper()
+	return startLineProc(t, nodeEnv(), node, append([]string{script}, args...)...)
+}
+
+// runNodeReport runs script args under node to its end, logs its output but the last line
+// and decodes that line, the script's JSON report, into rep.
+func runNodeReport(t *testing.T, timeout time.Duration, rep any, node, script string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	out := runCmd(t, runOpts{timeout: timeout, env: nodeEnv()}, node, append([]string{script}, args...)...)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	t.Logf("%s (%s):\n%s", script, time.Since(start).Round(time.Millisecond), tail(strings.Join(lines[:len(lines)-1], "\n"), 20))
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), rep); err != nil {
+		t.Fatalf("%s: last line is not its JSON report: %v\n%s", script, err, tail(out, 20))
+	}
+}
+
 // TestKafkajs runs kafkajs_test.js (admin createTopics, fetchTopicMetadata,
 // fetchTopicOffsets, deleteTopics; a gzip, acks -1, non-idempotent producer of keyed
 // messages with headers), then reads the topic back with franz-go and compares every
@@ -30,15 +53,8 @@ func TestKafkajs(t *testing.T) {
 	b := startBroker(t)
 
 	const topic = "kafkajs-keyed"
-	start := time.Now()
-	out := runCmd(t, runOpts{timeout: 90 * time.Second, env: []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}},
-		node, "kafkajs_test.js", b.addr, topic)
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	t.Logf("kafkajs_test.js (%s):\n%s", time.Since(start).Round(time.Millisecond), tail(strings.Join(lines[:len(lines)-1], "\n"), 20))
 	var rep kafkajsReport
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
-		t.Fatalf("kafkajs_test.js: last line is not its JSON report: %v\n%s", err, tail(out, 20))
-	}
+	runNodeReport(t, 90*time.Second, &rep, node, "kafkajs_test.js", b.addr, topic)
 	if rep.Topic != topic || rep.Partitions != 3 || len(rep.Messages) == 0 {
 		t.Fatalf("kafkajs_test.js report: topic %q, %d partitions, %d messages", rep.Topic, rep.Partitions, len(rep.Messages))
 	}

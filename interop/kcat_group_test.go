@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestKcatGroup: `kcat -G` (librdkafka's balanced consumer, auto-commit) with -e reads
@@ -17,14 +15,12 @@ import (
 // rereads everything; auto.offset.reset=earliest only applies where nothing is committed.)
 func TestKcatGroup(t *testing.T) {
 	kcat := needKcat(t)
-	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "kcat-group"
 		group      = "kcat-group-g"
 		partitions = 4
 	)
-	createTopic(t, b.addr, topic, partitions)
-	adm := kadm.NewClient(newClient(t, b.addr))
+	b, adm := startGroupBroker(t, topic, partitions)
 
 	consume := func() []consumedRecord {
 		t.Helper()

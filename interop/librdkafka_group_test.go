@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"encoding/json"
 	"os"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 
 // librdkafkaGroupReport is the "report" event of librdkafka_group_test.py.
 type librdkafkaGroupReport struct {
-	Records  []consumedRecord     `json:"records"`
+	groupReport
 	Assigned map[string][][]int32 `json:"assigned"`
 }
 
@@ -26,27 +25,18 @@ func TestLibrdkafkaGroup(t *testing.T) {
 	needLibrdkafka(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	adm := kadm.NewClient(newClient(t, b.addr))
-	env := []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
 	const partitions = 6
 
 	for _, mode := range []string{"auto", "manual"} {
 		t.Run(mode, func(t *testing.T) {
 			topic, group := "lrk-group-"+mode, "lrk-group-"+mode+"-g"
-			createTopic(t, b.addr, topic, partitions)
-			first := produceSeq(t, b.addr, topic, partitions, "first", 300)
-
-			start := time.Now()
-			p := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, mode, "300", "2")
-			p.waitEvent("consumed", 45*time.Second)
-			t.Logf("%s: two librdkafka consumers consumed 300 records in %s", mode, time.Since(start).Round(time.Millisecond))
-			ends := waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
-			checkLiveGroup(t, adm, group, topic, partitions, []string{"sluice-interop-librdkafka-0", "sluice-interop-librdkafka-1"})
-			p.send("stop")
+			g := &groupRun{t: t, b: b, adm: adm, topic: topic, group: group, partitions: partitions,
+				what: mode, clientIDs: []string{"sluice-interop-librdkafka-0", "sluice-interop-librdkafka-1"},
+				start: func(n, consumers string) *lineProc {
+					return startPython(t, "librdkafka_group_test.py", b.addr, topic, group, mode, n, consumers)
+				}}
 			var rep librdkafkaGroupReport
-			if err := json.Unmarshal([]byte(p.waitEvent("report", 30*time.Second)), &rep); err != nil {
-				t.Fatalf("librdkafka report: %v", err)
-			}
-			p.wait(10 * time.Second)
+			first, ends := g.twoConsumers(&rep)
 			dups := checkConsumed(t, mode, rep.Records, first)
 			for _, c := range []string{"0", "1"} {
 				got := false
@@ -58,31 +48,8 @@ func TestLibrdkafkaGroup(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d deliveries (%d duplicates), assignments %v", mode, len(rep.Records), dups, rep.Assigned)
-			if got, err := committed(adm, group, topic); err != nil || !mapsEqual(got, ends) {
-				t.Fatalf("%s: after close(): committed %v (err %v), want %v", mode, got, err, ends)
-			}
-
-			second := produceSeq(t, b.addr, topic, partitions, "second", 60)
-			wantLag := map[int32]int64{}
-			for p := range second {
-				wantLag[p] = int64(len(second[p]))
-			}
-			checkEmptyGroupLag(t, adm, group, topic, wantLag)
-
-			start = time.Now()
-			p2 := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, mode, "60", "1")
-			p2.waitEvent("consumed", 30*time.Second)
-			waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
-			p2.send("stop")
-			var rep2 librdkafkaGroupReport
-			if err := json.Unmarshal([]byte(p2.waitEvent("report", 30*time.Second)), &rep2); err != nil {
-				t.Fatalf("librdkafka report: %v", err)
-			}
-			p2.wait(10 * time.Second)
-			if dups := checkConsumed(t, mode+" after restart", rep2.Records, second); dups != 0 {
-				t.Errorf("%s after restart: %d duplicates (single consumer, no rebalance)", mode, dups)
-			}
-			t.Logf("%s: restarted consumer resumed at the committed offsets: %d records in %s", mode, len(rep2.Records), time.Since(start).Round(time.Millisecond))
+			// After close() the group is Empty and a restarted consumer resumes.
+			g.resume(ends)
 		})
 	}
 }
@@ -96,18 +63,15 @@ func TestLibrdkafkaGroup(t *testing.T) {
 // no record is delivered twice.
 func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 	needLibrdkafka(t)
-	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "lrk-group-restart"
 		group      = "lrk-group-restart-g"
 		partitions = 4
 	)
-	createTopic(t, b.addr, topic, partitions)
+	b, adm := startGroupBroker(t, topic, partitions)
 	all := produceSeq(t, b.addr, topic, partitions, "first", 200)
-	adm := kadm.NewClient(newClient(t, b.addr))
 
-	p := startLineProc(t, []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "LRK_DEBUG=" + os.Getenv("LRK_DEBUG")},
-		systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "200", "1")
+	p := startLineProc(t, pythonEnv("LRK_DEBUG="+os.Getenv("LRK_DEBUG")), systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "200", "1")
 	p.waitEvent("consumed", 45*time.Second)
 	ends := waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
 	d0 := waitStableGroup(t, adm, group, topic, partitions, 1, 20*time.Second)
@@ -130,12 +94,8 @@ func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 	t.Logf("the consumer got the records produced after the restart %s after it", time.Since(start).Round(time.Millisecond))
 	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
 	d := waitStableGroup(t, adm, group, topic, partitions, 1, 20*time.Second)
-	p.send("stop")
 	var rep librdkafkaGroupReport
-	if err := json.Unmarshal([]byte(p.waitEvent("report", 30*time.Second)), &rep); err != nil {
-		t.Fatalf("librdkafka report: %v", err)
-	}
-	p.wait(10 * time.Second)
+	p.stopReport(&rep)
 	if got, err := committed(adm, group, topic); err != nil || !mapsEqual(got, endOffsets(t, adm, topic)) {
 		t.Errorf("after the consumer closed: committed %v (err %v), want the end offsets %v", got, err, endOffsets(t, adm, topic))
 	}
@@ -161,19 +121,16 @@ func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 // commits them.
 func TestLibrdkafkaGroupMemberKilled(t *testing.T) {
 	needLibrdkafka(t)
-	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "lrk-group-kill"
 		group      = "lrk-group-kill-g"
 		partitions = 4
 	)
-	createTopic(t, b.addr, topic, partitions)
+	b, adm := startGroupBroker(t, topic, partitions)
 	produceSeq(t, b.addr, topic, partitions, "first", 100)
-	adm := kadm.NewClient(newClient(t, b.addr))
-	env := []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
 
-	survivor := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "0")
-	victim := startLineProc(t, env, systemPython, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "1")
+	survivor := startPython(t, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "0")
+	victim := startPython(t, "librdkafka_group_test.py", b.addr, topic, group, "auto", "1", "1", "1")
 	d := waitStableGroup(t, adm, group, topic, partitions, 2, 30*time.Second)
 	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
 	var victimParts []int32
@@ -195,12 +152,8 @@ func TestLibrdkafkaGroupMemberKilled(t *testing.T) {
 	}
 	t.Logf("the killed member's partitions %v went to the survivor %s after the kill", victimParts, time.Since(start).Round(time.Millisecond))
 	waitCommittedAtEnd(t, adm, group, topic, 20*time.Second)
-	survivor.send("stop")
 	var rep librdkafkaGroupReport
-	if err := json.Unmarshal([]byte(survivor.waitEvent("report", 30*time.Second)), &rep); err != nil {
-		t.Fatalf("librdkafka report: %v", err)
-	}
-	survivor.wait(10 * time.Second)
+	survivor.stopReport(&rep)
 	var fromSecond []consumedRecord
 	for _, r := range rep.Records {
 		if _, ok := second[r.Partition][r.Offset]; ok {

@@ -24,6 +24,31 @@ func needLibrdkafka(t *testing.T) {
 	}
 }
 
+// pythonEnv is what systemPython scripts get added to the test's environment: no .pyc
+// files written next to them, and unbuffered stdout so each event line arrives when it
+// is printed.
+func pythonEnv(extra ...string) []string {
+	return append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}, extra...)
+}
+
+// startPython starts script args under systemPython as a lineProc.
+func startPython(t *testing.T, script string, args ...string) *lineProc {
+	t.Helper()
+	return startLineProc(t, pythonEnv(), systemPython, append([]string{script}, args...)...)
+}
+
+// runPythonOK runs script args under systemPython to its end, logs its output and fails
+// the test unless it exited 0 with a line holding ok.
+func runPythonOK(t *testing.T, timeout time.Duration, ok, script string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	out := runCmd(t, runOpts{timeout: timeout, env: pythonEnv()}, systemPython, append([]string{script}, args...)...)
+	t.Logf("%s (%s):\n%s", script, time.Since(start).Round(time.Millisecond), out)
+	if !strings.Contains(out, ok) {
+		t.Errorf("%s exited 0 without its OK line", script)
+	}
+}
+
 // TestLibrdkafka runs librdkafka_test.py: produce with gzip, snappy, lz4 and zstd
 // (acks=all), consume back with assign() at OFFSET_BEGINNING checking every key, value and
 // header exactly once in order, then the AdminClient calls the installed version has.
@@ -31,11 +56,5 @@ func TestLibrdkafka(t *testing.T) {
 	needLibrdkafka(t)
 	b := startBroker(t)
 
-	start := time.Now()
-	out := runCmd(t, runOpts{timeout: 150 * time.Second, env: []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}},
-		systemPython, "librdkafka_test.py", b.addr, "lrk-")
-	t.Logf("librdkafka_test.py (%s):\n%s", time.Since(start).Round(time.Millisecond), out)
-	if !strings.Contains(out, "librdkafka interop: OK") {
-		t.Errorf("librdkafka_test.py exited 0 without its OK line")
-	}
+	runPythonOK(t, 150*time.Second, "librdkafka interop: OK", "librdkafka_test.py", b.addr, "lrk-")
 }

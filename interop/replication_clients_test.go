@@ -26,15 +26,13 @@ func TestReplicationClientsBrokerKills(t *testing.T) {
 	t.Run("librdkafka", func(t *testing.T) {
 		needLibrdkafka(t)
 		replClientKills(t, "lrk", func(seeds, topic string, partitions int32) *lineProc {
-			return startLineProc(t, []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}, systemPython,
-				"replication_librdkafka_test.py", seeds, topic, strconv.Itoa(int(partitions)), "lrk")
+			return startPython(t, "replication_librdkafka_test.py", seeds, topic, strconv.Itoa(int(partitions)), "lrk")
 		})
 	})
 	t.Run("kafkajs", func(t *testing.T) {
 		node := needKafkajs(t)
 		replClientKills(t, "kjs", func(seeds, topic string, partitions int32) *lineProc {
-			return startLineProc(t, []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}, node,
-				"replication_kafkajs_test.js", seeds, topic, strconv.Itoa(int(partitions)), "kjs")
+			return startNode(t, node, "replication_kafkajs_test.js", seeds, topic, strconv.Itoa(int(partitions)), "kjs")
 		})
 	})
 }
@@ -162,13 +160,7 @@ func replClientKills(t *testing.T, tag string, start func(seeds, topic string, p
 		victim.kill()
 		killed := time.Now()
 		t.Logf("kill %d: broker %d (SIGKILL) after %d delivered records (%s)", k, victim.id, prog.total(), time.Since(began).Round(time.Millisecond))
-		var other *clusterNode
-		for _, n := range c.nodes {
-			if n != victim {
-				other = n
-				break
-			}
-		}
+		other := c.others(victim)[0]
 		other.waitPartitions(30*time.Second, topic, fmt.Sprintf("broker %d out of every ISR", victim.id), func(ps map[int32]partState) bool {
 			for _, p := range ps {
 				if p.leader == victim.id || (replClientsRF > 1 && slices.Contains(p.isr, victim.id)) {

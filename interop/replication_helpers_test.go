@@ -95,19 +95,7 @@ func (n *clusterNode) partitions(ctx context.Context, topic string) (map[int32]p
 // waitPartitions polls broker n's Metadata for topic until cond accepts the partitions.
 func (n *clusterNode) waitPartitions(timeout time.Duration, topic, what string, cond func(map[int32]partState) bool) map[int32]partState {
 	n.t.Helper()
-	var last map[int32]partState
-	var lastErr error
-	ok := pollUntil(timeout, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		ps, err := n.partitions(ctx, topic)
-		if err != nil {
-			lastErr = err
-			return false
-		}
-		last, lastErr = ps, nil
-		return cond(ps)
-	})
+	last, lastErr, ok := pollLatest(timeout, func(ctx context.Context) (map[int32]partState, error) { return n.partitions(ctx, topic) }, cond)
 	if !ok {
 		n.t.Fatalf("broker %d, topic %s: %s: not within %s (last %v, error %v)", n.id, topic, what, timeout, last, lastErr)
 	}

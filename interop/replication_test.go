@@ -108,13 +108,7 @@ func TestReplicationDurability(t *testing.T) {
 		kills++
 		t.Logf("kill %d: broker %d (SIGKILL) after %d acknowledged records", kills, victim.id, before)
 		// Let the others notice (fencing, a new leader, an ISR shrink) before it returns.
-		var other *clusterNode
-		for _, n := range c.nodes {
-			if n != victim {
-				other = n
-				break
-			}
-		}
+		other := c.others(victim)[0]
 		other.waitPartitions(30*time.Second, topic, fmt.Sprintf("broker %d out of every ISR", victim.id), func(ps map[int32]partState) bool {
 			for _, p := range ps {
 				if slices.Contains(p.isr, victim.id) || p.leader == victim.id {
@@ -409,12 +403,7 @@ func TestReplicationPartitionedLeader(t *testing.T) {
 	c.node(1).mustCreateTopic(30*time.Second, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	ps := c.node(1).waitPartitions(30*time.Second, topic, "ISR whole", fullISR(allThree))
 	victim := c.node(ps[0].leader)
-	var survivors []*clusterNode
-	for _, n := range c.nodes {
-		if n != victim {
-			survivors = append(survivors, n)
-		}
-	}
+	survivors := c.others(victim)
 	produceN(t, c.seeds(), topic, 0, "before", 0, 100)
 
 	cut := func(on bool) {

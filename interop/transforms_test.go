@@ -192,7 +192,7 @@ func kafkajsProduce(t *testing.T, node, addr, topic string, msgs []kv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runCmd(t, runOpts{timeout: 60 * time.Second, env: []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}},
+	out := runCmd(t, runOpts{timeout: 60 * time.Second, env: nodeEnv()},
 		node, "transforms_test.js", addr, topic, string(js))
 	if !strings.Contains(out, fmt.Sprintf("OK %d messages", len(msgs))) {
 		t.Fatalf("transforms_test.js exited 0 without its OK line:\n%s", out)

@@ -191,15 +191,10 @@ func (r *eosRun) finish() {
 // pipeline's open transaction is aborted when its successor initialises, and the
 // successor resumes from the offsets committed in the last committed transaction.
 func TestEOSPipelineClientKills(t *testing.T) {
-	r := newEOSRun(t, "eos-client-kills", 3000, 0, launchEOSPipe)
-	r.start()
-	for k := 1; k <= 3; k++ {
-		r.waitProgress(k*r.n/4, 90*time.Second)
-		t.Logf("%s: SIGKILLing the pipeline at %d committed input records", r.since(), r.progress())
+	runEOSPipeKills(t, "eos-client-kills", "pipeline", func(r *eosRun) {
 		r.pipe.kill()
 		r.start()
-	}
-	r.finish()
+	})
 }
 
 // TestEOSPipelineBrokerKills is TestEOSPipelineClientKills with the broker SIGKILLed
@@ -208,13 +203,23 @@ func TestEOSPipelineClientKills(t *testing.T) {
 // coordinator, the group coordinator and the partitions must recover in-flight
 // transactions so that the output still holds each input record's output exactly once.
 func TestEOSPipelineBrokerKills(t *testing.T) {
-	r := newEOSRun(t, "eos-broker-kills", 3000, 0, launchEOSPipe)
+	runEOSPipeKills(t, "eos-broker-kills", "broker", func(r *eosRun) {
+		r.b.kill()
+		r.b.start()
+	})
+}
+
+// runEOSPipeKills runs the eospipe pipeline over 3000 records, 60 per transaction, and
+// calls kill (which SIGKILLs what the log calls victim) at a quarter, half and three
+// quarters of the input committed; then it checks the output (finish).
+func runEOSPipeKills(t *testing.T, name, victim string, kill func(r *eosRun)) {
+	t.Helper()
+	r := newEOSRun(t, name, 3000, 0, launchEOSPipe)
 	r.start()
 	for k := 1; k <= 3; k++ {
 		r.waitProgress(k*r.n/4, 90*time.Second)
-		t.Logf("%s: SIGKILLing the broker at %d committed input records", r.since(), r.progress())
-		r.b.kill()
-		r.b.start()
+		t.Logf("%s: SIGKILLing the %s at %d committed input records", r.since(), victim, r.progress())
+		kill(r)
 	}
 	r.finish()
 }
@@ -228,8 +233,7 @@ func TestEOSPipelineBrokerKills(t *testing.T) {
 func TestKafkajsEOSKills(t *testing.T) {
 	node := needKafkajs(t)
 	r := newEOSRun(t, "kjs-eos", 900, 10, func(r *eosRun) *lineProc {
-		return startLineProc(r.t, []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}, node, "txn_kafkajs_eos_test.js",
-			r.b.addr, r.group, r.in, r.out, r.group+"-txn")
+		return startNode(r.t, node, "txn_kafkajs_eos_test.js", r.b.addr, r.group, r.in, r.out, r.group+"-txn")
 	})
 	r.start()
 	for k, what := range []string{"node", "broker", "node"} {

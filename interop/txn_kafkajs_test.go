@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,15 +40,8 @@ type kafkajsTxnReport struct {
 func TestKafkajsTransactions(t *testing.T) {
 	node := needKafkajs(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
-	start := time.Now()
-	out := runCmd(t, runOpts{timeout: 120 * time.Second, env: []string{"KAFKAJS_NO_PARTITIONER_WARNING=1"}},
-		node, "txn_kafkajs_test.js", b.addr, "kjs-txn-")
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	t.Logf("txn_kafkajs_test.js (%s):\n%s", time.Since(start).Round(time.Millisecond), tail(strings.Join(lines[:len(lines)-1], "\n"), 20))
 	var rep kafkajsTxnReport
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rep); err != nil {
-		t.Fatalf("txn_kafkajs_test.js: last line is not its JSON report: %v\n%s", err, tail(out, 20))
-	}
+	runNodeReport(t, 120*time.Second, &rep, node, "txn_kafkajs_test.js", b.addr, "kjs-txn-")
 	if len(rep.Idem) == 0 || len(rep.Out) == 0 || rep.Group == "" {
 		t.Fatalf("txn_kafkajs_test.js report: %d idempotent messages, %d transactional ones, group %q", len(rep.Idem), len(rep.Out), rep.Group)
 	}

@@ -2,7 +2,6 @@ package interop
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +18,7 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 	needLibrdkafka(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
 
-	start := time.Now()
-	out := runCmd(t, runOpts{timeout: 150 * time.Second, env: []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}},
-		systemPython, "txn_librdkafka_test.py", b.addr, "lrk-txn-")
-	t.Logf("txn_librdkafka_test.py (%s):\n%s", time.Since(start).Round(time.Millisecond), out)
-	if !strings.Contains(out, "librdkafka transactions: OK") {
-		t.Errorf("txn_librdkafka_test.py exited 0 without its OK line")
-	}
+	runPythonOK(t, 150*time.Second, "librdkafka transactions: OK", "txn_librdkafka_test.py", b.addr, "lrk-txn-")
 }
 
 // TestLibrdkafkaTransactionsBrokerKills runs txn_librdkafka_kill_test.py: a librdkafka
@@ -46,8 +39,7 @@ func TestLibrdkafkaTransactionsBrokerKills(t *testing.T) {
 	)
 	createTopic(t, b.addr, txnTopic, partitions)
 	createTopic(t, b.addr, idemTopic, partitions)
-	p := startLineProc(t, []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}, systemPython,
-		"txn_librdkafka_kill_test.py", b.addr, txnTopic, idemTopic, "lrk-kill-txn-id")
+	p := startPython(t, "txn_librdkafka_kill_test.py", b.addr, txnTopic, idemTopic, "lrk-kill-txn-id")
 	p.waitEvent("ready", 60*time.Second)
 
 	type txnEvent struct {

@@ -41,6 +41,42 @@ func runTxn(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, commit bool
 	return nil
 }
 
+// runTxns runs txns transactions on cl, the tx-th writing recs(tx) and committing when
+// commit(tx) (called in that order), and adds each to the ledger once it has ended. It
+// stops at the first error.
+func (l *txnLedger) runTxns(ctx context.Context, cl *kgo.Client, txns int, recs func(tx int) []*kgo.Record, commit func(tx int) bool) error {
+	for tx := range txns {
+		rs := recs(tx)
+		c := commit(tx)
+		if err := runTxn(ctx, cl, rs, c); err != nil {
+			return fmt.Errorf("transaction %d: %w", tx, err)
+		}
+		l.add(rs, c)
+	}
+	return nil
+}
+
+// runConcurrently runs every fn in a goroutine of its own, waits for all of them and
+// reports each error one returns with t.Error.
+func runConcurrently(t *testing.T, fns ...func() error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(fns))
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // txnLedger is what producers wrote: values per producer (the value's prefix up to the
 // first '-') and partition, in production order, all of them and the committed ones.
 type txnLedger struct {
@@ -166,48 +202,40 @@ func TestTxnAbortedInvisible(t *testing.T) {
 	waitStable(t, b.addr, topic, 30*time.Second)
 
 	// Two transactional producers and a plain one, concurrently.
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	txnProducer := func(cl *kgo.Client, name string, txns, perTxn int, commit func(int) bool) {
-		defer wg.Done()
-		for tx := range txns {
-			var recs []*kgo.Record
-			for i := range perTxn {
-				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32((tx + i) % partitions),
-					Value: []byte(fmt.Sprintf("%s-t%02d-r%02d", name, tx, i))})
+	txnProducer := func(cl *kgo.Client, name string, txns, perTxn int, commit func(int) bool) func() error {
+		return func() error {
+			err := ledger.runTxns(ctx, cl, txns, func(tx int) []*kgo.Record {
+				var recs []*kgo.Record
+				for i := range perTxn {
+					recs = append(recs, &kgo.Record{Topic: topic, Partition: int32((tx + i) % partitions),
+						Value: []byte(fmt.Sprintf("%s-t%02d-r%02d", name, tx, i))})
+				}
+				return recs
+			}, commit)
+			if err != nil {
+				return fmt.Errorf("producer %s %w", name, err)
 			}
-			c := commit(tx)
-			if err := runTxn(ctx, cl, recs, c); err != nil {
-				errs <- fmt.Errorf("producer %s transaction %d: %w", name, tx, err)
-				return
-			}
-			ledger.add(recs, c)
+			return nil
 		}
 	}
-	wg.Add(3)
 	clA, clB := txnClient(t, b.addr, "txn-aborts-A"), txnClient(t, b.addr, "txn-aborts-B")
-	go txnProducer(clA, "A", 12, 10, func(tx int) bool { return tx%2 == 0 })
-	go txnProducer(clB, "B", 12, 7, func(tx int) bool { return tx%3 != 0 })
-	go func() {
-		defer wg.Done()
-		for chunk := range 20 {
-			var recs []*kgo.Record
-			for i := range 10 {
-				n := chunk*10 + i
-				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(n % partitions), Value: []byte(fmt.Sprintf("C-%03d", n))})
+	runConcurrently(t,
+		txnProducer(clA, "A", 12, 10, func(tx int) bool { return tx%2 == 0 }),
+		txnProducer(clB, "B", 12, 7, func(tx int) bool { return tx%3 != 0 }),
+		func() error {
+			for chunk := range 20 {
+				var recs []*kgo.Record
+				for i := range 10 {
+					n := chunk*10 + i
+					recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(n % partitions), Value: []byte(fmt.Sprintf("C-%03d", n))})
+				}
+				if err := plain.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					return fmt.Errorf("plain producer: %w", err)
+				}
+				ledger.add(recs, true)
 			}
-			if err := plain.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				errs <- fmt.Errorf("plain producer: %w", err)
-				return
-			}
-			ledger.add(recs, true)
-		}
-	}()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+			return nil
+		})
 	if t.Failed() {
 		return
 	}
@@ -396,35 +424,27 @@ func TestTxnConcurrentProducers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ledger := newTxnLedger()
-	var wg sync.WaitGroup
-	errs := make(chan error, producers)
+	var fns []func() error
 	start := time.Now()
 	for p := range producers {
 		rng := rand.New(rand.NewPCG(seed, uint64(p)))
 		cl := txnClient(t, b.addr, fmt.Sprintf("txn-concurrent-%d", p))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for tx := range txns {
+		fns = append(fns, func() error {
+			err := ledger.runTxns(ctx, cl, txns, func(tx int) []*kgo.Record {
 				var recs []*kgo.Record
 				for i := range 1 + rng.IntN(15) {
 					recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(rng.IntN(partitions)),
 						Value: []byte(fmt.Sprintf("P%d-t%02d-r%02d", p, tx, i))})
 				}
-				commit := rng.IntN(10) < 6
-				if err := runTxn(ctx, cl, recs, commit); err != nil {
-					errs <- fmt.Errorf("producer %d transaction %d: %w", p, tx, err)
-					return
-				}
-				ledger.add(recs, commit)
+				return recs
+			}, func(int) bool { return rng.IntN(10) < 6 })
+			if err != nil {
+				return fmt.Errorf("producer %d %w", p, err)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	runConcurrently(t, fns...)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("the producers did not finish within 90s")
 	}
