@@ -37,7 +37,7 @@ func readValues(t *testing.T, h *harness, tp kernel.TopicPartition, stable bool)
 // the HW (markers included: control records have a key and a value).
 func TestReadStable(t *testing.T) {
 	h := newHarness(t, nil, topicSpec{name: "t", id: 1, parts: 1})
-	h.ctx.txn = &fakeVerifier{}
+	h.m.SetTxnVerifier(&fakeVerifier{})
 	tp := h.part("t", 0).tp
 	txn := "tx"
 	marker := func(pid int64, commit bool) {

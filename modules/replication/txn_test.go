@@ -157,7 +157,7 @@ func (f *fakeVerifier) ncalls() int { f.mu.Lock(); defer f.mu.Unlock(); return l
 func TestTransactionalProduceAndMarkers(t *testing.T) {
 	h := newHarness(t, nil, topicSpec{name: "t", id: 1, parts: 2})
 	fv := &fakeVerifier{}
-	h.ctx.txn = fv
+	h.m.SetTxnVerifier(fv)
 	txn := "tx"
 	p := h.part("t", 0)
 	tp := p.tp
