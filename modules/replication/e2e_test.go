@@ -60,7 +60,13 @@ func produceSync(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
 func consumeN(t *testing.T, b *testbroker.Broker, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
 	cl := b.Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500 * time.Millisecond)}, opts...)...)
-	ctx := testCtx(t)
+	return pollN(t, testCtx(t), cl, n)
+}
+
+// pollN polls cl until it has read n records, failing on a fetch error or once ctx
+// ends.
+func pollN(t *testing.T, ctx context.Context, cl *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
 	var out []*kgo.Record
 	for len(out) < n {
 		fs := cl.PollFetches(ctx)
@@ -71,6 +77,15 @@ func consumeN(t *testing.T, b *testbroker.Broker, topic string, n int, opts ...k
 		out = append(out, fs.Records()...)
 	}
 	return out
+}
+
+// valuesOf is the records' values.
+func valuesOf(recs []*kgo.Record) []string {
+	vals := make([]string, len(recs))
+	for i, r := range recs {
+		vals[i] = string(r.Value)
+	}
+	return vals
 }
 
 func TestE2EProduceConsumeAcks(t *testing.T) {

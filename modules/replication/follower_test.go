@@ -250,14 +250,7 @@ func TestReplicaFetchReadsPastHW(t *testing.T) {
 	h.meta.publish(twoReplicas(2, 1, 2))
 	tp := kernel.TopicPartition{Topic: "t"}
 	p := h.m.partition(tp)
-	got := make(chan int16, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(3, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-	}()
+	got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
 	consumer := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
 	if len(consumer.RecordBatches) != 0 || consumer.HighWatermark != 0 {
@@ -276,9 +269,9 @@ func TestReplicaFetchReadsPastHW(t *testing.T) {
 		t.Fatalf("HW after the follower's fetch at 3: answer %d, partition %d", follower.HighWatermark, p.HighWatermark())
 	}
 	select {
-	case c := <-got:
-		if c != 0 {
-			t.Fatalf("acks=all: %v", kerr.ErrorForCode(c))
+	case res := <-got:
+		if res.ErrorCode != 0 {
+			t.Fatalf("acks=all: %v", kerr.ErrorForCode(res.ErrorCode))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("acks=all produce not completed by the follower's fetch")
@@ -307,14 +300,7 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 			h.m.pauseFetching(true)
 			h.meta.publish(twoReplicas(2, 1, 2))
 			tp := kernel.TopicPartition{Topic: "t"}
-			got := make(chan int16, 1)
-			go func() {
-				resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-				if err != nil {
-					t.Error(err)
-				}
-				got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-			}()
+			got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 			waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
 			im := twoReplicas(3, 1, 2)
 			pi := &im.Topics["t"].Partitions[0]
@@ -329,9 +315,9 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 				h.m.partition(tp).updateFollower(2, 1)
 			}
 			select {
-			case c := <-got:
-				if c != kerr.NotLeaderForPartition.Code {
-					t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(c))
+			case res := <-got:
+				if res.ErrorCode != kerr.NotLeaderForPartition.Code {
+					t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(res.ErrorCode))
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("waiting produce not answered")

@@ -36,14 +36,7 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 	tp := kernel.TopicPartition{Topic: "t"}
 	p := h.m.partition(tp)
 
-	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(3, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	}()
+	got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("HW %d before the follower has the batch", hw)
@@ -95,20 +88,13 @@ func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
 		t.Fatalf("timeout: %v", kerr.ErrorForCode(c))
 	}
 
-	got := make(chan int16, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-	}()
+	got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
 	h.meta.publish(twoReplicas(3, 1)) // follower drops out of the ISR
 	select {
-	case c := <-got:
-		if c != kerr.NotEnoughReplicasAfterAppend.Code {
-			t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(c))
+	case res := <-got:
+		if res.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
+			t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(res.ErrorCode))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("ISR shrink did not complete the waiting produce")
@@ -153,14 +139,7 @@ func TestAcksAllAnsweredWhenTopicDeleted(t *testing.T) {
 	tp := kernel.TopicPartition{Topic: "t"}
 	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
 	r.TimeoutMillis = 60_000
-	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, r)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	}()
+	got := h.produceAsync(r)
 	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
 	h.meta.publish(image(3)) // "t" deleted
 	select {
