@@ -250,8 +250,7 @@ func TestReplicaFetchReadsPastHW(t *testing.T) {
 	h.meta.publish(twoReplicas(2, 1, 2))
 	tp := kernel.TopicPartition{Topic: "t"}
 	p := h.m.partition(tp)
-	got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	consumer := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
 	if len(consumer.RecordBatches) != 0 || consumer.HighWatermark != 0 {
 		t.Fatalf("consumer read past the HW: %d bytes, HW %d", len(consumer.RecordBatches), consumer.HighWatermark)
@@ -268,13 +267,9 @@ func TestReplicaFetchReadsPastHW(t *testing.T) {
 	if follower.HighWatermark != 3 || p.HighWatermark() != 3 {
 		t.Fatalf("HW after the follower's fetch at 3: answer %d, partition %d", follower.HighWatermark, p.HighWatermark())
 	}
-	select {
-	case res := <-got:
-		if res.ErrorCode != 0 {
-			t.Fatalf("acks=all: %v", kerr.ErrorForCode(res.ErrorCode))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("acks=all produce not completed by the follower's fetch")
+	res := receive(t, got, 10*time.Second, "acks=all produce not completed by the follower's fetch")
+	if res.ErrorCode != 0 {
+		t.Fatalf("acks=all: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	resp, _ := h.doAs(context.Background(), 15, r, denyClusterAction{})
 	dec := &kmsg.FetchResponse{Version: 15}
@@ -300,8 +295,7 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 			h.m.pauseFetching(true)
 			h.meta.publish(twoReplicas(2, 1, 2))
 			tp := kernel.TopicPartition{Topic: "t"}
-			got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-			waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+			got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 			im := twoReplicas(3, 1, 2)
 			pi := &im.Topics["t"].Partitions[0]
 			pi.LeaderEpoch = 6
@@ -314,13 +308,9 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 				// passes it, but the wait began in epoch 5.
 				h.m.partition(tp).updateFollower(2, 1)
 			}
-			select {
-			case res := <-got:
-				if res.ErrorCode != kerr.NotLeaderForPartition.Code {
-					t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(res.ErrorCode))
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("waiting produce not answered")
+			res := receive(t, got, 10*time.Second, "waiting produce not answered")
+			if res.ErrorCode != kerr.NotLeaderForPartition.Code {
+				t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(res.ErrorCode))
 			}
 		})
 	}
@@ -884,13 +874,9 @@ func TestFollowerReadsFollower(t *testing.T) {
 	if _, err := p.appendFetched(2, 3, 5, nil, 5, 0); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case fp := <-got:
-		if fp.HighWatermark != 5 || len(fp.RecordBatches) == 0 {
-			t.Fatalf("long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("long poll on a follower not completed by its HW move")
+	fp = receive(t, got, 10*time.Second, "long poll on a follower not completed by its HW move")
+	if fp.HighWatermark != 5 || len(fp.RecordBatches) == 0 {
+		t.Fatalf("long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
 	}
 }
 
@@ -925,12 +911,8 @@ func TestReplicaFetchLearnsHW(t *testing.T) {
 	if fp := replicaFetch(3, 3, 0); fp.HighWatermark != 3 {
 		t.Fatalf("follower 3's fetch: HW %d, want 3", fp.HighWatermark)
 	}
-	select {
-	case fp := <-got:
-		if fp.HighWatermark != 3 || len(fp.RecordBatches) != 0 {
-			t.Fatalf("follower 2's long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("follower 2's long poll not answered when the HW moved")
+	fp := receive(t, got, 10*time.Second, "follower 2's long poll not answered when the HW moved")
+	if fp.HighWatermark != 3 || len(fp.RecordBatches) != 0 {
+		t.Fatalf("follower 2's long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
 	}
 }

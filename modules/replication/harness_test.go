@@ -192,6 +192,16 @@ func (h *harness) produceAsync(r *kmsg.ProduceRequest) <-chan kmsg.ProduceRespon
 	return got
 }
 
+// waitingProduce is produceAsync that returns once the produce waits in the
+// purgatory: its one partition has one watcher.
+func (h *harness) waitingProduce(r *kmsg.ProduceRequest) <-chan kmsg.ProduceResponseTopicPartition {
+	h.t.Helper()
+	tp := kernel.TopicPartition{Topic: r.Topics[0].Topic, Partition: r.Topics[0].Partitions[0].Partition}
+	got := h.produceAsync(r)
+	waitFor(h.t, func() bool { return h.m.pg.watching(tp) == 1 })
+	return got
+}
+
 func (h *harness) doAs(ctx context.Context, v int16, body kmsg.Request, az kernel.Authorizer) (kernel.Response, error) {
 	h.t.Helper()
 	return h.call(h.t, ctx, v, body, az)

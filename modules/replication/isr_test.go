@@ -36,8 +36,7 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 	tp := kernel.TopicPartition{Topic: "t"}
 	p := h.m.partition(tp)
 
-	got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("HW %d before the follower has the batch", hw)
 	}
@@ -56,13 +55,9 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 	default:
 	}
 	p.updateFollower(2, 3)
-	select {
-	case r := <-got:
-		if r.ErrorCode != 0 || r.BaseOffset != 0 {
-			t.Fatalf("%+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("acks=all not completed when the follower caught up")
+	r := receive(t, got, 10*time.Second, "acks=all not completed when the follower caught up")
+	if r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("%+v", r)
 	}
 	if hw := p.HighWatermark(); hw != 3 {
 		t.Fatalf("HW %d, want 3", hw)
@@ -76,7 +71,6 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
 	h := newHarness(t, nil)
 	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
 
 	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
 	r.TimeoutMillis = 20
@@ -88,16 +82,11 @@ func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
 		t.Fatalf("timeout: %v", kerr.ErrorForCode(c))
 	}
 
-	got := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 	h.meta.publish(twoReplicas(3, 1)) // follower drops out of the ISR
-	select {
-	case res := <-got:
-		if res.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
-			t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(res.ErrorCode))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ISR shrink did not complete the waiting produce")
+	res := receive(t, got, 10*time.Second, "ISR shrink did not complete the waiting produce")
+	if res.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
+		t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	// And now the ISR is too small before the append.
 	resp, _ = h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
@@ -120,14 +109,10 @@ func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
 	pi := &im.Topics["t"].Partitions[0]
 	pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = 2, 6, []int32{1, 2}, []int32{2}
 	h.meta.publish(im)
-	select {
-	case resp := <-got:
-		fp := resp.Topics[0].Partitions[0]
-		if fp.ErrorCode != kerr.NotLeaderForPartition.Code || fp.CurrentLeader.LeaderID != 2 || fp.CurrentLeader.LeaderEpoch != 6 {
-			t.Fatalf("%+v", fp)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("leader change did not complete the waiting fetch")
+	resp := receive(t, got, 10*time.Second, "leader change did not complete the waiting fetch")
+	fp := resp.Topics[0].Partitions[0]
+	if fp.ErrorCode != kerr.NotLeaderForPartition.Code || fp.CurrentLeader.LeaderID != 2 || fp.CurrentLeader.LeaderEpoch != 6 {
+		t.Fatalf("%+v", fp)
 	}
 }
 
@@ -136,18 +121,12 @@ func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
 func TestAcksAllAnsweredWhenTopicDeleted(t *testing.T) {
 	h := newHarness(t, nil)
 	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
 	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
 	r.TimeoutMillis = 60_000
-	got := h.produceAsync(r)
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(r)
 	h.meta.publish(image(3)) // "t" deleted
-	select {
-	case res := <-got:
-		if res.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-			t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(res.ErrorCode))
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("acks=all produce still waiting after its topic was deleted")
+	res := receive(t, got, 20*time.Second, "acks=all produce still waiting after its topic was deleted")
+	if res.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(res.ErrorCode))
 	}
 }

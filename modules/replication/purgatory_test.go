@@ -128,6 +128,18 @@ func TestPurgatoryHammer(t *testing.T) {
 	waitFor(t, func() bool { return runtime.NumGoroutine() <= before })
 }
 
+// receive waits up to d for a value from ch, failing the test with what if none comes.
+func receive[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatal(what)
+	}
+	panic("unreachable")
+}
+
 // waitFor polls cond until it holds (never a fixed sleep as synchronisation).
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
