@@ -144,14 +144,8 @@ func TestE2EReadCommitted(t *testing.T) {
 		t.Fatalf("end offsets: read_uncommitted %d, read_committed %d; want 8 and the LSO 6", u, c)
 	}
 	// Raw read_committed fetch: stops at the LSO, lists the aborted transaction.
-	fr := kmsg.NewPtrFetchRequest()
-	fr.MaxBytes, fr.SessionEpoch, fr.IsolationLevel, fr.ReplicaID = 1<<20, -1, 1, -1
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "rc"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	fr.Topics = append(fr.Topics, ft)
+	fr := fetchFromStart("rc", [16]byte{})
+	fr.IsolationLevel, fr.ReplicaID = 1, -1
 	out := rawRequest(t, b.Addr, fr, 11).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	if out.ErrorCode != 0 || out.LastStableOffset != 6 || out.HighWatermark != 8 {
 		t.Fatalf("fetch: %v lso %d hw %d", kerr.ErrorForCode(out.ErrorCode), out.LastStableOffset, out.HighWatermark)

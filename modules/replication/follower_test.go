@@ -246,10 +246,7 @@ func TestFetchDivergingEpoch(t *testing.T) {
 // completes, woken by the fetch; consumers still stop at the HW. A fetch without
 // CLUSTER_ACTION is refused.
 func TestReplicaFetchReadsPastHW(t *testing.T) {
-	h := newHarness(t, nil)
-	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
-	p := h.m.partition(tp)
+	h, p := followedHarness(t)
 	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	consumer := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
 	if len(consumer.RecordBatches) != 0 || consumer.HighWatermark != 0 {

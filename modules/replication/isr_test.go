@@ -27,14 +27,20 @@ func twoReplicas(version uint64, isr ...int32) *kernel.Image {
 	return im
 }
 
+// followedHarness is a harness whose node 1 leads "t" with follower 2 in the ISR
+// (twoReplicas at version 2), so its HW waits for the follower; p is "t"-0.
+func followedHarness(t *testing.T) (h *harness, p *Partition) {
+	t.Helper()
+	h = newHarness(t, nil)
+	h.meta.publish(twoReplicas(2, 1, 2))
+	return h, h.m.partition(kernel.TopicPartition{Topic: "t"})
+}
+
 // TestAcksAllWaitsForFollower drives the purgatory path acks=all takes with a real
 // follower in the ISR: the produce is answered only when the follower's LEO moves the
 // HW past the batch (the ISR issue feeds updateFollower from follower fetches).
 func TestAcksAllWaitsForFollower(t *testing.T) {
-	h := newHarness(t, nil)
-	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
-	p := h.m.partition(tp)
+	h, p := followedHarness(t)
 
 	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	if hw := p.HighWatermark(); hw != 0 {
