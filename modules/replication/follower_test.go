@@ -667,21 +667,17 @@ func TestISRHammer(t *testing.T) {
 		kerr.NotEnoughReplicasAfterAppend.Code: true, kerr.NotLeaderForPartition.Code: true}
 	var pwg sync.WaitGroup
 	for range 3 {
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
+		pwg.Go(func() {
 			for range 100 {
 				if res := produceWithin(h, 50, testBatch(2, "h")); !allowed[res.ErrorCode] {
 					t.Errorf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
 					return
 				}
 			}
-		}()
+		})
 	}
 	for _, replica := range []int32{2, 3} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				if replica == 3 && i%50 < 10 {
 					time.Sleep(2 * time.Millisecond) // stall: falls out of the ISR
@@ -696,11 +692,9 @@ func TestISRHammer(t *testing.T) {
 				}
 				bodyBytes(t, resp.Body)
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			// Mostly images that change nothing for the partition; every 20th a new
 			// epoch, every 40th with leadership elsewhere (and back at the next).
@@ -714,7 +708,7 @@ func TestISRHammer(t *testing.T) {
 				t.Errorf("HW %d > LEO %d", hw, leo)
 			}
 		}
-	}()
+	})
 	pwg.Wait()
 	// Both kinds of change happened: a shrink (fewer than 3) and an expansion back to
 	// 3 (the images always start from the leader's ISR, so 3 is only ever proposed

@@ -102,24 +102,20 @@ func TestPurgatoryHammer(t *testing.T) {
 	const waiters, target = 16, 200
 	var wg sync.WaitGroup
 	for i := 0; i < waiters; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			done, err := pg.wait(context.Background(), []kernel.TopicPartition{tpA}, time.Minute, func() bool { return counter.Load() >= target })
 			if !done || err != nil {
 				t.Errorf("done=%v err=%v", done, err)
 			}
-		}()
+		})
 	}
 	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := 0; j < target/4; j++ {
 				counter.Add(1)
 				pg.wake(tpA)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if pg.watching(tpA) != 0 || pg.n.Load() != 0 {

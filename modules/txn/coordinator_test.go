@@ -733,9 +733,7 @@ func TestHammer(t *testing.T) {
 	const workers, loops = 8, 30
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			id := fmt.Sprintf("h%d", w%4) // two workers per id
 			for i := range loops {
 				pid, epoch, err := e.initPID(id, 60000, -1, -1)
@@ -747,7 +745,7 @@ func TestHammer(t *testing.T) {
 				}
 				_ = e.endTxn(id, pid, epoch, i%2 == 0, 4)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	want := map[string]string{}
