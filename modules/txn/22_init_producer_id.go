@@ -65,7 +65,7 @@ func (m *Module) initProducerID(ctx context.Context, req *kernel.Request, r *kms
 		expected = &pidEpoch{id: r.ProducerID, epoch: r.ProducerEpoch}
 	}
 	pid, epoch := int64(-1), int16(-1)
-	e := m.onCoordinator(ctx, id, func(s *shard) *kerr.Error {
+	e := m.onCoordinator(ctx, m.coordinatorFor, id, func(s *shard) *kerr.Error {
 		var e *kerr.Error
 		pid, epoch, e = s.initProducerID(ctx, id, r.TransactionTimeoutMillis, expected)
 		return e

@@ -32,7 +32,7 @@ func (m *Module) endTxn(ctx context.Context, req *kernel.Request, r *kmsg.EndTxn
 	if r.TransactionalID == "" {
 		return kerr.InvalidRequest
 	}
-	return m.onCoordinator(ctx, r.TransactionalID, func(s *shard) *kerr.Error {
+	return m.onCoordinator(ctx, m.coordinatorFor, r.TransactionalID, func(s *shard) *kerr.Error {
 		return s.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit)
 	})
 }

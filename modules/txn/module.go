@@ -231,10 +231,11 @@ func (m *Module) coordinatorFor(ctx context.Context, id string) (*shard, *kerr.E
 	return m.coord.Lookup(ctx, id)
 }
 
-// onCoordinator runs op on the shard that coordinates id, again while it answers
-// CONCURRENT_TRANSACTIONS (shard.retryConcurrent); or answers coordinatorFor's error.
-func (m *Module) onCoordinator(ctx context.Context, id string, op func(s *shard) *kerr.Error) *kerr.Error {
-	s, e := m.coordinatorFor(ctx, id)
+// onCoordinator runs op on the shard that lookup (coordinatorFor, or
+// internalCoordinator for kernel.InternalTxns) finds for id, again while op answers
+// CONCURRENT_TRANSACTIONS (shard.retryConcurrent); or answers lookup's error.
+func (m *Module) onCoordinator(ctx context.Context, lookup func(context.Context, string) (*shard, *kerr.Error), id string, op func(s *shard) *kerr.Error) *kerr.Error {
+	s, e := lookup(ctx, id)
 	if e != nil {
 		return e
 	}
