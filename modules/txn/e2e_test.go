@@ -3,7 +3,6 @@ package txn_test
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/kafkahash"
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
@@ -267,21 +267,6 @@ func TestE2ETransactionTimeout(t *testing.T) {
 	}
 }
 
-// javaPartition is the __transaction_state partition of id (abs(String.hashCode) % n).
-func javaPartition(id string, n int32) int32 {
-	var h int32
-	for _, r := range id { // ASCII ids only in these tests
-		h = 31*h + int32(r)
-	}
-	if h == math.MinInt32 {
-		h = 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
 // TestE2ERecoverPrepareCommit leaves a transaction in PrepareCommit in
 // __transaction_state (as a coordinator that crashed right after answering EndTxn
 // would), restarts the broker, and checks that the new coordinator writes the markers
@@ -311,7 +296,7 @@ func TestE2ERecoverPrepareCommit(t *testing.T) {
 	k := kmsg.NewTxnMetadataKey()
 	k.TransactionalID = id
 	adm := b.Client(t, kgo.ClientID("__admin_client"), kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	rec := &kgo.Record{Topic: "__transaction_state", Partition: javaPartition(id, txnPartitions), Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+	rec := &kgo.Record{Topic: "__transaction_state", Partition: kafkahash.Partition(id, txnPartitions), Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 	if err := adm.ProduceSync(ctxT(t, 20*time.Second), rec).FirstErr(); err != nil {
 		t.Fatalf("write PrepareCommit: %v", err)
 	}
