@@ -44,15 +44,9 @@ func (m *Module) handleDeleteRecords(ctx context.Context, req *kernel.Request, r
 }
 
 func (m *Module) deleteRecords(tp kernel.TopicPartition, offset int64) (int64, int16) {
-	p := m.partition(tp)
+	p, code := m.ledPartition(m.meta.Image(), tp)
 	if p == nil {
-		if m.meta.Image().Partition(tp.Topic, tp.Partition) != nil {
-			return -1, kerr.NotLeaderForPartition.Code
-		}
-		return -1, kerr.UnknownTopicOrPartition.Code
-	}
-	if !p.IsLeader() {
-		return -1, kerr.NotLeaderForPartition.Code
+		return -1, code
 	}
 	if !strings.Contains(p.Config().CleanupPolicy, "delete") {
 		return -1, kerr.PolicyViolation.Code // compact-only topics keep their records

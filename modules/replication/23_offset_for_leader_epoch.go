@@ -44,12 +44,10 @@ func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Req
 				rt.Partitions = append(rt.Partitions, out)
 				continue
 			}
-			switch p := m.partition(kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}); {
+			tp := kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}
+			switch p := m.partition(tp); {
 			case p == nil:
-				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if m.meta.Image().Partition(t.Topic, in.Partition) != nil {
-					out.ErrorCode = kerr.NotLeaderForPartition.Code
-				}
+				out.ErrorCode = notHostedCode(m.meta.Image(), tp)
 			default:
 				if fromAnyReplica {
 					if err := checkEpoch(p.place.Load(), in.CurrentLeaderEpoch); err != nil {

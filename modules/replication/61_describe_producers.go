@@ -39,13 +39,9 @@ func (m *Module) handleDescribeProducers(ctx context.Context, req *kernel.Reques
 				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}
-			p := m.partition(kernel.TopicPartition{Topic: t.Topic, Partition: part})
-			switch {
-			case p == nil && im.Partition(t.Topic, part) == nil:
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				continue
-			case p == nil || !p.IsLeader():
-				op.ErrorCode = kerr.NotLeaderForPartition.Code
+			p, code := m.ledPartition(im, kernel.TopicPartition{Topic: t.Topic, Partition: part})
+			if p == nil {
+				op.ErrorCode = code
 				continue
 			}
 			states := p.log.Producers()

@@ -86,8 +86,7 @@ func startClusterWith(t *testing.T, n int, storage string, configs map[string]st
 		var wg sync.WaitGroup
 		for _, nd := range c.nodes {
 			if nd.k != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); c.stop(nd.id) }()
+				wg.Go(func() { c.stop(nd.id) })
 			}
 		}
 		wg.Wait()
@@ -100,8 +99,7 @@ func startClusterWith(t *testing.T, n int, storage string, configs map[string]st
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, nd := range c.nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = c.start(nd) }()
+		wg.Go(func() { errs[i] = c.start(nd) })
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
+	"github.com/sluicehq/sluice/modules/replication"
 )
 
 // TestE2EKgoTransactions: a kgo transactional producer against the txn coordinator
@@ -42,17 +43,7 @@ func TestE2EKgoTransactions(t *testing.T) {
 
 	cons := b.Client(t, kgo.ConsumeTopics("ktx"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
-	var vals []string
-	for len(vals) < 4 {
-		fs := cons.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %v: %v", vals, err)
-		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		for _, r := range fs.Records() {
-			vals = append(vals, string(r.Value))
-		}
-	}
+	vals := valuesOf(pollN(t, ctx, cons, 4))
 	slices.Sort(vals)
 	if !slices.Equal(vals, []string{"c1", "c2", "c3", "c4"}) {
 		t.Fatalf("read_committed consumed %v", vals)
@@ -86,7 +77,7 @@ func TestE2EKgoTransactions(t *testing.T) {
 	var r kmsg.ProduceResponseTopicPartition
 	for {
 		// (Retried while the coordinator loads the transactional id's shard.)
-		r = rawProduce(t, b, "ktx", &ghost, producerBatch(987654, 0, 0, true, "hanging"))
+		r = rawProduce(t, b, "ktx", &ghost, replication.ProducerBatch(987654, 0, 0, true, "hanging"))
 		if r.ErrorCode != kerr.CoordinatorLoadInProgress.Code || ctx.Err() != nil {
 			break
 		}

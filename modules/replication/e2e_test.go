@@ -60,7 +60,13 @@ func produceSync(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
 func consumeN(t *testing.T, b *testbroker.Broker, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
 	cl := b.Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500 * time.Millisecond)}, opts...)...)
-	ctx := testCtx(t)
+	return pollN(t, testCtx(t), cl, n)
+}
+
+// pollN polls cl until it has read n records, failing on a fetch error or once ctx
+// ends.
+func pollN(t *testing.T, ctx context.Context, cl *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
 	var out []*kgo.Record
 	for len(out) < n {
 		fs := cl.PollFetches(ctx)
@@ -71,6 +77,15 @@ func consumeN(t *testing.T, b *testbroker.Broker, topic string, n int, opts ...k
 		out = append(out, fs.Records()...)
 	}
 	return out
+}
+
+// valuesOf is the records' values.
+func valuesOf(recs []*kgo.Record) []string {
+	vals := make([]string, len(recs))
+	for i, r := range recs {
+		vals[i] = string(r.Value)
+	}
+	return vals
 }
 
 func TestE2EProduceConsumeAcks(t *testing.T) {
@@ -156,14 +171,8 @@ func TestE2ELongPollWokenByProduce(t *testing.T) {
 	b := testbroker.Start(t)
 	createTopic(t, b, "poll", 1, nil)
 	cl := b.Client(t, kgo.DefaultProduceTopic("poll"))
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 30_000, 1, 1<<20, -1
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = "poll", topicID(t, b, "poll")
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	req.Topics = append(req.Topics, ft)
+	req := fetchFromStart("poll", topicID(t, b, "poll"))
+	req.MaxWaitMillis, req.MinBytes = 30_000, 1
 
 	type result struct {
 		resp *kmsg.FetchResponse
@@ -308,14 +317,7 @@ func TestE2EBytesMatchSegment(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		produceSync(t, cl, &kgo.Record{Key: []byte("k"), Value: bytes.Repeat([]byte("v"), 100*i)})
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.MaxBytes, req.SessionEpoch = 1<<20, -1
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = "bytes", topicID(t, b, "bytes")
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	req.Topics = append(req.Topics, ft)
+	req := fetchFromStart("bytes", topicID(t, b, "bytes"))
 	resp, err := req.RequestWith(testCtx(t), cl)
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +330,20 @@ func TestE2EBytesMatchSegment(t *testing.T) {
 	if len(got) == 0 || !bytes.Equal(got, seg) {
 		t.Fatalf("fetched %d bytes, segment has %d; equal=%v", len(got), len(seg), bytes.Equal(got, seg))
 	}
+}
+
+// fetchFromStart is a sessionless Fetch of topic-0 from offset 0, up to 1 MiB, naming
+// the topic by name and id (the request's version puts one on the wire).
+func fetchFromStart(topic string, id [16]byte) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.SessionEpoch = 1<<20, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = topic, id
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	return req
 }
 
 // rawRequest sends one request over a fresh connection and decodes the response.
@@ -446,14 +462,7 @@ func TestE2ERawFetchAllVersions(t *testing.T) {
 	id := topicID(t, b, "versions")
 	var first []byte
 	for v := int16(4); v <= (&kmsg.FetchRequest{}).MaxVersion(); v++ {
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxBytes, req.SessionEpoch = 1<<20, -1
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic, ft.TopicID = "versions", id
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.PartitionMaxBytes = 1 << 20
-		ft.Partitions = append(ft.Partitions, fp)
-		req.Topics = append(req.Topics, ft)
+		req := fetchFromStart("versions", id)
 		resp := rawRequest(t, b.Addr, req, v).(*kmsg.FetchResponse)
 		p := resp.Topics[0].Partitions[0]
 		if p.ErrorCode != 0 || p.HighWatermark != 2 || len(p.RecordBatches) == 0 {

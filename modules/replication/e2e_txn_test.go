@@ -13,17 +13,8 @@ import (
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/internal/testbroker"
+	"github.com/sluicehq/sluice/modules/replication"
 )
-
-// producerBatch builds one batch of producer pid (idempotent, or transactional).
-func producerBatch(pid int64, epoch int16, seq int32, txn bool, values ...string) []byte {
-	recs := make([]recordbatch.Record, len(values))
-	for i, v := range values {
-		recs[i] = recordbatch.Record{Value: []byte(v)}
-	}
-	return recordbatch.Build(recordbatch.Options{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq,
-		Transactional: txn, BaseTimestamp: time.Now().UnixMilli()}, recs...)
-}
 
 // rawProduce sends one batch to topic-0 with acks=all over a fresh connection.
 func rawProduce(t *testing.T, b *testbroker.Broker, topic string, txnID *string, records []byte) kmsg.ProduceResponseTopicPartition {
@@ -84,13 +75,13 @@ func endOffsets(t *testing.T, b *testbroker.Broker, topic string) (uncommitted, 
 func TestE2EIdempotentProduce(t *testing.T) {
 	b := testbroker.Start(t)
 	createTopic(t, b, "idem", 1, nil)
-	expectCode(t, "first", rawProduce(t, b, "idem", nil, producerBatch(1000, 0, 0, false, "a", "b")), nil)
-	r := rawProduce(t, b, "idem", nil, producerBatch(1000, 0, 2, false, "c"))
+	expectCode(t, "first", rawProduce(t, b, "idem", nil, replication.ProducerBatch(1000, 0, 0, false, "a", "b")), nil)
+	r := rawProduce(t, b, "idem", nil, replication.ProducerBatch(1000, 0, 2, false, "c"))
 	expectCode(t, "second", r, nil)
 	if r.BaseOffset != 2 {
 		t.Fatalf("second at %d", r.BaseOffset)
 	}
-	r = rawProduce(t, b, "idem", nil, producerBatch(1000, 0, 2, false, "c"))
+	r = rawProduce(t, b, "idem", nil, replication.ProducerBatch(1000, 0, 2, false, "c"))
 	expectCode(t, "retry", r, nil)
 	if r.BaseOffset != 2 {
 		t.Fatalf("retry at %d", r.BaseOffset)
@@ -98,13 +89,13 @@ func TestE2EIdempotentProduce(t *testing.T) {
 	if u, _ := endOffsets(t, b, "idem"); u != 3 {
 		t.Fatalf("log end %d after the retry, want 3", u)
 	}
-	expectCode(t, "gap", rawProduce(t, b, "idem", nil, producerBatch(1000, 0, 7, false, "gap")), kerr.OutOfOrderSequenceNumber)
-	expectCode(t, "two batches", rawProduce(t, b, "idem", nil, append(producerBatch(1000, 0, 3, false, "x"), producerBatch(1000, 0, 4, false, "y")...)), kerr.InvalidRecord)
-	expectCode(t, "new epoch", rawProduce(t, b, "idem", nil, producerBatch(1000, 1, 0, false, "d")), nil)
-	expectCode(t, "old epoch", rawProduce(t, b, "idem", nil, producerBatch(1000, 0, 3, false, "e")), kerr.InvalidProducerEpoch)
+	expectCode(t, "gap", rawProduce(t, b, "idem", nil, replication.ProducerBatch(1000, 0, 7, false, "gap")), kerr.OutOfOrderSequenceNumber)
+	expectCode(t, "two batches", rawProduce(t, b, "idem", nil, append(replication.ProducerBatch(1000, 0, 3, false, "x"), replication.ProducerBatch(1000, 0, 4, false, "y")...)), kerr.InvalidRecord)
+	expectCode(t, "new epoch", rawProduce(t, b, "idem", nil, replication.ProducerBatch(1000, 1, 0, false, "d")), nil)
+	expectCode(t, "old epoch", rawProduce(t, b, "idem", nil, replication.ProducerBatch(1000, 0, 3, false, "e")), kerr.InvalidProducerEpoch)
 	txn := "tx-idem"
-	expectCode(t, "txn open", rawProduce(t, b, "idem", &txn, producerBatch(1001, 0, 0, true, "t")), nil)
-	expectCode(t, "plain during txn", rawProduce(t, b, "idem", nil, producerBatch(1001, 0, 1, false, "p")), kerr.InvalidTxnState)
+	expectCode(t, "txn open", rawProduce(t, b, "idem", &txn, replication.ProducerBatch(1001, 0, 0, true, "t")), nil)
+	expectCode(t, "plain during txn", rawProduce(t, b, "idem", nil, replication.ProducerBatch(1001, 0, 1, false, "p")), kerr.InvalidTxnState)
 	got := consumeN(t, b, "idem", 5)
 	var vals []string
 	for _, r := range got {
@@ -141,26 +132,20 @@ func TestE2EReadCommitted(t *testing.T) {
 	txn := "tx-rc"
 	const pid, other = 3000, 3001
 	// 0-1 aborted, 2 ABORT, 3 plain, 4 committed, 5 COMMIT, 6 open txn of other, 7 plain.
-	expectCode(t, "aborted", rawProduce(t, b, "rc", &txn, producerBatch(pid, 0, 0, true, "x1", "x2")), nil)
+	expectCode(t, "aborted", rawProduce(t, b, "rc", &txn, replication.ProducerBatch(pid, 0, 0, true, "x1", "x2")), nil)
 	rawMarker(t, b, "rc", pid, 0, false)
 	produceSync(t, b.Client(t), &kgo.Record{Topic: "rc", Value: []byte("plain1")})
-	expectCode(t, "committed", rawProduce(t, b, "rc", &txn, producerBatch(pid, 0, 2, true, "c1")), nil)
+	expectCode(t, "committed", rawProduce(t, b, "rc", &txn, replication.ProducerBatch(pid, 0, 2, true, "c1")), nil)
 	rawMarker(t, b, "rc", pid, 0, true)
-	expectCode(t, "open", rawProduce(t, b, "rc", &txn, producerBatch(other, 0, 0, true, "o1")), nil)
+	expectCode(t, "open", rawProduce(t, b, "rc", &txn, replication.ProducerBatch(other, 0, 0, true, "o1")), nil)
 	produceSync(t, b.Client(t), &kgo.Record{Topic: "rc", Value: []byte("plain2")})
 
 	if u, c := endOffsets(t, b, "rc"); u != 8 || c != 6 {
 		t.Fatalf("end offsets: read_uncommitted %d, read_committed %d; want 8 and the LSO 6", u, c)
 	}
 	// Raw read_committed fetch: stops at the LSO, lists the aborted transaction.
-	fr := kmsg.NewPtrFetchRequest()
-	fr.MaxBytes, fr.SessionEpoch, fr.IsolationLevel, fr.ReplicaID = 1<<20, -1, 1, -1
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "rc"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	fr.Topics = append(fr.Topics, ft)
+	fr := fetchFromStart("rc", [16]byte{})
+	fr.IsolationLevel, fr.ReplicaID = 1, -1
 	out := rawRequest(t, b.Addr, fr, 11).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	if out.ErrorCode != 0 || out.LastStableOffset != 6 || out.HighWatermark != 8 {
 		t.Fatalf("fetch: %v lso %d hw %d", kerr.ErrorForCode(out.ErrorCode), out.LastStableOffset, out.HighWatermark)
@@ -186,17 +171,7 @@ func TestE2EReadCommitted(t *testing.T) {
 	cl := b.Client(t, kgo.ConsumeTopics("rc"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
 	ctx := testCtx(t)
-	var vals []string
-	for len(vals) < 2 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %v: %v", vals, err)
-		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		for _, r := range fs.Records() {
-			vals = append(vals, string(r.Value))
-		}
-	}
+	vals := valuesOf(pollN(t, ctx, cl, 2))
 	if !slices.Equal(vals, []string{"plain1", "c1"}) {
 		t.Fatalf("read_committed before the commit: %v", vals)
 	}

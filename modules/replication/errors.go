@@ -9,6 +9,28 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
+// notHostedCode answers a partition this broker does not host: NOT_LEADER_OR_FOLLOWER
+// when im has it (it lives on other brokers), else UNKNOWN_TOPIC_OR_PARTITION.
+func notHostedCode(im *kernel.Image, tp kernel.TopicPartition) int16 {
+	if im.Partition(tp.Topic, tp.Partition) != nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}
+
+// ledPartition returns tp's partition when this broker leads it, or the code to
+// answer: notHostedCode's, or NOT_LEADER_OR_FOLLOWER on a follower.
+func (m *Module) ledPartition(im *kernel.Image, tp kernel.TopicPartition) (*Partition, int16) {
+	p := m.partition(tp)
+	switch {
+	case p == nil:
+		return nil, notHostedCode(im, tp)
+	case !p.IsLeader():
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return p, 0
+}
+
 // errorCode maps a partition-level Go error to its Kafka code. It is used only at the
 // response edge.
 func errorCode(err error) int16 {

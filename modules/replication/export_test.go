@@ -8,6 +8,11 @@ import (
 
 // Test hooks for the external test package (the multi-broker tests).
 
+// ProducerBatch is pidBatch: one batch of an idempotent (or transactional) producer.
+func ProducerBatch(pid int64, epoch int16, seq int32, txn bool, values ...string) []byte {
+	return pidBatch(pid, epoch, seq, txn, values...)
+}
+
 // PauseFetching idles (true) or resumes this broker's replica fetchers, as if it
 // stopped fetching (a follower that stalls without leaving the cluster).
 func (m *Module) PauseFetching(on bool) { m.pauseFetching(on) }

@@ -299,11 +299,7 @@ func (f *fetcher) run() {
 			var err error
 			conn, vers, err = f.connect(cfg)
 			if err != nil {
-				if f.ctx.Err() != nil {
-					return
-				}
-				f.logFailure(&failing, "replica fetcher cannot reach the leader", err)
-				if !f.sleep(cfg.backoff) {
+				if !f.backOff(&failing, "replica fetcher cannot reach the leader", err, cfg.backoff) {
 					return
 				}
 				continue
@@ -316,11 +312,7 @@ func (f *fetcher) run() {
 		if err != nil {
 			_ = conn.Close()
 			conn = nil
-			if f.ctx.Err() != nil {
-				return
-			}
-			f.logFailure(&failing, "replica fetch failed", err)
-			if !f.sleep(cfg.backoff) {
+			if !f.backOff(&failing, "replica fetch failed", err, cfg.backoff) {
 				return
 			}
 			continue
@@ -344,13 +336,20 @@ func (f *fetcher) run() {
 	}
 }
 
-func (f *fetcher) logFailure(failing *bool, msg string, err error) {
+// backOff handles a failed attempt: it logs err (at Warn the first time in a row,
+// then at Debug) and waits d. It returns false when the fetcher's context is done,
+// before logging if it already was.
+func (f *fetcher) backOff(failing *bool, msg string, err error, d time.Duration) bool {
+	if f.ctx.Err() != nil {
+		return false
+	}
 	if *failing {
 		f.m.log.Debug(msg, "leader", f.key.leader, "err", err)
-		return
+	} else {
+		*failing = true
+		f.m.log.Warn(msg, "leader", f.key.leader, "err", err)
 	}
-	*failing = true
-	f.m.log.Warn(msg, "leader", f.key.leader, "err", err)
+	return f.sleep(d)
 }
 
 // connect dials the leader's inter-broker listener (from the current image) and

@@ -246,19 +246,8 @@ func TestFetchDivergingEpoch(t *testing.T) {
 // completes, woken by the fetch; consumers still stop at the HW. A fetch without
 // CLUSTER_ACTION is refused.
 func TestReplicaFetchReadsPastHW(t *testing.T) {
-	h := newHarness(t, nil)
-	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
-	p := h.m.partition(tp)
-	got := make(chan int16, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(3, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-	}()
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	h, p := followedHarness(t)
+	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	consumer := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]
 	if len(consumer.RecordBatches) != 0 || consumer.HighWatermark != 0 {
 		t.Fatalf("consumer read past the HW: %d bytes, HW %d", len(consumer.RecordBatches), consumer.HighWatermark)
@@ -275,13 +264,9 @@ func TestReplicaFetchReadsPastHW(t *testing.T) {
 	if follower.HighWatermark != 3 || p.HighWatermark() != 3 {
 		t.Fatalf("HW after the follower's fetch at 3: answer %d, partition %d", follower.HighWatermark, p.HighWatermark())
 	}
-	select {
-	case c := <-got:
-		if c != 0 {
-			t.Fatalf("acks=all: %v", kerr.ErrorForCode(c))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("acks=all produce not completed by the follower's fetch")
+	res := receive(t, got, 10*time.Second, "acks=all produce not completed by the follower's fetch")
+	if res.ErrorCode != 0 {
+		t.Fatalf("acks=all: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	resp, _ := h.doAs(context.Background(), 15, r, denyClusterAction{})
 	dec := &kmsg.FetchResponse{Version: 15}
@@ -307,15 +292,7 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 			h.m.pauseFetching(true)
 			h.meta.publish(twoReplicas(2, 1, 2))
 			tp := kernel.TopicPartition{Topic: "t"}
-			got := make(chan int16, 1)
-			go func() {
-				resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-				if err != nil {
-					t.Error(err)
-				}
-				got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-			}()
-			waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+			got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 			im := twoReplicas(3, 1, 2)
 			pi := &im.Topics["t"].Partitions[0]
 			pi.LeaderEpoch = 6
@@ -328,13 +305,9 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 				// passes it, but the wait began in epoch 5.
 				h.m.partition(tp).updateFollower(2, 1)
 			}
-			select {
-			case c := <-got:
-				if c != kerr.NotLeaderForPartition.Code {
-					t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(c))
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("waiting produce not answered")
+			res := receive(t, got, 10*time.Second, "waiting produce not answered")
+			if res.ErrorCode != kerr.NotLeaderForPartition.Code {
+				t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(res.ErrorCode))
 			}
 		})
 	}
@@ -694,21 +667,17 @@ func TestISRHammer(t *testing.T) {
 		kerr.NotEnoughReplicasAfterAppend.Code: true, kerr.NotLeaderForPartition.Code: true}
 	var pwg sync.WaitGroup
 	for range 3 {
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
+		pwg.Go(func() {
 			for range 100 {
 				if res := produceWithin(h, 50, testBatch(2, "h")); !allowed[res.ErrorCode] {
 					t.Errorf("produce: %v", kerr.ErrorForCode(res.ErrorCode))
 					return
 				}
 			}
-		}()
+		})
 	}
 	for _, replica := range []int32{2, 3} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				if replica == 3 && i%50 < 10 {
 					time.Sleep(2 * time.Millisecond) // stall: falls out of the ISR
@@ -723,11 +692,9 @@ func TestISRHammer(t *testing.T) {
 				}
 				bodyBytes(t, resp.Body)
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for i := 0; ctx.Err() == nil; i++ {
 			// Mostly images that change nothing for the partition; every 20th a new
 			// epoch, every 40th with leadership elsewhere (and back at the next).
@@ -741,7 +708,7 @@ func TestISRHammer(t *testing.T) {
 				t.Errorf("HW %d > LEO %d", hw, leo)
 			}
 		}
-	}()
+	})
 	pwg.Wait()
 	// Both kinds of change happened: a shrink (fewer than 3) and an expansion back to
 	// 3 (the images always start from the leader's ISR, so 3 is only ever proposed
@@ -898,13 +865,9 @@ func TestFollowerReadsFollower(t *testing.T) {
 	if _, err := p.appendFetched(2, 3, 5, nil, 5, 0); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case fp := <-got:
-		if fp.HighWatermark != 5 || len(fp.RecordBatches) == 0 {
-			t.Fatalf("long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("long poll on a follower not completed by its HW move")
+	fp = receive(t, got, 10*time.Second, "long poll on a follower not completed by its HW move")
+	if fp.HighWatermark != 5 || len(fp.RecordBatches) == 0 {
+		t.Fatalf("long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
 	}
 }
 
@@ -939,12 +902,8 @@ func TestReplicaFetchLearnsHW(t *testing.T) {
 	if fp := replicaFetch(3, 3, 0); fp.HighWatermark != 3 {
 		t.Fatalf("follower 3's fetch: HW %d, want 3", fp.HighWatermark)
 	}
-	select {
-	case fp := <-got:
-		if fp.HighWatermark != 3 || len(fp.RecordBatches) != 0 {
-			t.Fatalf("follower 2's long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("follower 2's long poll not answered when the HW moved")
+	fp := receive(t, got, 10*time.Second, "follower 2's long poll not answered when the HW moved")
+	if fp.HighWatermark != 3 || len(fp.RecordBatches) != 0 {
+		t.Fatalf("follower 2's long poll: HW %d, %d bytes", fp.HighWatermark, len(fp.RecordBatches))
 	}
 }

@@ -173,6 +173,30 @@ func (h *harness) do(ctx context.Context, v int16, body kmsg.Request) (kernel.Re
 	return h.doAs(ctx, v, body, kernel.AllowAll{})
 }
 
+// produceAsync sends r as client version 9 in the background; the channel gets the
+// answer of its first partition (an acks=all produce that waits for followers).
+func (h *harness) produceAsync(r *kmsg.ProduceRequest) <-chan kmsg.ProduceResponseTopicPartition {
+	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() {
+		resp, err := h.do(context.Background(), 9, r)
+		if err != nil {
+			h.t.Error(err)
+		}
+		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}()
+	return got
+}
+
+// waitingProduce is produceAsync that returns once the produce waits in the
+// purgatory: its one partition has one watcher.
+func (h *harness) waitingProduce(r *kmsg.ProduceRequest) <-chan kmsg.ProduceResponseTopicPartition {
+	h.t.Helper()
+	tp := kernel.TopicPartition{Topic: r.Topics[0].Topic, Partition: r.Topics[0].Partitions[0].Partition}
+	got := h.produceAsync(r)
+	waitFor(h.t, func() bool { return h.m.pg.watching(tp) == 1 })
+	return got
+}
+
 func (h *harness) doAs(ctx context.Context, v int16, body kmsg.Request, az kernel.Authorizer) (kernel.Response, error) {
 	h.t.Helper()
 	return h.call(h.t, ctx, v, body, az)

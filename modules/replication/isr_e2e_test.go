@@ -43,6 +43,30 @@ func produceAll(t *testing.T, cl *kgo.Client, topic string, from, n int) {
 	}
 }
 
+// syncedTopic creates topic with one partition replicated on three brokers, writes n
+// records to it and waits until the replicas agree; it returns the partition and its
+// leader.
+func (c *rcluster) syncedTopic(topic string, n int) (kernel.TopicPartition, int32) {
+	c.t.Helper()
+	c.createTopic(topic, 1, 3, nil)
+	tp := kernel.TopicPartition{Topic: topic}
+	produceAll(c.t, c.client(kgo.DefaultProduceTopic(topic)), topic, 0, n)
+	c.waitInSync(tp, 30*time.Second)
+	return tp, c.leaderOf(tp)
+}
+
+// pauseFollowers stops every broker but leader from fetching and returns their ids.
+func (c *rcluster) pauseFollowers(leader int32) []int32 {
+	var followers []int32
+	for _, nd := range c.nodes {
+		if nd.id != leader {
+			followers = append(followers, nd.id)
+			c.repl(nd.id).PauseFetching(true)
+		}
+	}
+	return followers
+}
+
 // rawProduce sends one Produce (one record to partition 0 of topic) to broker id and
 // returns the partition's error code.
 func clusterProduce(t *testing.T, c *rcluster, id int32, topic string, acks int16, timeoutMs int32) int16 {
@@ -144,18 +168,8 @@ func TestClusterAcksAllReplicates(t *testing.T) {
 func TestClusterHighWatermark(t *testing.T) {
 	// A long lag time: the stalled followers stay in the ISR.
 	c := startCluster(t, 3, "memory", map[string]string{"replica.lag.time.max.ms": "60000"})
-	c.createTopic("hw", 1, 3, nil)
-	tp := kernel.TopicPartition{Topic: "hw"}
-	produceAll(t, c.client(kgo.DefaultProduceTopic("hw")), "hw", 0, 5)
-	c.waitInSync(tp, 30*time.Second)
-	leader := c.leaderOf(tp)
-	var followers []int32
-	for _, nd := range c.nodes {
-		if nd.id != leader {
-			followers = append(followers, nd.id)
-			c.repl(nd.id).PauseFetching(true)
-		}
-	}
+	tp, leader := c.syncedTopic("hw", 5)
+	followers := c.pauseFollowers(leader)
 	if code := clusterProduce(t, c, leader, "hw", 1, 5000); code != 0 {
 		t.Fatalf("acks=1: %v", kerr.ErrorForCode(code))
 	}
@@ -270,17 +284,9 @@ func TestClusterISRShrinkExpand(t *testing.T) {
 // byte for byte.
 func TestClusterDivergentFollowerTruncates(t *testing.T) {
 	c := startCluster(t, 3, "segmentlog", map[string]string{"replica.lag.time.max.ms": "60000"})
-	c.createTopic("div", 1, 3, nil)
-	tp := kernel.TopicPartition{Topic: "div"}
-	produceAll(t, c.client(kgo.DefaultProduceTopic("div")), "div", 0, 10)
-	c.waitInSync(tp, 30*time.Second)
-	old := c.leaderOf(tp)
+	tp, old := c.syncedTopic("div", 10)
 	oldEpoch := c.image(old).Partition("div", 0).LeaderEpoch
-	for _, nd := range c.nodes {
-		if nd.id != old {
-			c.repl(nd.id).PauseFetching(true)
-		}
-	}
+	c.pauseFollowers(old)
 	for range 5 {
 		if code := clusterProduce(t, c, old, "div", 1, 5000); code != 0 {
 			t.Fatalf("acks=1: %v", kerr.ErrorForCode(code))
@@ -391,12 +397,8 @@ func TestClusterFollowerBelowLogStart(t *testing.T) {
 // and reads every record from it.
 func TestClusterFollowerReads(t *testing.T) {
 	c := startClusterWith(t, 3, "memory", nil, clusterOpts{racks: []string{"r1", "r2", "r3"}, replication: "follower_reads: true"})
-	c.createTopic("near", 1, 3, nil)
-	tp := kernel.TopicPartition{Topic: "near"}
 	const n = 50
-	produceAll(t, c.client(kgo.DefaultProduceTopic("near")), "near", 0, n)
-	c.waitInSync(tp, 30*time.Second)
-	leader := c.leaderOf(tp)
+	_, leader := c.syncedTopic("near", n)
 	follower := leader%3 + 1
 	before := c.repl(follower).FetchBytes()
 	cons := c.client(kgo.ConsumeTopics("near"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Rack(fmt.Sprintf("r%d", follower)))

@@ -27,24 +27,22 @@ func twoReplicas(version uint64, isr ...int32) *kernel.Image {
 	return im
 }
 
+// followedHarness is a harness whose node 1 leads "t" with follower 2 in the ISR
+// (twoReplicas at version 2), so its HW waits for the follower; p is "t"-0.
+func followedHarness(t *testing.T) (h *harness, p *Partition) {
+	t.Helper()
+	h = newHarness(t, nil)
+	h.meta.publish(twoReplicas(2, 1, 2))
+	return h, h.m.partition(kernel.TopicPartition{Topic: "t"})
+}
+
 // TestAcksAllWaitsForFollower drives the purgatory path acks=all takes with a real
 // follower in the ISR: the produce is answered only when the follower's LEO moves the
 // HW past the batch (the ISR issue feeds updateFollower from follower fetches).
 func TestAcksAllWaitsForFollower(t *testing.T) {
-	h := newHarness(t, nil)
-	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
-	p := h.m.partition(tp)
+	h, p := followedHarness(t)
 
-	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(3, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	}()
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(3, "x")))
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("HW %d before the follower has the batch", hw)
 	}
@@ -63,13 +61,9 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 	default:
 	}
 	p.updateFollower(2, 3)
-	select {
-	case r := <-got:
-		if r.ErrorCode != 0 || r.BaseOffset != 0 {
-			t.Fatalf("%+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("acks=all not completed when the follower caught up")
+	r := receive(t, got, 10*time.Second, "acks=all not completed when the follower caught up")
+	if r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("%+v", r)
 	}
 	if hw := p.HighWatermark(); hw != 3 {
 		t.Fatalf("HW %d, want 3", hw)
@@ -83,7 +77,6 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
 	h := newHarness(t, nil)
 	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
 
 	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
 	r.TimeoutMillis = 20
@@ -95,23 +88,11 @@ func TestAcksAllTimeoutAndISRShrink(t *testing.T) {
 		t.Fatalf("timeout: %v", kerr.ErrorForCode(c))
 	}
 
-	got := make(chan int16, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-	}()
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 	h.meta.publish(twoReplicas(3, 1)) // follower drops out of the ISR
-	select {
-	case c := <-got:
-		if c != kerr.NotEnoughReplicasAfterAppend.Code {
-			t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(c))
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ISR shrink did not complete the waiting produce")
+	res := receive(t, got, 10*time.Second, "ISR shrink did not complete the waiting produce")
+	if res.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
+		t.Fatalf("ISR shrink: %v", kerr.ErrorForCode(res.ErrorCode))
 	}
 	// And now the ISR is too small before the append.
 	resp, _ = h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
@@ -134,14 +115,10 @@ func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
 	pi := &im.Topics["t"].Partitions[0]
 	pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = 2, 6, []int32{1, 2}, []int32{2}
 	h.meta.publish(im)
-	select {
-	case resp := <-got:
-		fp := resp.Topics[0].Partitions[0]
-		if fp.ErrorCode != kerr.NotLeaderForPartition.Code || fp.CurrentLeader.LeaderID != 2 || fp.CurrentLeader.LeaderEpoch != 6 {
-			t.Fatalf("%+v", fp)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("leader change did not complete the waiting fetch")
+	resp := receive(t, got, 10*time.Second, "leader change did not complete the waiting fetch")
+	fp := resp.Topics[0].Partitions[0]
+	if fp.ErrorCode != kerr.NotLeaderForPartition.Code || fp.CurrentLeader.LeaderID != 2 || fp.CurrentLeader.LeaderEpoch != 6 {
+		t.Fatalf("%+v", fp)
 	}
 }
 
@@ -150,25 +127,12 @@ func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
 func TestAcksAllAnsweredWhenTopicDeleted(t *testing.T) {
 	h := newHarness(t, nil)
 	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
 	r := produceReq(-1, "t", 1, 0, testBatch(1, "x"))
 	r.TimeoutMillis = 60_000
-	got := make(chan kmsg.ProduceResponseTopicPartition, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, r)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	}()
-	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
+	got := h.waitingProduce(r)
 	h.meta.publish(image(3)) // "t" deleted
-	select {
-	case res := <-got:
-		if res.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-			t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(res.ErrorCode))
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("acks=all produce still waiting after its topic was deleted")
+	res := receive(t, got, 20*time.Second, "acks=all produce still waiting after its topic was deleted")
+	if res.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(res.ErrorCode))
 	}
 }

@@ -57,9 +57,9 @@ type Module struct {
 	produceBytes, fetchBytes *kernel.Counter
 	// transformer is the registered kernel.ProduceTransformer (nil: none); see
 	// SetProduceTransformer.
-	transformer atomic.Pointer[transformerBox]
+	transformer hookSlot[kernel.ProduceTransformer]
 	// verifier is the registered kernel.TxnVerifier (nil: none); see SetTxnVerifier.
-	verifier atomic.Pointer[verifierBox]
+	verifier hookSlot[kernel.TxnVerifier]
 	// markerFns are the TxnMarkerHook listeners (copy-on-write; markerMu serialises
 	// writers).
 	markerMu  sync.Mutex
@@ -437,43 +437,45 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	return p
 }
 
-// verifierBox holds a kernel.TxnVerifier behind an atomic pointer.
-type verifierBox struct{ v kernel.TxnVerifier }
+// hookSlot holds a hook another module registers (an interface value, nil: none)
+// behind an atomic pointer, so it can be set at any time and read without a lock.
+type hookSlot[T any] struct{ p atomic.Pointer[hookBox[T]] }
+
+// hookBox boxes a hook: an atomic.Pointer holds a pointer, not an interface.
+type hookBox[T any] struct{ v T }
+
+// set registers v; a nil v unsets the hook.
+func (s *hookSlot[T]) set(v T) {
+	if any(v) == nil {
+		s.p.Store(nil)
+		return
+	}
+	s.p.Store(&hookBox[T]{v: v})
+}
+
+// get returns the registered hook, or T's zero (nil) when none is.
+func (s *hookSlot[T]) get() T {
+	if b := s.p.Load(); b != nil {
+		return b.v
+	}
+	var zero T
+	return zero
+}
 
 // SetTxnVerifier registers the verifier Produce asks before the first transactional
 // batch of a transaction in a partition (kernel.TxnVerifierHook); nil unsets it. The
 // txn module calls it at its Provision.
-func (m *Module) SetTxnVerifier(v kernel.TxnVerifier) {
-	if v == nil {
-		m.verifier.Store(nil)
-		return
-	}
-	m.verifier.Store(&verifierBox{v: v})
-}
+func (m *Module) SetTxnVerifier(v kernel.TxnVerifier) { m.verifier.set(v) }
 
 // txnVerifier returns the registered kernel.TxnVerifier, or nil when none is.
-func (m *Module) txnVerifier() kernel.TxnVerifier {
-	if b := m.verifier.Load(); b != nil {
-		return b.v
-	}
-	return nil
-}
-
-// transformerBox holds a kernel.ProduceTransformer behind an atomic pointer.
-type transformerBox struct{ t kernel.ProduceTransformer }
+func (m *Module) txnVerifier() kernel.TxnVerifier { return m.verifier.get() }
 
 // SetProduceTransformer registers the transformer that Produce calls for the
 // partitions of bound topics (kernel.TransformHook); nil unsets it. The transforms
 // module calls it at its Provision; it is safe at any time, and applies from the next
 // Produce request. Appends through kernel.Partitions (internal writers) are never
 // transformed.
-func (m *Module) SetProduceTransformer(t kernel.ProduceTransformer) {
-	if t == nil {
-		m.transformer.Store(nil)
-		return
-	}
-	m.transformer.Store(&transformerBox{t: t})
-}
+func (m *Module) SetProduceTransformer(t kernel.ProduceTransformer) { m.transformer.set(t) }
 
 // Interface guards.
 var (

@@ -29,10 +29,8 @@ func goAppend(m *Module, ctx context.Context, tp kernel.TopicPartition, records 
 // returns ctx.Err() when cancelled while waiting, and ErrStopping when the module stops.
 // ReadCommitted never passes the HW and stops at an error from fn.
 func TestPartitionsAppendWaitsForHW(t *testing.T) {
-	h := newHarness(t, nil)
-	h.meta.publish(twoReplicas(2, 1, 2))
-	tp := kernel.TopicPartition{Topic: "t"}
-	p := h.m.partition(tp)
+	h, p := followedHarness(t)
+	tp := p.tp
 
 	ch := goAppend(h.m, context.Background(), tp, testBatch(3, "a"))
 	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })

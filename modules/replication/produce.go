@@ -49,12 +49,10 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 	budget := m.MaxProduceRecordsBytes
 	var waits []ackWait
 	failed := false
-	pc := produceCtx{ctx: ctx, m: m, version: v, now: m.now().UnixMilli(), txnID: r.TransactionID}
-	// Loaded once per request: a transformer registered or unset mid-request applies
-	// from the next request.
-	if b := m.transformer.Load(); b != nil {
-		pc.transformer = b.t
-	}
+	// The transformer is loaded once per request: one registered or unset mid-request
+	// applies from the next request.
+	pc := produceCtx{ctx: ctx, m: m, version: v, now: m.now().UnixMilli(), txnID: r.TransactionID,
+		transformer: m.transformer.get()}
 
 	for tIdx := range r.Topics {
 		t := &r.Topics[tIdx]
@@ -155,17 +153,9 @@ type produceCtx struct {
 // record (nothing appended, nothing to wait for).
 func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image, internal bool, records []byte, acks int16, budget *int64, out *kmsg.ProduceResponseTopicPartition) *Partition {
 	m := pc.m
-	p := m.partition(tp)
+	p, code := m.ledPartition(im, tp)
 	if p == nil {
-		if im.Partition(tp.Topic, tp.Partition) != nil {
-			out.ErrorCode = kerr.NotLeaderForPartition.Code
-		} else {
-			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		}
-		return nil
-	}
-	if !p.IsLeader() {
-		out.ErrorCode = kerr.NotLeaderForPartition.Code
+		out.ErrorCode = code
 		return nil
 	}
 	cfg := p.Config()

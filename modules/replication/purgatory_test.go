@@ -102,30 +102,38 @@ func TestPurgatoryHammer(t *testing.T) {
 	const waiters, target = 16, 200
 	var wg sync.WaitGroup
 	for i := 0; i < waiters; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			done, err := pg.wait(context.Background(), []kernel.TopicPartition{tpA}, time.Minute, func() bool { return counter.Load() >= target })
 			if !done || err != nil {
 				t.Errorf("done=%v err=%v", done, err)
 			}
-		}()
+		})
 	}
 	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := 0; j < target/4; j++ {
 				counter.Add(1)
 				pg.wake(tpA)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if pg.watching(tpA) != 0 || pg.n.Load() != 0 {
 		t.Fatal("watchers leaked")
 	}
 	waitFor(t, func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// receive waits up to d for a value from ch, failing the test with what if none comes.
+func receive[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatal(what)
+	}
+	panic("unreachable")
 }
 
 // waitFor polls cond until it holds (never a fixed sleep as synchronisation).

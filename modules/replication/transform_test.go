@@ -432,14 +432,7 @@ func TestTransformAcks(t *testing.T) {
 	h.meta.publish(im)
 	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
 	p.updateFollower(2, 4)
-	done := make(chan kmsg.ProduceResponseTopicPartition, 1)
-	go func() {
-		resp, err := h.do(context.Background(), 9, produceReq(-1, "t", 1, 0, testBatch(1, "x")))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	}()
+	done := h.produceAsync(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 	waitFor(t, func() bool { return p.log.LogEndOffset() == 6 && h.m.pg.watching(p.tp) == 1 })
 	p.updateFollower(2, 5) // HW 5: the input's last offset, not the output's
 	select {

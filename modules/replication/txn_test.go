@@ -426,9 +426,7 @@ func TestTxnMarkerListener(t *testing.T) {
 	const writers, each = 4, 25
 	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range each {
 				mk := kernel.TxnMarker{ProducerID: int64(100 + w), ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: i%2 == 0}
 				if err := h.m.WriteTxnMarker(context.Background(), internal, mk); err != nil {
@@ -446,7 +444,7 @@ func TestTxnMarkerListener(t *testing.T) {
 					t.Errorf("marker %+v not delivered when WriteTxnMarker returned", mk)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// A marker on a non-internal topic is not delivered, through either path.
@@ -588,9 +586,7 @@ func TestIdempotentConcurrentRetries(t *testing.T) {
 	const producers, batches = 4, 40
 	var wg sync.WaitGroup
 	for pid := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for seq := range batches {
 				var offs [2]int64
 				var codes [2]int16
@@ -615,7 +611,7 @@ func TestIdempotentConcurrentRetries(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	out := h.fetch(context.Background(), 12, fetchReq("t", 1, 0, 0)).Topics[0].Partitions[0]

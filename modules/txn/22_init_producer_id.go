@@ -23,10 +23,7 @@ func (m *Module) handleInitProducerID(ctx context.Context, req *kernel.Request, 
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	pid, epoch, e := m.initProducerID(ctx, req, r)
 	if e != nil {
-		if e == kerr.ProducerFenced && r.Version < 4 {
-			e = kerr.InvalidProducerEpoch
-		}
-		resp.ErrorCode = e.Code
+		resp.ErrorCode = fencedCode(e, r.Version, 4)
 		return kernel.Reply(resp), nil
 	}
 	resp.ProducerID, resp.ProducerEpoch = pid, epoch
@@ -67,13 +64,8 @@ func (m *Module) initProducerID(ctx context.Context, req *kernel.Request, r *kms
 	default:
 		expected = &pidEpoch{id: r.ProducerID, epoch: r.ProducerEpoch}
 	}
-	s, e := m.coordinatorFor(ctx, id)
-	if e != nil {
-		return -1, -1, e
-	}
-	var pid int64
-	var epoch int16
-	e = s.retryConcurrent(ctx, func() *kerr.Error {
+	pid, epoch := int64(-1), int16(-1)
+	e := m.onCoordinator(ctx, m.coordinatorFor, id, func(s *shard) *kerr.Error {
 		var e *kerr.Error
 		pid, epoch, e = s.initProducerID(ctx, id, r.TransactionTimeoutMillis, expected)
 		return e

@@ -21,13 +21,7 @@ func (m *Module) addOffsetsToTxnClaim() kernel.Claim {
 
 func (m *Module) handleAddOffsetsToTxn(ctx context.Context, req *kernel.Request, r *kmsg.AddOffsetsToTxnRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	e := m.addOffsets(ctx, req, r)
-	if e == kerr.ProducerFenced && r.Version < 2 {
-		e = kerr.InvalidProducerEpoch
-	}
-	if e != nil {
-		resp.ErrorCode = e.Code
-	}
+	resp.ErrorCode = fencedCode(m.addOffsets(ctx, req, r), r.Version, 2)
 	return kernel.Reply(resp), nil
 }
 
@@ -41,12 +35,8 @@ func (m *Module) addOffsets(ctx context.Context, req *kernel.Request, r *kmsg.Ad
 	if r.TransactionalID == "" {
 		return kerr.InvalidRequest
 	}
-	s, e := m.coordinatorFor(ctx, r.TransactionalID)
-	if e != nil {
-		return e
-	}
-	tp := m.offsetsPartition(r.Group)
-	return s.retryConcurrent(ctx, func() *kerr.Error {
+	return m.onCoordinator(ctx, m.coordinatorFor, r.TransactionalID, func(s *shard) *kerr.Error {
+		tp := m.offsetsPartition(r.Group)
 		return s.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []kernel.TopicPartition{tp})
 	})
 }

@@ -21,13 +21,7 @@ func (m *Module) endTxnClaim() kernel.Claim {
 
 func (m *Module) handleEndTxn(ctx context.Context, req *kernel.Request, r *kmsg.EndTxnRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
-	e := m.endTxn(ctx, req, r)
-	if e == kerr.ProducerFenced && r.Version < 2 {
-		e = kerr.InvalidProducerEpoch
-	}
-	if e != nil {
-		resp.ErrorCode = e.Code
-	}
+	resp.ErrorCode = fencedCode(m.endTxn(ctx, req, r), r.Version, 2)
 	return kernel.Reply(resp), nil
 }
 
@@ -38,11 +32,7 @@ func (m *Module) endTxn(ctx context.Context, req *kernel.Request, r *kmsg.EndTxn
 	if r.TransactionalID == "" {
 		return kerr.InvalidRequest
 	}
-	s, e := m.coordinatorFor(ctx, r.TransactionalID)
-	if e != nil {
-		return e
-	}
-	return s.retryConcurrent(ctx, func() *kerr.Error {
+	return m.onCoordinator(ctx, m.coordinatorFor, r.TransactionalID, func(s *shard) *kerr.Error {
 		return s.endTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit)
 	})
 }

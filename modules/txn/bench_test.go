@@ -72,13 +72,11 @@ func BenchmarkSmallTransactions(b *testing.B) {
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for i, cl := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for next.Add(1) <= int64(b.N) {
 						oneTxn(b, cl, int32(i))
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txns/s")

@@ -448,9 +448,7 @@ func TestMarkersRetryAndSkipDeletedTopics(t *testing.T) {
 	if err := e.addOne("a", pid, epoch, tp("t", 0), tp("u", 0)); err != nil {
 		t.Fatal(err)
 	}
-	e.c.markersMu.Lock()
-	e.c.markerErrs[tp("t", 0)] = []error{kernel.ErrNotLeader, fmt.Errorf("wrapped: %w", kernel.ErrNotLeader), context.DeadlineExceeded}
-	e.c.markersMu.Unlock()
+	e.c.failMarkers(tp("t", 0), kernel.ErrNotLeader, fmt.Errorf("wrapped: %w", kernel.ErrNotLeader), context.DeadlineExceeded)
 	e.c.deleteTopic("u")
 	if err := e.endTxn("a", pid, epoch, true, 4); err != nil {
 		t.Fatal(err)
@@ -468,9 +466,7 @@ func TestFencedMarkerDoesNotComplete(t *testing.T) {
 	if err := e.addOne("a", pid, epoch, tp("t", 0)); err != nil {
 		t.Fatal(err)
 	}
-	e.c.markersMu.Lock()
-	e.c.markerErrs[tp("t", 0)] = []error{fmt.Errorf("x: %w", kernel.ErrTxnCoordinatorFenced)}
-	e.c.markersMu.Unlock()
+	e.c.failMarkers(tp("t", 0), fmt.Errorf("x: %w", kernel.ErrTxnCoordinatorFenced))
 	if err := e.endTxn("a", pid, epoch, false, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -737,9 +733,7 @@ func TestHammer(t *testing.T) {
 	const workers, loops = 8, 30
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			id := fmt.Sprintf("h%d", w%4) // two workers per id
 			for i := range loops {
 				pid, epoch, err := e.initPID(id, 60000, -1, -1)
@@ -751,7 +745,7 @@ func TestHammer(t *testing.T) {
 				}
 				_ = e.endTxn(id, pid, epoch, i%2 == 0, 4)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	want := map[string]string{}
@@ -808,13 +802,7 @@ func TestMarkerConcurrency(t *testing.T) {
 	if err := e.addOne("free", p2, e2, tp("t", 1)); err != nil {
 		t.Fatal(err)
 	}
-	errs := make([]error, 100_000)
-	for i := range errs {
-		errs[i] = kernel.ErrNotLeader
-	}
-	e.c.markersMu.Lock()
-	e.c.markerErrs[tp("t", 0)] = errs
-	e.c.markersMu.Unlock()
+	e.c.failMarkers(tp("t", 0), slices.Repeat([]error{kernel.ErrNotLeader}, 100_000)...)
 	if err := e.endTxn("stuck", p1, e1, true, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -825,9 +813,7 @@ func TestMarkerConcurrency(t *testing.T) {
 	if st := e.state("stuck"); st != "PrepareCommit" {
 		t.Fatalf("stuck: %s", st)
 	}
-	e.c.markersMu.Lock()
-	e.c.markerErrs[tp("t", 0)] = nil
-	e.c.markersMu.Unlock()
+	e.c.failMarkers(tp("t", 0))
 	e.waitState("stuck", "CompleteCommit")
 }
 
@@ -964,13 +950,7 @@ func TestDescribeShowsUnmarkedPartitions(t *testing.T) {
 	if err := e.addOne("a", pid, epoch, tp("t", 0), tp("t", 1)); err != nil {
 		t.Fatal(err)
 	}
-	errs := make([]error, 100_000)
-	for i := range errs {
-		errs[i] = kernel.ErrNotLeader
-	}
-	e.c.markersMu.Lock()
-	e.c.markerErrs[tp("t", 1)] = errs
-	e.c.markersMu.Unlock()
+	e.c.failMarkers(tp("t", 1), slices.Repeat([]error{kernel.ErrNotLeader}, 100_000)...)
 	if err := e.endTxn("a", pid, epoch, true, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -978,9 +958,7 @@ func TestDescribeShowsUnmarkedPartitions(t *testing.T) {
 		d := e.describe("a")
 		return d.State == "PrepareCommit" && len(d.Topics) == 1 && slices.Equal(d.Topics[0].Partitions, []int32{1})
 	})
-	e.c.markersMu.Lock()
-	e.c.markerErrs[tp("t", 1)] = nil
-	e.c.markersMu.Unlock()
+	e.c.failMarkers(tp("t", 1))
 	e.waitState("a", "CompleteCommit")
 	if d := e.describe("a"); len(d.Topics) != 0 {
 		t.Fatalf("complete: %+v", d.Topics)

@@ -3,7 +3,6 @@ package txn_test
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/kafkahash"
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
@@ -133,6 +133,15 @@ func produceTxn(t testing.TB, cl *kgo.Client, values ...string) {
 	}
 }
 
+// endTxn ends cl's transaction (kgo.TryCommit or kgo.TryAbort), failing the test with
+// what on an error.
+func endTxn(t testing.TB, cl *kgo.Client, how kgo.TransactionEndTry, what string) {
+	t.Helper()
+	if err := cl.EndTransaction(ctxT(t, 20*time.Second), how); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
 func describeTxn(t testing.TB, b *testbroker.Broker, id string) kadm.DescribedTransaction {
 	t.Helper()
 	ds, err := b.Admin(t).DescribeTransactions(ctxT(t, 10*time.Second), id)
@@ -197,17 +206,11 @@ func TestE2ECommitAndAbort(t *testing.T) {
 	createTopic(t, b, "out", 2)
 	cl := txnClient(t, b, "tx-1")
 	produceTxn(t, cl, "c1", "c2", "c3")
-	if err := cl.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatalf("commit: %v", err)
-	}
+	endTxn(t, cl, kgo.TryCommit, "commit")
 	produceTxn(t, cl, "a1", "a2")
-	if err := cl.EndTransaction(ctxT(t, 20*time.Second), kgo.TryAbort); err != nil {
-		t.Fatalf("abort: %v", err)
-	}
+	endTxn(t, cl, kgo.TryAbort, "abort")
 	produceTxn(t, cl, "c4")
-	if err := cl.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatalf("commit 2: %v", err)
-	}
+	endTxn(t, cl, kgo.TryCommit, "commit 2")
 	d := waitTxnState(t, b, "tx-1", "CompleteCommit")
 	if d.ProducerID < 0 || d.ProducerEpoch != 0 {
 		t.Fatalf("described %+v", d)
@@ -229,9 +232,7 @@ func TestE2EZombieFencing(t *testing.T) {
 	// A new instance with the same id: its init aborts the old transaction.
 	fresh := txnClient(t, b, "tx-z")
 	produceTxn(t, fresh, "fresh")
-	if err := fresh.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatalf("new instance commit: %v", err)
-	}
+	endTxn(t, fresh, kgo.TryCommit, "new instance commit")
 	err := old.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit)
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
 		t.Fatalf("zombie commit: %v, want fenced", err)
@@ -266,21 +267,6 @@ func TestE2ETransactionTimeout(t *testing.T) {
 	}
 }
 
-// javaPartition is the __transaction_state partition of id (abs(String.hashCode) % n).
-func javaPartition(id string, n int32) int32 {
-	var h int32
-	for _, r := range id { // ASCII ids only in these tests
-		h = 31*h + int32(r)
-	}
-	if h == math.MinInt32 {
-		h = 0
-	}
-	if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
 // TestE2ERecoverPrepareCommit leaves a transaction in PrepareCommit in
 // __transaction_state (as a coordinator that crashed right after answering EndTxn
 // would), restarts the broker, and checks that the new coordinator writes the markers
@@ -310,7 +296,7 @@ func TestE2ERecoverPrepareCommit(t *testing.T) {
 	k := kmsg.NewTxnMetadataKey()
 	k.TransactionalID = id
 	adm := b.Client(t, kgo.ClientID("__admin_client"), kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	rec := &kgo.Record{Topic: "__transaction_state", Partition: javaPartition(id, txnPartitions), Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
+	rec := &kgo.Record{Topic: "__transaction_state", Partition: kafkahash.Partition(id, txnPartitions), Key: k.AppendTo(nil), Value: v.AppendTo(nil)}
 	if err := adm.ProduceSync(ctxT(t, 20*time.Second), rec).FirstErr(); err != nil {
 		t.Fatalf("write PrepareCommit: %v", err)
 	}
@@ -325,9 +311,7 @@ func TestE2ERecoverPrepareCommit(t *testing.T) {
 	// The id carries on with a bumped epoch.
 	cl2 := txnClient(t, b, id)
 	produceTxn(t, cl2, "r3")
-	if err := cl2.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatalf("commit after recovery: %v", err)
-	}
+	endTxn(t, cl2, kgo.TryCommit, "commit after recovery")
 }
 
 // TestE2EStateSurvivesRestart: an id's producer id and epoch come back after a
@@ -337,9 +321,7 @@ func TestE2EStateSurvivesRestart(t *testing.T) {
 	createTopic(t, b, "out", 2)
 	cl := txnClient(t, b, "tx-r")
 	produceTxn(t, cl, "x")
-	if err := cl.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	endTxn(t, cl, kgo.TryCommit, "commit")
 	before := waitTxnState(t, b, "tx-r", "CompleteCommit")
 	cl.Close()
 	b.Restart(t)
@@ -369,9 +351,7 @@ func TestE2EDescribeAndListTransactions(t *testing.T) {
 	produceTxn(t, open, "o")
 	done := txnClient(t, b, "tx-done")
 	produceTxn(t, done, "d")
-	if err := done.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	endTxn(t, done, kgo.TryCommit, "commit")
 	waitTxnState(t, b, "tx-done", "CompleteCommit")
 	d := describeTxn(t, b, "tx-open")
 	if d.State != "Ongoing" || d.TimeoutMillis <= 0 || d.StartTimestamp <= 0 {
@@ -438,7 +418,5 @@ func TestE2EVerifyOnly(t *testing.T) {
 	if codes[0] != 0 || codes[1] != kerr.InvalidTxnState.Code {
 		t.Fatalf("verify: %v", codes)
 	}
-	if err := cl.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	endTxn(t, cl, kgo.TryCommit, "commit")
 }

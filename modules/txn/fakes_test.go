@@ -144,15 +144,8 @@ func (c *fakeCluster) ReadStable(context.Context, kernel.TopicPartition, int64, 
 }
 
 func (c *fakeCluster) ReadCommitted(ctx context.Context, tp kernel.TopicPartition, offset int64, fn func([]byte) error) error {
-	c.mu.Lock()
-	hold := c.readHold
-	c.mu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := waitHold(ctx, &c.mu, &c.readHold); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	if c.notLead[tp] {
@@ -167,6 +160,23 @@ func (c *fakeCluster) ReadCommitted(ctx context.Context, tp kernel.TopicPartitio
 		}
 	}
 	return ctx.Err()
+}
+
+// waitHold waits while the test holds a call: until *hold (read under mu) closes, or
+// ctx ends (its error). A nil *hold lets the call through at once.
+func waitHold(ctx context.Context, mu *sync.Mutex, hold *chan struct{}) error {
+	mu.Lock()
+	h := *hold
+	mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	select {
+	case <-h:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (c *fakeCluster) Leader(tp kernel.TopicPartition) (int32, bool) {
@@ -192,15 +202,8 @@ func (c *fakeCluster) WriteTxnMarker(ctx context.Context, tp kernel.TopicPartiti
 			break
 		}
 	}
-	c.markersMu.Lock()
-	hold := c.markerHold
-	c.markersMu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := waitHold(ctx, &c.markersMu, &c.markerHold); err != nil {
+		return err
 	}
 	c.markersMu.Lock()
 	defer c.markersMu.Unlock()
@@ -216,6 +219,14 @@ func (c *fakeCluster) markerCalls() []markerCall {
 	c.markersMu.Lock()
 	defer c.markersMu.Unlock()
 	return append([]markerCall(nil), c.markers...)
+}
+
+// failMarkers makes tp's next marker writes fail with errs, one each in order; none
+// clears it.
+func (c *fakeCluster) failMarkers(tp kernel.TopicPartition, errs ...error) {
+	c.markersMu.Lock()
+	defer c.markersMu.Unlock()
+	c.markerErrs[tp] = errs
 }
 
 func (c *fakeCluster) holdMarkers() func() {

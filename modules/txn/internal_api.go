@@ -55,13 +55,9 @@ func (m *Module) InitProducerID(ctx context.Context, transactionalID string, tim
 	if timeoutMs <= 0 || int64(timeoutMs) > set.maxTimeoutMs {
 		return none, internalErr("init producer id", transactionalID, kerr.InvalidTransactionTimeout)
 	}
-	s, e := m.internalCoordinator(ctx, transactionalID)
-	if e != nil {
-		return none, internalErr("init producer id", transactionalID, e)
-	}
 	var pid int64
 	var epoch int16
-	e = s.retryConcurrent(ctx, func() *kerr.Error {
+	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
 		var e *kerr.Error
 		pid, epoch, e = s.initProducerID(ctx, transactionalID, timeoutMs, nil)
 		return e
@@ -84,12 +80,9 @@ func (m *Module) AddPartitionsToTxn(ctx context.Context, transactionalID string,
 			return internalErr("add partitions", transactionalID, kerr.UnknownTopicOrPartition)
 		}
 	}
-	s, e := m.internalCoordinator(ctx, transactionalID)
-	if e == nil {
-		e = s.retryConcurrent(ctx, func() *kerr.Error {
-			return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, tps)
-		})
-	}
+	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
+		return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, tps)
+	})
 	return internalErr("add partitions", transactionalID, e)
 }
 
@@ -99,13 +92,10 @@ func (m *Module) AddOffsetsToTxn(ctx context.Context, transactionalID string, pe
 	if group == "" {
 		return internalErr("add offsets", transactionalID, kerr.InvalidRequest)
 	}
-	s, e := m.internalCoordinator(ctx, transactionalID)
-	if e == nil {
+	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
 		tp := m.offsetsPartition(group)
-		e = s.retryConcurrent(ctx, func() *kerr.Error {
-			return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, []kernel.TopicPartition{tp})
-		})
-	}
+		return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, []kernel.TopicPartition{tp})
+	})
 	return internalErr("add offsets", transactionalID, e)
 }
 
@@ -113,12 +103,9 @@ func (m *Module) AddOffsetsToTxn(ctx context.Context, transactionalID string, pe
 // returns once PrepareCommit/PrepareAbort is durable; the markers follow, and the
 // id's next AddPartitionsToTxn waits for them (CONCURRENT_TRANSACTIONS meanwhile).
 func (m *Module) EndTxn(ctx context.Context, transactionalID string, pe kernel.ProducerIDEpoch, commit bool) error {
-	s, e := m.internalCoordinator(ctx, transactionalID)
-	if e == nil {
-		e = s.retryConcurrent(ctx, func() *kerr.Error {
-			return s.endTxn(ctx, transactionalID, pe.ID, pe.Epoch, commit)
-		})
-	}
+	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
+		return s.endTxn(ctx, transactionalID, pe.ID, pe.Epoch, commit)
+	})
 	return internalErr("end transaction", transactionalID, e)
 }
 

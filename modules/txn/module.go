@@ -210,12 +210,36 @@ func (m *Module) idCount() int {
 	return m.coord.Sum(func(s *shard) int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.txns) })
 }
 
+// fencedCode is e's code as a request of the given version reads it: a version before
+// fencedSince (the first that knows PRODUCER_FENCED) gets INVALID_PRODUCER_EPOCH
+// instead. nil is 0.
+func fencedCode(e *kerr.Error, version, fencedSince int16) int16 {
+	switch {
+	case e == nil:
+		return 0
+	case e == kerr.ProducerFenced && version < fencedSince:
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return e.Code
+}
+
 // coordinatorFor returns the loaded shard that coordinates transactional id, or the
 // error to answer: NOT_COORDINATOR (no __transaction_state yet, or another broker
 // leads the id's partition), COORDINATOR_LOAD_IN_PROGRESS (still replaying after
 // LoadWaitMs) or COORDINATOR_NOT_AVAILABLE (the load failed, or stopping).
 func (m *Module) coordinatorFor(ctx context.Context, id string) (*shard, *kerr.Error) {
 	return m.coord.Lookup(ctx, id)
+}
+
+// onCoordinator runs op on the shard that lookup (coordinatorFor, or
+// internalCoordinator for kernel.InternalTxns) finds for id, again while op answers
+// CONCURRENT_TRANSACTIONS (shard.retryConcurrent); or answers lookup's error.
+func (m *Module) onCoordinator(ctx context.Context, lookup func(context.Context, string) (*shard, *kerr.Error), id string, op func(s *shard) *kerr.Error) *kerr.Error {
+	s, e := lookup(ctx, id)
+	if e != nil {
+		return e
+	}
+	return s.retryConcurrent(ctx, func() *kerr.Error { return op(s) })
 }
 
 // ensureTxnTopic creates __transaction_state if it does not exist (Kafka creates it
