@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
 // killSwitch is a kgo dialer whose connections can all be cut at once, after which
@@ -69,9 +67,7 @@ func (c *consumer) crash(k *killSwitch) {
 // never go backwards.
 func TestClassicChurn(t *testing.T) {
 	const topic, group, parts = "churn", "g-churn", 8
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	prod := startProducer(t, b, topic, parts)
 	seen := newSeenSet()
 
@@ -195,9 +191,7 @@ func TestClassicChurn(t *testing.T) {
 // others, and a second live client with the same instance id fences the first.
 func TestClassicStaticMembership(t *testing.T) {
 	const topic, group, parts = "static", "g-static", 6
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	produceN(t, b.Client(t, kgo.DefaultProduceTopic(topic)), topic, 60)
 
 	opts := append(fastGroupOpts(group, topic), kgo.SessionTimeout(8*time.Second), kgo.Balancers(kgo.RangeBalancer()))
