@@ -37,18 +37,8 @@ func (m *Module) handleOffsetCommit(ctx context.Context, req *kernel.Request, r 
 		}
 		names[i] = name
 	}
-	groupAllowed := req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group)
 	set := m.settings.Load()
-	var s *shard
-	var e *kerr.Error
-	switch {
-	case !groupAllowed:
-		e = kerr.GroupAuthorizationFailed
-	case r.Group == "":
-		e = kerr.InvalidGroupID
-	default:
-		s, e = m.coordinatorFor(ctx, r.Group)
-	}
+	s, e := m.groupShard(ctx, req, kernel.OpRead, r.Group)
 	if e == nil {
 		e = m.validateCommit(s, r)
 	}
