@@ -191,6 +191,19 @@ func testRequest(body kmsg.Request, auth kernel.Authorizer) *kernel.Request {
 		Conn: &kernel.ConnInfo{Listener: "PLAINTEXT"}, Authorizer: auth}
 }
 
+// callHandler runs handler h on req (as authorized by auth, nil: everything) with a
+// 10s deadline and returns the response body; a handler error fails the test.
+func callHandler[Resp kmsg.Response, Req kmsg.Request](t testing.TB, h func(context.Context, *kernel.Request, Req) (kernel.Response, error), req Req, auth kernel.Authorizer) Resp {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h(ctx, testRequest(req, auth), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Msg.(Resp)
+}
+
 // txnCommit sends a TxnOffsetCommit of t/partition → offset for every pair in offs and
 // returns the per-partition codes.
 func (r *txnRig) txnCommit(group string, id int64, epoch int16, offs map[int32]int64, mod ...func(*kmsg.TxnOffsetCommitRequest)) map[int32]int16 {
@@ -214,14 +227,9 @@ func (r *txnRig) txnCommit(group string, id int64, epoch int16, offs map[int32]i
 
 func (r *txnRig) sendTxnCommit(req *kmsg.TxnOffsetCommitRequest, auth kernel.Authorizer) map[int32]int16 {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.m.handleTxnOffsetCommit(ctx, testRequest(req, auth), req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	resp := callHandler[*kmsg.TxnOffsetCommitResponse](r.t, r.m.handleTxnOffsetCommit, req, auth)
 	out := map[int32]int16{}
-	for _, t := range resp.Msg.(*kmsg.TxnOffsetCommitResponse).Topics {
+	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			out[p.Partition] = p.ErrorCode
 		}
@@ -243,13 +251,8 @@ func (r *txnRig) commit(group string, offs map[int32]int64) {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.m.handleOffsetCommit(ctx, testRequest(req, nil), req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	for _, t := range resp.Msg.(*kmsg.OffsetCommitResponse).Topics {
+	resp := callHandler[*kmsg.OffsetCommitResponse](r.t, r.m.handleOffsetCommit, req, nil)
+	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if p.ErrorCode != 0 {
 				r.t.Fatalf("OffsetCommit %s t/%d: %v", group, p.Partition, kerr.ErrorForCode(p.ErrorCode))
@@ -273,13 +276,7 @@ func (r *txnRig) fetch(group string, requireStable bool) map[int32]fetched {
 	g.Group = group
 	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0, 1, 2, 3}}}
 	req.Groups = append(req.Groups, g)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.m.handleOffsetFetch(ctx, testRequest(req, nil), req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	rg := resp.Msg.(*kmsg.OffsetFetchResponse).Groups[0]
+	rg := callHandler[*kmsg.OffsetFetchResponse](r.t, r.m.handleOffsetFetch, req, nil).Groups[0]
 	if rg.ErrorCode != 0 {
 		r.t.Fatalf("OffsetFetch %s: %v", group, kerr.ErrorForCode(rg.ErrorCode))
 	}

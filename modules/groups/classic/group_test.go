@@ -784,22 +784,35 @@ func TestLeaderMemberListByVersion(t *testing.T) {
 	}
 }
 
-func TestValidateCommit(t *testing.T) {
-	h := newHarness(t, Config{InitialRebalanceDelay: -1})
-	g := h.g
-	if e := g.ValidateCommit("", nil, -1, h.now); e != nil {
-		t.Fatalf("simple commit to an empty group: %v", e)
+// validator is Group.ValidateCommit or Group.ValidateTxnCommit.
+type validator func(memberID string, instanceID *string, generation int32, now time.Time) *kerr.Error
+
+// checkCommitters runs the checks both validators share on h's new group: a commit
+// without a member (simple, as empty calls it) to the empty group passes, an unknown
+// member fails, then with two Stable members a member's commit passes and one of an
+// older generation fails. It returns the members and the generation.
+func checkCommitters(t *testing.T, h *harness, validate validator, empty string) ([]string, int32) {
+	t.Helper()
+	if e := validate("", nil, -1, h.now); e != nil {
+		t.Fatalf("%s to an empty group: %v", empty, e)
 	}
-	if e := g.ValidateCommit("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
+	if e := validate("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
 		t.Fatalf("unknown member: %v", e)
 	}
 	ids, gen := h.stable(2)
-	if e := g.ValidateCommit(ids[0], nil, gen, h.now); e != nil {
+	if e := validate(ids[0], nil, gen, h.now); e != nil {
 		t.Fatalf("member commit: %v", e)
 	}
-	if e := g.ValidateCommit(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
+	if e := validate(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
 		t.Fatalf("stale generation: %v", e)
 	}
+	return ids, gen
+}
+
+func TestValidateCommit(t *testing.T) {
+	h := newHarness(t, Config{InitialRebalanceDelay: -1})
+	g := h.g
+	ids, gen := checkCommitters(t, h, g.ValidateCommit, "simple commit")
 	if e := g.ValidateCommit("", nil, -1, h.now); e != kerr.UnknownMemberID {
 		t.Fatalf("simple commit to a live group: %v", e)
 	}
@@ -812,19 +825,7 @@ func TestValidateCommit(t *testing.T) {
 func TestValidateTxnCommit(t *testing.T) {
 	h := newHarness(t, Config{InitialRebalanceDelay: -1})
 	g := h.g
-	if e := g.ValidateTxnCommit("", nil, -1, h.now); e != nil {
-		t.Fatalf("commit without a member to an empty group: %v", e)
-	}
-	if e := g.ValidateTxnCommit("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
-		t.Fatalf("unknown member: %v", e)
-	}
-	ids, gen := h.stable(2)
-	if e := g.ValidateTxnCommit(ids[0], nil, gen, h.now); e != nil {
-		t.Fatalf("member commit: %v", e)
-	}
-	if e := g.ValidateTxnCommit(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
-		t.Fatalf("stale generation: %v", e)
-	}
+	ids, gen := checkCommitters(t, h, g.ValidateTxnCommit, "commit without a member")
 	// v0-v2 carry no member: allowed even with members (unlike OffsetCommit).
 	if e := g.ValidateTxnCommit("", nil, -1, h.now); e != nil {
 		t.Fatalf("commit without a member to a live group: %v", e)

@@ -126,44 +126,47 @@ func (h *harness) heartbeatStatic(member, instance string, gen int32) int16 {
 	return h.g.Heartbeat(req, h.now).ErrorCode
 }
 
-func mustJoin(t *testing.T, ch <-chan *kmsg.JoinGroupResponse) *kmsg.JoinGroupResponse {
+// ready returns the response waiting on ch, a what ("join") response channel; it
+// fails the test when none is there yet.
+func ready[R any](t *testing.T, what string, ch <-chan *R) *R {
 	t.Helper()
 	select {
 	case r := <-ch:
 		return r
 	default:
-		t.Fatal("join response not ready")
+		t.Fatal(what + " response not ready")
 		return nil
 	}
+}
+
+// notReady fails the test when a response is already waiting on ch.
+func notReady[R any](t *testing.T, what string, ch <-chan *R) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s answered early: %+v", what, r)
+	default:
+	}
+}
+
+func mustJoin(t *testing.T, ch <-chan *kmsg.JoinGroupResponse) *kmsg.JoinGroupResponse {
+	t.Helper()
+	return ready(t, "join", ch)
 }
 
 func noJoin(t *testing.T, ch <-chan *kmsg.JoinGroupResponse) {
 	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("join answered early: %+v", r)
-	default:
-	}
+	notReady(t, "join", ch)
 }
 
 func mustSync(t *testing.T, ch <-chan *kmsg.SyncGroupResponse) *kmsg.SyncGroupResponse {
 	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	default:
-		t.Fatal("sync response not ready")
-		return nil
-	}
+	return ready(t, "sync", ch)
 }
 
 func noSync(t *testing.T, ch <-chan *kmsg.SyncGroupResponse) {
 	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("sync answered early: %+v", r)
-	default:
-	}
+	notReady(t, "sync", ch)
 }
 
 func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
