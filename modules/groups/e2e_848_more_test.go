@@ -456,12 +456,7 @@ func TestConsumer848Churn(t *testing.T) {
 	if n := prod.failed.Load(); n > 0 {
 		t.Logf("%d produce failures (not counted)", n)
 	}
-	waitFor(t, 20*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 20*time.Second, acked)
 	r.stop()
 	samples, backward := watch.stop()
 	if len(backward) > 0 {

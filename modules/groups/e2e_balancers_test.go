@@ -122,12 +122,7 @@ func testBalancer(t *testing.T, bal kgo.GroupBalancer, coop bool) {
 	c2.stop()
 	stableAssignment(t, adm, group, topic, parts, []*consumer{c1})
 	acked := prod.Stop()
-	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 15*time.Second, acked)
 	c1.stop()
 	if len(acked) == 0 {
 		t.Fatal("nothing was produced")

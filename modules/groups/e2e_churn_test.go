@@ -152,12 +152,7 @@ func TestClassicChurn(t *testing.T) {
 	stableAssignment(t, adm, group, topic, parts, survivors)
 
 	acked := prod.Stop()
-	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 15*time.Second, acked)
 	for _, c := range survivors {
 		c.stop()
 	}

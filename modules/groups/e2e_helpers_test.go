@@ -227,6 +227,17 @@ func (p *poller) stop() {
 	p.cl.Close()
 }
 
+// waitConsumed waits until every value of acked was seen.
+func (s *seenSet) waitConsumed(t testing.TB, timeout time.Duration, acked map[string]bool) {
+	t.Helper()
+	waitFor(t, timeout, "every acknowledged record consumed", func() string {
+		if n, ex := s.missing(acked); n > 0 {
+			return fmtMissing(n, len(acked), ex)
+		}
+		return ""
+	})
+}
+
 // consumer is a group member polling in a goroutine, tracking the partitions it owns
 // from kgo's assignment callbacks and the first offset it saw of each partition.
 type consumer struct {

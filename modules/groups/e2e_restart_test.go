@@ -198,12 +198,7 @@ func TestRestartWithLiveConsumers(t *testing.T) {
 		return ""
 	})
 	acked := prod.Stop()
-	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 15*time.Second, acked)
 	c1.stop()
 	c2.stop()
 	final := fetchAll(t, adm, group)
