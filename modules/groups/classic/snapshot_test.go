@@ -57,7 +57,7 @@ func TestRestoreStable(t *testing.T) {
 	}
 	for _, id := range ids {
 		wantCode(t, "heartbeat "+id, h.heartbeat(id, gen), nil)
-		r := mustSync(t, h.sync(id, gen, nil))
+		r := ready(t, "sync", h.sync(id, gen, nil))
 		wantCode(t, "sync "+id, r.ErrorCode, nil)
 		if string(r.MemberAssignment) != "a-"+id {
 			t.Fatalf("%s got assignment %q", id, r.MemberAssignment)
@@ -68,7 +68,7 @@ func TestRestoreStable(t *testing.T) {
 	}
 	wantCode(t, "stale heartbeat", h.heartbeat(ids[1], gen-1), kerr.IllegalGeneration)
 	// A follower rejoining with unchanged protocols gets the restored generation.
-	r := mustJoin(t, h.join(ids[1], jopt{}))
+	r := ready(t, "join", h.join(ids[1], jopt{}))
 	wantCode(t, "follower rejoin", r.ErrorCode, nil)
 	if r.Generation != gen || r.LeaderID != ids[0] || h.g.State() != Stable {
 		t.Fatalf("rejoin: gen %d leader %s state %v", r.Generation, r.LeaderID, h.g.State())
@@ -174,7 +174,7 @@ func TestRestoreStatic(t *testing.T) {
 	}
 	wantCode(t, "static heartbeat", h.heartbeatStatic(old, "i2", gen), nil)
 	rev := h.g.Revision()
-	r := mustJoin(t, h.join("", jopt{instance: "i2"}))
+	r := ready(t, "join", h.join("", jopt{instance: "i2"}))
 	wantCode(t, "static rejoin", r.ErrorCode, nil)
 	if r.Generation != gen || h.g.State() != Stable || r.MemberID == old {
 		t.Fatalf("static rejoin: gen %d member %s state %v", r.Generation, r.MemberID, h.g.State())
@@ -200,7 +200,7 @@ func TestSnapshotMidRebalance(t *testing.T) {
 	ids, gen := h.stable(2)
 	rev := h.g.Revision()
 	ch := h.join(ids[0], jopt{meta: "new"}) // the leader rejoins: rebalance
-	noJoin(t, ch)
+	notReady(t, "join", ch)
 	if h.g.Revision() == rev {
 		t.Fatal("a state change did not change the revision")
 	}
@@ -217,7 +217,7 @@ func TestSnapshotMidRebalance(t *testing.T) {
 	if st := h.g.State(); st != Stable {
 		t.Fatalf("state %v", st)
 	}
-	r := mustSync(t, h.sync(ids[1], gen, nil))
+	r := ready(t, "sync", h.sync(ids[1], gen, nil))
 	if r.ErrorCode != 0 || len(r.MemberAssignment) != 0 {
 		t.Fatalf("sync after mid-rebalance restore: %+v", r)
 	}
