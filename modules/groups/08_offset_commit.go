@@ -22,17 +22,8 @@ func (m *Module) handleOffsetCommit(ctx context.Context, req *kernel.Request, r 
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 	im := m.meta.Image()
 	// codes[i][j] is the answer for r.Topics[i].Partitions[j]; 0 means "commit it".
-	codes := make([][]int16, len(r.Topics))
+	codes := make(commitCodes, len(r.Topics))
 	names := make([]string, len(r.Topics))
-	all := func(e *kerr.Error) {
-		for i := range codes {
-			for j := range codes[i] {
-				if codes[i][j] == 0 {
-					codes[i][j] = e.Code
-				}
-			}
-		}
-	}
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		codes[i] = make([]int16, len(t.Partitions))
@@ -46,68 +37,41 @@ func (m *Module) handleOffsetCommit(ctx context.Context, req *kernel.Request, r 
 		}
 		names[i] = name
 	}
-	groupAllowed := req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group)
 	set := m.settings.Load()
-	var s *shard
-	var e *kerr.Error
-	switch {
-	case !groupAllowed:
-		e = kerr.GroupAuthorizationFailed
-	case r.Group == "":
-		e = kerr.InvalidGroupID
-	default:
-		s, e = m.coordinatorFor(ctx, r.Group)
-	}
+	s, e := m.groupShard(ctx, req, kernel.OpRead, r.Group)
 	if e == nil {
 		e = m.validateCommit(s, r)
 	}
 	if e != nil {
-		all(e)
+		codes.failUnanswered(e)
 	}
 	now := m.now()
 	var recs []kv
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		topicCode := int16(0)
 		ti := im.Topic(names[i])
-		switch {
-		case names[i] == "" && r.Version >= 10:
-			topicCode = kerr.UnknownTopicID.Code
-		case !req.Allowed(ctx, kernel.OpRead, kernel.ResTopic, names[i]):
-			topicCode = kerr.TopicAuthorizationFailed.Code
-		case ti == nil:
-			topicCode = kerr.UnknownTopicOrPartition.Code
+		topicCode := kerr.UnknownTopicID.Code
+		if names[i] != "" || r.Version < 10 {
+			topicCode = commitTopicCode(ctx, req, names[i], ti)
 		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			if codes[i][j] != 0 {
+			if !codes.commits(i, j, topicCode, ti, p.Partition, p.Metadata, set.metadataMax) {
 				continue
 			}
-			switch {
-			case topicCode != 0:
-				codes[i][j] = topicCode
-			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case p.Metadata != nil && len(*p.Metadata) > set.metadataMax:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-			default:
-				c := offsets.Committed{Offset: p.Offset, LeaderEpoch: offsets.NoLeaderEpoch, CommitTimestamp: now.UnixMilli()}
-				if r.Version >= 6 {
-					c.LeaderEpoch = p.LeaderEpoch
-				}
-				if p.Metadata != nil {
-					c.Metadata = *p.Metadata
-				}
-				if r.Version >= 2 && r.Version <= 4 && r.RetentionTimeMillis > 0 {
-					c.ExpireTimestamp = c.CommitTimestamp + r.RetentionTimeMillis
-				}
-				recs = append(recs, kv{key: offsets.EncodeOffsetKey(r.Group, names[i], p.Partition), value: offsets.EncodeOffsetValue(c)})
+			c := offsets.Committed{Offset: p.Offset, LeaderEpoch: offsets.NoLeaderEpoch, CommitTimestamp: now.UnixMilli()}
+			if r.Version >= 6 {
+				c.LeaderEpoch = p.LeaderEpoch
 			}
+			if r.Version >= 2 && r.Version <= 4 && r.RetentionTimeMillis > 0 {
+				c.ExpireTimestamp = c.CommitTimestamp + r.RetentionTimeMillis
+			}
+			recs = append(recs, commitRecord(r.Group, names[i], p.Partition, c, p.Metadata))
 		}
 	}
 	if len(recs) > 0 {
 		if e := s.writeChunked(ctx, recs); e != nil {
-			all(e)
+			codes.failUnanswered(e)
 		} else {
 			m.commits.Add(int64(len(recs)))
 		}

@@ -48,13 +48,7 @@ func (m *Module) handleListGroups(ctx context.Context, req *kernel.Request, r *k
 	led := map[int32]bool{}
 	for _, s := range m.loadedShards() {
 		led[s.tp.Partition] = true
-		s.mu.Lock()
-		gs := make([]*group, 0, len(s.groups))
-		for _, g := range s.groups {
-			gs = append(gs, g)
-		}
-		s.mu.Unlock()
-		for _, g := range gs {
+		for _, g := range s.allGroups() {
 			add(g.id, g.protocolType(), g.state(), g.typ())
 		}
 	}

@@ -26,18 +26,9 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	im := m.meta.Image()
 	// codes[i][j] answers r.Topics[i].Partitions[j]; 0 means "commit it".
-	codes := make([][]int16, len(r.Topics))
+	codes := make(commitCodes, len(r.Topics))
 	for i := range r.Topics {
 		codes[i] = make([]int16, len(r.Topics[i].Partitions))
-	}
-	all := func(e *kerr.Error) {
-		for i := range codes {
-			for j := range codes[i] {
-				if codes[i][j] == 0 {
-					codes[i][j] = e.Code
-				}
-			}
-		}
 	}
 	// Kafka's order: the transactional id (WRITE), then the group (READ), then each
 	// topic (READ) and its existence.
@@ -62,43 +53,25 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 		if e != kerr.TransactionalIDAuthorizationFailed && e != kerr.GroupAuthorizationFailed && m.log.Enabled(ctx, slog.LevelDebug) {
 			m.log.Debug("TxnOffsetCommit refused", "group", r.Group, "transactional_id", r.TransactionalID, "producer_id", r.ProducerID, "err", e)
 		}
-		all(e)
+		codes.failUnanswered(e)
 	}
 	set := m.settings.Load()
 	now := m.now().UnixMilli()
 	var recs []kv
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		topicCode := int16(0)
 		ti := im.Topic(t.Topic)
-		switch {
-		case !req.Allowed(ctx, kernel.OpRead, kernel.ResTopic, t.Topic):
-			topicCode = kerr.TopicAuthorizationFailed.Code
-		case ti == nil:
-			topicCode = kerr.UnknownTopicOrPartition.Code
-		}
+		topicCode := commitTopicCode(ctx, req, t.Topic, ti)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			if codes[i][j] != 0 {
+			if !codes.commits(i, j, topicCode, ti, p.Partition, p.Metadata, set.metadataMax) {
 				continue
 			}
-			switch {
-			case topicCode != 0:
-				codes[i][j] = topicCode
-			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
-				codes[i][j] = kerr.UnknownTopicOrPartition.Code
-			case p.Metadata != nil && len(*p.Metadata) > set.metadataMax:
-				codes[i][j] = kerr.OffsetMetadataTooLarge.Code
-			default:
-				c := offsets.Committed{Offset: p.Offset, LeaderEpoch: offsets.NoLeaderEpoch, CommitTimestamp: now}
-				if r.Version >= 2 {
-					c.LeaderEpoch = p.LeaderEpoch
-				}
-				if p.Metadata != nil {
-					c.Metadata = *p.Metadata
-				}
-				recs = append(recs, kv{key: offsets.EncodeOffsetKey(r.Group, t.Topic, p.Partition), value: offsets.EncodeOffsetValue(c)})
+			c := offsets.Committed{Offset: p.Offset, LeaderEpoch: offsets.NoLeaderEpoch, CommitTimestamp: now}
+			if r.Version >= 2 {
+				c.LeaderEpoch = p.LeaderEpoch
 			}
+			recs = append(recs, commitRecord(r.Group, t.Topic, p.Partition, c, p.Metadata))
 		}
 	}
 	// One transactional batch, all or nothing (maxFlushRecords does not apply: a
@@ -113,7 +86,7 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 				m.log.Debug("TxnOffsetCommit fenced", "group", r.Group, "transactional_id", r.TransactionalID,
 					"producer_id", r.ProducerID, "producer_epoch", r.ProducerEpoch)
 			}
-			all(e)
+			codes.failUnanswered(e)
 		}
 	}
 	for i := range r.Topics {

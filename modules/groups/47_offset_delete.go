@@ -20,16 +20,7 @@ func (m *Module) offsetDeleteClaim() kernel.Claim {
 
 func (m *Module) handleOffsetDelete(ctx context.Context, req *kernel.Request, r *kmsg.OffsetDeleteRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	var s *shard
-	var e *kerr.Error
-	switch {
-	case !req.Allowed(ctx, kernel.OpDelete, kernel.ResGroup, r.Group):
-		e = kerr.GroupAuthorizationFailed
-	case r.Group == "":
-		e = kerr.InvalidGroupID
-	default:
-		s, e = m.coordinatorFor(ctx, r.Group)
-	}
+	s, e := m.groupShard(ctx, req, kernel.OpDelete, r.Group)
 	if e == nil {
 		if s.lookup(r.Group) == nil {
 			if _, has, _ := m.store.GroupMetadata(r.Group); !has {

@@ -23,7 +23,7 @@ func (m *Module) handleConsumerGroupDescribe(ctx context.Context, req *kernel.Re
 		d := kmsg.NewConsumerGroupDescribeResponseGroup()
 		d.Group = id
 		d.AuthorizedOperations = -2147483648
-		switch s, e := m.describeTarget(ctx, req, id); {
+		switch s, e := m.groupShard(ctx, req, kernel.OpDescribe, id); {
 		case e != nil:
 			d.ErrorCode = e.Code
 		default:

@@ -71,13 +71,7 @@ func (m *Module) storedGroup(id string) bool {
 // committed or pending transactional offset and for the group metadata goes through
 // the log.
 func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string) *kerr.Error {
-	if !req.Allowed(ctx, kernel.OpDelete, kernel.ResGroup, id) {
-		return kerr.GroupAuthorizationFailed
-	}
-	if id == "" {
-		return kerr.InvalidGroupID
-	}
-	s, e := m.coordinatorFor(ctx, id)
+	s, e := m.groupShard(ctx, req, kernel.OpDelete, id)
 	if e != nil {
 		return e
 	}

@@ -23,13 +23,7 @@ func (m *Module) classicFor(ctx context.Context, req *kernel.Request, id string,
 
 // classicShardFor is classicFor that also returns the group's shard.
 func (m *Module) classicShardFor(ctx context.Context, req *kernel.Request, id string, create bool) (*shard, *classic.Group, *kerr.Error) {
-	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, id) {
-		return nil, nil, kerr.GroupAuthorizationFailed
-	}
-	if id == "" {
-		return nil, nil, kerr.InvalidGroupID
-	}
-	s, e := m.coordinatorFor(ctx, id)
+	s, e := m.groupShard(ctx, req, kernel.OpRead, id)
 	if e != nil {
 		return nil, nil, e
 	}

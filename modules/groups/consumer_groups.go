@@ -12,11 +12,9 @@
 package groups
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -149,17 +147,6 @@ func (v imageTopics) TopicNames() []string {
 		out = append(out, name)
 	}
 	return out
-}
-
-// describeTarget authorizes describing a group and finds its shard.
-func (m *Module) describeTarget(ctx context.Context, req *kernel.Request, id string) (*shard, *kerr.Error) {
-	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResGroup, id) {
-		return nil, kerr.GroupAuthorizationFailed
-	}
-	if id == "" {
-		return nil, kerr.InvalidGroupID
-	}
-	return m.coordinatorFor(ctx, id)
 }
 
 // describeConsumerAsClassic answers DescribeGroups for a KIP-848 group the way Kafka 4

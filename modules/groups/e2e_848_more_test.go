@@ -27,18 +27,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
 // cfg848 is the broker config of these tests: fast classic groups and a 200ms
 // heartbeat interval for KIP-848 members, so kgo members notice changes quickly.
-const cfg848 = `
-configs:
-  group.initial.rebalance.delay.ms: "0"
-  offsets.topic.num.partitions: "4"
-  group.min.session.timeout.ms: "1000"
-  group.consumer.heartbeat.interval.ms: "200"
+const cfg848 = fastGroupConfig + `  group.consumer.heartbeat.interval.ms: "200"
 `
 
 // tps848 is an assignment: partitions by topic id.
@@ -307,15 +300,8 @@ func waitReconciled848(t testing.TB, cl *kgo.Client, group, topic string, parts 
 		if why != "" {
 			return why
 		}
-		out = map[string][]int32{}
-		for _, c := range cs {
-			want := byID[c.memberID()]
-			if got := c.ownedSet(); !slices.Equal(got, want) {
-				return fmt.Sprintf("consumer %s owns %v, broker assigned %v", c.name, got, want)
-			}
-			out[c.name] = want
-		}
-		return ""
+		out, why = ownedAsAssigned(cs, byID)
+		return why
 	})
 	return out
 }
@@ -387,9 +373,7 @@ func (w *commitWatch848) stop() (samples int, backward []string) {
 // offsets.
 func TestConsumer848Churn(t *testing.T) {
 	const topic, group, parts = "churn848", "g-churn848", 12
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, cfg848, topic, parts)
 	desc := b.Client(t)
 	prod := startProducer(t, b, topic, parts)
 	seen := newSeenSet()
@@ -472,12 +456,7 @@ func TestConsumer848Churn(t *testing.T) {
 	if n := prod.failed.Load(); n > 0 {
 		t.Logf("%d produce failures (not counted)", n)
 	}
-	waitFor(t, 20*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 20*time.Second, acked)
 	r.stop()
 	samples, backward := watch.stop()
 	if len(backward) > 0 {
@@ -515,9 +494,7 @@ func rangeShape848(byMember map[string][]int32) string {
 // assignor is UNSUPPORTED_ASSIGNOR; without one the group uses "uniform".
 func TestConsumer848ServerAssignor(t *testing.T) {
 	const topic, parts = "assign848", 6
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, _ := startWithTopic(t, cfg848, topic, parts)
 	cl := b.Client(t)
 
 	t.Run("kgo range", func(t *testing.T) {
@@ -622,9 +599,7 @@ func topicID848(t testing.TB, adm *kadm.Client, topic string) [16]byte {
 // not exercise.
 func TestConsumer848Heartbeats(t *testing.T) {
 	const topic, parts = "hb848", 6
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, cfg848, topic, parts)
 	cl := b.Client(t)
 
 	t.Run("v1 join without member id", func(t *testing.T) {
@@ -871,9 +846,7 @@ func TestConsumer848Heartbeats(t *testing.T) {
 // group.consumer.session.timeout.ms.
 func TestConsumer848SessionTimeout(t *testing.T) {
 	const topic, group = "sess848", "g-sess848"
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848+"  group.consumer.session.timeout.ms: \"1000\"\n"))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, 4)
+	b, _ := startWithTopic(t, cfg848+"  group.consumer.session.timeout.ms: \"1000\"\n", topic, 4)
 	cl := b.Client(t)
 	stay := join848(t, cl, group, nil, topic)
 	gone := join848(t, cl, group, nil, topic)
@@ -902,9 +875,7 @@ func TestConsumer848SessionTimeout(t *testing.T) {
 // epochs of consumer groups; v8 member commits are refused.
 func TestConsumer848OffsetEpochs(t *testing.T) {
 	const topic, group = "off848", "g-off848"
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, 2)
+	b, adm := startWithTopic(t, cfg848, topic, 2)
 	tid := topicID848(t, adm, topic)
 	cl := b.Client(t)
 	m := join848(t, cl, group, nil, topic)
@@ -971,22 +942,17 @@ func TestConsumer848OffsetEpochs(t *testing.T) {
 // members; an empty classic group becomes a consumer group, keeping its offsets.
 func TestConsumer848MixedGroups(t *testing.T) {
 	const topic = "mixed848"
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, 3)
+	b, adm := startWithTopic(t, cfg848, topic, 3)
 	cl := b.Client(t)
 	produceN(t, cl, topic, 60)
 
 	waitClassic := func(group, state string, members int) {
 		t.Helper()
 		waitFor(t, 15*time.Second, fmt.Sprintf("classic group %s %s with %d members", group, state, members), func() string {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			ds, err := adm.DescribeGroups(ctx, group)
+			d, err := describeGroup(adm, group, 5*time.Second)
 			if err != nil {
 				return err.Error()
 			}
-			d := ds[group]
 			if d.State != state || len(d.Members) != members {
 				return fmt.Sprintf("state %s with %d members (%v)", d.State, len(d.Members), d.Err)
 			}
@@ -1090,9 +1056,7 @@ func equalOffsets848(a, b kadm.OffsetResponses) bool {
 // group with kgo members.
 func TestConsumer848AdminViews(t *testing.T) {
 	const topic, group, parts = "admin848", "g-admin848", 4
-	b := testbroker.Start(t, testbroker.WithConfig(cfg848))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, cfg848, topic, parts)
 	cl := b.Client(t)
 	seen := newSeenSet()
 	opts := append(fastGroupOpts(group, topic), kgo.WithContext(nextGen()))

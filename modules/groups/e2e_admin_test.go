@@ -143,33 +143,16 @@ func TestClassicAdmin(t *testing.T) {
 	}
 
 	// DeleteGroups: not while members are in it.
-	dr, err := adm.DeleteGroups(ctx, live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dr[live].Err; !errors.Is(err, kerr.NonEmptyGroup) {
+	if err := deleteGroup(t, ctx, adm, live); !errors.Is(err, kerr.NonEmptyGroup) {
 		t.Errorf("DeleteGroups(live group) = %v, want NON_EMPTY_GROUP", err)
 	}
-	dr, err = adm.DeleteGroups(ctx, empty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dr[empty].Err; err != nil {
-		t.Errorf("DeleteGroups(empty group) = %v", err)
-	}
-	if offs := fetchAll(t, adm, empty); len(offs) != 0 {
-		t.Errorf("offsets of the deleted group: %v", offs)
-	}
+	wantDeleted(t, ctx, adm, empty, "empty group")
 	if lg, err := adm.ListGroups(ctx); err != nil {
 		t.Fatal(err)
 	} else if _, ok := lg[empty]; ok {
 		t.Errorf("deleted group still listed")
 	}
-	dr, err = adm.DeleteGroups(ctx, empty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dr[empty].Err; !errors.Is(err, kerr.GroupIDNotFound) {
+	if err := deleteGroup(t, ctx, adm, empty); !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Errorf("DeleteGroups(deleted group) = %v, want GROUP_ID_NOT_FOUND", err)
 	}
 
@@ -208,14 +191,27 @@ func TestClassicAdmin(t *testing.T) {
 		}
 		return ""
 	})
-	dr, err = adm.DeleteGroups(ctx, live)
+	wantDeleted(t, ctx, adm, live, "group after its members left")
+}
+
+// deleteGroup sends DeleteGroups for group and returns the group's error.
+func deleteGroup(t testing.TB, ctx context.Context, adm *kadm.Client, group string) error {
+	t.Helper()
+	dr, err := adm.DeleteGroups(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dr[live].Err; err != nil {
-		t.Errorf("DeleteGroups(group after its members left) = %v", err)
+	return dr[group].Err
+}
+
+// wantDeleted deletes group (what it is, for messages) and checks that its offsets
+// went with it.
+func wantDeleted(t testing.TB, ctx context.Context, adm *kadm.Client, group, what string) {
+	t.Helper()
+	if err := deleteGroup(t, ctx, adm, group); err != nil {
+		t.Errorf("DeleteGroups(%s) = %v", what, err)
 	}
-	if offs := fetchAll(t, adm, live); len(offs) != 0 {
+	if offs := fetchAll(t, adm, group); len(offs) != 0 {
 		t.Errorf("offsets of the deleted group: %v", offs)
 	}
 }

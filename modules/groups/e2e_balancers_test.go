@@ -7,8 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
 // TestClassicBalancers runs three members of one group through each of kgo's client
@@ -36,9 +34,7 @@ func TestClassicBalancers(t *testing.T) {
 
 func testBalancer(t *testing.T, bal kgo.GroupBalancer, coop bool) {
 	const topic, group, parts = "events", "g-bal", 12
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	prod := startProducer(t, b, topic, parts)
 	seen := newSeenSet()
 	opts := append(fastGroupOpts(group, topic), kgo.Balancers(bal))
@@ -126,12 +122,7 @@ func testBalancer(t *testing.T, bal kgo.GroupBalancer, coop bool) {
 	c2.stop()
 	stableAssignment(t, adm, group, topic, parts, []*consumer{c1})
 	acked := prod.Stop()
-	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 15*time.Second, acked)
 	c1.stop()
 	if len(acked) == 0 {
 		t.Fatal("nothing was produced")

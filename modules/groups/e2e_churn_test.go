@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
 // killSwitch is a kgo dialer whose connections can all be cut at once, after which
@@ -69,9 +67,7 @@ func (c *consumer) crash(k *killSwitch) {
 // never go backwards.
 func TestClassicChurn(t *testing.T) {
 	const topic, group, parts = "churn", "g-churn", 8
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	prod := startProducer(t, b, topic, parts)
 	seen := newSeenSet()
 
@@ -156,12 +152,7 @@ func TestClassicChurn(t *testing.T) {
 	stableAssignment(t, adm, group, topic, parts, survivors)
 
 	acked := prod.Stop()
-	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 15*time.Second, acked)
 	for _, c := range survivors {
 		c.stop()
 	}
@@ -195,9 +186,7 @@ func TestClassicChurn(t *testing.T) {
 // others, and a second live client with the same instance id fences the first.
 func TestClassicStaticMembership(t *testing.T) {
 	const topic, group, parts = "static", "g-static", 6
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	produceN(t, b.Client(t, kgo.DefaultProduceTopic(topic)), topic, 60)
 
 	opts := append(fastGroupOpts(group, topic), kgo.SessionTimeout(8*time.Second), kgo.Balancers(kgo.RangeBalancer()))

@@ -65,6 +65,28 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() strin
 	}
 }
 
+// startWithTopic starts a broker from cfg, creates topic with parts partitions and
+// returns the broker and an admin client of it.
+func startWithTopic(t testing.TB, cfg, topic string, parts int32) (*testbroker.Broker, *kadm.Client) {
+	t.Helper()
+	b := testbroker.Start(t, testbroker.WithConfig(cfg))
+	adm := b.Admin(t)
+	createTopic(t, adm, topic, parts)
+	return b, adm
+}
+
+// describeGroup describes group with DescribeGroups within timeout; the group's own
+// error stays in the result's Err.
+func describeGroup(adm *kadm.Client, group string, timeout time.Duration) (kadm.DescribedGroup, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ds, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return kadm.DescribedGroup{}, err
+	}
+	return ds[group], nil
+}
+
 func createTopic(t testing.TB, adm *kadm.Client, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -172,13 +194,55 @@ func (s *seenSet) missing(want map[string]bool) (int, string) {
 	return n, ex
 }
 
-// consumer is a group member polling in a goroutine, tracking the partitions it owns
-// from kgo's assignment callbacks and the first offset it saw of each partition.
-type consumer struct {
-	name   string
+// poller polls a group member's client in a goroutine until stop.
+type poller struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// startPolling polls cl in a goroutine, handing every poll's fetches to each, until
+// the client is closed or stop is called; stop also runs at test end.
+func startPolling(t testing.TB, cl *kgo.Client, each func(kgo.Fetches)) *poller {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &poller{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			each(fs)
+			if fs.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	t.Cleanup(p.stop)
+	return p
+}
+
+// stop stops polling and closes the client, which commits and leaves the group.
+func (p *poller) stop() {
+	p.cancel()
+	<-p.done
+	p.cl.Close()
+}
+
+// waitConsumed waits until every value of acked was seen.
+func (s *seenSet) waitConsumed(t testing.TB, timeout time.Duration, acked map[string]bool) {
+	t.Helper()
+	waitFor(t, timeout, "every acknowledged record consumed", func() string {
+		if n, ex := s.missing(acked); n > 0 {
+			return fmtMissing(n, len(acked), ex)
+		}
+		return ""
+	})
+}
+
+// consumer is a group member polling in a goroutine, tracking the partitions it owns
+// from kgo's assignment callbacks and the first offset it saw of each partition.
+type consumer struct {
+	name string
+	*poller
 
 	mu      sync.Mutex
 	owned   map[int32]bool
@@ -191,7 +255,7 @@ type consumer struct {
 // closed by stop (or at test end).
 func startConsumer(t testing.TB, b *testbroker.Broker, name string, seen *seenSet, opts ...kgo.Opt) *consumer {
 	t.Helper()
-	c := &consumer{name: name, owned: map[int32]bool{}, first: map[int32]int64{}, done: make(chan struct{})}
+	c := &consumer{name: name, owned: map[int32]bool{}, first: map[int32]int64{}}
 	all := append([]kgo.Opt{
 		kgo.SeedBrokers(b.Addr),
 		kgo.ClientID(name),
@@ -230,44 +294,26 @@ func startConsumer(t testing.TB, b *testbroker.Broker, name string, seen *seenSe
 	if err != nil {
 		t.Fatalf("client %s: %v", name, err)
 	}
-	c.cl = cl
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() {
-		defer close(c.done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachError(func(_ string, _ int32, err error) {
-				if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
-					c.mu.Lock()
-					c.fetchEr = append(c.fetchEr, err)
-					c.mu.Unlock()
-				}
-			})
-			fs.EachRecord(func(r *kgo.Record) {
+	c.poller = startPolling(t, cl, func(fs kgo.Fetches) {
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
 				c.mu.Lock()
-				if _, ok := c.first[r.Partition]; !ok {
-					c.first[r.Partition] = r.Offset
-				}
+				c.fetchEr = append(c.fetchEr, err)
 				c.mu.Unlock()
-				if seen != nil {
-					seen.add(string(r.Value))
-				}
-			})
-			if fs.IsClientClosed() {
-				return
 			}
-		}
-	}()
-	t.Cleanup(c.stop)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			c.mu.Lock()
+			if _, ok := c.first[r.Partition]; !ok {
+				c.first[r.Partition] = r.Offset
+			}
+			c.mu.Unlock()
+			if seen != nil {
+				seen.add(string(r.Value))
+			}
+		})
+	})
 	return c
-}
-
-// stop stops polling and closes the client, which commits and leaves the group.
-func (c *consumer) stop() {
-	c.cancel()
-	<-c.done
-	c.cl.Close()
 }
 
 func (c *consumer) ownedSet() []int32 {
@@ -294,13 +340,10 @@ func stableAssignment(t testing.TB, adm *kadm.Client, group, topic string, parts
 	t.Helper()
 	var out map[string][]int32
 	waitFor(t, 15*time.Second, fmt.Sprintf("group %s stable with %d members", group, len(cs)), func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ds, err := adm.DescribeGroups(ctx, group)
+		d, err := describeGroup(adm, group, 5*time.Second)
 		if err != nil {
 			return err.Error()
 		}
-		d := ds[group]
 		if d.Err != nil {
 			return d.Err.Error()
 		}
@@ -333,21 +376,30 @@ func stableAssignment(t testing.TB, adm *kadm.Client, group, topic string, parts
 		if len(owner) != int(parts) {
 			return fmt.Sprintf("%d of %d partitions assigned", len(owner), parts)
 		}
-		out = map[string][]int32{}
-		for _, c := range cs {
-			id := c.memberID()
-			want, ok := byMember[id]
-			if !ok {
-				return fmt.Sprintf("consumer %s (member %q) not in the group", c.name, id)
-			}
-			if got := c.ownedSet(); !slices.Equal(got, want) {
-				return fmt.Sprintf("consumer %s owns %v, broker assigned %v", c.name, got, want)
-			}
-			out[c.name] = want
-		}
-		return ""
+		byName, why := ownedAsAssigned(cs, byMember)
+		out = byName
+		return why
 	})
 	return out
+}
+
+// ownedAsAssigned checks that every consumer of cs is a member of byMember (member id
+// -> partitions, as the broker assigned them) and owns, per kgo's callbacks, exactly
+// its partitions. It returns the partitions by consumer name, or why not.
+func ownedAsAssigned(cs []*consumer, byMember map[string][]int32) (map[string][]int32, string) {
+	out := map[string][]int32{}
+	for _, c := range cs {
+		id := c.memberID()
+		want, ok := byMember[id]
+		if !ok {
+			return nil, fmt.Sprintf("consumer %s (member %q) not in the group", c.name, id)
+		}
+		if got := c.ownedSet(); !slices.Equal(got, want) {
+			return nil, fmt.Sprintf("consumer %s owns %v, broker assigned %v", c.name, got, want)
+		}
+		out[c.name] = want
+	}
+	return out, ""
 }
 
 // rawConn speaks the Kafka protocol over one TCP connection, so tests choose the exact

@@ -294,28 +294,25 @@ modules:
 		}
 		return ""
 	})
-	x := join848(t, cl, "g-cfg", nil, "tf")
-	y := join848(t, cl, "g-cfg", nil, "tf")
-	waitFor(t, 10*time.Second, "the group's configured assignor", func() string {
-		x.ack()
-		y.ack()
-		g := describe848(t, cl, "g-cfg")
-		if g.AssignorName != "smallest" {
-			return "assignor " + g.AssignorName
-		}
-		return smallestGetsAll(g, 6)
-	})
-	u := join848(t, cl, "g-unknown", nil, "tf")
-	v := join848(t, cl, "g-unknown", nil, "tf")
-	waitFor(t, 10*time.Second, "the default for an unknown configured assignor", func() string {
-		u.ack()
-		v.ack()
-		g := describe848(t, cl, "g-unknown")
-		if g.AssignorName != "uniform" {
-			return "assignor " + g.AssignorName
-		}
-		return spread(g, 2, 6)
-	})
+	for _, tc := range []struct {
+		group, what, assignor string
+		check                 func(kmsg.ConsumerGroupDescribeResponseGroup) string
+	}{
+		{"g-cfg", "the group's configured assignor", "smallest", func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return smallestGetsAll(g, 6) }},
+		{"g-unknown", "the default for an unknown configured assignor", "uniform", func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return spread(g, 2, 6) }},
+	} {
+		x := join848(t, cl, tc.group, nil, "tf")
+		y := join848(t, cl, tc.group, nil, "tf")
+		waitFor(t, 10*time.Second, tc.what, func() string {
+			x.ack()
+			y.ack()
+			g := describe848(t, cl, tc.group)
+			if g.AssignorName != tc.assignor {
+				return "assignor " + g.AssignorName
+			}
+			return tc.check(g)
+		})
+	}
 
 	pids := []int{}
 	for _, s := range pluginStats(t, b) {

@@ -165,9 +165,7 @@ func TestOffsetsRebuiltFromLog(t *testing.T) {
 // acknowledged record is consumed, and no partition's committed offset goes back.
 func TestRestartWithLiveConsumers(t *testing.T) {
 	const topic, group, parts = "rl", "g-restart-live", 4
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	prod := startProducer(t, b, topic, parts)
 	seen := newSeenSet()
 	opts := fastGroupOpts(group, topic)
@@ -200,12 +198,7 @@ func TestRestartWithLiveConsumers(t *testing.T) {
 		return ""
 	})
 	acked := prod.Stop()
-	waitFor(t, 15*time.Second, "every acknowledged record consumed", func() string {
-		if n, ex := seen.missing(acked); n > 0 {
-			return fmtMissing(n, len(acked), ex)
-		}
-		return ""
-	})
+	seen.waitConsumed(t, 15*time.Second, acked)
 	c1.stop()
 	c2.stop()
 	final := fetchAll(t, adm, group)

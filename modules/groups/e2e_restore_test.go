@@ -20,9 +20,7 @@ import (
 // restoreMember is a kgo group member that counts rebalance callbacks and group
 // errors on commits, and records every value it consumes.
 type restoreMember struct {
-	cl     *kgo.Client
-	cancel context.CancelFunc
-	done   chan struct{}
+	*poller
 
 	mu                      sync.Mutex
 	assigned, revoked, lost int
@@ -34,7 +32,7 @@ type restoreMember struct {
 
 func startRestoreMember(t *testing.T, b *testbroker.Broker, name, group, topic string) *restoreMember {
 	t.Helper()
-	m := &restoreMember{done: make(chan struct{}), seen: map[string]int{}}
+	m := &restoreMember{seen: map[string]int{}}
 	opts := append(fastGroupOpts(group, topic),
 		// A session long enough for the members to reconnect to a restarted broker
 		// on a loaded 2-core CI machine (2s flaked there), short enough to wait out.
@@ -88,31 +86,27 @@ func startRestoreMember(t *testing.T, b *testbroker.Broker, name, group, topic s
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.cl = cl
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go func() {
-		defer close(m.done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			if fs.IsClientClosed() {
-				return
-			}
-			fs.EachRecord(func(r *kgo.Record) {
-				m.mu.Lock()
-				m.seen[string(r.Value)]++
-				m.mu.Unlock()
-			})
-		}
-	}()
-	t.Cleanup(m.stop)
+	m.poller = startPolling(t, cl, func(fs kgo.Fetches) {
+		fs.EachRecord(func(r *kgo.Record) {
+			m.mu.Lock()
+			m.seen[string(r.Value)]++
+			m.mu.Unlock()
+		})
+	})
 	return m
 }
 
-func (m *restoreMember) stop() {
-	m.cancel()
-	<-m.done
-	m.cl.Close()
+// consumedBy counts how many times the members of ms consumed each value.
+func consumedBy(ms []*restoreMember) map[string]int {
+	total := map[string]int{}
+	for _, m := range ms {
+		m.mu.Lock()
+		for v, c := range m.seen {
+			total[v] += c
+		}
+		m.mu.Unlock()
+	}
+	return total
 }
 
 func (m *restoreMember) counts() (assigned, revoked, lost int) {
@@ -134,9 +128,7 @@ func TestRestartRestoresClassicGroup(t *testing.T) {
 		topic = "restore"
 		parts = 4
 	)
-	b := testbroker.Start(t, testbroker.WithConfig(fastGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, topic, parts)
+	b, adm := startWithTopic(t, fastGroupConfig, topic, parts)
 	prod := b.Client(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	next := 0
 	produce := func(n int) {
@@ -157,15 +149,7 @@ func TestRestartRestoresClassicGroup(t *testing.T) {
 		startRestoreMember(t, b, "m2", group, topic),
 	}
 	seenAll := func(n int) string {
-		total := map[string]int{}
-		for _, m := range ms {
-			m.mu.Lock()
-			for v, c := range m.seen {
-				total[v] += c
-			}
-			m.mu.Unlock()
-		}
-		if len(total) < n {
+		if total := consumedBy(ms); len(total) < n {
 			return fmt.Sprintf("%d of %d records consumed", len(total), n)
 		}
 		return ""
@@ -177,13 +161,10 @@ func TestRestartRestoresClassicGroup(t *testing.T) {
 				return fmt.Sprintf("m%d has no assignment", i+1)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ds, err := adm.DescribeGroups(ctx, group)
+		d, err := describeGroup(adm, group, 5*time.Second)
 		if err != nil {
 			return err.Error()
 		}
-		d := ds[group]
 		if d.State != "Stable" || len(d.Members) != 2 {
 			return fmt.Sprintf("%s with %d members", d.State, len(d.Members))
 		}
@@ -257,13 +238,10 @@ func TestRestartRestoresClassicGroup(t *testing.T) {
 		}
 		m.mu.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ds, err := adm.DescribeGroups(ctx, group)
+	d, err := describeGroup(adm, group, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := ds[group]
 	got := map[string]bool{}
 	for _, dm := range d.Members {
 		got[dm.MemberID] = true
@@ -295,14 +273,7 @@ func TestRestartRestoresClassicGroup(t *testing.T) {
 		return ""
 	})
 	// No record consumed twice, by the same member or by both.
-	total := map[string]int{}
-	for _, m := range ms {
-		m.mu.Lock()
-		for v, c := range m.seen {
-			total[v] += c
-		}
-		m.mu.Unlock()
-	}
+	total := consumedBy(ms)
 	dups := 0
 	for v, c := range total {
 		if c > 1 {

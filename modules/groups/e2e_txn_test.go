@@ -68,16 +68,24 @@ func do[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request, code fu
 	}
 }
 
+// doOK is do that fails the test (naming the request what) unless the last response's
+// code is 0.
+func doOK[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request, what string, code func(R) int16) R {
+	t.Helper()
+	r := do(t, cl, req, code)
+	if c := code(r); c != 0 {
+		t.Fatalf("%s: %v", what, kerr.ErrorForCode(c))
+	}
+	return r
+}
+
 func (x *txnRaw) init() {
 	x.t.Helper()
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID = &x.id
 	req.TransactionTimeoutMillis = 60000
 	req.ProducerID, req.ProducerEpoch = -1, -1
-	r := do(x.t, x.cl, req, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
-	if r.ErrorCode != 0 {
-		x.t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
+	r := doOK(x.t, x.cl, req, "InitProducerId", func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
 	x.pid, x.epoch = r.ProducerID, r.ProducerEpoch
 }
 
@@ -85,10 +93,7 @@ func (x *txnRaw) addOffsets(group string) {
 	x.t.Helper()
 	req := kmsg.NewPtrAddOffsetsToTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = x.id, x.pid, x.epoch, group
-	r := do(x.t, x.cl, req, func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode })
-	if r.ErrorCode != 0 {
-		x.t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(r.ErrorCode))
-	}
+	doOK(x.t, x.cl, req, "AddOffsetsToTxn", func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode })
 }
 
 // commit sends a TxnOffsetCommit of topic/partition → offset with epoch and returns
@@ -118,10 +123,7 @@ func (x *txnRaw) end(commit bool) {
 	x.t.Helper()
 	req := kmsg.NewPtrEndTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = x.id, x.pid, x.epoch, commit
-	r := do(x.t, x.cl, req, func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode })
-	if r.ErrorCode != 0 {
-		x.t.Fatalf("EndTxn(commit=%v): %v", commit, kerr.ErrorForCode(r.ErrorCode))
-	}
+	doOK(x.t, x.cl, req, fmt.Sprintf("EndTxn(commit=%v)", commit), func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode })
 }
 
 // fetchStable returns offset and code per partition of topic for group, with

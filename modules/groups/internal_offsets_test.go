@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluicehq/sluice/internal/testbroker"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -35,9 +34,7 @@ func retryCoord(t *testing.T, ctx context.Context, what string, op func() error)
 // UNSTABLE_OFFSET_COMMIT, committed ones become visible (to kadm too), aborted ones
 // never do.
 func TestInternalOffsetsTxn(t *testing.T) {
-	b := testbroker.Start(t, testbroker.WithConfig(txnGroupConfig))
-	adm := b.Admin(t)
-	createTopic(t, adm, "in", 2)
+	b, adm := startWithTopic(t, txnGroupConfig, "in", 2)
 	it, ok := b.Kernel.Module("txn").(kernel.InternalTxns)
 	if !ok {
 		t.Fatal("txn module does not implement kernel.InternalTxns")

@@ -257,6 +257,18 @@ func (m *Module) coordinatorFor(ctx context.Context, group string) (*shard, *ker
 	return m.coord.Lookup(ctx, group)
 }
 
+// groupShard authorizes op on group id and returns its shard: GROUP_AUTHORIZATION_FAILED
+// without op on the group, INVALID_GROUP_ID for "", then coordinatorFor's codes.
+func (m *Module) groupShard(ctx context.Context, req *kernel.Request, op kernel.Operation, id string) (*shard, *kerr.Error) {
+	if !req.Allowed(ctx, op, kernel.ResGroup, id) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
+	if id == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	return m.coordinatorFor(ctx, id)
+}
+
 // ensureOffsetsTopic creates __consumer_offsets if it does not exist (Kafka creates it
 // on the first FindCoordinator for a group).
 func (m *Module) ensureOffsetsTopic(ctx context.Context) (*kernel.TopicImage, error) {

@@ -235,32 +235,28 @@ func (s *shard) lookup(id string) *group {
 	return s.groups[id]
 }
 
+// allGroups returns the shard's groups as they are now, so callers can work on them
+// without s.mu.
+func (s *shard) allGroups() []*group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gs := make([]*group, 0, len(s.groups))
+	for _, g := range s.groups {
+		gs = append(gs, g)
+	}
+	return gs
+}
+
 // classicGroup returns the classic group id, creating it if create is set. A group of
 // the other protocol answers INCONSISTENT_GROUP_PROTOCOL.
 func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dead {
-		return nil, kerr.NotCoordinator
+	g, e := s.groupOf(id, create, false, kerr.InconsistentGroupProtocol, kerr.UnknownMemberID, func() *group {
+		cfg := s.m.settings.Load().classic
+		return &group{id: id, classic: classic.New(id, cfg, s.m.now())}
+	})
+	if e != nil {
+		return nil, e
 	}
-	if g := s.groups[id]; g != nil {
-		if g.classic != nil {
-			return g.classic, nil
-		}
-		if !create || !g.consumer.IsEmpty() {
-			return nil, kerr.InconsistentGroupProtocol
-		}
-		// An empty consumer (KIP-848) group becomes a classic group on a join, as
-		// in Kafka; its committed offsets stay.
-		g.consumer.MarkDead(kerr.CoordinatorNotAvailable)
-		delete(s.groups, id)
-	}
-	if !create {
-		return nil, kerr.UnknownMemberID
-	}
-	cfg := s.m.settings.Load().classic
-	g := &group{id: id, classic: classic.New(id, cfg, s.m.now())}
-	s.groups[id] = g
 	return g.classic, nil
 }
 
@@ -269,44 +265,54 @@ func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Erro
 // answers GROUP_ID_NOT_FOUND: Sluice does not mix classic and consumer members in
 // one group (Kafka's group.consumer.migration.policy=disabled).
 func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Error) {
+	g, e := s.groupOf(id, create, true, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
+		set := s.m.settings.Load()
+		cfg := consumer.Config{
+			SessionTimeout:    set.consumerSession,
+			HeartbeatInterval: set.consumerHeartbeat,
+			MaxSize:           set.consumerMaxSize,
+			Assignors:         s.m.assignors,
+		}
+		return &group{id: id, consumer: consumer.New(id, cfg, s.m.now())}
+	})
+	if e != nil {
+		return nil, e
+	}
+	return g.consumer, nil
+}
+
+// groupOf returns group id of one protocol (KIP-848 if kip848 is set, classic
+// otherwise), creating it with newGroup (called with s.mu held) if create is set. A
+// group of the other protocol answers other, unless create is set and it is empty:
+// it then becomes a group of this protocol on the join, as in Kafka, and its
+// committed offsets stay. Without create a missing group answers missing.
+func (s *shard) groupOf(id string, create, kip848 bool, other, missing *kerr.Error, newGroup func() *group) (*group, *kerr.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
 		return nil, kerr.NotCoordinator
 	}
 	if g := s.groups[id]; g != nil {
-		if g.consumer != nil {
-			return g.consumer, nil
+		if (g.consumer != nil) == kip848 {
+			return g, nil
 		}
-		if !create || !g.classic.IsEmpty() {
-			return nil, kerr.GroupIDNotFound
+		if !create || !g.isEmpty() {
+			return nil, other
 		}
-		g.classic.MarkDead(kerr.CoordinatorNotAvailable)
+		g.markDead(kerr.CoordinatorNotAvailable)
 		delete(s.groups, id)
 	}
 	if !create {
-		return nil, kerr.GroupIDNotFound
+		return nil, missing
 	}
-	set := s.m.settings.Load()
-	cfg := consumer.Config{
-		SessionTimeout:    set.consumerSession,
-		HeartbeatInterval: set.consumerHeartbeat,
-		MaxSize:           set.consumerMaxSize,
-		Assignors:         s.m.assignors,
-	}
-	g := &group{id: id, consumer: consumer.New(id, cfg, s.m.now())}
+	g := newGroup()
 	s.groups[id] = g
-	return g.consumer, nil
+	return g, nil
 }
 
 // tick fires due group timers and forgets groups empty for longer than idle.
 func (s *shard) tick(now time.Time, idle time.Duration) {
-	s.mu.Lock()
-	gs := make([]*group, 0, len(s.groups))
-	for _, g := range s.groups {
-		gs = append(gs, g)
-	}
-	s.mu.Unlock()
+	gs := s.allGroups()
 	for _, g := range gs {
 		g.tick(now)
 	}

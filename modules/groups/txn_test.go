@@ -191,6 +191,19 @@ func testRequest(body kmsg.Request, auth kernel.Authorizer) *kernel.Request {
 		Conn: &kernel.ConnInfo{Listener: "PLAINTEXT"}, Authorizer: auth}
 }
 
+// callHandler runs handler h on req (as authorized by auth, nil: everything) with a
+// 10s deadline and returns the response body; a handler error fails the test.
+func callHandler[Resp kmsg.Response, Req kmsg.Request](t testing.TB, h func(context.Context, *kernel.Request, Req) (kernel.Response, error), req Req, auth kernel.Authorizer) Resp {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h(ctx, testRequest(req, auth), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Msg.(Resp)
+}
+
 // txnCommit sends a TxnOffsetCommit of t/partition → offset for every pair in offs and
 // returns the per-partition codes.
 func (r *txnRig) txnCommit(group string, id int64, epoch int16, offs map[int32]int64, mod ...func(*kmsg.TxnOffsetCommitRequest)) map[int32]int16 {
@@ -214,14 +227,9 @@ func (r *txnRig) txnCommit(group string, id int64, epoch int16, offs map[int32]i
 
 func (r *txnRig) sendTxnCommit(req *kmsg.TxnOffsetCommitRequest, auth kernel.Authorizer) map[int32]int16 {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.m.handleTxnOffsetCommit(ctx, testRequest(req, auth), req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	resp := callHandler[*kmsg.TxnOffsetCommitResponse](r.t, r.m.handleTxnOffsetCommit, req, auth)
 	out := map[int32]int16{}
-	for _, t := range resp.Msg.(*kmsg.TxnOffsetCommitResponse).Topics {
+	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			out[p.Partition] = p.ErrorCode
 		}
@@ -243,13 +251,8 @@ func (r *txnRig) commit(group string, offs map[int32]int64) {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.m.handleOffsetCommit(ctx, testRequest(req, nil), req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	for _, t := range resp.Msg.(*kmsg.OffsetCommitResponse).Topics {
+	resp := callHandler[*kmsg.OffsetCommitResponse](r.t, r.m.handleOffsetCommit, req, nil)
+	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if p.ErrorCode != 0 {
 				r.t.Fatalf("OffsetCommit %s t/%d: %v", group, p.Partition, kerr.ErrorForCode(p.ErrorCode))
@@ -273,13 +276,7 @@ func (r *txnRig) fetch(group string, requireStable bool) map[int32]fetched {
 	g.Group = group
 	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0, 1, 2, 3}}}
 	req.Groups = append(req.Groups, g)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.m.handleOffsetFetch(ctx, testRequest(req, nil), req)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	rg := resp.Msg.(*kmsg.OffsetFetchResponse).Groups[0]
+	rg := callHandler[*kmsg.OffsetFetchResponse](r.t, r.m.handleOffsetFetch, req, nil).Groups[0]
 	if rg.ErrorCode != 0 {
 		r.t.Fatalf("OffsetFetch %s: %v", group, kerr.ErrorForCode(rg.ErrorCode))
 	}
@@ -296,6 +293,14 @@ func (r *txnRig) marker(id int64, epoch int16, commit bool) int64 {
 	off := r.log.marker(r.t, id, epoch, commit)
 	r.m.onTxnMarker(offsetsTP, kernel.TxnMarker{ProducerID: id, ProducerEpoch: epoch, Commit: commit}, off)
 	return off
+}
+
+// endTxn ends producer id's transaction with a marker (see marker) and waits until
+// the shard has applied it.
+func (r *txnRig) endTxn(id int64, epoch int16, commit bool) {
+	r.t.Helper()
+	r.marker(id, epoch, commit)
+	r.waitSettled(id)
 }
 
 // waitSettled waits until the shard has no pending offsets of producer id.
@@ -352,16 +357,14 @@ func TestTxnOffsetCommitVisibleOnlyAfterCommitMarker(t *testing.T) {
 	}
 	// A second commit of the same transaction replaces t/1's offset.
 	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{1: 12}))
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 10, 1: 12, 2: -1})
 	if got := r.fetch("g", true); got[0].code != 0 || got[0].offset != 10 {
 		t.Errorf("require_stable after the commit: %+v", got[0])
 	}
 	// The next transaction of the producer.
 	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 20}))
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 20, 1: 12})
 }
 
@@ -369,8 +372,7 @@ func TestTxnOffsetCommitAbortDrops(t *testing.T) {
 	r := newTxnRig(t)
 	r.commit("g", map[int32]int64{0: 5})
 	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 10, 1: 11}))
-	r.marker(7, 0, false)
-	r.waitSettled(7)
+	r.endTxn(7, 0, false)
 	r.want("g", map[int32]int64{0: 5, 1: -1})
 	if got := r.fetch("g", true); got[0].code != 0 || got[1].code != 0 {
 		t.Errorf("require_stable after the abort: %+v", got)
@@ -393,8 +395,7 @@ func TestTxnOffsetCommitFencedEpoch(t *testing.T) {
 	if got := r.fetch("g", true); got[0].code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("after the fenced commit: %+v", got[0])
 	}
-	r.marker(7, 3, true)
-	r.waitSettled(7)
+	r.endTxn(7, 3, true)
 	r.want("g", map[int32]int64{0: 10})
 }
 
@@ -407,8 +408,7 @@ func TestTxnOffsetCommitOrderWithPlainCommits(t *testing.T) {
 	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 10, 1: 10, 2: 10, 3: 10}))
 	r.commit("g", map[int32]int64{1: 2}) // after the batch: wins
 	r.deleteOffset("g", 3)               // after the batch: deletes
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.commit("g", map[int32]int64{2: 3}) // after the marker: wins
 	want := map[int32]int64{0: 10, 1: 2, 2: 3, 3: -1}
 	r.want("g", want)
@@ -449,8 +449,7 @@ func TestTxnOffsetCommitRestartBeforeMarker(t *testing.T) {
 		t.Fatalf("after the first restart: %+v", got)
 	}
 	codesOK(t, r.txnCommit("other", 8, 0, map[int32]int64{0: 30}))
-	r.marker(8, 0, true) // 8 ends; 7 stays open
-	r.waitSettled(8)
+	r.endTxn(8, 0, true) // 8 ends; 7 stays open
 	r.restart()
 	if got := r.fetch("g", true); got[0].code != kerr.UnstableOffsetCommit.Code || got[1].offset != 5 {
 		t.Fatalf("after the restart: %+v", got)
@@ -460,8 +459,7 @@ func TestTxnOffsetCommitRestartBeforeMarker(t *testing.T) {
 	if got := r.fetch("g", true); got[0].code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("after the second restart: %+v", got)
 	}
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 10, 1: 5})
 	r.want("other", map[int32]int64{0: 30})
 	r.restart()
@@ -502,8 +500,7 @@ func TestTxnMarkerReportedTwice(t *testing.T) {
 	if got := r.fetch("g", true); got[0].code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("a stale marker ended the next transaction: %+v", got[0])
 	}
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 20, 1: 1})
 }
 
@@ -640,8 +637,7 @@ func TestTxnOffsetCommitGroupDeleted(t *testing.T) {
 	if c := resp.Msg.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; c != 0 {
 		t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(c))
 	}
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: -1})
 	r.restart()
 	r.want("g", map[int32]int64{0: -1})
@@ -654,8 +650,7 @@ func TestTxnReplayReappliesInLogOrder(t *testing.T) {
 	r := newTxnRig(t)
 	codesOK(t, r.txnCommit("g", 8, 0, map[int32]int64{1: 20})) // stays open: the replay starts here
 	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 10}))
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.commit("g", map[int32]int64{0: 50})
 	r.want("g", map[int32]int64{0: 50, 1: -1})
 	r.restart()
@@ -663,8 +658,7 @@ func TestTxnReplayReappliesInLogOrder(t *testing.T) {
 	if got := r.fetch("g", true); got[1].code != kerr.UnstableOffsetCommit.Code || got[0].code != 0 {
 		t.Fatalf("after the restart: %+v", got)
 	}
-	r.marker(8, 0, true)
-	r.waitSettled(8)
+	r.endTxn(8, 0, true)
 	r.want("g", map[int32]int64{0: 50, 1: 20})
 }
 
@@ -788,8 +782,7 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("verified %d times with the transaction open in the partition", calls)
 	}
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 10, 1: 11})
 }
 
@@ -805,7 +798,6 @@ func TestTxnOffsetCommitExpirySkipsPending(t *testing.T) {
 	}
 	s.expireOffsets(context.Background(), time.Now().Add(24*time.Hour), time.Millisecond)
 	r.want("g", map[int32]int64{0: 1, 1: -1})
-	r.marker(7, 0, true)
-	r.waitSettled(7)
+	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 5, 1: -1})
 }

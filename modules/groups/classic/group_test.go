@@ -22,7 +22,7 @@ func TestMemberIDRequired(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			ch := h.join("", jopt{version: tc.version})
-			r := mustJoin(t, ch)
+			r := ready(t, "join", ch)
 			if tc.required {
 				wantCode(t, "first join", r.ErrorCode, kerr.MemberIDRequired)
 				if r.MemberID != "c-1" {
@@ -31,7 +31,7 @@ func TestMemberIDRequired(t *testing.T) {
 				if h.g.State() != Empty || !strings.HasPrefix(r.MemberID, "c-") {
 					t.Fatalf("state %v", h.g.State())
 				}
-				r = mustJoin(t, h.join(r.MemberID, jopt{version: tc.version}))
+				r = ready(t, "join", h.join(r.MemberID, jopt{version: tc.version}))
 			}
 			wantCode(t, "join", r.ErrorCode, nil)
 			if r.Generation != 1 || r.LeaderID != r.MemberID || len(r.Members) != 1 || *r.Protocol != "range" {
@@ -46,7 +46,7 @@ func TestMemberIDRequired(t *testing.T) {
 
 func TestPendingMemberExpires(t *testing.T) {
 	h := newHarness(t, Config{})
-	r := mustJoin(t, h.join("", jopt{}))
+	r := ready(t, "join", h.join("", jopt{}))
 	if _, p := h.g.Size(); p != 1 || h.g.IsEmpty() {
 		t.Fatalf("pending %d", p)
 	}
@@ -54,7 +54,7 @@ func TestPendingMemberExpires(t *testing.T) {
 	if _, p := h.g.Size(); p != 0 || !h.g.IsEmpty() {
 		t.Fatalf("pending %d after session timeout", p)
 	}
-	wantCode(t, "late rejoin", mustJoin(t, h.join(r.MemberID, jopt{})).ErrorCode, kerr.UnknownMemberID)
+	wantCode(t, "late rejoin", ready(t, "join", h.join(r.MemberID, jopt{})).ErrorCode, kerr.UnknownMemberID)
 }
 
 func TestThreeMemberEagerRebalance(t *testing.T) {
@@ -65,7 +65,7 @@ func TestThreeMemberEagerRebalance(t *testing.T) {
 	}
 	// A fourth member arrives: the others learn it from heartbeats.
 	id4, ch4 := h.newMember(jopt{})
-	noJoin(t, ch4)
+	notReady(t, "join", ch4)
 	if h.g.State() != PreparingRebalance {
 		t.Fatalf("state %v", h.g.State())
 	}
@@ -76,7 +76,7 @@ func TestThreeMemberEagerRebalance(t *testing.T) {
 	for i, id := range ids {
 		ch := h.join(id, jopt{})
 		if i < len(ids)-1 {
-			noJoin(t, ch)
+			notReady(t, "join", ch)
 		}
 		chans = append(chans, ch)
 	}
@@ -94,7 +94,7 @@ func TestCooperativeDoubleRebalance(t *testing.T) {
 	t.Run("newcomer without a common protocol", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.stable(2)
-		r := mustJoin(t, h.join("", jopt{protocols: []string{"cooperative-sticky"}}))
+		r := ready(t, "join", h.join("", jopt{protocols: []string{"cooperative-sticky"}}))
 		wantCode(t, "join", r.ErrorCode, kerr.InconsistentGroupProtocol)
 	})
 	cs := jopt{protocols: []string{"cooperative-sticky", "range"}}
@@ -126,7 +126,7 @@ func TestCooperativeDoubleRebalance(t *testing.T) {
 			t.Fatalf("round %d: second rebalance gen %d after %d", round, g2, g1)
 		}
 		gen = g2
-		r := mustJoin(t, h2.join(ids[1], jopt{protocols: cs.protocols, meta: "owned2"}))
+		r := ready(t, "join", h2.join(ids[1], jopt{protocols: cs.protocols, meta: "owned2"}))
 		if r.Generation != gen || len(r.Members) != 0 || h2.g.State() != Stable {
 			t.Fatalf("unchanged follower rejoin must not rebalance: %+v %v", r, h2.g.State())
 		}
@@ -146,7 +146,7 @@ func TestStaticMemberRestart(t *testing.T) {
 	}
 
 	t.Run("restart with same protocols keeps generation", func(t *testing.T) {
-		r := mustJoin(t, h.join("", jopt{instance: inst}))
+		r := ready(t, "join", h.join("", jopt{instance: inst}))
 		wantCode(t, "rejoin", r.ErrorCode, nil)
 		if r.Generation != gen || r.MemberID == follower || len(r.Members) != 0 || r.LeaderID != ids[0] {
 			t.Fatalf("rejoin response %+v", r)
@@ -155,9 +155,9 @@ func TestStaticMemberRestart(t *testing.T) {
 			t.Fatalf("state %v", h.g.State())
 		}
 		wantCode(t, "old id heartbeat", h.heartbeatStatic(follower, inst, gen), kerr.FencedInstanceID)
-		s := mustSync(t, h.sync(follower, gen, nil))
+		s := ready(t, "sync", h.sync(follower, gen, nil))
 		wantCode(t, "old id sync", s.ErrorCode, kerr.UnknownMemberID)
-		s = mustSync(t, h.sync(r.MemberID, gen, nil))
+		s = ready(t, "sync", h.sync(r.MemberID, gen, nil))
 		wantCode(t, "new id sync", s.ErrorCode, nil)
 		if string(s.MemberAssignment) != "a-"+follower {
 			t.Fatalf("assignment %q", s.MemberAssignment)
@@ -170,7 +170,7 @@ func TestStaticMemberRestart(t *testing.T) {
 		if inst == "a" {
 			leaderInst = "b"
 		}
-		r := mustJoin(t, h.join("", jopt{instance: leaderInst}))
+		r := ready(t, "join", h.join("", jopt{instance: leaderInst}))
 		wantCode(t, "rejoin", r.ErrorCode, nil)
 		if r.Generation != gen || r.LeaderID != r.MemberID || !r.SkipAssignment || len(r.Members) != 2 {
 			t.Fatalf("leader rejoin %+v", r)
@@ -182,12 +182,12 @@ func TestStaticMemberRestart(t *testing.T) {
 	})
 	t.Run("restart with new protocols rebalances", func(t *testing.T) {
 		r := h.join("", jopt{instance: inst, meta: "new"})
-		noJoin(t, r)
+		notReady(t, "join", r)
 		if h.g.State() != PreparingRebalance {
 			t.Fatalf("state %v", h.g.State())
 		}
 		l := h.join(ids[0], jopt{})
-		rr, lr := mustJoin(t, r), mustJoin(t, l)
+		rr, lr := ready(t, "join", r), ready(t, "join", l)
 		if rr.Generation != gen+1 || lr.Generation != gen+1 {
 			t.Fatalf("gens %d %d", rr.Generation, lr.Generation)
 		}
@@ -197,19 +197,19 @@ func TestStaticMemberRestart(t *testing.T) {
 func TestStaticFencing(t *testing.T) {
 	h := newHarness(t, Config{})
 	_, ch := h.newMember(jopt{instance: "s"})
-	r := mustJoin(t, ch)
+	r := ready(t, "join", ch)
 	id := r.MemberID
 	h.sync(id, r.Generation, map[string]string{id: "x"})
 	gen := r.Generation
 	// Someone else claims the instance id while its join is in flight.
-	r2 := mustJoin(t, h.join("", jopt{instance: "s"}))
+	r2 := ready(t, "join", h.join("", jopt{instance: "s"}))
 	for _, tc := range []struct {
 		name string
 		code int16
 		want *kerr.Error
 	}{
 		{"heartbeat with old id", h.heartbeatStatic(id, "s", gen), kerr.FencedInstanceID},
-		{"join with old id", mustJoin(t, h.join(id, jopt{instance: "s"})).ErrorCode, kerr.FencedInstanceID},
+		{"join with old id", ready(t, "join", h.join(id, jopt{instance: "s"})).ErrorCode, kerr.FencedInstanceID},
 		{"heartbeat with new id", h.heartbeatStatic(r2.MemberID, "s", gen), nil},
 		{"heartbeat old id without instance", h.heartbeat(id, gen), kerr.UnknownMemberID},
 	} {
@@ -226,15 +226,15 @@ func TestStaticReplacedWhileRebalancing(t *testing.T) {
 	}
 	cb := h.join(byInst["b"], jopt{instance: "b", meta: "new"})
 	old := h.join(byInst["a"], jopt{instance: "a"})
-	noJoin(t, old)
+	notReady(t, "join", old)
 	// a restarts while its join is still waiting for c.
 	ca := h.join("", jopt{instance: "a"})
-	wantCode(t, "old join", mustJoin(t, old).ErrorCode, kerr.FencedInstanceID)
-	wantCode(t, "old id join", mustJoin(t, h.join(byInst["a"], jopt{instance: "a"})).ErrorCode, kerr.FencedInstanceID)
-	noJoin(t, ca)
+	wantCode(t, "old join", ready(t, "join", old).ErrorCode, kerr.FencedInstanceID)
+	wantCode(t, "old id join", ready(t, "join", h.join(byInst["a"], jopt{instance: "a"})).ErrorCode, kerr.FencedInstanceID)
+	notReady(t, "join", ca)
 	cc := h.join(byInst["c"], jopt{instance: "c"})
 	for _, ch := range []<-chan *kmsg.JoinGroupResponse{ca, cb, cc} {
-		r := mustJoin(t, ch)
+		r := ready(t, "join", ch)
 		if r.Generation != 2 || r.MemberID == byInst["a"] {
 			t.Fatalf("%+v", r)
 		}
@@ -283,7 +283,7 @@ func TestMemberVanishesMidJoin(t *testing.T) {
 		h.advance(rebalance/6 + time.Second)
 		wantCode(t, "hb", h.heartbeat(ids[2], gen), kerr.RebalanceInProgress)
 	}
-	noJoin(t, c0)
+	notReady(t, "join", c0)
 	h.advance(rebalance - 4*(rebalance/6+time.Second))
 	wantCode(t, "hb", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
 	_, gen = h.finishRebalance([]string{ids[0], ids[1], id4}, []<-chan *kmsg.JoinGroupResponse{c0, c1, ch4})
@@ -297,7 +297,7 @@ func TestMemberLeavesMidJoin(t *testing.T) {
 	ids, _ := h.stable(3)
 	c0 := h.join(ids[0], jopt{})
 	c1 := h.join(ids[1], jopt{})
-	noJoin(t, c0)
+	notReady(t, "join", c0)
 	lr := h.g.Leave(&kmsg.LeaveGroupRequest{Version: 0, MemberID: ids[2]}, h.now)
 	wantCode(t, "leave", lr.ErrorCode, nil)
 	h.finishRebalance(ids[:2], []<-chan *kmsg.JoinGroupResponse{c0, c1})
@@ -322,13 +322,13 @@ func TestMemberVanishesMidSync(t *testing.T) {
 				cs = append(cs, h.join(id, jopt{meta: "v2"}))
 			}
 			for _, c := range cs {
-				rs = append(rs, mustJoin(t, c))
+				rs = append(rs, ready(t, "join", c))
 			}
 			gen, leader := rs[0].Generation, rs[0].LeaderID
 			others := without(ids, leader)
 			follower, lazy := others[0], others[1]
-			mustSync(t, h.sync(leader, gen, map[string]string{leader: "x", follower: "y", lazy: "z"}))
-			mustSync(t, h.sync(follower, gen, nil))
+			ready(t, "sync", h.sync(leader, gen, map[string]string{leader: "x", follower: "y", lazy: "z"}))
+			ready(t, "sync", h.sync(follower, gen, nil))
 			if h.g.State() != Stable {
 				t.Fatalf("state %v", h.g.State())
 			}
@@ -379,12 +379,12 @@ func TestLeaderVanishesMidSync(t *testing.T) {
 			var gen int32
 			var leader string
 			for _, c := range cs {
-				r := mustJoin(t, c)
+				r := ready(t, "join", c)
 				gen, leader = r.Generation, r.LeaderID
 			}
 			followers := without(ids, leader)
 			s1, s2 := h.sync(followers[0], gen, nil), h.sync(followers[1], gen, nil)
-			noSync(t, s1)
+			notReady(t, "sync", s1)
 			switch tc.how {
 			case "leaves":
 				wantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{Version: 0, MemberID: leader}, h.now).ErrorCode, nil)
@@ -393,13 +393,13 @@ func TestLeaderVanishesMidSync(t *testing.T) {
 			case "heartbeats":
 				for range 3 {
 					h.advance(rebalance / 4)
-					noSync(t, s1)
+					notReady(t, "sync", s1)
 					wantCode(t, "leader hb", h.heartbeat(leader, gen), nil)
 				}
 				h.advance(rebalance / 4)
 			}
-			wantCode(t, "waiting sync", mustSync(t, s1).ErrorCode, kerr.RebalanceInProgress)
-			wantCode(t, "waiting sync", mustSync(t, s2).ErrorCode, kerr.RebalanceInProgress)
+			wantCode(t, "waiting sync", ready(t, "sync", s1).ErrorCode, kerr.RebalanceInProgress)
+			wantCode(t, "waiting sync", ready(t, "sync", s2).ErrorCode, kerr.RebalanceInProgress)
 			_, g2 := h.finishRebalance(followers, []<-chan *kmsg.JoinGroupResponse{h.join(followers[0], jopt{}), h.join(followers[1], jopt{})})
 			if g2 != gen+1 {
 				t.Fatalf("gen %d", g2)
@@ -415,18 +415,18 @@ func TestInitialRebalanceDelay(t *testing.T) {
 	step(2 * time.Second)
 	_, b := h.newMember(jopt{})
 	step(time.Second) // t=3: a member arrived, so the delay is extended to t=6
-	noJoin(t, a)
+	notReady(t, "join", a)
 	step(2 * time.Second) // t=5
 	_, c := h.newMember(jopt{})
 	step(time.Second) // t=6: extended again to t=9
-	noJoin(t, a)
+	notReady(t, "join", a)
 	step(2 * time.Second) // t=8
 	_, d := h.newMember(jopt{})
 	step(time.Second) // t=9: only 1s of the 30s... remaining budget is 21s, extended to t=12
-	noJoin(t, a)
+	notReady(t, "join", a)
 	step(3 * time.Second) // t=12: nobody new: done
 	for _, ch := range []<-chan *kmsg.JoinGroupResponse{a, b, c, d} {
-		r := mustJoin(t, ch)
+		r := ready(t, "join", ch)
 		if r.Generation != 1 {
 			t.Fatalf("gen %d", r.Generation)
 		}
@@ -438,13 +438,13 @@ func TestInitialRebalanceDelay(t *testing.T) {
 		for i := 0; h.now.Sub(t0) < rebalance; i++ {
 			h.advance(2 * time.Second)
 			if h.now.Sub(t0) < rebalance {
-				noJoin(t, first)
+				notReady(t, "join", first)
 			}
 			if i < 100 {
 				h.newMember(jopt{})
 			}
 		}
-		r := mustJoin(t, first)
+		r := ready(t, "join", first)
 		if r.Generation != 1 || h.now.Sub(t0) != rebalance {
 			t.Fatalf("gen %d at %v", r.Generation, h.now.Sub(t0))
 		}
@@ -453,10 +453,10 @@ func TestInitialRebalanceDelay(t *testing.T) {
 		h := newHarness(t, Config{InitialRebalanceDelay: 3 * time.Second})
 		_, a := h.newMember(jopt{})
 		h.advance(3 * time.Second)
-		ra := mustJoin(t, a)
+		ra := ready(t, "join", a)
 		h.finishRebalance([]string{ra.MemberID}, []<-chan *kmsg.JoinGroupResponse{chanOf(ra)})
 		c := h.join(ra.MemberID, jopt{meta: "changed"})
-		if r := mustJoin(t, c); r.Generation != 2 {
+		if r := ready(t, "join", c); r.Generation != 2 {
 			t.Fatalf("gen %d", r.Generation)
 		}
 	})
@@ -485,14 +485,14 @@ func TestProtocolSelection(t *testing.T) {
 			var cs []<-chan *kmsg.JoinGroupResponse
 			var ids []string
 			for _, ps := range tc.members {
-				r := mustJoin(t, h.join("", jopt{protocols: ps}))
+				r := ready(t, "join", h.join("", jopt{protocols: ps}))
 				ids = append(ids, r.MemberID)
 			}
 			for i, id := range ids {
 				cs = append(cs, h.join(id, jopt{protocols: tc.members[i]}))
 			}
 			for _, c := range cs {
-				r := mustJoin(t, c)
+				r := ready(t, "join", c)
 				wantCode(t, "join", r.ErrorCode, nil)
 				if *r.Protocol != tc.want || *r.ProtocolType != "consumer" {
 					t.Fatalf("protocol %q", *r.Protocol)
@@ -554,7 +554,7 @@ func TestJoinErrors(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(req)
 			}
-			r := mustJoin(t, h.g.Join(req, Client{ID: "c"}, h.now))
+			r := ready(t, "join", h.g.Join(req, Client{ID: "c"}, h.now))
 			wantCode(t, tc.name, r.ErrorCode, tc.want)
 			if h.g.State() != Stable {
 				t.Fatalf("state %v", h.g.State())
@@ -566,9 +566,9 @@ func TestJoinErrors(t *testing.T) {
 		ids, gen := h.stable(2)
 		c := h.join(ids[1], jopt{meta: "new"})
 		h.g.MarkDead(kerr.NotCoordinator)
-		wantCode(t, "waiting join", mustJoin(t, c).ErrorCode, kerr.NotCoordinator)
-		wantCode(t, "join", mustJoin(t, h.join("", jopt{})).ErrorCode, kerr.CoordinatorNotAvailable)
-		wantCode(t, "sync", mustSync(t, h.sync(ids[0], gen, nil)).ErrorCode, kerr.CoordinatorNotAvailable)
+		wantCode(t, "waiting join", ready(t, "join", c).ErrorCode, kerr.NotCoordinator)
+		wantCode(t, "join", ready(t, "join", h.join("", jopt{})).ErrorCode, kerr.CoordinatorNotAvailable)
+		wantCode(t, "sync", ready(t, "sync", h.sync(ids[0], gen, nil)).ErrorCode, kerr.CoordinatorNotAvailable)
 		wantCode(t, "heartbeat", h.heartbeat(ids[0], gen), kerr.CoordinatorNotAvailable)
 		wantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{MemberID: ids[0]}, h.now).ErrorCode, kerr.CoordinatorNotAvailable)
 		if h.g.State() != Dead || h.g.Describe(h.now).State != "Dead" {
@@ -585,7 +585,7 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		req := kmsg.NewPtrSyncGroupRequest()
 		req.Version = 5
 		req.MemberID, req.Generation, req.ProtocolType, req.Protocol = member, g, pt, p
-		return mustSync(t, h.g.Sync(req, h.now)).ErrorCode
+		return ready(t, "sync", h.g.Sync(req, h.now)).ErrorCode
 	}
 	for _, tc := range []struct {
 		name string
@@ -619,13 +619,13 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		}
 		h.advance(2 * time.Second)
 		for _, c := range cs {
-			rs = append(rs, mustJoin(t, c))
+			rs = append(rs, ready(t, "join", c))
 		}
 		leader := rs[0].LeaderID
 		follower := without([]string{rs[0].MemberID, rs[1].MemberID}, leader)[0]
 		fs := h.sync(follower, rs[0].Generation, nil)
-		ls := mustSync(t, h.sync(leader, rs[0].Generation, map[string]string{leader: "all", "ghost": "x"}))
-		if string(ls.MemberAssignment) != "all" || len(mustSync(t, fs).MemberAssignment) != 0 {
+		ls := ready(t, "sync", h.sync(leader, rs[0].Generation, map[string]string{leader: "all", "ghost": "x"}))
+		if string(ls.MemberAssignment) != "all" || len(ready(t, "sync", fs).MemberAssignment) != 0 {
 			t.Fatal("wrong assignments")
 		}
 		checkInvariants(t, h.g)
@@ -633,13 +633,13 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 	t.Run("empty group", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		wantCode(t, "hb", h.heartbeat("x", 0), kerr.UnknownMemberID)
-		wantCode(t, "sync", mustSync(t, h.sync("x", 0, nil)).ErrorCode, kerr.UnknownMemberID)
+		wantCode(t, "sync", ready(t, "sync", h.sync("x", 0, nil)).ErrorCode, kerr.UnknownMemberID)
 	})
 	t.Run("oversized assignment", func(t *testing.T) {
 		h := newHarness(t, Config{MaxAssignmentBytes: 10})
 		_, c := h.newMember(jopt{})
-		r := mustJoin(t, c)
-		s := mustSync(t, h.sync(r.MemberID, r.Generation, map[string]string{r.MemberID: strings.Repeat("x", 11)}))
+		r := ready(t, "join", c)
+		s := ready(t, "sync", h.sync(r.MemberID, r.Generation, map[string]string{r.MemberID: strings.Repeat("x", 11)}))
 		wantCode(t, "sync", s.ErrorCode, kerr.InvalidRequest)
 		checkInvariants(t, h.g)
 	})
@@ -648,7 +648,7 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 func TestLeave(t *testing.T) {
 	h := newHarness(t, Config{InitialRebalanceDelay: time.Second})
 	h.together([]string{"a", "b", "c"}, 0, jopt{})
-	pending := mustJoin(t, h.join("", jopt{})).MemberID
+	pending := ready(t, "join", h.join("", jopt{})).MemberID
 	str := func(s string) *string { return &s }
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Version = 5
@@ -675,7 +675,7 @@ func TestLeave(t *testing.T) {
 		t.Fatalf("state %v", h.g.State())
 	}
 	// The remaining member rejoins alone.
-	r2 := mustJoin(t, h.join("c-2", jopt{instance: "b"}))
+	r2 := ready(t, "join", h.join("c-2", jopt{instance: "b"}))
 	if r2.LeaderID != "c-2" || r2.Generation != 2 {
 		t.Fatalf("%+v", r2)
 	}
@@ -686,7 +686,7 @@ func TestBoundedJoins(t *testing.T) {
 	h := newHarness(t, Config{})
 	maxed := 0
 	for range 10000 {
-		r := mustJoin(t, h.join("", jopt{}))
+		r := ready(t, "join", h.join("", jopt{}))
 		if r.ErrorCode == kerr.GroupMaxSizeReached.Code {
 			maxed++
 		}
@@ -704,8 +704,8 @@ func TestBoundedJoins(t *testing.T) {
 	t.Run("members capped", func(t *testing.T) {
 		h := newHarness(t, Config{MaxSize: 3})
 		h.stable(3)
-		wantCode(t, "4th", mustJoin(t, h.join("", jopt{})).ErrorCode, kerr.GroupMaxSizeReached)
-		wantCode(t, "4th static", mustJoin(t, h.join("", jopt{instance: "x"})).ErrorCode, kerr.GroupMaxSizeReached)
+		wantCode(t, "4th", ready(t, "join", h.join("", jopt{})).ErrorCode, kerr.GroupMaxSizeReached)
+		wantCode(t, "4th static", ready(t, "join", h.join("", jopt{instance: "x"})).ErrorCode, kerr.GroupMaxSizeReached)
 	})
 }
 
@@ -736,13 +736,13 @@ func TestClockAndAccessors(t *testing.T) {
 	if _, ok := h.g.NextDeadline(); ok {
 		t.Fatal("an idle group has no deadline")
 	}
-	r := mustJoin(t, h.join("", jopt{}))
+	r := ready(t, "join", h.join("", jopt{}))
 	if d, ok := h.g.NextDeadline(); !ok || !d.Equal(t0.Add(session)) {
 		t.Fatalf("deadline %v %v", d, ok)
 	}
 	// Time going back (callers racing) is ignored.
 	h.g.Tick(t0.Add(-time.Hour))
-	mustJoin(t, h.g.Join(&kmsg.JoinGroupRequest{Version: 9, MemberID: r.MemberID, SessionTimeoutMillis: 10000,
+	ready(t, "join", h.g.Join(&kmsg.JoinGroupRequest{Version: 9, MemberID: r.MemberID, SessionTimeoutMillis: 10000,
 		ProtocolType: "consumer", Protocols: []kmsg.JoinGroupRequestProtocol{{Name: "range"}}}, Client{}, t0.Add(-time.Hour)))
 	if h.g.ID() != "g" || h.g.ProtocolType() != "consumer" || h.g.Generation() != 1 {
 		t.Fatal("accessors")
@@ -765,13 +765,13 @@ func TestLeaderMemberListByVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			// The dynamic member joins first and leads; a static member follows.
-			r := mustJoin(t, h.join("", jopt{version: tc.version}))
+			r := ready(t, "join", h.join("", jopt{version: tc.version}))
 			lead := h.join(r.MemberID, jopt{version: tc.version})
-			lr := mustJoin(t, lead)
+			lr := ready(t, "join", lead)
 			st := h.join("", jopt{version: 5, instance: "s"})
-			noJoin(t, st)
-			lr = mustJoin(t, h.join(lr.MemberID, jopt{version: tc.version}))
-			sr := mustJoin(t, st)
+			notReady(t, "join", st)
+			lr = ready(t, "join", h.join(lr.MemberID, jopt{version: tc.version}))
+			sr := ready(t, "join", st)
 			if lr.LeaderID != lr.MemberID || len(lr.Members) != 2 || len(sr.Members) != 0 {
 				t.Fatalf("leader %+v static %+v", lr, sr)
 			}
@@ -784,22 +784,35 @@ func TestLeaderMemberListByVersion(t *testing.T) {
 	}
 }
 
-func TestValidateCommit(t *testing.T) {
-	h := newHarness(t, Config{InitialRebalanceDelay: -1})
-	g := h.g
-	if e := g.ValidateCommit("", nil, -1, h.now); e != nil {
-		t.Fatalf("simple commit to an empty group: %v", e)
+// validator is Group.ValidateCommit or Group.ValidateTxnCommit.
+type validator func(memberID string, instanceID *string, generation int32, now time.Time) *kerr.Error
+
+// checkCommitters runs the checks both validators share on h's new group: a commit
+// without a member (simple, as empty calls it) to the empty group passes, an unknown
+// member fails, then with two Stable members a member's commit passes and one of an
+// older generation fails. It returns the members and the generation.
+func checkCommitters(t *testing.T, h *harness, validate validator, empty string) ([]string, int32) {
+	t.Helper()
+	if e := validate("", nil, -1, h.now); e != nil {
+		t.Fatalf("%s to an empty group: %v", empty, e)
 	}
-	if e := g.ValidateCommit("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
+	if e := validate("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
 		t.Fatalf("unknown member: %v", e)
 	}
 	ids, gen := h.stable(2)
-	if e := g.ValidateCommit(ids[0], nil, gen, h.now); e != nil {
+	if e := validate(ids[0], nil, gen, h.now); e != nil {
 		t.Fatalf("member commit: %v", e)
 	}
-	if e := g.ValidateCommit(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
+	if e := validate(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
 		t.Fatalf("stale generation: %v", e)
 	}
+	return ids, gen
+}
+
+func TestValidateCommit(t *testing.T) {
+	h := newHarness(t, Config{InitialRebalanceDelay: -1})
+	g := h.g
+	ids, gen := checkCommitters(t, h, g.ValidateCommit, "simple commit")
 	if e := g.ValidateCommit("", nil, -1, h.now); e != kerr.UnknownMemberID {
 		t.Fatalf("simple commit to a live group: %v", e)
 	}
@@ -812,19 +825,7 @@ func TestValidateCommit(t *testing.T) {
 func TestValidateTxnCommit(t *testing.T) {
 	h := newHarness(t, Config{InitialRebalanceDelay: -1})
 	g := h.g
-	if e := g.ValidateTxnCommit("", nil, -1, h.now); e != nil {
-		t.Fatalf("commit without a member to an empty group: %v", e)
-	}
-	if e := g.ValidateTxnCommit("nobody", nil, 1, h.now); e != kerr.UnknownMemberID {
-		t.Fatalf("unknown member: %v", e)
-	}
-	ids, gen := h.stable(2)
-	if e := g.ValidateTxnCommit(ids[0], nil, gen, h.now); e != nil {
-		t.Fatalf("member commit: %v", e)
-	}
-	if e := g.ValidateTxnCommit(ids[0], nil, gen-1, h.now); e != kerr.IllegalGeneration {
-		t.Fatalf("stale generation: %v", e)
-	}
+	ids, gen := checkCommitters(t, h, g.ValidateTxnCommit, "commit without a member")
 	// v0-v2 carry no member: allowed even with members (unlike OffsetCommit).
 	if e := g.ValidateTxnCommit("", nil, -1, h.now); e != nil {
 		t.Fatalf("commit without a member to a live group: %v", e)
@@ -834,7 +835,7 @@ func TestValidateTxnCommit(t *testing.T) {
 		t.Fatalf("dynamic member naming an unknown instance: %v", e)
 	}
 	// A rebalance does not refuse transactional commits of the current generation.
-	r := mustJoin(t, h.join("", jopt{}))
+	r := ready(t, "join", h.join("", jopt{}))
 	h.join(r.MemberID, jopt{})
 	if st := g.State(); st != PreparingRebalance {
 		t.Fatalf("state %v after a new join, want PreparingRebalance", st)

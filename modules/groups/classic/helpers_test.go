@@ -87,7 +87,7 @@ func (h *harness) newMember(o jopt) (string, <-chan *kmsg.JoinGroupResponse) {
 		ch := h.join("", o)
 		return "", ch
 	}
-	r := mustJoin(h.t, h.join("", o))
+	r := ready(h.t, "join", h.join("", o))
 	if r.ErrorCode != kerr.MemberIDRequired.Code {
 		h.t.Fatalf("first join: code %d, want MEMBER_ID_REQUIRED", r.ErrorCode)
 	}
@@ -126,42 +126,25 @@ func (h *harness) heartbeatStatic(member, instance string, gen int32) int16 {
 	return h.g.Heartbeat(req, h.now).ErrorCode
 }
 
-func mustJoin(t *testing.T, ch <-chan *kmsg.JoinGroupResponse) *kmsg.JoinGroupResponse {
+// ready returns the response waiting on ch, a what ("join") response channel; it
+// fails the test when none is there yet.
+func ready[R any](t *testing.T, what string, ch <-chan *R) *R {
 	t.Helper()
 	select {
 	case r := <-ch:
 		return r
 	default:
-		t.Fatal("join response not ready")
+		t.Fatal(what + " response not ready")
 		return nil
 	}
 }
 
-func noJoin(t *testing.T, ch <-chan *kmsg.JoinGroupResponse) {
+// notReady fails the test when a response is already waiting on ch.
+func notReady[R any](t *testing.T, what string, ch <-chan *R) {
 	t.Helper()
 	select {
 	case r := <-ch:
-		t.Fatalf("join answered early: %+v", r)
-	default:
-	}
-}
-
-func mustSync(t *testing.T, ch <-chan *kmsg.SyncGroupResponse) *kmsg.SyncGroupResponse {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	default:
-		t.Fatal("sync response not ready")
-		return nil
-	}
-}
-
-func noSync(t *testing.T, ch <-chan *kmsg.SyncGroupResponse) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("sync answered early: %+v", r)
+		t.Fatalf("%s answered early: %+v", what, r)
 	default:
 	}
 }
@@ -187,7 +170,7 @@ func (h *harness) stable(n int, opts ...jopt) (ids []string, gen int32) {
 	var chans []<-chan *kmsg.JoinGroupResponse
 	var pend []string
 	for range n {
-		r := mustJoin(h.t, h.join("", o))
+		r := ready(h.t, "join", h.join("", o))
 		wantCode(h.t, "first join", r.ErrorCode, kerr.MemberIDRequired)
 		pend = append(pend, r.MemberID)
 	}
@@ -205,7 +188,7 @@ func (h *harness) finishRebalance(ids []string, chans []<-chan *kmsg.JoinGroupRe
 	var gen int32
 	resps := make([]*kmsg.JoinGroupResponse, len(ids))
 	for i, ch := range chans {
-		r := mustJoin(h.t, ch)
+		r := ready(h.t, "join", ch)
 		wantCode(h.t, "join", r.ErrorCode, nil)
 		resps[i] = r
 		leader, gen = r.LeaderID, r.Generation
@@ -222,7 +205,7 @@ func (h *harness) finishRebalance(ids []string, chans []<-chan *kmsg.JoinGroupRe
 		}
 	}
 	for _, s := range syncs {
-		noSync(h.t, s)
+		notReady(h.t, "sync", s)
 	}
 	assign := map[string]string{}
 	for _, r := range resps {
@@ -239,7 +222,7 @@ func (h *harness) finishRebalance(ids []string, chans []<-chan *kmsg.JoinGroupRe
 	syncs = append(syncs, ls)
 	order = append(order, leader)
 	for i, s := range syncs {
-		r := mustSync(h.t, s)
+		r := ready(h.t, "sync", s)
 		wantCode(h.t, "sync", r.ErrorCode, nil)
 		if string(r.MemberAssignment) != "a-"+order[i] {
 			h.t.Fatalf("%s got assignment %q", order[i], r.MemberAssignment)
@@ -336,7 +319,7 @@ func (h *harness) together(statics []string, dynamic int, o jopt) ([]string, int
 	h.advance(2 * time.Second) // the delay is extended once: members arrived during it
 	var ids []string
 	for _, ch := range chans {
-		r := mustJoin(h.t, ch)
+		r := ready(h.t, "join", ch)
 		rs = append(rs, r)
 		ids = append(ids, r.MemberID)
 	}

@@ -238,18 +238,10 @@ func (g *Group) joinKnown(j joinArgs, fail func(*kerr.Error, string) <-chan *kms
 		g.update(m, j)
 		wait()
 		g.maybeCompleteJoin(j.now)
-	case CompletingRebalance:
-		if unchanged {
-			// The member missed the join response; send it again.
-			m.sessionDeadline = j.now.Add(m.sessionTimeout)
-			j.ch <- g.joinResponse(m, req.Version, false)
-			return
-		}
-		g.update(m, j)
-		wait()
-		g.prepareRebalance(j.now)
-	case Stable:
-		if unchanged && m.id != g.leader {
+	case CompletingRebalance, Stable:
+		if unchanged && (g.state == CompletingRebalance || m.id != g.leader) {
+			// The member missed the join response (a Stable group's leader rejoining
+			// unchanged rebalances instead); send it again.
 			m.sessionDeadline = j.now.Add(m.sessionTimeout)
 			j.ch <- g.joinResponse(m, req.Version, false)
 			return
@@ -277,16 +269,10 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, now time.Time) <-chan *kmsg.Syn
 		ch <- r
 		return ch
 	}
-	if g.state == Dead {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
-	if e := g.checkMember(req.MemberID, req.InstanceID); e != nil {
+	if e := g.checkGeneration(req.MemberID, req.InstanceID, req.Generation); e != nil {
 		return fail(e)
 	}
 	m := g.byID[req.MemberID]
-	if req.Generation != g.generation {
-		return fail(kerr.IllegalGeneration)
-	}
 	if req.Version >= 5 && ((req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
 		(req.Protocol != nil && *req.Protocol != g.protocol)) {
 		return fail(kerr.InconsistentGroupProtocol)
@@ -364,6 +350,28 @@ func (g *Group) checkMember(id string, instanceID *string) *kerr.Error {
 	return nil
 }
 
+// checkGeneration checks a request of a member of the current generation: a Dead
+// group is COORDINATOR_NOT_AVAILABLE, then checkMember's codes, then
+// ILLEGAL_GENERATION for another generation; nil means the member may go on.
+func (g *Group) checkGeneration(id string, instanceID *string, generation int32) *kerr.Error {
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable
+	}
+	if e := g.checkMember(id, instanceID); e != nil {
+		return e
+	}
+	if generation != g.generation {
+		return kerr.IllegalGeneration
+	}
+	return nil
+}
+
+// simpleCommit reports a commit that names no member (generation < 0, no member id,
+// no instance id) to a group that is not Dead.
+func (g *Group) simpleCommit(memberID string, instanceID *string, generation int32) bool {
+	return g.state != Dead && generation < 0 && memberID == "" && instanceID == nil
+}
+
 // Heartbeat handles a Heartbeat request (any claimed version) at now and resets the
 // member's session timer. REBALANCE_IN_PROGRESS tells a member to rejoin.
 func (g *Group) Heartbeat(req *kmsg.HeartbeatRequest, now time.Time) *kmsg.HeartbeatResponse {
@@ -372,16 +380,8 @@ func (g *Group) Heartbeat(req *kmsg.HeartbeatRequest, now time.Time) *kmsg.Heart
 	g.advance(now)
 	r := kmsg.NewPtrHeartbeatResponse()
 	r.Version = req.Version
-	if g.state == Dead {
-		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return r
-	}
-	if e := g.checkMember(req.MemberID, req.InstanceID); e != nil {
+	if e := g.checkGeneration(req.MemberID, req.InstanceID, req.Generation); e != nil {
 		r.ErrorCode = e.Code
-		return r
-	}
-	if req.Generation != g.generation {
-		r.ErrorCode = kerr.IllegalGeneration.Code
 		return r
 	}
 	m := g.byID[req.MemberID]
@@ -477,19 +477,10 @@ func (g *Group) ValidateTxnCommit(memberID string, instanceID *string, generatio
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.advance(now)
-	if g.state == Dead {
-		return kerr.CoordinatorNotAvailable
-	}
-	if generation < 0 && memberID == "" && instanceID == nil {
+	if g.simpleCommit(memberID, instanceID, generation) {
 		return nil
 	}
-	if e := g.checkMember(memberID, instanceID); e != nil {
-		return e
-	}
-	if generation != g.generation {
-		return kerr.IllegalGeneration
-	}
-	return nil
+	return g.checkGeneration(memberID, instanceID, generation)
 }
 
 // ValidateCommit checks an OffsetCommit against the group at now, as Kafka's classic
@@ -505,20 +496,14 @@ func (g *Group) ValidateCommit(memberID string, instanceID *string, generation i
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.advance(now)
-	if g.state == Dead {
-		return kerr.CoordinatorNotAvailable
-	}
-	if generation < 0 && memberID == "" && instanceID == nil {
+	if g.simpleCommit(memberID, instanceID, generation) {
 		if g.state != Empty {
 			return kerr.UnknownMemberID
 		}
 		return nil
 	}
-	if e := g.checkMember(memberID, instanceID); e != nil {
+	if e := g.checkGeneration(memberID, instanceID, generation); e != nil {
 		return e
-	}
-	if generation != g.generation {
-		return kerr.IllegalGeneration
 	}
 	if g.state == CompletingRebalance {
 		return kerr.RebalanceInProgress

@@ -208,66 +208,82 @@ func (s *sim) restart(c *simClient) {
 	// A static member keeps no member id across restarts either.
 }
 
+// newSim starts a randomized schedule of n clients (every third one static) on a
+// new group, its random stream seeded with seed and stream.
+func newSim(t *testing.T, seed, stream uint64, n int) *sim {
+	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, stream)), leaders: map[int32]string{}}
+	s.h = newHarness(t, Config{InitialRebalanceDelay: 3 * time.Second, MaxSize: 20})
+	for i := range n {
+		c := &simClient{name: fmt.Sprint("c", i)}
+		if i%3 == 0 {
+			c.instance = fmt.Sprint("inst", i)
+		}
+		s.clients = append(s.clients, c)
+	}
+	return s
+}
+
+// step runs the schedule's step for r, a draw of [0, 100): below 10 the clock
+// advances, otherwise a random client acts (unless crashed), misbehaving below 15.
+// It returns what happened.
+func (s *sim) step(r int) string {
+	if r < 10 {
+		d := time.Duration(s.rng.IntN(4000)) * time.Millisecond
+		s.h.advance(d)
+		return fmt.Sprint("advance ", d)
+	}
+	c := s.clients[s.rng.IntN(len(s.clients))]
+	s.collect(c)
+	if s.h.now.Before(c.silentTo) {
+		return "silent " + c.name
+	}
+	if r < 15 {
+		return s.misbehave(c)
+	}
+	return s.behave(c)
+}
+
+// settle checks liveness: once every client behaves, the group settles with all of
+// them.
+func (s *sim) settle() {
+	t := s.t
+	t.Helper()
+	for _, c := range s.clients {
+		c.silentTo = time.Time{}
+	}
+	for round := 0; ; round++ {
+		if round > 200 {
+			t.Fatalf("group did not settle: %v, %v", s.h.g.State(), s.h.g.Describe(s.h.now).Members)
+		}
+		for _, c := range s.clients {
+			s.collect(c)
+			s.behave(c)
+			s.collect(c)
+		}
+		s.h.advance(time.Second)
+		s.check(-round, "settle")
+		settled := s.h.g.State() == Stable
+		for _, c := range s.clients {
+			settled = settled && c.synced && c.gen == s.h.g.Generation()
+		}
+		if m, _ := s.h.g.Size(); settled && m == len(s.clients) {
+			break
+		}
+	}
+}
+
 func TestRandomSchedules(t *testing.T) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 42)), leaders: map[int32]string{}}
-			s.h = newHarness(t, Config{InitialRebalanceDelay: 3 * time.Second, MaxSize: 20})
-			for i := range 10 {
-				c := &simClient{name: fmt.Sprint("c", i)}
-				if i%3 == 0 {
-					c.instance = fmt.Sprint("inst", i)
-				}
-				s.clients = append(s.clients, c)
-			}
+			s := newSim(t, seed, 42, 10)
 			states := map[State]int{}
 			for step := range 3000 {
-				var what string
-				switch r := s.rng.IntN(100); {
-				case r < 10:
-					d := time.Duration(s.rng.IntN(4000)) * time.Millisecond
-					s.h.advance(d)
-					what = fmt.Sprint("advance ", d)
-				default:
-					c := s.clients[s.rng.IntN(len(s.clients))]
-					s.collect(c)
-					if s.h.now.Before(c.silentTo) {
-						what = "silent " + c.name
-						break
-					}
-					if r < 15 {
-						what = s.misbehave(c)
-					} else {
-						what = s.behave(c)
-					}
-				}
+				what := s.step(s.rng.IntN(100))
 				s.check(step, what)
 				states[s.h.g.State()]++
 			}
 			t.Logf("generation %d, steps per state %v", s.h.g.Generation(), states)
-			// Liveness: once everyone behaves, the group settles with all of them.
-			for _, c := range s.clients {
-				c.silentTo = time.Time{}
-			}
-			for round := 0; ; round++ {
-				if round > 200 {
-					t.Fatalf("group did not settle: %v, %v", s.h.g.State(), s.h.g.Describe(s.h.now).Members)
-				}
-				for _, c := range s.clients {
-					s.collect(c)
-					s.behave(c)
-					s.collect(c)
-				}
-				s.h.advance(time.Second)
-				s.check(-round, "settle")
-				settled := s.h.g.State() == Stable
-				for _, c := range s.clients {
-					settled = settled && c.synced && c.gen == s.h.g.Generation()
-				}
-				if m, _ := s.h.g.Size(); settled && m == len(s.clients) {
-					break
-				}
-			}
+			s.settle()
 		})
 	}
 }

@@ -2,7 +2,6 @@ package classic
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -58,7 +57,7 @@ func TestRestoreStable(t *testing.T) {
 	}
 	for _, id := range ids {
 		wantCode(t, "heartbeat "+id, h.heartbeat(id, gen), nil)
-		r := mustSync(t, h.sync(id, gen, nil))
+		r := ready(t, "sync", h.sync(id, gen, nil))
 		wantCode(t, "sync "+id, r.ErrorCode, nil)
 		if string(r.MemberAssignment) != "a-"+id {
 			t.Fatalf("%s got assignment %q", id, r.MemberAssignment)
@@ -69,7 +68,7 @@ func TestRestoreStable(t *testing.T) {
 	}
 	wantCode(t, "stale heartbeat", h.heartbeat(ids[1], gen-1), kerr.IllegalGeneration)
 	// A follower rejoining with unchanged protocols gets the restored generation.
-	r := mustJoin(t, h.join(ids[1], jopt{}))
+	r := ready(t, "join", h.join(ids[1], jopt{}))
 	wantCode(t, "follower rejoin", r.ErrorCode, nil)
 	if r.Generation != gen || r.LeaderID != ids[0] || h.g.State() != Stable {
 		t.Fatalf("rejoin: gen %d leader %s state %v", r.Generation, r.LeaderID, h.g.State())
@@ -175,7 +174,7 @@ func TestRestoreStatic(t *testing.T) {
 	}
 	wantCode(t, "static heartbeat", h.heartbeatStatic(old, "i2", gen), nil)
 	rev := h.g.Revision()
-	r := mustJoin(t, h.join("", jopt{instance: "i2"}))
+	r := ready(t, "join", h.join("", jopt{instance: "i2"}))
 	wantCode(t, "static rejoin", r.ErrorCode, nil)
 	if r.Generation != gen || h.g.State() != Stable || r.MemberID == old {
 		t.Fatalf("static rejoin: gen %d member %s state %v", r.Generation, r.MemberID, h.g.State())
@@ -201,7 +200,7 @@ func TestSnapshotMidRebalance(t *testing.T) {
 	ids, gen := h.stable(2)
 	rev := h.g.Revision()
 	ch := h.join(ids[0], jopt{meta: "new"}) // the leader rejoins: rebalance
-	noJoin(t, ch)
+	notReady(t, "join", ch)
 	if h.g.Revision() == rev {
 		t.Fatal("a state change did not change the revision")
 	}
@@ -218,7 +217,7 @@ func TestSnapshotMidRebalance(t *testing.T) {
 	if st := h.g.State(); st != Stable {
 		t.Fatalf("state %v", st)
 	}
-	r := mustSync(t, h.sync(ids[1], gen, nil))
+	r := ready(t, "sync", h.sync(ids[1], gen, nil))
 	if r.ErrorCode != 0 || len(r.MemberAssignment) != 0 {
 		t.Fatalf("sync after mid-rebalance restore: %+v", r)
 	}
@@ -252,15 +251,7 @@ func TestRestoreCorruptSnapshot(t *testing.T) {
 func TestRandomRestarts(t *testing.T) {
 	for seed := range uint64(10) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 7)), leaders: map[int32]string{}}
-			s.h = newHarness(t, Config{InitialRebalanceDelay: 3 * time.Second, MaxSize: 20})
-			for i := range 8 {
-				c := &simClient{name: fmt.Sprint("c", i)}
-				if i%3 == 0 {
-					c.instance = fmt.Sprint("inst", i)
-				}
-				s.clients = append(s.clients, c)
-			}
+			s := newSim(t, seed, 7, 8)
 			var persisted Snapshot
 			restores, stableRestores := 0, 0
 			persist := func() {
@@ -290,26 +281,11 @@ func TestRandomRestarts(t *testing.T) {
 			}
 			for step := range 3000 {
 				var what string
-				switch r := s.rng.IntN(100); {
-				case r < 10:
-					d := time.Duration(s.rng.IntN(4000)) * time.Millisecond
-					s.h.advance(d)
-					what = fmt.Sprint("advance ", d)
-				case r < 12:
+				if r := s.rng.IntN(100); r >= 10 && r < 12 {
 					restart()
 					what = "coordinator restart"
-				default:
-					c := s.clients[s.rng.IntN(len(s.clients))]
-					s.collect(c)
-					if s.h.now.Before(c.silentTo) {
-						what = "silent " + c.name
-						break
-					}
-					if r < 15 {
-						what = s.misbehave(c)
-					} else {
-						what = s.behave(c)
-					}
+				} else {
+					what = s.step(r)
 				}
 				s.check(step, what)
 				persist()
@@ -317,28 +293,7 @@ func TestRandomRestarts(t *testing.T) {
 			if stableRestores == 0 {
 				t.Fatalf("no restore of a Stable snapshot in %d restores", restores)
 			}
-			for _, c := range s.clients {
-				c.silentTo = time.Time{}
-			}
-			for round := 0; ; round++ {
-				if round > 200 {
-					t.Fatalf("group did not settle: %v, %v", s.h.g.State(), s.h.g.Describe(s.h.now).Members)
-				}
-				for _, c := range s.clients {
-					s.collect(c)
-					s.behave(c)
-					s.collect(c)
-				}
-				s.h.advance(time.Second)
-				s.check(-round, "settle")
-				settled := s.h.g.State() == Stable
-				for _, c := range s.clients {
-					settled = settled && c.synced && c.gen == s.h.g.Generation()
-				}
-				if m, _ := s.h.g.Size(); settled && m == len(s.clients) {
-					break
-				}
-			}
+			s.settle()
 			// A restart of the settled group changes nothing for its members.
 			persist()
 			restart()

@@ -167,14 +167,10 @@ func appendOffsetValue(dst []byte, version int16, c Committed) []byte {
 // DecodeOffsetValue decodes an offset commit value of version 0-4.
 func DecodeOffsetValue(b []byte) (Committed, error) {
 	r := reader{b: b}
-	v := r.int16()
-	if r.err != nil {
-		return Committed{}, r.err
+	v, err := r.valueVersion("offset value", OffsetValueV0, OffsetValueV4, OffsetValueV4)
+	if err != nil {
+		return Committed{}, err
 	}
-	if v < OffsetValueV0 || v > OffsetValueV4 {
-		return Committed{}, fmt.Errorf("offset value version %d: %w", v, ErrUnsupportedVersion)
-	}
-	r.flex = v >= OffsetValueV4
 	c := Committed{LeaderEpoch: NoLeaderEpoch}
 	c.Offset = r.int64()
 	if v >= OffsetValueV3 {
@@ -236,14 +232,10 @@ const minFlexMemberLen = 4 + 2*4 + 2 + 1
 // DecodeGroupMetadataValue decodes a group metadata value of version 0-4.
 func DecodeGroupMetadataValue(b []byte) (GroupMetadata, error) {
 	r := reader{b: b}
-	v := r.int16()
-	if r.err != nil {
-		return GroupMetadata{}, r.err
+	v, err := r.valueVersion("group value", GroupValueV0, GroupValueV4, GroupValueV4)
+	if err != nil {
+		return GroupMetadata{}, err
 	}
-	if v < GroupValueV0 || v > GroupValueV4 {
-		return GroupMetadata{}, fmt.Errorf("group value version %d: %w", v, ErrUnsupportedVersion)
-	}
-	r.flex = v >= GroupValueV4
 	g := GroupMetadata{CurrentStateTimestamp: NoTimestamp}
 	g.ProtocolType = r.string()
 	g.Generation = r.int32()
@@ -316,6 +308,20 @@ type reader struct {
 	b    []byte
 	err  error
 	flex bool // flexible version: compact lengths (uvarint n+1) and tagged fields
+}
+
+// valueVersion reads the version that opens a value named what ("offset value"):
+// versions lo to hi are read, the flexible encoding from flexFrom on.
+func (r *reader) valueVersion(what string, lo, hi, flexFrom int16) (int16, error) {
+	v := r.int16()
+	if r.err != nil {
+		return 0, r.err
+	}
+	if v < lo || v > hi {
+		return v, fmt.Errorf("%s version %d: %w", what, v, ErrUnsupportedVersion)
+	}
+	r.flex = v >= flexFrom
+	return v, nil
 }
 
 // uvarint reads an unsigned varint of at most 5 bytes (fits 32 bits).

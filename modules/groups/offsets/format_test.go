@@ -242,19 +242,7 @@ func TestGroupValueVersions(t *testing.T) {
 			}
 
 			// Against kmsg's independent encoder.
-			k := kmsg.NewGroupMetadataValue()
-			k.Version, k.ProtocolType, k.Generation = v, g.ProtocolType, g.Generation
-			k.Protocol, k.Leader, k.CurrentStateTimestamp = &g.Protocol, &g.Leader, g.CurrentStateTimestamp
-			for _, m := range g.Members {
-				km := kmsg.NewGroupMetadataValueMember()
-				km.MemberID, km.ClientID, km.ClientHost = m.MemberID, m.ClientID, m.ClientHost
-				if m.GroupInstanceID != "" {
-					km.InstanceID = &m.GroupInstanceID
-				}
-				km.RebalanceTimeoutMillis, km.SessionTimeoutMillis = m.RebalanceTimeoutMs, m.SessionTimeoutMs
-				km.Subscription, km.Assignment = m.Subscription, m.Assignment
-				k.Members = append(k.Members, km)
-			}
+			k := kmsgGroupValue(v, g)
 			if kb := k.AppendTo(nil); !bytes.Equal(enc, kb) {
 				t.Fatalf("encoded %x\nkmsg    %x", enc, kb)
 			}
@@ -359,10 +347,10 @@ func kmsgOffsetValueV4() []byte {
 	return k.AppendTo(nil)
 }
 
-func kmsgGroupValueV4() []byte {
-	g := sampleGroup()
+// kmsgGroupValue is g as kmsg's independent encoder holds it at version v.
+func kmsgGroupValue(v int16, g GroupMetadata) *kmsg.GroupMetadataValue {
 	k := kmsg.NewGroupMetadataValue()
-	k.Version, k.ProtocolType, k.Generation = 4, g.ProtocolType, g.Generation
+	k.Version, k.ProtocolType, k.Generation = v, g.ProtocolType, g.Generation
 	k.Protocol, k.Leader, k.CurrentStateTimestamp = &g.Protocol, &g.Leader, g.CurrentStateTimestamp
 	for _, m := range g.Members {
 		km := kmsg.NewGroupMetadataValueMember()
@@ -372,8 +360,15 @@ func kmsgGroupValueV4() []byte {
 		}
 		km.RebalanceTimeoutMillis, km.SessionTimeoutMillis = m.RebalanceTimeoutMs, m.SessionTimeoutMs
 		km.Subscription, km.Assignment = m.Subscription, m.Assignment
-		km.UnknownTags.Set(3, []byte{0xAA})
 		k.Members = append(k.Members, km)
+	}
+	return &k
+}
+
+func kmsgGroupValueV4() []byte {
+	k := kmsgGroupValue(4, sampleGroup())
+	for i := range k.Members {
+		k.Members[i].UnknownTags.Set(3, []byte{0xAA})
 	}
 	k.UnknownTags.Set(5, []byte("top"))
 	return k.AppendTo(nil)

@@ -1,7 +1,6 @@
 package offsets
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -147,44 +146,10 @@ func (m *Memory) TxnReplayStart(partition int32) (int64, bool) {
 	return o, ok
 }
 
-// memOp is one decoded record of an apply.
-type memOp struct {
-	key    Key
-	skip   bool      // unread key version: only the applied offset moves
-	delete bool      // a tombstone
-	c      Committed // an offset commit's value
-	meta   []byte    // a group metadata value (copied)
-}
-
 func (m *Memory) apply(partition int32, recs []Record, o applyOpts) error {
-	// Decode everything first: a bad record fails the batch before anything changes.
-	ops := make([]memOp, len(recs))
-	for i, r := range recs {
-		if i > 0 && r.Offset <= recs[i-1].Offset {
-			return fmt.Errorf("apply %d@%d: offsets not ascending", partition, r.Offset)
-		}
-		k, err := DecodeKey(r.Key)
-		if err != nil {
-			if !errors.Is(err, ErrUnsupportedVersion) {
-				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
-			}
-			ops[i].skip = true
-			continue
-		}
-		ops[i].key = k
-		switch {
-		case r.Value == nil:
-			ops[i].delete = true
-		case k.IsOffset():
-			if ops[i].c, err = DecodeOffsetValue(r.Value); err != nil {
-				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
-			}
-		default:
-			if _, err := DecodeGroupMetadataValue(r.Value); err != nil {
-				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
-			}
-			ops[i].meta = slices.Clone(r.Value)
-		}
+	ops, err := decodeApply(partition, recs)
+	if err != nil {
+		return err
 	}
 	if len(recs) == 0 && !o.setTxn {
 		return nil
@@ -198,10 +163,7 @@ func (m *Memory) apply(partition int32, recs []Record, o applyOpts) error {
 	if !ok {
 		applied = -1
 	}
-	last := o.through
-	if len(recs) > 0 {
-		last = max(last, recs[len(recs)-1].Offset)
-	}
+	last := o.last(recs)
 	if o.skipApplied && last <= applied {
 		return nil
 	}
@@ -225,13 +187,13 @@ func (m *Memory) apply(partition int32, recs []Record, o applyOpts) error {
 }
 
 // put applies one decoded record; m.mu is held.
-func (m *Memory) put(op memOp) {
+func (m *Memory) put(op applyOp) {
 	g := op.key.Group
 	if !op.key.IsOffset() {
 		if op.delete {
 			delete(m.meta, g)
 		} else {
-			m.meta[g] = op.meta
+			m.meta[g] = slices.Clone(op.meta)
 		}
 		return
 	}

@@ -242,12 +242,11 @@ func (s *Store) CommitBatch(entries []Entry) error {
 	return nil
 }
 
-// Fetch returns the committed offset of one partition, and whether there is one.
-func (s *Store) Fetch(group, topic string, partition int32) (Committed, bool, error) {
-	var c Committed
-	var found bool
-	err := s.view(func(txn *badger.Txn) error {
-		item, err := txn.Get(offsetKey(group, topic, partition))
+// get reads the value of key with decode; found is false (and decode not called)
+// when there is none.
+func (s *Store) get(key []byte, decode func(v []byte) error) (found bool, err error) {
+	err = s.view(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
@@ -255,10 +254,17 @@ func (s *Store) Fetch(group, topic string, partition int32) (Committed, bool, er
 			return err
 		}
 		found = true
-		return item.Value(func(v []byte) error {
-			c, err = decodeStored(v)
-			return err
-		})
+		return item.Value(decode)
+	})
+	return found, err
+}
+
+// Fetch returns the committed offset of one partition, and whether there is one.
+func (s *Store) Fetch(group, topic string, partition int32) (Committed, bool, error) {
+	var c Committed
+	found, err := s.get(offsetKey(group, topic, partition), func(v []byte) (err error) {
+		c, err = decodeStored(v)
+		return err
 	})
 	if err != nil {
 		return Committed{}, false, fmt.Errorf("fetch %s/%s/%d: %w", group, topic, partition, err)
@@ -284,20 +290,9 @@ func (s *Store) FetchGroup(group string) (map[TopicPartition]Committed, error) {
 // GroupMetadata returns the group metadata last applied for group.
 func (s *Store) GroupMetadata(group string) (GroupMetadata, bool, error) {
 	var g GroupMetadata
-	var found bool
-	err := s.view(func(txn *badger.Txn) error {
-		item, err := txn.Get(groupKey(group))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		return item.Value(func(v []byte) error {
-			g, err = DecodeGroupMetadataValue(v)
-			return err
-		})
+	found, err := s.get(groupKey(group), func(v []byte) (err error) {
+		g, err = DecodeGroupMetadataValue(v)
+		return err
 	})
 	if err != nil {
 		return GroupMetadata{}, false, fmt.Errorf("group metadata %s: %w", group, err)
@@ -557,53 +552,10 @@ func (s *Store) SetTxnReplayStart(partition int32, off int64) error {
 	return s.apply(partition, nil, applyOpts{setTxn: true, txnStart: off})
 }
 
-// applyOpts select ApplyBatch, Reapply, ApplyMarker and SetTxnReplayStart.
-type applyOpts struct {
-	skipApplied bool  // skip records at or below the applied offset
-	through     int64 // move the applied offset at least to this (0: the last record)
-	setTxn      bool  // write txnStart
-	txnStart    int64 // < 0: delete
-}
-
 func (s *Store) apply(partition int32, recs []Record, o applyOpts) error {
-	type op struct {
-		bk, stored []byte
-		skip       bool // unread key version: only the applied offset moves
-		version    int16
-	}
-	ops := make([]op, len(recs))
-	for i, r := range recs {
-		if i > 0 && r.Offset <= recs[i-1].Offset {
-			return fmt.Errorf("apply %d@%d: offsets not ascending", partition, r.Offset)
-		}
-		k, kerr := DecodeKey(r.Key)
-		if kerr != nil {
-			if !errors.Is(kerr, ErrUnsupportedVersion) {
-				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, kerr)
-			}
-			ops[i] = op{skip: true, version: k.Version}
-			continue
-		}
-		if k.IsOffset() {
-			ops[i].bk = offsetKey(k.Group, k.Topic, k.Partition)
-		} else {
-			ops[i].bk = groupKey(k.Group)
-		}
-		if r.Value == nil {
-			continue
-		}
-		if k.IsOffset() {
-			c, err := DecodeOffsetValue(r.Value)
-			if err != nil {
-				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
-			}
-			ops[i].stored = encodeStored(c)
-		} else {
-			if _, err := DecodeGroupMetadataValue(r.Value); err != nil {
-				return fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
-			}
-			ops[i].stored = r.Value
-		}
+	ops, err := decodeApply(partition, recs)
+	if err != nil {
+		return err
 	}
 	if len(recs) == 0 && !o.setTxn {
 		return nil
@@ -612,26 +564,23 @@ func (s *Store) apply(partition int32, recs []Record, o applyOpts) error {
 	mu.Lock()
 	defer mu.Unlock()
 	applied := s.AppliedOffset(partition)
-	last := o.through
-	if len(recs) > 0 {
-		last = max(last, recs[len(recs)-1].Offset)
-	}
+	last := o.last(recs)
 	if o.skipApplied && last <= applied {
 		return nil
 	}
 	newApplied := max(applied, last)
 	s.expireMu.RLock()
 	defer s.expireMu.RUnlock()
-	err := s.update(func(txn *badger.Txn) error {
+	err = s.update(func(txn *badger.Txn) error {
 		for i, op := range ops {
 			if (o.skipApplied && recs[i].Offset <= applied) || op.skip {
 				continue
 			}
 			var err error
-			if op.stored == nil {
-				err = txn.Delete(op.bk)
+			if bk, stored := storedKV(op); stored == nil {
+				err = txn.Delete(bk)
 			} else {
-				err = txn.Set(op.bk, op.stored)
+				err = txn.Set(bk, stored)
 			}
 			if err != nil {
 				return err
@@ -670,10 +619,23 @@ func (s *Store) apply(partition int32, recs []Record, o applyOpts) error {
 	s.appliedMu.Unlock()
 	for i, op := range ops {
 		if op.skip && recs[i].Offset > applied && s.log.Enabled(context.Background(), slog.LevelDebug) {
-			s.log.Debug("skipped record with unread key version", "partition", partition, "offset", recs[i].Offset, "version", op.version)
+			s.log.Debug("skipped record with unread key version", "partition", partition, "offset", recs[i].Offset, "version", op.key.Version)
 		}
 	}
 	return nil
+}
+
+// storedKV is the badger key and stored value (nil for a tombstone) of op, a record
+// that is not skipped.
+func storedKV(op applyOp) (key, value []byte) {
+	if !op.key.IsOffset() {
+		return groupKey(op.key.Group), op.meta // meta is nil for a tombstone
+	}
+	key = offsetKey(op.key.Group, op.key.Topic, op.key.Partition)
+	if !op.delete {
+		value = encodeStored(op.c)
+	}
+	return key, value
 }
 
 // AppliedOffset returns the log offset of the last record applied from
