@@ -14,7 +14,7 @@ import (
 )
 
 // offsetCommitClaim claims the versions this file's header lists.
-func (m *Module) offsetCommitClaim() kernel.Claim {
+func offsetCommitClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.OffsetCommit, Min: 0, Max: 10, Handler: kernel.Typed(m.handleOffsetCommit)}
 }
 

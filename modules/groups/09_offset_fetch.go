@@ -12,7 +12,7 @@ import (
 )
 
 // offsetFetchClaim claims the versions this file's header lists.
-func (m *Module) offsetFetchClaim() kernel.Claim {
+func offsetFetchClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.OffsetFetch, Min: 0, Max: 10, Handler: kernel.Typed(m.handleOffsetFetch)}
 }
 

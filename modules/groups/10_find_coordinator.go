@@ -20,7 +20,7 @@ import (
 )
 
 // findCoordinatorClaim claims the versions this file's header lists.
-func (m *Module) findCoordinatorClaim() kernel.Claim {
+func findCoordinatorClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.FindCoordinator, Min: 0, Max: 6, Handler: kernel.Typed(m.handleFindCoordinator)}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // joinGroupClaim claims the versions this file's header lists.
-func (m *Module) joinGroupClaim() kernel.Claim {
+func joinGroupClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.JoinGroup, Min: 0, Max: 9, Handler: kernel.Typed(m.handleJoinGroup)}
 }
 

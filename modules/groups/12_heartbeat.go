@@ -11,7 +11,7 @@ import (
 )
 
 // heartbeatClaim claims the versions this file's header lists.
-func (m *Module) heartbeatClaim() kernel.Claim {
+func heartbeatClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.Heartbeat, Min: 0, Max: 4, Handler: kernel.Typed(m.handleHeartbeat)}
 }
 

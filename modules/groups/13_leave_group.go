@@ -11,7 +11,7 @@ import (
 )
 
 // leaveGroupClaim claims the versions this file's header lists.
-func (m *Module) leaveGroupClaim() kernel.Claim {
+func leaveGroupClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.LeaveGroup, Min: 0, Max: 5, Handler: kernel.Typed(m.handleLeaveGroup)}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // syncGroupClaim claims the versions this file's header lists.
-func (m *Module) syncGroupClaim() kernel.Claim {
+func syncGroupClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.SyncGroup, Min: 0, Max: 5, Handler: kernel.Typed(m.handleSyncGroup)}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // describeGroupsClaim claims the versions this file's header lists.
-func (m *Module) describeGroupsClaim() kernel.Claim {
+func describeGroupsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.DescribeGroups, Min: 0, Max: 6, Handler: kernel.Typed(m.handleDescribeGroups)}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // listGroupsClaim claims the versions this file's header lists.
-func (m *Module) listGroupsClaim() kernel.Claim {
+func listGroupsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.ListGroups, Min: 0, Max: 5, Handler: kernel.Typed(m.handleListGroups)}
 }
 

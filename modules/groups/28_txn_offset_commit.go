@@ -18,7 +18,7 @@ import (
 )
 
 // txnOffsetCommitClaim claims the versions this file's header lists.
-func (m *Module) txnOffsetCommitClaim() kernel.Claim {
+func txnOffsetCommitClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 4, Handler: kernel.Typed(m.handleTxnOffsetCommit)}
 }
 

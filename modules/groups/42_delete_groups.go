@@ -12,7 +12,7 @@ import (
 )
 
 // deleteGroupsClaim claims the versions this file's header lists.
-func (m *Module) deleteGroupsClaim() kernel.Claim {
+func deleteGroupsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.DeleteGroups, Min: 0, Max: 2, Handler: kernel.Typed(m.handleDeleteGroups)}
 }
 

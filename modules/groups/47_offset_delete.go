@@ -14,7 +14,7 @@ import (
 )
 
 // offsetDeleteClaim claims the versions this file's header lists.
-func (m *Module) offsetDeleteClaim() kernel.Claim {
+func offsetDeleteClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.OffsetDelete, Min: 0, Max: 0, Handler: kernel.Typed(m.handleOffsetDelete)}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // consumerGroupHeartbeatClaim claims the versions this file's header lists.
-func (m *Module) consumerGroupHeartbeatClaim() kernel.Claim {
+func consumerGroupHeartbeatClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.ConsumerGroupHeartbeat, Min: 0, Max: 1, Handler: kernel.Typed(m.handleConsumerGroupHeartbeat)}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // consumerGroupDescribeClaim claims the versions this file's header lists.
-func (m *Module) consumerGroupDescribeClaim() kernel.Claim {
+func consumerGroupDescribeClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.ConsumerGroupDescribe, Min: 0, Max: 1, Handler: kernel.Typed(m.handleConsumerGroupDescribe)}
 }
 

@@ -6,19 +6,19 @@ import "github.com/sluicehq/sluice/kernel"
 // versions, in the key's own file (08_offset_commit.go ... 69_consumer_group_describe.go).
 func (m *Module) claims() []kernel.Claim {
 	return []kernel.Claim{
-		m.offsetCommitClaim(),
-		m.offsetFetchClaim(),
-		m.findCoordinatorClaim(),
-		m.joinGroupClaim(),
-		m.heartbeatClaim(),
-		m.leaveGroupClaim(),
-		m.syncGroupClaim(),
-		m.describeGroupsClaim(),
-		m.listGroupsClaim(),
-		m.txnOffsetCommitClaim(),
-		m.deleteGroupsClaim(),
-		m.offsetDeleteClaim(),
-		m.consumerGroupHeartbeatClaim(),
-		m.consumerGroupDescribeClaim(),
+		offsetCommitClaim(m),
+		offsetFetchClaim(m),
+		findCoordinatorClaim(m),
+		joinGroupClaim(m),
+		heartbeatClaim(m),
+		leaveGroupClaim(m),
+		syncGroupClaim(m),
+		describeGroupsClaim(m),
+		listGroupsClaim(m),
+		txnOffsetCommitClaim(m),
+		deleteGroupsClaim(m),
+		offsetDeleteClaim(m),
+		consumerGroupHeartbeatClaim(m),
+		consumerGroupDescribeClaim(m),
 	}
 }

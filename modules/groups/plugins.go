@@ -196,7 +196,7 @@ func (p *pluginAssignor) useFallback(ctx context.Context, in assignor.Input, why
 	p.mu.Unlock()
 	if logIt && !stopping {
 		p.log.Warn("assignor plugin not used; using the fallback assignor",
-			"plugin", p.cfg.Name, "fallback", p.fallback.Name(), "error", why)
+			"plugin", p.cfg.Name, "fallback", p.fallback.Name(), "err", why)
 	}
 	return p.fallback.Assign(ctx, in)
 }
@@ -426,7 +426,7 @@ func (p *pluginAssignor) supervise(err error) {
 			}
 			p.mu.Unlock()
 			if failures == 1 || failures == pluginFailedAfter {
-				p.log.Warn("assignor plugin failed to start", "plugin", p.cfg.Name, "attempts", failures, "error", err, "retry_in", backoff)
+				p.log.Warn("assignor plugin failed to start", "plugin", p.cfg.Name, "attempts", failures, "err", err, "retry_in", backoff)
 			}
 		}
 		select {

@@ -15,6 +15,6 @@ import (
 )
 
 // produceClaim claims the versions this file's header lists; the work is in produce.go.
-func (m *Module) produceClaim() kernel.Claim {
+func produceClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.Produce, Min: 3, Max: 13, Handler: kernel.Typed(m.produce)}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // fetchClaim claims the versions this file's header lists.
-func (m *Module) fetchClaim() kernel.Claim {
+func fetchClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.Fetch, Min: 4, Max: 18, Handler: kernel.Typed(m.handleFetch)}
 }
 

@@ -25,7 +25,7 @@ const (
 )
 
 // listOffsetsClaim claims the versions this file's header lists.
-func (m *Module) listOffsetsClaim() kernel.Claim {
+func listOffsetsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.ListOffsets, Min: 1, Max: 11, Handler: kernel.Typed(m.handleListOffsets)}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // deleteRecordsClaim claims the versions this file's header lists.
-func (m *Module) deleteRecordsClaim() kernel.Claim {
+func deleteRecordsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.DeleteRecords, Min: 0, Max: 2, Handler: kernel.Typed(m.handleDeleteRecords)}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // offsetForLeaderEpochClaim claims the versions this file's header lists.
-func (m *Module) offsetForLeaderEpochClaim() kernel.Claim {
+func offsetForLeaderEpochClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.OffsetForLeaderEpoch, Min: 0, Max: 4, Handler: kernel.Typed(m.handleOffsetForLeaderEpoch)}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // writeTxnMarkersClaim claims the versions this file's header lists.
-func (m *Module) writeTxnMarkersClaim() kernel.Claim {
+func writeTxnMarkersClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.WriteTxnMarkers, Min: 0, Max: 1, Handler: kernel.Typed(m.handleWriteTxnMarkers)}
 }
 

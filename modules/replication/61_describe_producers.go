@@ -12,7 +12,7 @@ import (
 )
 
 // describeProducersClaim claims the versions this file's header lists.
-func (m *Module) describeProducersClaim() kernel.Claim {
+func describeProducersClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.DescribeProducers, Min: 0, Max: 0, Handler: kernel.Typed(m.handleDescribeProducers)}
 }
 

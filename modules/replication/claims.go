@@ -6,12 +6,12 @@ import "github.com/sluicehq/sluice/kernel"
 // versions, in the key's own file (00_produce.go ... 61_describe_producers.go).
 func (m *Module) claims() []kernel.Claim {
 	return []kernel.Claim{
-		m.produceClaim(),
-		m.fetchClaim(),
-		m.listOffsetsClaim(),
-		m.deleteRecordsClaim(),
-		m.offsetForLeaderEpochClaim(),
-		m.writeTxnMarkersClaim(),
-		m.describeProducersClaim(),
+		produceClaim(m),
+		fetchClaim(m),
+		listOffsetsClaim(m),
+		deleteRecordsClaim(m),
+		offsetForLeaderEpochClaim(m),
+		writeTxnMarkersClaim(m),
+		describeProducersClaim(m),
 	}
 }

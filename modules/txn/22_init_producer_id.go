@@ -14,7 +14,7 @@ import (
 )
 
 // initProducerIDClaim claims the versions this file's header lists.
-func (m *Module) initProducerIDClaim() kernel.Claim {
+func initProducerIDClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.InitProducerID, Min: 0, Max: 5, Handler: kernel.Typed(m.handleInitProducerID)}
 }
 

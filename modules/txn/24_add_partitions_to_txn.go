@@ -16,7 +16,7 @@ import (
 )
 
 // addPartitionsToTxnClaim claims the versions this file's header lists.
-func (m *Module) addPartitionsToTxnClaim() kernel.Claim {
+func addPartitionsToTxnClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.AddPartitionsToTxn, Min: 0, Max: 5, Handler: kernel.Typed(m.handleAddPartitionsToTxn)}
 }
 

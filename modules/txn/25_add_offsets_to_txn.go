@@ -15,7 +15,7 @@ import (
 )
 
 // addOffsetsToTxnClaim claims the versions this file's header lists.
-func (m *Module) addOffsetsToTxnClaim() kernel.Claim {
+func addOffsetsToTxnClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.AddOffsetsToTxn, Min: 0, Max: 4, Handler: kernel.Typed(m.handleAddOffsetsToTxn)}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // endTxnClaim claims the versions this file's header lists.
-func (m *Module) endTxnClaim() kernel.Claim {
+func endTxnClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.EndTxn, Min: 0, Max: 4, Handler: kernel.Typed(m.handleEndTxn)}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // describeTransactionsClaim claims the versions this file's header lists.
-func (m *Module) describeTransactionsClaim() kernel.Claim {
+func describeTransactionsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.DescribeTransactions, Min: 0, Max: 0, Handler: kernel.Typed(m.handleDescribeTransactions)}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // listTransactionsClaim claims the versions this file's header lists.
-func (m *Module) listTransactionsClaim() kernel.Claim {
+func listTransactionsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.ListTransactions, Min: 0, Max: 2, Handler: kernel.Typed(m.handleListTransactions)}
 }
 

@@ -6,11 +6,11 @@ import "github.com/sluicehq/sluice/kernel"
 // versions, in the key's own file (22_init_producer_id.go ... 66_list_transactions.go).
 func (m *Module) claims() []kernel.Claim {
 	return []kernel.Claim{
-		m.initProducerIDClaim(),
-		m.addPartitionsToTxnClaim(),
-		m.addOffsetsToTxnClaim(),
-		m.endTxnClaim(),
-		m.describeTransactionsClaim(),
-		m.listTransactionsClaim(),
+		initProducerIDClaim(m),
+		addPartitionsToTxnClaim(m),
+		addOffsetsToTxnClaim(m),
+		endTxnClaim(m),
+		describeTransactionsClaim(m),
+		listTransactionsClaim(m),
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // describeLogDirsClaim claims the versions this file's header lists.
-func (m *Module) describeLogDirsClaim() kernel.Claim {
+func describeLogDirsClaim(m *Module) kernel.Claim {
 	return kernel.Claim{Key: kmsg.DescribeLogDirs, Min: 1, Max: 4, Handler: kernel.Typed(m.describeLogDirs)}
 }
 

@@ -70,7 +70,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.store, err = OpenStore(m.Dir, m.logger); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
-	if err := kernel.ClaimAll(ctx, m.describeLogDirsClaim()); err != nil {
+	if err := kernel.ClaimAll(ctx, describeLogDirsClaim(m)); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
 	return nil
