@@ -52,10 +52,7 @@ func epochsString(es []kernel.EpochEntry) string { return string(epochs.Encode(e
 func TestEpochCheckpointFile(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	if _, err := os.Stat(epochFile(dir)); err == nil {
 		t.Fatal("a new, empty log wrote an epoch checkpoint at open")
 	}
@@ -173,10 +170,7 @@ func TestEpochRecovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
-			l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			if tc.flushedAt >= 0 {
 				fillEpochs(t, l, all[:tc.flushedAt]...)
 				if err := l.Flush(); err != nil {
@@ -196,10 +190,7 @@ func TestEpochRecovery(t *testing.T) {
 			crash(t, s)
 
 			s = openTestStore(t, dir)
-			l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			if l.LogEndOffset() != tc.wantLEO {
 				t.Fatalf("LEO %d after recovery, want %d", l.LogEndOffset(), tc.wantLEO)
 			}
@@ -308,10 +299,7 @@ func TestResetCrash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
-			l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			fillEpochs(t, l, 1, 1, 1, 1, 3, 3, 3, 3) // segments 0 and 8 (a snapshot at the roll)
 			if _, err := l.AppendProducer(storagetest.SetLeaderEpoch(storagetest.ProducerBatch(7, 0, 0, 2, 1000, true), 5), kernel.SeqRange{First: 0, Last: 1}); err != nil {
 				t.Fatal(err)
@@ -336,10 +324,7 @@ func TestResetCrash(t *testing.T) {
 			crash(t, s)
 
 			s = openTestStore(t, dir)
-			l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			got := state{l.LogStartOffset(), l.LogEndOffset(), l.Epochs(), len(l.Producers())}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("recovered %+v, want %+v", got, tc.want)
@@ -385,10 +370,7 @@ func restore(t *testing.T, dir string, files map[string][]byte) {
 func TestResetFiles(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, producerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, producerConfig())
 	workload(t, l) // producer snapshots, .txnindex files, several segments
 	rr, err := l.Read(0, 1<<20, l.LogEndOffset(), true)
 	if err != nil {
