@@ -299,14 +299,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 			name = "AppendProducer"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := openBenchStore(b)
-			cfg := storagetest.DefaultConfig()
-			cfg.SegmentBytes = 64 << 20
-			cfg.RetentionBytes = 256 << 20
-			l, err := s.Open(rtp, [16]byte{}, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := openRetainedLog(b)
 			pid := int64(1)
 			if !idem {
 				pid = -1
@@ -319,6 +312,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 				seq := int32(i)
 				binary.BigEndian.PutUint32(batch[recordbatch.OffBaseSequence:], uint32(seq))
 				recordbatch.SetCRC(batch)
+				var err error
 				if idem {
 					_, err = l.AppendProducer(batch, kernel.SeqRange{First: seq, Last: seq})
 				} else {
@@ -327,13 +321,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if i%4096 == 4095 {
-					b.StopTimer()
-					if err := l.(*Log).EnforceRetention(time.Now()); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
+				retainEvery(b, l, i)
 			}
 		})
 	}

@@ -102,34 +102,24 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 			tc.fn(t, open(t))
 		})
 	}
-	t.Run("Reopen", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testReopen(t, open(t), o.reopen)
-	})
-	t.Run("ProducerReopen", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testProducerReopen(t, open(t), o.reopen)
-	})
-	t.Run("EpochsReopen", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testEpochsReopen(t, open(t), o.reopen)
-	})
-	t.Run("ReopenAfterRetentionOfActive", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testReopenAfterRetentionOfActive(t, open(t), o.reopen)
-	})
+	reopens := []struct {
+		name string
+		fn   func(t *testing.T, s kernel.Storage, reopen func(*testing.T, kernel.Storage) kernel.Storage)
+	}{
+		{"Reopen", testReopen},
+		{"ProducerReopen", testProducerReopen},
+		{"EpochsReopen", testEpochsReopen},
+		{"ReopenAfterRetentionOfActive", testReopenAfterRetentionOfActive},
+	}
+	for _, tc := range reopens {
+		t.Run(tc.name, func(t *testing.T) {
+			if o.reopen == nil {
+				t.Skip("implementation is not persistent")
+			}
+			t.Parallel()
+			tc.fn(t, open(t), o.reopen)
+		})
+	}
 }
 
 func mustOpen(t *testing.T, s kernel.Storage, tp kernel.TopicPartition, cfg kernel.LogConfig) kernel.Log {
