@@ -241,9 +241,7 @@ func TestGroupConfigsRestart(t *testing.T) {
 	if r := alterGroup(t, fc, nil, false, "a", GroupConfigHeartbeatIntervalMs, "7000"); r.ErrorCode != 0 {
 		t.Fatalf("alter: %d", r.ErrorCode)
 	}
-	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
+	takeSnapshot(t, m)
 	if r := alterGroup(t, fc, nil, false, "b", GroupConfigAssignor, "uniform"); r.ErrorCode != 0 { // from the log
 		t.Fatalf("alter: %d", r.ErrorCode)
 	}
