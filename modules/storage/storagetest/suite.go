@@ -96,12 +96,6 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"Reset", testReset},
 		{"HighWatermark", testHighWatermark},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.fn(t, open(t))
-		})
-	}
 	reopens := []struct {
 		name string
 		fn   func(t *testing.T, s kernel.Storage, reopen func(*testing.T, kernel.Storage) kernel.Storage)
@@ -111,14 +105,22 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"EpochsReopen", testEpochsReopen},
 		{"ReopenAfterRetentionOfActive", testReopenAfterRetentionOfActive},
 	}
-	for _, tc := range reopens {
-		t.Run(tc.name, func(t *testing.T) {
-			if o.reopen == nil {
+	// run runs fn as a parallel subtest on a fresh storage; one that needs reopening is
+	// skipped for an implementation that is not persistent (o.reopen nil).
+	run := func(name string, persistent bool, fn func(t *testing.T, s kernel.Storage)) {
+		t.Run(name, func(t *testing.T) {
+			if persistent && o.reopen == nil {
 				t.Skip("implementation is not persistent")
 			}
 			t.Parallel()
-			tc.fn(t, open(t), o.reopen)
+			fn(t, open(t))
 		})
+	}
+	for _, tc := range tests {
+		run(tc.name, false, tc.fn)
+	}
+	for _, tc := range reopens {
+		run(tc.name, true, func(t *testing.T, s kernel.Storage) { tc.fn(t, s, o.reopen) })
 	}
 }
 
