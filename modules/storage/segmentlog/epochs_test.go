@@ -26,6 +26,14 @@ func fillEpochs(t *testing.T, l kernel.Log, es ...int32) {
 
 func epochFile(dir string) string { return filepath.Join(dir, rtp.String(), epochCheckpointFile) }
 
+// writeEpochFile replaces rtp's leader-epoch checkpoint under dir with content.
+func writeEpochFile(t *testing.T, dir, content string) {
+	t.Helper()
+	if err := os.WriteFile(epochFile(dir), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readEpochFile(t *testing.T, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile(epochFile(dir))
@@ -115,14 +123,10 @@ func TestEpochRecovery(t *testing.T) {
 			}
 		}, full, 20},
 		{"corrupt", 6, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("0\n2\n1 0\nx\x00y\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n2\n1 0\nx\x00y\n")
 		}, full, 20},
 		{"another version", 10, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("1\n0\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "1\n0\n")
 		}, full, 20},
 		{"unreadable", 10, func(t *testing.T, dir string, _ kernel.Log) {
 			if err := os.Remove(epochFile(dir)); err != nil {
@@ -137,20 +141,14 @@ func TestEpochRecovery(t *testing.T) {
 			garble(t, filepath.Join(dir, rtp.String(), segmentName(16)+logSuffix), int64(len(storagetest.Batch(0, 0, 2, 30)))+30)
 		}, full[:3], 18},
 		{"entries past the log end", -1, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("0\n5\n1 0\n3 8\n5 16\n7 18\n9 100\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n5\n1 0\n3 8\n5 16\n7 18\n9 100\n")
 		}, full, 20},
 		{"behind the log", 6, func(t *testing.T, dir string, _ kernel.Log) {
 			// As it was at the flush: the writes for epochs 5 and 7 were lost.
-			if err := os.WriteFile(epochFile(dir), []byte("0\n2\n1 0\n3 8\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n2\n1 0\n3 8\n")
 		}, full, 20},
 		{"behind and stale above the recovery point", 6, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("0\n3\n1 0\n3 8\n4 10\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n3\n1 0\n3 8\n4 10\n")
 		}, full, 20},
 		{"log start moved, file not rewritten", 6, func(t *testing.T, dir string, l kernel.Log) {
 			if err := l.DeleteRecordsBefore(10); err != nil { // checkpoints the log start
@@ -276,17 +274,12 @@ func TestResetCrash(t *testing.T) {
 			mustRemove(t, epochFile(dir))
 		}, state{100, 100, nil, 0}},
 		{"after step 4, the epoch checkpoint's removal lost", func(t *testing.T, dir string, l *Log, ckpts map[string][]byte) {
-			b, err := os.ReadFile(epochFile(dir))
-			if err != nil {
-				t.Fatal(err)
-			}
+			was := readEpochFile(t, dir)
 			if err := l.Reset(100); err != nil {
 				t.Fatal(err)
 			}
 			restore(t, dir, ckpts)
-			if err := os.WriteFile(epochFile(dir), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, was)
 		}, state{100, 100, nil, 0}},
 		{"after step 6 with appends", func(t *testing.T, dir string, l *Log, _ map[string][]byte) {
 			if err := l.Reset(100); err != nil {
