@@ -29,19 +29,24 @@ const (
 
 func registerRuntimeMetrics(m *Metrics) {
 	rm := &runtimeMetrics{samples: []metrics.Sample{{Name: rmGCCycles}, {Name: rmGCPauses}, {Name: rmHeap}, {Name: rmGoroutines}}}
-	// Each metric is one value of rm.read(), in this order.
-	for i, g := range []struct{ name, help, typ string }{
-		{"sluice_go_gc_cycles_total", "Completed garbage collection cycles.", "counter"},
-		{"sluice_go_gc_pause_max_seconds", "Longest stop-the-world pause of the garbage collector since start (upper bound of its histogram bucket).", "gauge"},
-		{"sluice_go_gc_pauses_over_1ms_total", "Garbage collector stop-the-world pauses longer than 1 ms (by histogram bucket).", "counter"},
-		{"sluice_go_gc_pauses_over_5ms_total", "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket).", "counter"},
-		{"sluice_go_heap_objects_bytes", "Bytes of live and not yet swept heap objects.", "gauge"},
-		{"sluice_go_goroutines", "Goroutines.", "gauge"},
-	} {
-		m.Collect(g.name, g.help, g.typ, func(emit func(string, float64)) {
-			emit("", rm.read()[i])
-		})
-	}
+	m.Collect("sluice_go_gc_cycles_total", "Completed garbage collection cycles.", "counter", func(emit func(string, float64)) {
+		emit("", rm.read()[0])
+	})
+	m.Collect("sluice_go_gc_pause_max_seconds", "Longest stop-the-world pause of the garbage collector since start (upper bound of its histogram bucket).", "gauge", func(emit func(string, float64)) {
+		emit("", rm.read()[1])
+	})
+	m.Collect("sluice_go_gc_pauses_over_1ms_total", "Garbage collector stop-the-world pauses longer than 1 ms (by histogram bucket).", "counter", func(emit func(string, float64)) {
+		emit("", rm.read()[2])
+	})
+	m.Collect("sluice_go_gc_pauses_over_5ms_total", "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket).", "counter", func(emit func(string, float64)) {
+		emit("", rm.read()[3])
+	})
+	m.Collect("sluice_go_heap_objects_bytes", "Bytes of live and not yet swept heap objects.", "gauge", func(emit func(string, float64)) {
+		emit("", rm.read()[4])
+	})
+	m.Collect("sluice_go_goroutines", "Goroutines.", "gauge", func(emit func(string, float64)) {
+		emit("", rm.read()[5])
+	})
 	m.Collect("sluice_process_resident_memory_bytes", "Resident set size of the broker process (VmRSS).", "gauge", func(emit func(string, float64)) {
 		if v, ok := procStatusBytes("VmRSS:"); ok {
 			emit("", v)
