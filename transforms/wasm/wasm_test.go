@@ -525,11 +525,6 @@ func BenchmarkIdentity(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkGuest -benchtime 2s ./transforms/wasm/
 func BenchmarkGuest(b *testing.B) {
-	recs := make([]rec, 100)
-	for i := range recs {
-		recs[i] = rec{key: []byte(fmt.Sprint("key-", i)), value: make([]byte, 1024), tsDelta: int64(i)}
-	}
-	batch := batchOf(recs...)
 	for _, c := range []struct{ name, guest, mode string }{
 		{"noop", "bench", "noop"},
 		{"loopcopy", "bench", "loopcopy"},
@@ -540,10 +535,7 @@ func BenchmarkGuest(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			p := newPool(b, c.guest, Config{Instances: 1, Env: map[string]string{"BENCH_MODE": c.mode}})
-			mustTransform(b, p, batch)
-			b.SetBytes(int64(len(batch.Records)))
-			b.ReportAllocs()
-			b.ResetTimer()
+			batch := benchBatch(b, p)
 			for range b.N {
 				if _, err := p.Transform(context.Background(), batch); err != nil {
 					b.Fatal(err)
