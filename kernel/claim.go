@@ -54,6 +54,19 @@ func Typed[B kmsg.Request](fn func(ctx context.Context, req *Request, body B) (R
 	}
 }
 
+// Replying adapts a handler that always answers (it never closes the connection) to a
+// Handler: Typed, with the response wrapped by Reply.
+//
+//	kernel.Claim{Key: kmsg.Metadata, Min: 0, Max: 12, Handler: kernel.Replying(m.metadata)}
+//	func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.MetadataRequest) *kmsg.MetadataResponse
+//
+// The method value is bound when the claim is built, so its receiver must be set by then.
+func Replying[B kmsg.Request, R kmsg.Response](fn func(ctx context.Context, req *Request, body B) R) Handler {
+	return Typed(func(ctx context.Context, req *Request, b B) (Response, error) {
+		return Reply(fn(ctx, req, b)), nil
+	})
+}
+
 // Claimed is a claim as the kernel recorded it.
 type Claimed struct {
 	Key      kmsg.Key

@@ -24,6 +24,20 @@ func TestTypedAssertsBody(t *testing.T) {
 	}
 }
 
+// TestReplying: the response is wrapped as the reply with a nil error, and a body of
+// the wrong type is still refused.
+func TestReplying(t *testing.T) {
+	want := kmsg.NewPtrHeartbeatResponse()
+	h := Replying(func(_ context.Context, _ *Request, _ *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse { return want })
+	resp, err := h(context.Background(), &Request{Key: 12, Body: kmsg.NewPtrHeartbeatRequest()})
+	if err != nil || resp.Msg != want || resp.NoResponse {
+		t.Fatalf("replying handler: %+v, %v", resp, err)
+	}
+	if _, err := h(context.Background(), &Request{Key: 12, Body: kmsg.NewPtrJoinGroupRequest()}); !errors.Is(err, ErrBadBody) {
+		t.Fatalf("wrong body type: err %v, want ErrBadBody", err)
+	}
+}
+
 type claimCtx struct {
 	Context
 	got []int16

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -160,11 +161,7 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 			out[role] = moduleSection{role: role, use: use}
 		}
 	}
-	roles := make([]string, 0, len(c.Modules))
-	for r := range c.Modules {
-		roles = append(roles, r)
-	}
-	sort.Strings(roles)
+	roles := slices.Sorted(maps.Keys(c.Modules))
 	for _, role := range roles {
 		node := c.Modules[role]
 		sec := moduleSection{role: role, use: defaults[role]}

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,11 +218,7 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	if err := k.registerAPIVersions(); err != nil {
 		return err
 	}
-	roles := make([]string, 0, len(k.modules))
-	for r := range k.modules {
-		roles = append(roles, r)
-	}
-	sort.Strings(roles)
+	roles := slices.Sorted(maps.Keys(k.modules))
 	for _, r := range roles {
 		if _, err := k.provision(r); err != nil {
 			return err

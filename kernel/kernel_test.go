@@ -230,6 +230,21 @@ func (c *rawConn) recv() (int32, []byte, error) {
 	return int32(binary.BigEndian.Uint32(b)), b[4:], nil
 }
 
+// recvAs reads one response frame with a non-flexible header into resp, decoded as
+// version v, and returns its correlation id.
+func (c *rawConn) recvAs(resp kmsg.Response, v int16) int32 {
+	c.t.Helper()
+	corr, body, err := c.recv()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.SetVersion(v)
+	if err := resp.ReadFrom(body); err != nil {
+		c.t.Fatal(err)
+	}
+	return corr
+}
+
 // expectClosed asserts the broker closed the connection without answering.
 func (c *rawConn) expectClosed() {
 	c.t.Helper()
@@ -314,15 +329,8 @@ func TestApiVersionsUnknownVersionFallsBackToV0(t *testing.T) {
 	b = binary.BigEndian.AppendUint16(b, 0xffff)
 	b = append(b, 0, 0xde, 0xad)
 	c.writeRaw(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
-	corr, body, err := c.recv()
-	if err != nil {
-		t.Fatal(err)
-	}
 	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.SetVersion(0)
-	if err := resp.ReadFrom(body); err != nil {
-		t.Fatal(err)
-	}
+	corr := c.recvAs(resp, 0)
 	if corr != 42 || resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) == 0 {
 		t.Fatalf("corr %d err %d keys %d", corr, resp.ErrorCode, len(resp.ApiKeys))
 	}
@@ -474,15 +482,8 @@ func TestOldProduceGetsUnsupportedVersion(t *testing.T) {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	c.send(req, 2, 9)
-	corr, body, err := c.recv()
-	if err != nil {
-		t.Fatal(err)
-	}
 	resp := kmsg.NewPtrProduceResponse()
-	resp.SetVersion(2)
-	if err := resp.ReadFrom(body); err != nil {
-		t.Fatal(err)
-	}
+	corr := c.recvAs(resp, 2)
 	if corr != 9 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Partition != 3 ||
 		resp.Topics[0].Partitions[0].ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("corr %d resp %+v", corr, resp)

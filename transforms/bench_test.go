@@ -134,16 +134,7 @@ func benchProduce(b *testing.B, br *testbroker.Broker, topic string, size int) {
 // benchStatus returns the status of transform name (zero if not deployed).
 func benchStatus(b *testing.B, br *testbroker.Broker, name string) transforms.Status {
 	b.Helper()
-	resp, err := http.Get("http://" + br.AdminAddr + "/v1/transforms")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ss []transforms.Status
-	if err := json.NewDecoder(resp.Body).Decode(&ss); err != nil {
-		b.Fatal(err)
-	}
-	for _, s := range ss {
+	for _, s := range statuses(b, br) {
 		if s.Name == name {
 			return s
 		}

@@ -127,6 +127,16 @@ func mustDeploy(t *testing.T, b *testbroker.Broker, name, wasm string, q url.Val
 
 func list(t *testing.T, b *testbroker.Broker) map[string]transforms.Status {
 	t.Helper()
+	out := map[string]transforms.Status{}
+	for _, s := range statuses(t, b) {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// statuses returns the admin API's list of the transforms deployed on b.
+func statuses(t testing.TB, b *testbroker.Broker) []transforms.Status {
+	t.Helper()
 	resp, err := http.Get("http://" + b.AdminAddr + "/v1/transforms")
 	if err != nil {
 		t.Fatal(err)
@@ -136,11 +146,7 @@ func list(t *testing.T, b *testbroker.Broker) map[string]transforms.Status {
 	if err := json.NewDecoder(resp.Body).Decode(&ss); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]transforms.Status{}
-	for _, s := range ss {
-		out[s.Name] = s
-	}
-	return out
+	return ss
 }
 
 func createTopic(t *testing.T, b *testbroker.Broker, name string, partitions int32) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -295,9 +297,5 @@ func (m *Module) waitRunning(ctx context.Context, name string, deployedAtMs int6
 func (m *Module) list() []*transform {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]*transform, 0, len(m.running))
-	for _, t := range m.running {
-		out = append(out, t)
-	}
-	return out
+	return slices.Collect(maps.Values(m.running))
 }

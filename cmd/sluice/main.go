@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,27 +42,44 @@ commands:
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	return dispatch("sluice", usage, args, stdout, stderr, []command{
+		{[]string{"serve"}, func(args []string, _, stderr io.Writer) int { return serve(args, stderr) }},
+		{[]string{"transform", "transforms"}, transformCmd},
+		{[]string{"plugin", "plugins"}, pluginCmd},
+		{[]string{"version", "--version", "-v"}, func(_ []string, stdout, _ io.Writer) int {
+			fmt.Fprintf(stdout, "sluice %s\n", version())
+			return 0
+		}},
+	})
+}
+
+// command is one entry of a command table: the names it answers to and what it runs
+// with the arguments after its name.
+type command struct {
+	names []string
+	run   func(args []string, stdout, stderr io.Writer) int
+}
+
+// dispatch runs the command of cmds that args[0] names. With no arguments it prints
+// usage to stderr (exit 2); help, -h and --help print it to stdout (exit 0); an unknown
+// name is an error naming prog (exit 2).
+func dispatch(prog, usage string, args []string, stdout, stderr io.Writer, cmds []command) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	for _, c := range cmds {
+		if slices.Contains(c.names, args[0]) {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
 	switch args[0] {
-	case "serve":
-		return serve(args[1:], stderr)
-	case "transform", "transforms":
-		return transformCmd(args[1:], stdout, stderr)
-	case "plugin", "plugins":
-		return pluginCmd(args[1:], stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "sluice %s\n", version())
-		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
-		return 2
 	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n%s", prog, args[0], usage)
+	return 2
 }
 
 func version() string {

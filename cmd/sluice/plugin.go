@@ -23,20 +23,9 @@ errors, calls answered by the fallback assignor, last call latency and last erro
 `
 
 func pluginCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, pluginUsage)
-		return 2
-	}
-	switch args[0] {
-	case "list", "ls":
-		return pluginList(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, pluginUsage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "sluice plugin: unknown command %q\n%s", args[0], pluginUsage)
-		return 2
-	}
+	return dispatch("sluice plugin", pluginUsage, args, stdout, stderr, []command{
+		{[]string{"list", "ls"}, pluginList},
+	})
 }
 
 func pluginList(args []string, stdout, stderr io.Writer) int {

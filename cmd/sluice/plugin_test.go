@@ -2,23 +2,13 @@ package main
 
 import (
 	"bytes"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
 
 func TestPluginList(t *testing.T) {
 	body := `{"plugins":[{"name":"rack-aware","path":"./bin/ra","fallback":"uniform","state":"running","pid":4242,"restarts":1,"calls":10,"errors":2,"fallbacks":2,"last_latency_ms":1.5,"last_error":"plugin process exited"}]}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/plugins" {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
-	admin := strings.TrimPrefix(srv.URL, "http://")
+	admin := serveAdmin(t, "/v1/plugins", body)
 	var out, errb bytes.Buffer
 	if rc := run([]string{"plugin", "list", "--admin", admin}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())

@@ -31,23 +31,11 @@ func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
 
 func transformCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, transformUsage)
-		return 2
-	}
-	switch args[0] {
-	case "deploy":
-		return transformDeploy(args[1:], stdout, stderr)
-	case "list":
-		return transformList(args[1:], stdout, stderr)
-	case "delete":
-		return transformDelete(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, transformUsage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "sluice transform: unknown command %q\n%s", args[0], transformUsage)
-	return 2
+	return dispatch("sluice transform", transformUsage, args, stdout, stderr, []command{
+		{[]string{"deploy"}, transformDeploy},
+		{[]string{"list"}, transformList},
+		{[]string{"delete"}, transformDelete},
+	})
 }
 
 var httpClient = &http.Client{Timeout: 3 * time.Minute}

@@ -8,19 +8,26 @@ import (
 	"testing"
 )
 
-func TestTransformListTable(t *testing.T) {
-	body := `[{"name":"router","input":"in","outputs":["a","b"],"mode":"derived","exactly_once":true,"policy":"reject","state":"running","records_in":7,"records_out":7},
-{"name":"redact","input":"orders","outputs":[],"mode":"inline","policy":"dlq","state":"running","records_in":3,"records_out":3}]`
+// serveAdmin serves body at path (404 elsewhere) as a fake admin API until the test
+// ends, and returns its host:port.
+func serveAdmin(t *testing.T, path, body string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/transforms" {
+		if r.URL.Path != path {
 			http.NotFound(w, r)
 			return
 		}
 		_, _ = w.Write([]byte(body))
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestTransformListTable(t *testing.T) {
+	body := `[{"name":"router","input":"in","outputs":["a","b"],"mode":"derived","exactly_once":true,"policy":"reject","state":"running","records_in":7,"records_out":7},
+{"name":"redact","input":"orders","outputs":[],"mode":"inline","policy":"dlq","state":"running","records_in":3,"records_out":3}]`
+	admin := serveAdmin(t, "/v1/transforms", body)
 	var out, errb bytes.Buffer
-	if rc := run([]string{"transform", "list", "--admin", strings.TrimPrefix(srv.URL, "http://")}, &out, &errb); rc != 0 {
+	if rc := run([]string{"transform", "list", "--admin", admin}, &out, &errb); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")

@@ -9,13 +9,7 @@ import (
 // TestValidateTopic covers each validation rule of the topic configs. want is nil for a
 // valid value, else the sentinel; reason (if set) must appear in the message.
 func TestValidateTopic(t *testing.T) {
-	tests := []struct {
-		name   string
-		config string
-		value  string
-		want   error
-		reason string
-	}{
+	tests := []validateCase{
 		{"unknown", "no.such.config", "1", ErrUnknownConfig, ""},
 		{"broker name is not a topic config", "log.retention.ms", "1", ErrUnknownConfig, ""},
 
@@ -115,6 +109,25 @@ func TestValidateTopic(t *testing.T) {
 	}
 }
 
+// validateCase is one value check: config=value is valid (want nil) or fails with the
+// sentinel want, with reason (if set) in the message.
+type validateCase struct {
+	name   string
+	config string
+	value  string
+	want   error
+	reason string
+}
+
+// runValidateCases runs each case as a subtest of validate.
+func runValidateCases(t *testing.T, cases []validateCase, validate func(config, value string) error) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErr(t, validate(tc.config, tc.value), tc.want, tc.reason)
+		})
+	}
+}
+
 func checkErr(t *testing.T, err, want error, reason string) {
 	t.Helper()
 	if want == nil {
@@ -132,13 +145,7 @@ func checkErr(t *testing.T, err, want error, reason string) {
 }
 
 func TestValidateBroker(t *testing.T) {
-	tests := []struct {
-		name   string
-		config string
-		value  string
-		want   error
-		reason string
-	}{
+	tests := []validateCase{
 		{"unknown", "no.such.config", "1", ErrUnknownConfig, "no.such.config"},
 		{"topic name is not a broker config", "retention.ms", "1", ErrUnknownConfig, "retention.ms"},
 
@@ -182,21 +189,11 @@ func TestValidateBroker(t *testing.T) {
 		{"producer.id.expiration.ms", "producer.id.expiration.ms", "60000", nil, ""},
 		{"producer.id.expiration.ms 0", "producer.id.expiration.ms", "0", ErrInvalidValue, "at least 1"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			checkErr(t, ValidateBroker(tc.config, tc.value), tc.want, tc.reason)
-		})
-	}
+	runValidateCases(t, tests, ValidateBroker)
 }
 
 func TestValidateStaticBroker(t *testing.T) {
-	tests := []struct {
-		name   string
-		config string
-		value  string
-		want   error
-		reason string
-	}{
+	tests := []validateCase{
 		{"unknown", "no.such.config", "1", ErrUnknownConfig, ""},
 		{"read-only is fine", "num.partitions", "3", nil, ""},
 		{"read-only checked", "num.partitions", "0", ErrInvalidValue, "at least 1"},
@@ -211,11 +208,7 @@ func TestValidateStaticBroker(t *testing.T) {
 		{"auto.create.topics.enable", "auto.create.topics.enable", "no", ErrInvalidValue, "true or false"},
 		{"password", "ssl.keystore.password", "s3cret", nil, ""},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			checkErr(t, ValidateStaticBroker(tc.config, tc.value), tc.want, tc.reason)
-		})
-	}
+	runValidateCases(t, tests, ValidateStaticBroker)
 }
 
 func TestValidateTopicConfigs(t *testing.T) {

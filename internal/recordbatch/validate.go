@@ -112,9 +112,20 @@ type Decoder struct {
 // next call to Records on d (they point into batch or into d's buffer); copy what you
 // keep, and do not modify them.
 func (d *Decoder) Records(batch []byte, fn func(r *Record) error) (Info, error) {
-	h, err := checkBatch(batch)
+	h, data, err := d.records(batch)
 	if err != nil {
 		return Info{Header: h}, err
+	}
+	return iterate(&h, data, &d.rec, fn)
+}
+
+// records checks batch's header and returns it with the records section: batch's own
+// bytes for an uncompressed batch, else d's buffer, decompressed into it (bounded by
+// d.MaxUncompressed). The records themselves are not checked.
+func (d *Decoder) records(batch []byte) (Header, []byte, error) {
+	h, err := checkBatch(batch)
+	if err != nil {
+		return h, nil, err
 	}
 	data := batch[HeaderSize:]
 	if h.Codec() != CodecNone {
@@ -127,11 +138,11 @@ func (d *Decoder) Records(batch []byte, fn func(r *Record) error) (Info, error) 
 			if cap(d.dec.buf) > pooledBufMax {
 				d.dec.buf = nil // do not keep what a bomb made us allocate
 			}
-			return Info{Header: h}, err
+			return h, nil, err
 		}
 		data = d.dec.buf
 	}
-	return iterate(&h, data, &d.rec, fn)
+	return h, data, nil
 }
 
 // Records validates batch and calls fn for each record, decompressing into buf (reused
@@ -179,24 +190,9 @@ func iterate(h *Header, data []byte, rec *Record, fn func(*Record) error) (Info,
 // the package doc). The section is batch's own bytes for an uncompressed batch, else
 // d's buffer; it is valid until the next call on d, and must not be modified.
 func (d *Decoder) Section(batch []byte) (Header, []byte, error) {
-	h, err := checkBatch(batch)
+	h, data, err := d.records(batch)
 	if err != nil {
 		return h, nil, err
-	}
-	data := batch[HeaderSize:]
-	if h.Codec() != CodecNone {
-		if d.dec == nil {
-			d.dec = new(decompressor)
-		}
-		d.dec.buf, err = d.dec.decompress(h.Codec(), data, d.dec.buf, limitFor(batch, d.MaxUncompressed))
-		d.dec.src.Reset(nil)
-		if err != nil {
-			if cap(d.dec.buf) > pooledBufMax {
-				d.dec.buf = nil
-			}
-			return h, nil, err
-		}
-		data = d.dec.buf
 	}
 	if _, err := checkRecords(&h, data); err != nil {
 		return h, nil, err

@@ -3,8 +3,6 @@
 package metadata
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -13,8 +11,5 @@ import (
 // claimCreateTopics is CreateTopics's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimCreateTopics(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.CreateTopics, Min: 0, Max: 7, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.CreateTopicsRequest) (kernel.Response, error) {
-			return kernel.Reply(m.createTopicsResp(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.CreateTopics, Min: 0, Max: 7, Handler: kernel.Replying(m.createTopicsResp)}
 }

@@ -4,8 +4,6 @@
 package metadata
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -14,8 +12,5 @@ import (
 // claimDeleteTopics is DeleteTopics's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimDeleteTopics(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.DeleteTopics, Min: 0, Max: 6, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.DeleteTopicsRequest) (kernel.Response, error) {
-			return kernel.Reply(m.deleteTopicsResp(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.DeleteTopics, Min: 0, Max: 6, Handler: kernel.Replying(m.deleteTopicsResp)}
 }

@@ -3,8 +3,6 @@
 package metadata
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -13,8 +11,5 @@ import (
 // claimDescribeConfigs is DescribeConfigs's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimDescribeConfigs(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.DescribeConfigs, Min: 0, Max: 4, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.DescribeConfigsRequest) (kernel.Response, error) {
-			return kernel.Reply(m.describeConfigsResp(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.DescribeConfigs, Min: 0, Max: 4, Handler: kernel.Replying(m.describeConfigsResp)}
 }

@@ -3,8 +3,6 @@
 package metadata
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -13,8 +11,5 @@ import (
 // claimCreatePartitions is CreatePartitions's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimCreatePartitions(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.CreatePartitions, Min: 0, Max: 3, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.CreatePartitionsRequest) (kernel.Response, error) {
-			return kernel.Reply(m.createPartitionsResp(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.CreatePartitions, Min: 0, Max: 3, Handler: kernel.Replying(m.createPartitionsResp)}
 }

@@ -3,8 +3,6 @@
 package metadata
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -13,8 +11,5 @@ import (
 // claimElectLeaders is ElectLeaders's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimElectLeaders(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.ElectLeaders, Min: 0, Max: 2, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.ElectLeadersRequest) (kernel.Response, error) {
-			return kernel.Reply(m.ctl.electLeadersResp(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.ElectLeaders, Min: 0, Max: 2, Handler: kernel.Replying(m.ctl.electLeadersResp)}
 }

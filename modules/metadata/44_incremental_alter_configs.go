@@ -3,8 +3,6 @@
 package metadata
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -13,8 +11,5 @@ import (
 // claimIncrementalAlterConfigs is IncrementalAlterConfigs's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimIncrementalAlterConfigs(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.IncrementalAlterConfigsRequest) (kernel.Response, error) {
-			return kernel.Reply(m.incrementalAlterConfigsResp(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.IncrementalAlterConfigs, Min: 0, Max: 1, Handler: kernel.Replying(m.incrementalAlterConfigsResp)}
 }

@@ -28,10 +28,7 @@ const metadataTopic = "__cluster_metadata"
 // claimDescribeQuorum is DescribeQuorum's claim: the versions above and the thin handler; the work is
 // in the function it calls.
 func claimDescribeQuorum(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.DescribeQuorum, Min: 0, Max: 2, Handler: kernel.Typed(
-		func(ctx context.Context, req *kernel.Request, r *kmsg.DescribeQuorumRequest) (kernel.Response, error) {
-			return kernel.Reply(m.ctl.describeQuorum(ctx, req, r)), nil
-		})}
+	return kernel.Claim{Key: kmsg.DescribeQuorum, Min: 0, Max: 2, Handler: kernel.Replying(m.ctl.describeQuorum)}
 }
 
 // describeQuorum answers on any broker, asking the controller when this is not it.

@@ -188,6 +188,18 @@ func (c *tcluster) follower() *tnode {
 	return nil
 }
 
+// third returns the running node that is neither a nor b (of a three-node cluster).
+func (c *tcluster) third(a, b *tnode) *tnode {
+	c.t.Helper()
+	for _, nd := range c.running() {
+		if nd != a && nd != b {
+			return nd
+		}
+	}
+	c.t.Fatal("no third node")
+	return nil
+}
+
 // running returns the running nodes.
 func (c *tcluster) running() []*tnode {
 	var out []*tnode

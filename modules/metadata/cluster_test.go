@@ -212,12 +212,7 @@ func TestControlledShutdown(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.leader()
 	x := c.follower()
-	var o int32
-	for _, nd := range c.running() {
-		if nd != x && nd != l {
-			o = nd.id
-		}
-	}
+	o := c.third(x, l).id
 	asg := map[int32][]int32{0: {x.id, l.id, o}, 1: {x.id, o, l.id}, 2: {l.id, x.id, o}}
 	if rt := createTopicOn(t, l, "graceful", -1, -1, asg); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)

@@ -97,17 +97,7 @@ func TestAlterConfigsHandler(t *testing.T) {
 	m, fc := startModule(t, t.TempDir())
 	createTopic(t, fc, "t", 1, map[string]string{"segment.ms": "60000"})
 	alter := func(validateOnly bool, typ kmsg.ConfigResourceType, name string, kv ...string) kmsg.AlterConfigsResponseResource {
-		req := kmsg.NewPtrAlterConfigsRequest()
-		req.ValidateOnly = validateOnly
-		res := kmsg.NewAlterConfigsRequestResource()
-		res.ResourceType, res.ResourceName = typ, name
-		for i := 0; i+1 < len(kv); i += 2 {
-			c := kmsg.NewAlterConfigsRequestResourceConfig()
-			c.Name, c.Value = kv[i], strPtr(kv[i+1])
-			res.Configs = append(res.Configs, c)
-		}
-		req.Resources = append(req.Resources, res)
-		return call[*kmsg.AlterConfigsResponse](t, fc, nil, req).Resources[0]
+		return alterConfigs(t, fc, nil, validateOnly, typ, name, kv...)
 	}
 	topicConfigs := func() map[string]string { return m.Image().Topic("t").Configs }
 

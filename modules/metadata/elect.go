@@ -73,6 +73,37 @@ func planElection(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionIma
 	return rec, nil
 }
 
+// planPartitions proposes, through proposePlanned, the record plan makes for each of n
+// partitions (where names the i-th) and returns one error per partition: denied for every
+// one when denied is not nil (nothing is proposed then), UNKNOWN_TOPIC_OR_PARTITION for
+// a topic or partition the image lacks. plan returns a nil record and an error, or a
+// record and nil. ms bounds the wait, as withTimeout.
+func (c *controller) planPartitions(ctx context.Context, ms int32, denied error, n int,
+	where func(i int) (topic string, partition int32),
+	plan func(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, i int) (*image.PartitionChangeRecord, error)) []error {
+	if denied != nil {
+		errs := make([]error, n)
+		for i := range errs {
+			errs[i] = denied
+		}
+		return errs
+	}
+	ctx, cancel := withTimeout(ctx, ms)
+	defer cancel()
+	return c.proposePlanned(ctx, n, func(im *kernel.Image, i int) (image.Record, error) {
+		topic, partition := where(i)
+		t := im.Topics[topic]
+		if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+			return nil, opErr(kerr.UnknownTopicOrPartition, "")
+		}
+		rec, err := plan(im, t, &t.Partitions[partition], i)
+		if rec == nil { // a nil *image.PartitionChangeRecord is not a nil record
+			return nil, err
+		}
+		return rec, nil
+	})
+}
+
 // proposePlanned plans one entry per item on the current image (plan returns nil and
 // the item's outcome when there is nothing to propose) and proposes them together. An
 // entry Apply rejects as stale (its partition changed after it was planned) is planned
@@ -150,29 +181,14 @@ func (c *controller) electLeadersResp(ctx context.Context, req *kernel.Request, 
 	case typ != electPreferred && typ != electUnclean:
 		denied = opErr(kerr.InvalidRequest, "unknown election type %d", typ)
 	}
-	errs := make([]error, len(items))
-	if denied != nil {
-		if r.Version >= 1 {
-			resp.ErrorCode, _ = errCode(denied)
-		}
-		for i := range errs {
-			errs[i] = denied
-		}
-	} else {
-		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
-		defer cancel()
-		errs = c.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
-			t := im.Topics[items[i].topic]
-			if t == nil || items[i].partition < 0 || int(items[i].partition) >= len(t.Partitions) {
-				return nil, opErr(kerr.UnknownTopicOrPartition, "")
-			}
-			rec, err := planElection(im, t, &t.Partitions[items[i].partition], typ)
-			if err != nil {
-				return nil, err
-			}
-			return rec, nil
-		})
+	if denied != nil && r.Version >= 1 {
+		resp.ErrorCode, _ = errCode(denied)
 	}
+	errs := c.planPartitions(ctx, r.TimeoutMillis, denied, len(items),
+		func(i int) (string, int32) { return items[i].topic, items[i].partition },
+		func(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, _ int) (*image.PartitionChangeRecord, error) {
+			return planElection(im, t, p, typ)
+		})
 	topicAt := map[string]int{}
 	for i, it := range items {
 		err := electionError(errs[i], typ)

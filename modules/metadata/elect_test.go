@@ -268,12 +268,7 @@ func TestClusterAutoRebalance(t *testing.T) {
 	c := newClusterWith(t, 3, map[string]string{"leader.imbalance.check.interval.seconds": "1"})
 	l := c.leader()
 	x := c.follower()
-	var f *tnode
-	for _, nd := range c.running() {
-		if nd != l && nd != x {
-			f = nd
-		}
-	}
+	f := c.third(l, x)
 	if rt := createTopicOn(t, l, "bal", -1, -1, map[int32][]int32{0: {x.id, f.id, l.id}, 1: {f.id, l.id, x.id}}); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}

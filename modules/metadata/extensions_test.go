@@ -149,7 +149,18 @@ func latestSnapshot(t *testing.T, m *Module) *image.State {
 	return s
 }
 
-func TestExtensionRestart(t *testing.T) {
+// takeSnapshot has m's raft take a snapshot now.
+func takeSnapshot(t *testing.T, m *Module) {
+	t.Helper()
+	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+}
+
+// logAndSnapshot runs fn as two subtests of a restart test, "log" and "snapshot"
+// (snapshot true: fn takes one), each on a fresh dir with a module started there that
+// snapshots at its first chance (SnapshotThreshold 1).
+func logAndSnapshot(t *testing.T, fn func(t *testing.T, dir string, m *Module, snapshot bool)) {
 	for _, snapshot := range []bool{false, true} {
 		name := "log"
 		if snapshot {
@@ -158,29 +169,33 @@ func TestExtensionRestart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			m, _ := startModule(t, dir, func(m *Module, _ *fakeContext) { m.SnapshotThreshold = 1 })
-			putExt(t, m, "transforms", "a", []byte("A"))
-			putExt(t, m, "transforms", "b", []byte("B"))
-			putExt(t, m, "transforms", "gone", []byte("G"))
-			putExt(t, m, "transforms", "gone", nil)
-			putExt(t, m, "x", "empty", []byte{})
-			if snapshot {
-				if err := m.node.raft.Load().Snapshot().Error(); err != nil {
-					t.Fatalf("snapshot: %v", err)
-				}
-				if s := latestSnapshot(t, m); !reflect.DeepEqual(s.Image.Extensions, m.Image().Extensions) {
-					t.Fatalf("snapshot holds %v, image %v", s.Image.Extensions, m.Image().Extensions)
-				}
-				putExt(t, m, "transforms", "b", []byte("B2")) // after the snapshot: from the log
-			}
-			want := m.Image().Extensions
-			stopModule(t, m)
-
-			m2, _ := startModule(t, dir)
-			if got := m2.Image().Extensions; !reflect.DeepEqual(got, want) {
-				t.Fatalf("after restart %v, want %v", got, want)
-			}
+			fn(t, dir, m, snapshot)
 		})
 	}
+}
+
+func TestExtensionRestart(t *testing.T) {
+	logAndSnapshot(t, func(t *testing.T, dir string, m *Module, snapshot bool) {
+		putExt(t, m, "transforms", "a", []byte("A"))
+		putExt(t, m, "transforms", "b", []byte("B"))
+		putExt(t, m, "transforms", "gone", []byte("G"))
+		putExt(t, m, "transforms", "gone", nil)
+		putExt(t, m, "x", "empty", []byte{})
+		if snapshot {
+			takeSnapshot(t, m)
+			if s := latestSnapshot(t, m); !reflect.DeepEqual(s.Image.Extensions, m.Image().Extensions) {
+				t.Fatalf("snapshot holds %v, image %v", s.Image.Extensions, m.Image().Extensions)
+			}
+			putExt(t, m, "transforms", "b", []byte("B2")) // after the snapshot: from the log
+		}
+		want := m.Image().Extensions
+		stopModule(t, m)
+
+		m2, _ := startModule(t, dir)
+		if got := m2.Image().Extensions; !reflect.DeepEqual(got, want) {
+			t.Fatalf("after restart %v, want %v", got, want)
+		}
+	})
 }
 
 // TestExtensionLargeValue puts a 20 MB value through raft apply, the bbolt log store,
@@ -208,9 +223,7 @@ func TestExtensionLargeValue(t *testing.T) {
 		t.Fatalf("after restart from the log: %d bytes", len(got))
 	}
 	// From a snapshot.
-	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
+	takeSnapshot(t, m)
 	if got := latestSnapshot(t, m).Image.Extension("transforms", "big"); !bytes.Equal(got, big) {
 		t.Fatalf("snapshot holds %d bytes", len(got))
 	}

@@ -30,10 +30,17 @@ func groupConfigsOf(t *testing.T, m *Module, group string) map[string]string {
 
 func alterGroup(t *testing.T, fc *fakeContext, authz kernel.Authorizer, validateOnly bool, group string, kv ...string) kmsg.AlterConfigsResponseResource {
 	t.Helper()
+	return alterConfigs(t, fc, authz, validateOnly, kmsg.ConfigResourceTypeGroupConfig, group, kv...)
+}
+
+// alterConfigs sends an AlterConfigs of one resource, setting the name/value pairs kv,
+// and returns the resource's result.
+func alterConfigs(t *testing.T, fc *fakeContext, authz kernel.Authorizer, validateOnly bool, typ kmsg.ConfigResourceType, name string, kv ...string) kmsg.AlterConfigsResponseResource {
+	t.Helper()
 	req := kmsg.NewPtrAlterConfigsRequest()
 	req.ValidateOnly = validateOnly
 	res := kmsg.NewAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.ResourceType, res.ResourceName = typ, name
 	for i := 0; i+1 < len(kv); i += 2 {
 		c := kmsg.NewAlterConfigsRequestResourceConfig()
 		c.Name, c.Value = kv[i], strPtr(kv[i+1])
@@ -241,9 +248,7 @@ func TestGroupConfigsRestart(t *testing.T) {
 	if r := alterGroup(t, fc, nil, false, "a", GroupConfigHeartbeatIntervalMs, "7000"); r.ErrorCode != 0 {
 		t.Fatalf("alter: %d", r.ErrorCode)
 	}
-	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
+	takeSnapshot(t, m)
 	if r := alterGroup(t, fc, nil, false, "b", GroupConfigAssignor, "uniform"); r.ErrorCode != 0 { // from the log
 		t.Fatalf("alter: %d", r.ErrorCode)
 	}

@@ -5,9 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,12 +125,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	}
 	// The config file's `configs:` section holds Kafka broker configs: an unknown name
 	// or a bad value is a startup error, not a silently ignored setting.
-	names := make([]string, 0, len(bi.StaticConfigs))
-	for name := range bi.StaticConfigs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(bi.StaticConfigs)) {
 		if err := kconfig.ValidateStaticBroker(name, bi.StaticConfigs[name]); err != nil {
 			return fmt.Errorf("configs: %w", err)
 		}

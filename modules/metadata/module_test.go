@@ -59,9 +59,7 @@ func TestRestartKeepsMetadata(t *testing.T) {
 	dir := t.TempDir()
 	m, fc := startModule(t, dir, func(m *Module, _ *fakeContext) { m.SnapshotThreshold = 1 })
 	createTopic(t, fc, "before-snapshot", 2, map[string]string{"retention.ms": "1000"})
-	if err := m.node.raft.Load().Snapshot().Error(); err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
+	takeSnapshot(t, m)
 	createTopic(t, fc, "after-snapshot", 1, nil)
 	before := m.Image()
 	stopModule(t, m)

@@ -284,12 +284,7 @@ func TestClusterNewIncarnationLeavesISRs(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.leader()
 	x := c.follower()
-	var a int32
-	for _, nd := range c.running() {
-		if nd != l && nd != x {
-			a = nd.id
-		}
-	}
+	a := c.third(l, x).id
 	if rt := createTopicOn(t, l, "inc", -1, -1, map[int32][]int32{0: {x.id, a, l.id}}); rt.ErrorCode != 0 {
 		t.Fatalf("create: %d", rt.ErrorCode)
 	}

@@ -132,37 +132,27 @@ func TestAllocateProducerIDsConcurrent(t *testing.T) {
 // TestAllocateProducerIDsRestart restarts the module, replaying the log or restoring a
 // snapshot: the counter carries on where it was, so no id is handed out twice.
 func TestAllocateProducerIDsRestart(t *testing.T) {
-	for _, snapshot := range []bool{false, true} {
-		name := "log"
+	logAndSnapshot(t, func(t *testing.T, dir string, m *Module, snapshot bool) {
+		allocate(t, m, 10)
+		allocate(t, m, 20)
 		if snapshot {
-			name = "snapshot"
+			takeSnapshot(t, m)
+			if got := latestSnapshot(t, m).NextProducerID; got != 30 {
+				t.Fatalf("snapshot holds %d, want 30", got)
+			}
+			if got := allocate(t, m, 5); got != 30 { // after the snapshot: from the log
+				t.Fatalf("block at %d, want 30", got)
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			m, _ := startModule(t, dir, func(m *Module, _ *fakeContext) { m.SnapshotThreshold = 1 })
-			allocate(t, m, 10)
-			allocate(t, m, 20)
-			if snapshot {
-				if err := m.node.raft.Load().Snapshot().Error(); err != nil {
-					t.Fatalf("snapshot: %v", err)
-				}
-				if got := latestSnapshot(t, m).NextProducerID; got != 30 {
-					t.Fatalf("snapshot holds %d, want 30", got)
-				}
-				if got := allocate(t, m, 5); got != 30 { // after the snapshot: from the log
-					t.Fatalf("block at %d, want 30", got)
-				}
-			}
-			want := m.node.hub.state().NextProducerID
-			stopModule(t, m)
+		want := m.node.hub.state().NextProducerID
+		stopModule(t, m)
 
-			m2, _ := startModule(t, dir)
-			if got := m2.node.hub.state().NextProducerID; got != want {
-				t.Fatalf("after restart the counter is %d, want %d", got, want)
-			}
-			if got := allocate(t, m2, 1); got != want {
-				t.Fatalf("after restart the block starts at %d, want %d", got, want)
-			}
-		})
-	}
+		m2, _ := startModule(t, dir)
+		if got := m2.node.hub.state().NextProducerID; got != want {
+			t.Fatalf("after restart the counter is %d, want %d", got, want)
+		}
+		if got := allocate(t, m2, 1); got != want {
+			t.Fatalf("after restart the block starts at %d, want %d", got, want)
+		}
+	})
 }

@@ -162,29 +162,16 @@ func (c *controller) alterReassignmentsResp(ctx context.Context, req *kernel.Req
 			items = append(items, item{t.Topic, p.Partition, p.Replicas})
 		}
 	}
-	errs := make([]error, len(items))
+	var denied error
 	if !req.Allowed(ctx, kernel.OpAlter, kernel.ResCluster, kernel.ClusterResourceName) {
-		denied := opErr(kerr.ClusterAuthorizationFailed, "")
+		denied = opErr(kerr.ClusterAuthorizationFailed, "")
 		resp.ErrorCode, _ = errCode(denied)
-		for i := range errs {
-			errs[i] = denied
-		}
-	} else {
-		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
-		defer cancel()
-		errs = c.proposePlanned(ctx, len(items), func(im *kernel.Image, i int) (image.Record, error) {
-			it := items[i]
-			t := im.Topics[it.topic]
-			if t == nil || it.partition < 0 || int(it.partition) >= len(t.Partitions) {
-				return nil, opErr(kerr.UnknownTopicOrPartition, "")
-			}
-			rec, err := planReassignment(im, t, &t.Partitions[it.partition], it.target, c.uncleanElection(im))
-			if rec == nil { // a nil *image.PartitionChangeRecord is not a nil record
-				return nil, err
-			}
-			return rec, nil
-		})
 	}
+	errs := c.planPartitions(ctx, r.TimeoutMillis, denied, len(items),
+		func(i int) (string, int32) { return items[i].topic, items[i].partition },
+		func(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, i int) (*image.PartitionChangeRecord, error) {
+			return planReassignment(im, t, p, items[i].target, c.uncleanElection(im))
+		})
 	topicAt := map[string]int{}
 	for i, it := range items {
 		err := reassignmentError(errs[i])

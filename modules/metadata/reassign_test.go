@@ -220,12 +220,7 @@ func TestClusterReassignment(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.leader()
 	f := c.follower()
-	var a int32 // the third broker
-	for _, nd := range c.running() {
-		if nd != l && nd != f {
-			a = nd.id
-		}
-	}
+	a := c.third(l, f).id
 	if rt := createTopicOn(t, f, "mv", -1, -1, map[int32][]int32{0: {l.id, f.id}, 1: {l.id, f.id}, 2: {f.id, l.id}}); rt.ErrorCode != 0 {
 		t.Fatalf("create mv: %d", rt.ErrorCode)
 	}

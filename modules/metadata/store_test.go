@@ -24,6 +24,20 @@ func sameLog(a, b *raft.Log) bool {
 		bytes.Equal(a.Extensions, b.Extensions) && a.AppendedAt.Equal(b.AppendedAt)
 }
 
+// reopenBolt closes s and opens the store at path again, closed when the test ends.
+func reopenBolt(t *testing.T, s *boltStore, path string) *boltStore {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openBoltStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestBoltStoreLogs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metadata", "raft.db")
 	s, err := openBoltStore(path)
@@ -78,14 +92,7 @@ func TestBoltStoreLogs(t *testing.T) {
 	}
 
 	// Reopen: everything committed is there.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = openBoltStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopenBolt(t, s, path)
 	check(s, 11, 289)
 }
 
@@ -107,14 +114,7 @@ func TestBoltStoreStable(t *testing.T) {
 	if err := s.SetUint64([]byte("CurrentTerm"), 42); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = openBoltStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopenBolt(t, s, path)
 	if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "node-1" {
 		t.Errorf("Get after reopen = %q, %v", v, err)
 	}

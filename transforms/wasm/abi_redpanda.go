@@ -219,20 +219,11 @@ func (inst *instance) rpWrite(mod api.Module, ptr uint32, n int32, idx int) int3
 	if inst.cur == nil || !inst.delivered || inst.next == 0 {
 		return rpErrNoBatch
 	}
+	b, errno := inst.outputBytes(mod, ptr, n, "write_record", rpErrMalformed, rpErrTooLarge)
+	if errno != 0 {
+		return errno
+	}
 	o := &inst.out
-	if o.err != nil {
-		return o.errno
-	}
-	if n < 0 {
-		return o.fail(rpErrMalformed, "write_record: negative length")
-	}
-	if o.size+int(n) > inst.pool.cfg.MaxOutputBytes {
-		return o.fail(rpErrTooLarge, "output exceeds max_output_bytes")
-	}
-	b, ok := mod.Memory().Read(ptr, uint32(n))
-	if !ok {
-		return o.fail(rpErrMalformed, "write_record: buffer out of bounds")
-	}
 	if err := o.appendPayload(b, idx, inst.tsDelta); err != nil {
 		return o.fail(rpErrMalformed, "write_record: malformed payload")
 	}

@@ -100,22 +100,35 @@ func (inst *instance) emit(mod api.Module, ptr uint32, n int32) int32 {
 	if inst.cur == nil || !inst.delivered {
 		return errnoNoBatch
 	}
+	b, errno := inst.outputBytes(mod, ptr, n, "emit", errnoMalformed, errnoTooLarge)
+	if errno != 0 {
+		return errno
+	}
+	o := &inst.out
+	o.size += int(n)
+	return o.appendRecords(b, inst.pool.outputs)
+}
+
+// outputBytes reads the n bytes at ptr that an output call (emit, write_record) hands
+// over, once the output has not failed and n fits its length and size limits. errno is
+// 0 when it returns them, else what the call returns to the guest: the output's first
+// failure, or malformed or tooLarge (the calling ABI's codes, never 0), which fail it.
+func (inst *instance) outputBytes(mod api.Module, ptr uint32, n int32, call string, malformed, tooLarge int32) (b []byte, errno int32) {
 	o := &inst.out
 	if o.err != nil {
-		return o.errno
+		return nil, o.errno
 	}
 	if n < 0 {
-		return o.fail(errnoMalformed, "emit: negative length")
+		return nil, o.fail(malformed, call+": negative length")
 	}
 	if o.size+int(n) > inst.pool.cfg.MaxOutputBytes {
-		return o.fail(errnoTooLarge, "output exceeds max_output_bytes")
+		return nil, o.fail(tooLarge, "output exceeds max_output_bytes")
 	}
 	b, ok := mod.Memory().Read(ptr, uint32(n))
 	if !ok {
-		return o.fail(errnoMalformed, "emit: buffer out of bounds")
+		return nil, o.fail(malformed, call+": buffer out of bounds")
 	}
-	o.size += int(n)
-	return o.appendRecords(b, inst.pool.outputs)
+	return b, 0
 }
 
 // fail(msg i32, len i32): fails the current batch (KindFailed); the instance

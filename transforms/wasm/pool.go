@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,11 +147,7 @@ func (p *Program) NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 			env[k] = v
 		}
 	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(env))
 
 	// No FS, no sockets; clocks, sleep and randomness stay wazero's
 	// deterministic defaults.

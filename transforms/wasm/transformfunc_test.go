@@ -59,15 +59,7 @@ func BenchmarkIdentityFunc(b *testing.B) {
 	for _, guest := range []string{"identity", "sdkidentity"} {
 		b.Run(guest, func(b *testing.B) {
 			p := newPool(b, guest, Config{Instances: 1})
-			recs := make([]rec, 100)
-			for i := range recs {
-				recs[i] = rec{key: []byte(fmt.Sprint("key-", i)), value: make([]byte, 1024), tsDelta: int64(i)}
-			}
-			batch := batchOf(recs...)
-			mustTransform(b, p, batch)
-			b.SetBytes(int64(len(batch.Records)))
-			b.ReportAllocs()
-			b.ResetTimer()
+			batch := benchBatch(b, p)
 			for range b.N {
 				if err := p.TransformFunc(context.Background(), batch, func(out []Output) error {
 					if len(out) != 100 {

@@ -491,8 +491,9 @@ func buildModule(imps []imp, start, memory bool) []byte {
 	return out
 }
 
-func BenchmarkIdentity(b *testing.B) {
-	p := newPool(b, "identity", Config{Instances: 1, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+// benchBatch returns the identity benchmarks' batch (100 records of 1 KiB values), run
+// once through p, with b's timer reset and its bytes and allocations reported.
+func benchBatch(b *testing.B, p *Pool) *Batch {
 	recs := make([]rec, 100)
 	for i := range recs {
 		recs[i] = rec{key: []byte(fmt.Sprint("key-", i)), value: make([]byte, 1024), tsDelta: int64(i)}
@@ -502,6 +503,12 @@ func BenchmarkIdentity(b *testing.B) {
 	b.SetBytes(int64(len(batch.Records)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	return batch
+}
+
+func BenchmarkIdentity(b *testing.B) {
+	p := newPool(b, "identity", Config{Instances: 1, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	batch := benchBatch(b, p)
 	for range b.N {
 		out, err := p.Transform(context.Background(), batch)
 		if err != nil || len(out) != 100 {
@@ -518,11 +525,6 @@ func BenchmarkIdentity(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkGuest -benchtime 2s ./transforms/wasm/
 func BenchmarkGuest(b *testing.B) {
-	recs := make([]rec, 100)
-	for i := range recs {
-		recs[i] = rec{key: []byte(fmt.Sprint("key-", i)), value: make([]byte, 1024), tsDelta: int64(i)}
-	}
-	batch := batchOf(recs...)
 	for _, c := range []struct{ name, guest, mode string }{
 		{"noop", "bench", "noop"},
 		{"loopcopy", "bench", "loopcopy"},
@@ -533,10 +535,7 @@ func BenchmarkGuest(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			p := newPool(b, c.guest, Config{Instances: 1, Env: map[string]string{"BENCH_MODE": c.mode}})
-			mustTransform(b, p, batch)
-			b.SetBytes(int64(len(batch.Records)))
-			b.ReportAllocs()
-			b.ResetTimer()
+			batch := benchBatch(b, p)
 			for range b.N {
 				if _, err := p.Transform(context.Background(), batch); err != nil {
 					b.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -138,11 +140,7 @@ func (s *Store) reset() {
 func (s *Store) openLogs() []*Log {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*Log, 0, len(s.open))
-	for _, l := range s.open {
-		out = append(out, l)
-	}
-	return out
+	return slices.Collect(maps.Values(s.open))
 }
 
 // Open implements kernel.Storage.

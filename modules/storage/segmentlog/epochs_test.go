@@ -26,6 +26,14 @@ func fillEpochs(t *testing.T, l kernel.Log, es ...int32) {
 
 func epochFile(dir string) string { return filepath.Join(dir, rtp.String(), epochCheckpointFile) }
 
+// writeEpochFile replaces rtp's leader-epoch checkpoint under dir with content.
+func writeEpochFile(t *testing.T, dir, content string) {
+	t.Helper()
+	if err := os.WriteFile(epochFile(dir), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readEpochFile(t *testing.T, dir string) string {
 	t.Helper()
 	b, err := os.ReadFile(epochFile(dir))
@@ -52,10 +60,7 @@ func epochsString(es []kernel.EpochEntry) string { return string(epochs.Encode(e
 func TestEpochCheckpointFile(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	if _, err := os.Stat(epochFile(dir)); err == nil {
 		t.Fatal("a new, empty log wrote an epoch checkpoint at open")
 	}
@@ -118,14 +123,10 @@ func TestEpochRecovery(t *testing.T) {
 			}
 		}, full, 20},
 		{"corrupt", 6, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("0\n2\n1 0\nx\x00y\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n2\n1 0\nx\x00y\n")
 		}, full, 20},
 		{"another version", 10, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("1\n0\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "1\n0\n")
 		}, full, 20},
 		{"unreadable", 10, func(t *testing.T, dir string, _ kernel.Log) {
 			if err := os.Remove(epochFile(dir)); err != nil {
@@ -140,20 +141,14 @@ func TestEpochRecovery(t *testing.T) {
 			garble(t, filepath.Join(dir, rtp.String(), segmentName(16)+logSuffix), int64(len(storagetest.Batch(0, 0, 2, 30)))+30)
 		}, full[:3], 18},
 		{"entries past the log end", -1, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("0\n5\n1 0\n3 8\n5 16\n7 18\n9 100\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n5\n1 0\n3 8\n5 16\n7 18\n9 100\n")
 		}, full, 20},
 		{"behind the log", 6, func(t *testing.T, dir string, _ kernel.Log) {
 			// As it was at the flush: the writes for epochs 5 and 7 were lost.
-			if err := os.WriteFile(epochFile(dir), []byte("0\n2\n1 0\n3 8\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n2\n1 0\n3 8\n")
 		}, full, 20},
 		{"behind and stale above the recovery point", 6, func(t *testing.T, dir string, _ kernel.Log) {
-			if err := os.WriteFile(epochFile(dir), []byte("0\n3\n1 0\n3 8\n4 10\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, "0\n3\n1 0\n3 8\n4 10\n")
 		}, full, 20},
 		{"log start moved, file not rewritten", 6, func(t *testing.T, dir string, l kernel.Log) {
 			if err := l.DeleteRecordsBefore(10); err != nil { // checkpoints the log start
@@ -173,10 +168,7 @@ func TestEpochRecovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
-			l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			if tc.flushedAt >= 0 {
 				fillEpochs(t, l, all[:tc.flushedAt]...)
 				if err := l.Flush(); err != nil {
@@ -196,10 +188,7 @@ func TestEpochRecovery(t *testing.T) {
 			crash(t, s)
 
 			s = openTestStore(t, dir)
-			l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			if l.LogEndOffset() != tc.wantLEO {
 				t.Fatalf("LEO %d after recovery, want %d", l.LogEndOffset(), tc.wantLEO)
 			}
@@ -285,17 +274,12 @@ func TestResetCrash(t *testing.T) {
 			mustRemove(t, epochFile(dir))
 		}, state{100, 100, nil, 0}},
 		{"after step 4, the epoch checkpoint's removal lost", func(t *testing.T, dir string, l *Log, ckpts map[string][]byte) {
-			b, err := os.ReadFile(epochFile(dir))
-			if err != nil {
-				t.Fatal(err)
-			}
+			was := readEpochFile(t, dir)
 			if err := l.Reset(100); err != nil {
 				t.Fatal(err)
 			}
 			restore(t, dir, ckpts)
-			if err := os.WriteFile(epochFile(dir), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeEpochFile(t, dir, was)
 		}, state{100, 100, nil, 0}},
 		{"after step 6 with appends", func(t *testing.T, dir string, l *Log, _ map[string][]byte) {
 			if err := l.Reset(100); err != nil {
@@ -308,10 +292,7 @@ func TestResetCrash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
-			l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			fillEpochs(t, l, 1, 1, 1, 1, 3, 3, 3, 3) // segments 0 and 8 (a snapshot at the roll)
 			if _, err := l.AppendProducer(storagetest.SetLeaderEpoch(storagetest.ProducerBatch(7, 0, 0, 2, 1000, true), 5), kernel.SeqRange{First: 0, Last: 1}); err != nil {
 				t.Fatal(err)
@@ -336,10 +317,7 @@ func TestResetCrash(t *testing.T) {
 			crash(t, s)
 
 			s = openTestStore(t, dir)
-			l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 			got := state{l.LogStartOffset(), l.LogEndOffset(), l.Epochs(), len(l.Producers())}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("recovered %+v, want %+v", got, tc.want)
@@ -385,10 +363,7 @@ func restore(t *testing.T, dir string, files map[string][]byte) {
 func TestResetFiles(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, producerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, producerConfig())
 	workload(t, l) // producer snapshots, .txnindex files, several segments
 	rr, err := l.Read(0, 1<<20, l.LogEndOffset(), true)
 	if err != nil {

@@ -31,14 +31,8 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	other := kernel.TopicPartition{Topic: "other", Partition: 0}
 	s := openRaw(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, err := s.Open(other, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
+	lo := mustOpen(t, s, other, [16]byte{}, recoveryConfig())
 	fill(t, l, 5)  // LEO 10
 	fill(t, lo, 2) // LEO 4
 	l.SetHighWatermark(6)
@@ -67,10 +61,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	if got, want := readHWFile(t, dir), "0\n2\nother 0 3\nrecover 3 8\n"; got != want {
 		t.Fatalf("checkpoint %q, want %q", got, want)
 	}
-	lo, err = s.Open(other, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	lo = mustOpen(t, s, other, [16]byte{}, recoveryConfig())
 	wantHW(t, lo, 3)
 	if err := s.Remove(other); err != nil {
 		t.Fatal(err)
@@ -83,10 +74,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	}
 
 	s = openRaw(t, dir)
-	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	wantHW(t, l, 8)
 	// A checkpointed HW past what a crash kept is clamped to the recovered log end.
 	l.SetHighWatermark(10)
@@ -96,10 +84,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	crash(t, s)
 	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), 20) // its only batch, 8-9
 	s = openRaw(t, dir)
-	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	if l.LogEndOffset() != 8 {
 		t.Fatalf("LEO %d after recovery, want 8", l.LogEndOffset())
 	}
@@ -112,10 +97,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openTestStore(t, dir)
-	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	wantHW(t, l, 0)
 	l.SetHighWatermark(2)
 	if err := s.writeHWCheckpoint(); err != nil {
@@ -129,10 +111,7 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	if err := s.Remove(rtp); err != nil {
 		t.Fatal(err)
 	}
-	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, l, 2)
 	wantHW(t, l, 0)
 }

@@ -218,10 +218,7 @@ func TestFlushMessagesAndSegmentMs(t *testing.T) {
 	cfg := storagetest.DefaultConfig()
 	cfg.FlushMessages = 4
 	cfg.SegmentMs = 1000
-	l, err := s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	lg := l.(*Log)
 	for _, tc := range []struct {
 		name     string

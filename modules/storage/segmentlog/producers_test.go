@@ -139,10 +139,7 @@ func TestProducerStateRecovery(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
 			s := openRaw(t, root)
-			l, err := s.Open(rtp, [16]byte{}, producerConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustOpen(t, s, rtp, [16]byte{}, producerConfig())
 			workload(t, l)
 			dir := filepath.Join(root, rtp.String())
 			if n := len(segFiles(t, dir, logSuffix)); n < 5 {
@@ -154,10 +151,7 @@ func TestProducerStateRecovery(t *testing.T) {
 			}
 			tc.prep(t, s, dir)
 			s2 := openTestStore(t, root)
-			l2, err := s2.Open(rtp, [16]byte{}, producerConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l2 := mustOpen(t, s2, rtp, [16]byte{}, producerConfig())
 			if got := viewOf(l2); got.String() != want.String() {
 				t.Fatalf("after reopen:\n%v\nwant\n%v", got, want)
 			}
@@ -178,10 +172,7 @@ func TestProducerStateRecovery(t *testing.T) {
 func TestTxnIndexLayout(t *testing.T) {
 	root := t.TempDir()
 	s := openTestStore(t, root)
-	l, err := s.Open(rtp, [16]byte{}, storagetest.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, storagetest.DefaultConfig())
 	for _, b := range [][]byte{
 		storagetest.Batch(0, 1000, 3, 10),                   // 0-2
 		storagetest.ProducerBatch(77, 1, -1, 2, 1000, true), // 3-4: txn of 77
@@ -210,10 +201,7 @@ func TestTxnIndexLayout(t *testing.T) {
 func TestProducerTruncateWithSnapshots(t *testing.T) {
 	root := t.TempDir()
 	s := openTestStore(t, root)
-	l, err := s.Open(rtp, [16]byte{}, producerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, producerConfig())
 	dir := filepath.Join(root, rtp.String())
 	workload(t, l)
 	full := viewOf(l)
@@ -240,10 +228,7 @@ func TestProducerTruncateWithSnapshots(t *testing.T) {
 		os.Remove(f)
 	}
 	s2 := openTestStore(t, root)
-	l2, err := s2.Open(rtp, [16]byte{}, producerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := mustOpen(t, s2, rtp, [16]byte{}, producerConfig())
 	if again := viewOf(l2); again.String() != got.String() {
 		t.Fatalf("replay from the start:\n%v\nrolled back:\n%v", again, got)
 	}
@@ -262,10 +247,7 @@ func TestRetentionDeletesProducerFiles(t *testing.T) {
 	root := t.TempDir()
 	s := openTestStore(t, root)
 	cfg := producerConfig()
-	l, err := s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	dir := filepath.Join(root, rtp.String())
 	workload(t, l)
 	if len(segFiles(t, dir, txnIndexSuffix)) == 0 || len(mustSnapshots(t, dir)) == 0 {
@@ -317,14 +299,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 			name = "AppendProducer"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := openBenchStore(b)
-			cfg := storagetest.DefaultConfig()
-			cfg.SegmentBytes = 64 << 20
-			cfg.RetentionBytes = 256 << 20
-			l, err := s.Open(rtp, [16]byte{}, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := openRetainedLog(b)
 			pid := int64(1)
 			if !idem {
 				pid = -1
@@ -337,6 +312,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 				seq := int32(i)
 				binary.BigEndian.PutUint32(batch[recordbatch.OffBaseSequence:], uint32(seq))
 				recordbatch.SetCRC(batch)
+				var err error
 				if idem {
 					_, err = l.AppendProducer(batch, kernel.SeqRange{First: seq, Last: seq})
 				} else {
@@ -345,13 +321,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if i%4096 == 4095 {
-					b.StopTimer()
-					if err := l.(*Log).EnforceRetention(time.Now()); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
+				retainEvery(b, l, i)
 			}
 		})
 	}

@@ -70,10 +70,7 @@ func TestRecentBatchesReads(t *testing.T) {
 	}
 	cfg := storagetest.DefaultConfig()
 	cfg.IndexIntervalBytes = 1 << 20 // one index entry: every prefix comes from the ring or the file
-	l, err := s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	next := int64(0)
 	appendN := func(k int) {
 		for range k {
@@ -116,10 +113,7 @@ func TestRecentBatchesReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := openTestStore(t, dir)
-	l2, err := s2.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := mustOpen(t, s2, rtp, [16]byte{}, cfg)
 	if r := l2.(*Log).active().recent; r != nil && r.n > 0 {
 		t.Fatal("a reopened segment remembers batches")
 	}

@@ -45,6 +45,16 @@ func openRaw(t *testing.T, dir string) *Store {
 	return s
 }
 
+// mustOpen opens tp's log in s, failing the test on an error.
+func mustOpen(t *testing.T, s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) kernel.Log {
+	t.Helper()
+	l, err := s.Open(tp, topicID, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func recoveryConfig() kernel.LogConfig {
 	cfg := storagetest.DefaultConfig()
 	cfg.IndexIntervalBytes = 1 // an index entry for (almost) every batch
@@ -148,10 +158,7 @@ func TestTornWriteRecovery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
-			l, err := s.Open(rtp, [16]byte{9}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustOpen(t, s, rtp, [16]byte{9}, recoveryConfig())
 			fill(t, l, 10)
 			if tc.clean {
 				if err := s.Close(); err != nil {
@@ -164,10 +171,7 @@ func TestTornWriteRecovery(t *testing.T) {
 			tc.damage(t, pdir)
 
 			s = openTestStore(t, dir)
-			l, err = s.Open(rtp, [16]byte{9}, recoveryConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
+			l = mustOpen(t, s, rtp, [16]byte{9}, recoveryConfig())
 			if got := l.LogEndOffset(); got != tc.wantLEO {
 				t.Fatalf("LEO %d after recovery, want %d", got, tc.wantLEO)
 			}
@@ -281,10 +285,7 @@ func checkIndexes(t *testing.T, l *Log) {
 func TestCheckpointsAndMarker(t *testing.T) {
 	dir := t.TempDir()
 	s := openRaw(t, dir)
-	l, err := s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
 	fill(t, l, 10)
 	if err := l.DeleteRecordsBefore(9); err != nil {
 		t.Fatal(err)
@@ -313,10 +314,7 @@ func TestCheckpointsAndMarker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("marker not consumed at open: %v", err)
 	}
-	l, err = s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
 	if l.LogStartOffset() != 9 || l.LogEndOffset() != 20 {
 		t.Fatalf("start %d end %d", l.LogStartOffset(), l.LogEndOffset())
 	}
@@ -324,10 +322,7 @@ func TestCheckpointsAndMarker(t *testing.T) {
 
 func TestReadPinsDeletedSegments(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, l, 10)
 	rr, err := l.Read(0, 1<<20, 100, true)
 	if err != nil {
@@ -356,10 +351,7 @@ func TestTruncateUnderPinnedRead(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
 	cfg := recoveryConfig()
 	cfg.SegmentBytes = 1 << 20 // one segment
-	l, err := s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	fill(t, l, 6) // offsets 0..11
 	rr, err := l.Read(0, 1<<20, 100, true)
 	if err != nil {
@@ -390,10 +382,7 @@ func TestTruncateUnderPinnedRead(t *testing.T) {
 func TestIOErrorFailsOpen(t *testing.T) {
 	dir := t.TempDir()
 	s := openRaw(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, l, 10)
 	crash(t, s)
 	pdir := filepath.Join(dir, rtp.String())
@@ -421,10 +410,7 @@ func TestIOErrorFailsOpen(t *testing.T) {
 func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 	dir := t.TempDir()
 	s := openRaw(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, l, 10) // segments 0, 8, 16; LEO 20
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
@@ -443,10 +429,7 @@ func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 	// The unflushed batch at 8 did not survive the crash intact.
 	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), 17)
 	s = openTestStore(t, dir)
-	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	if l.LogEndOffset() != 8 {
 		t.Errorf("LEO after recovery %d, want 8 (cut at the damaged batch)", l.LogEndOffset())
 	}
@@ -459,10 +442,7 @@ func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 func TestOlderTopicIDMovedAside(t *testing.T) {
 	dir := t.TempDir()
 	s := openRaw(t, dir)
-	l, err := s.Open(rtp, [16]byte{1, 2, 3}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
 	fill(t, l, 10)
 	if err := l.DeleteRecordsBefore(9); err != nil {
 		t.Fatal(err)
@@ -472,7 +452,7 @@ func TestOlderTopicIDMovedAside(t *testing.T) {
 	}
 	s = openTestStore(t, dir)
 	newID := [16]byte{7}
-	l, err = s.Open(rtp, newID, recoveryConfig())
+	l, err := s.Open(rtp, newID, recoveryConfig())
 	if err != nil {
 		t.Fatalf("open with the re-created topic's id: %v", err)
 	}
@@ -502,14 +482,8 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	dir := t.TempDir()
 	other := kernel.TopicPartition{Topic: "other", Partition: 0}
 	s := openRaw(t, dir)
-	la, err := s.Open(other, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	la := mustOpen(t, s, other, [16]byte{}, recoveryConfig())
+	lb := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, la, 2)
 	fill(t, lb, 6) // segments 0 and 8; LEO 12
 	if err := s.writeCheckpoints(); err != nil {
@@ -528,10 +502,7 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	}
 
 	s = openTestStore(t, dir)
-	lb, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	lb = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	if lb.LogEndOffset() != 10 {
 		t.Errorf("LEO %d, want 10 (cut at the damaged batch)", lb.LogEndOffset())
 	}
@@ -544,10 +515,7 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 func TestCrashDuringRemove(t *testing.T) {
 	dir := t.TempDir()
 	s := openRaw(t, dir)
-	l, err := s.Open(rtp, [16]byte{1}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{1}, recoveryConfig())
 	fill(t, l, 10)
 	if err := l.DeleteRecordsBefore(9); err != nil { // checkpoints log start 9
 		t.Fatal(err)
@@ -567,10 +535,7 @@ func TestCrashDuringRemove(t *testing.T) {
 	if _, err := os.Stat(partial); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("leftover of an unfinished remove still there: %v", err)
 	}
-	l, err = s.Open(rtp, [16]byte{2}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{2}, recoveryConfig())
 	if l.LogStartOffset() != 0 || l.LogEndOffset() != 0 {
 		t.Fatalf("re-created partition: start %d end %d, want 0 0", l.LogStartOffset(), l.LogEndOffset())
 	}
@@ -611,10 +576,7 @@ func openFDs(t *testing.T, dir string) int {
 func TestSealedSegmentsHoldOneDescriptor(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	l, err := s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, l, 40) // 10 segments of 4 batches; the last one active
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
@@ -644,10 +606,7 @@ func TestSealedSegmentsHoldOneDescriptor(t *testing.T) {
 		t.Fatalf("%d descriptors open after Close", got)
 	}
 	// At open, sealed segments get one descriptor too.
-	l, err = s.Open(rtp, [16]byte{}, recoveryConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	if got, want := openFDs(t, dir), len(l.(*Log).segs)+2; got != want {
 		t.Fatalf("%d descriptors open after reopening %d segments, want %d", got, len(l.(*Log).segs), want)
 	}
@@ -661,10 +620,7 @@ func TestRetentionOfActivePinnedRead(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
 	cfg := recoveryConfig()
 	cfg.SegmentBytes = 1 << 20 // one segment
-	l, err := s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	fill(t, l, 6) // offsets 0..11, max timestamp 1011
 	rr, err := l.Read(0, 1<<20, 100, true)
 	if err != nil {
@@ -712,10 +668,7 @@ func TestCrashAfterRetentionOfActive(t *testing.T) {
 	dir := t.TempDir()
 	s := openRaw(t, dir)
 	cfg := recoveryConfig()
-	l, err := s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	fill(t, l, 10) // segments 0, 8, 16; LEO 20
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
@@ -746,20 +699,14 @@ func TestCrashAfterRetentionOfActive(t *testing.T) {
 			}
 		}
 		s = openRaw(t, dir)
-		l, err = s.Open(rtp, [16]byte{}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l = mustOpen(t, s, rtp, [16]byte{}, cfg)
 		if l.LogStartOffset() != 20 || l.LogEndOffset() != 20 || l.Size() != 0 {
 			t.Fatalf("stale checkpoints %v: start %d end %d size %d; want 20 20 0", stale, l.LogStartOffset(), l.LogEndOffset(), l.Size())
 		}
 		crash(t, s)
 	}
 	s = openTestStore(t, dir)
-	l, err = s.Open(rtp, [16]byte{}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustOpen(t, s, rtp, [16]byte{}, cfg)
 	if res, err := l.AppendLeader(storagetest.Batch(0, 5000, 2, 30)); err != nil || res.BaseOffset != 20 {
 		t.Fatalf("append after recovery: %+v %v; want base 20", res, err)
 	}

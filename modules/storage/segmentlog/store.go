@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,11 +270,7 @@ func dirLogBytes(dir string) int64 {
 func (s *Store) openLogs() []*Log {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*Log, 0, len(s.logs))
-	for _, l := range s.logs {
-		out = append(out, l)
-	}
-	return out
+	return slices.Collect(maps.Values(s.logs))
 }
 
 // Close closes every log cleanly, writes the checkpoints and the clean-shutdown

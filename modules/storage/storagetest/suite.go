@@ -96,40 +96,32 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"Reset", testReset},
 		{"HighWatermark", testHighWatermark},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+	reopens := []struct {
+		name string
+		fn   func(t *testing.T, s kernel.Storage, reopen func(*testing.T, kernel.Storage) kernel.Storage)
+	}{
+		{"Reopen", testReopen},
+		{"ProducerReopen", testProducerReopen},
+		{"EpochsReopen", testEpochsReopen},
+		{"ReopenAfterRetentionOfActive", testReopenAfterRetentionOfActive},
+	}
+	// run runs fn as a parallel subtest on a fresh storage; one that needs reopening is
+	// skipped for an implementation that is not persistent (o.reopen nil).
+	run := func(name string, persistent bool, fn func(t *testing.T, s kernel.Storage)) {
+		t.Run(name, func(t *testing.T) {
+			if persistent && o.reopen == nil {
+				t.Skip("implementation is not persistent")
+			}
 			t.Parallel()
-			tc.fn(t, open(t))
+			fn(t, open(t))
 		})
 	}
-	t.Run("Reopen", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testReopen(t, open(t), o.reopen)
-	})
-	t.Run("ProducerReopen", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testProducerReopen(t, open(t), o.reopen)
-	})
-	t.Run("EpochsReopen", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testEpochsReopen(t, open(t), o.reopen)
-	})
-	t.Run("ReopenAfterRetentionOfActive", func(t *testing.T) {
-		if o.reopen == nil {
-			t.Skip("implementation is not persistent")
-		}
-		t.Parallel()
-		testReopenAfterRetentionOfActive(t, open(t), o.reopen)
-	})
+	for _, tc := range tests {
+		run(tc.name, false, tc.fn)
+	}
+	for _, tc := range reopens {
+		run(tc.name, true, func(t *testing.T, s kernel.Storage) { tc.fn(t, s, o.reopen) })
+	}
 }
 
 func mustOpen(t *testing.T, s kernel.Storage, tp kernel.TopicPartition, cfg kernel.LogConfig) kernel.Log {
