@@ -284,40 +284,35 @@ func encodeFetch(r *fetchResponse) *kernel.Body {
 }
 
 func (e *fetchEncoder) partitionTags(fp *fetchPart) {
-	// Each tagged field is a struct of two fixed-width fields and its own empty tags;
-	// one is written only when a field differs from its default (-1). The index is
-	// the tag.
-	fields := [...]struct {
-		set  bool
-		size uint64 // the struct's bytes, its empty tags included
-		body func()
-	}{
-		{ // 0: diverging_epoch
-			fp.divergingEpoch != -1 || fp.divergingEndOffset != -1, 13, // epoch int32 + end_offset int64
-			func() { e.i32(fp.divergingEpoch); e.i64(fp.divergingEndOffset) },
-		},
-		{ // 1: current_leader
-			fp.leaderID != -1 || fp.leaderEpoch != -1, 9, // leader_id int32 + leader_epoch int32
-			func() { e.i32(fp.leaderID); e.i32(fp.leaderEpoch) },
-		},
-		{ // 2: snapshot_id
-			fp.snapshotEndOffset != -1 || fp.snapshotEpoch != -1, 13, // end_offset int64 + epoch int32
-			func() { e.i64(fp.snapshotEndOffset); e.i32(fp.snapshotEpoch) },
-		},
-	}
+	hasDiv := fp.divergingEpoch != -1 || fp.divergingEndOffset != -1
+	hasLeader := fp.leaderID != -1 || fp.leaderEpoch != -1
+	hasSnap := fp.snapshotEndOffset != -1 || fp.snapshotEpoch != -1
 	n := 0
-	for _, f := range fields {
-		if f.set {
+	for _, b := range []bool{hasDiv, hasLeader, hasSnap} {
+		if b {
 			n++
 		}
 	}
 	e.uvarint(uint64(n))
-	for tag, f := range fields {
-		if f.set {
-			e.uvarint(uint64(tag))
-			e.uvarint(f.size)
-			f.body()
-			e.uvarint(0)
-		}
+	if hasDiv {
+		e.uvarint(0)
+		e.uvarint(13) // epoch int32 + end_offset int64 + empty tags
+		e.i32(fp.divergingEpoch)
+		e.i64(fp.divergingEndOffset)
+		e.uvarint(0)
+	}
+	if hasLeader {
+		e.uvarint(1)
+		e.uvarint(9) // leader_id int32 + leader_epoch int32 + empty tags
+		e.i32(fp.leaderID)
+		e.i32(fp.leaderEpoch)
+		e.uvarint(0)
+	}
+	if hasSnap {
+		e.uvarint(2)
+		e.uvarint(13) // end_offset int64 + epoch int32 + empty tags
+		e.i64(fp.snapshotEndOffset)
+		e.i32(fp.snapshotEpoch)
+		e.uvarint(0)
 	}
 }
