@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +54,7 @@ func FuzzDecodeRPCRequest(f *testing.F) {
 			switch m := msg.(type) {
 			case *ForwardRequest:
 				again, err := decodeForwardRequest(m.AppendTo(nil))
-				if err != nil || len(again.Entries) != len(m.Entries) || again.TimeoutMs != m.TimeoutMs {
+				if err != nil || !slices.EqualFunc(again.Entries, m.Entries, bytes.Equal) || again.TimeoutMs != m.TimeoutMs {
 					t.Fatalf("forward request does not round-trip: %v", err)
 				}
 			case *AddObserverRequest:
