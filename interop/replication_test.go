@@ -98,6 +98,13 @@ func TestReplicationDurability(t *testing.T) {
 
 	// The nemesis: kill a random broker, restart it after a moment, wait until every
 	// ISR is whole and some records were acknowledged since, repeat.
+	// The nemesis starts once the producer has had a first record acknowledged: a kill
+	// before the client even knows the topic's leaders fails its first records with
+	// UNKNOWN_TOPIC_OR_PARTITION, which says nothing about durability.
+	if !pollUntil(60*time.Second, func() bool { return numbered.ackedCount() > 0 }) {
+		f, fe := numbered.failures()
+		t.Fatalf("no record acknowledged before the first kill (failed %d, first %v)", f, fe)
+	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
 	deadline := time.Now().Add(runFor)
 	kills := 0
