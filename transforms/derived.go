@@ -150,7 +150,7 @@ func (d *derived) work(ctx context.Context, p int32) {
 	}
 	defer save(true)
 	tp := kernel.TopicPartition{Topic: t.dep.Input, Partition: p}
-	var dec recordbatch.Decoder
+	dec := recordbatch.Decoder{Compacted: true} // the input may be a compacted topic
 	backoff := pollInterval
 	for ctx.Err() == nil {
 		end, err := t.m.parts.ReadStable(ctx, tp, pos, func(batch []byte) error {

@@ -252,6 +252,7 @@ func (r *eosRun) fill(ctx context.Context, pos int64) (int64, error) {
 		if size > 0 && (size >= runMaxBytes || time.Since(start) >= runMaxTime) {
 			return errRunFull
 		}
+		r.dec.Compacted = true // the input may be a compacted topic
 		h, sec, err := r.dec.Section(batch)
 		if err != nil {
 			return err

@@ -128,7 +128,7 @@ func (sh *Shard) run() {
 // replay hands every committed batch of the partition from offset from to the state,
 // and returns how many records it handed over.
 func (sh *Shard) replay(from int64) (int, error) {
-	var d recordbatch.Decoder
+	d := recordbatch.Decoder{Compacted: true} // the internal topics are compacted
 	var recs []Record
 	n := 0
 	err := sh.c.cfg.Parts.ReadCommitted(sh.ctx, sh.tp, from, func(raw []byte) error {

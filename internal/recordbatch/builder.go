@@ -39,6 +39,20 @@ type Options struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
+
+	// DeleteHorizon sets AttrDeleteHorizon (BaseTimestamp is then the horizon).
+	DeleteHorizon bool
+	// Keep, when set, rebuilds a batch with fewer records than it had (the cleaner):
+	// Add takes each record's OffsetDelta as given (strictly increasing, at most
+	// Keep.LastOffsetDelta), and the header's LastOffsetDelta and MaxTimestamp are
+	// Keep's, so the batch spans the same offsets and times as the original.
+	Keep *Kept
+}
+
+// Kept is the shape of the original batch that Options.Keep preserves.
+type Kept struct {
+	LastOffsetDelta int32
+	MaxTimestamp    int64
 }
 
 // OptionsFrom returns the Options that rebuild a batch with header h: same base offset,
@@ -70,6 +84,9 @@ func (o *Options) attributes() int16 {
 	}
 	if o.Control {
 		a |= AttrControl
+	}
+	if o.DeleteHorizon {
+		a |= AttrDeleteHorizon
 	}
 	return a
 }
@@ -115,9 +132,14 @@ func (b *Builder) Len() int { return int(b.n) }
 
 // Add appends r as the next record. Its offset delta is its position (r.OffsetDelta,
 // r.Offset and r.Timestamp are ignored); its timestamp is BaseTimestamp +
-// r.TimestampDelta. Add copies what it needs; r may be reused afterwards.
+// r.TimestampDelta. With Options.Keep the offset delta is r.OffsetDelta instead. Add
+// copies what it needs; r may be reused afterwards.
 func (b *Builder) Add(r *Record) {
-	body := 1 + varlongLen(r.TimestampDelta) + varlongLen(int64(b.n)) +
+	delta := int64(b.n)
+	if b.opts.Keep != nil {
+		delta = int64(r.OffsetDelta)
+	}
+	body := 1 + varlongLen(r.TimestampDelta) + varlongLen(delta) +
 		bytesLen(r.Key) + bytesLen(r.Value) + varlongLen(int64(len(r.Headers)))
 	for i := range r.Headers {
 		body += keyLen(r.Headers[i].Key) + bytesLen(r.Headers[i].Value)
@@ -126,7 +148,7 @@ func (b *Builder) Add(r *Record) {
 	p = appendVarlong(p, int64(body))
 	p = append(p, byte(r.Attributes))
 	p = appendVarlong(p, r.TimestampDelta)
-	p = appendVarlong(p, int64(b.n))
+	p = appendVarlong(p, delta)
 	p = appendBytes(p, r.Key)
 	p = appendBytes(p, r.Value)
 	p = appendVarlong(p, int64(len(r.Headers)))
@@ -167,12 +189,16 @@ func (b *Builder) AppendTo(dst []byte) ([]byte, error) {
 	binary.BigEndian.PutUint32(h[OffLeaderEpoch:], uint32(b.opts.PartitionLeaderEpoch))
 	h[OffMagic] = 2
 	binary.BigEndian.PutUint16(h[OffAttributes:], uint16(b.opts.attributes()))
-	binary.BigEndian.PutUint32(h[OffLastOffsetDelta:], uint32(b.n-1))
+	lastDelta := b.n - 1
 	binary.BigEndian.PutUint64(h[OffBaseTimestamp:], uint64(b.opts.BaseTimestamp))
 	maxTS := b.maxTS
 	if b.n == 0 {
 		maxTS = -1
 	}
+	if k := b.opts.Keep; k != nil {
+		lastDelta, maxTS = k.LastOffsetDelta, k.MaxTimestamp
+	}
+	binary.BigEndian.PutUint32(h[OffLastOffsetDelta:], uint32(lastDelta))
 	binary.BigEndian.PutUint64(h[OffMaxTimestamp:], uint64(maxTS))
 	binary.BigEndian.PutUint64(h[OffProducerID:], uint64(b.opts.ProducerID))
 	binary.BigEndian.PutUint16(h[OffProducerEpoch:], uint16(b.opts.ProducerEpoch))

@@ -52,6 +52,10 @@ const (
 	AttrLogAppendTime = 0x08
 	AttrTransactional = 0x10
 	AttrControl       = 0x20
+	// AttrDeleteHorizon (KIP-534): BaseTimestamp holds the delete horizon the cleaner
+	// set when it first kept a tombstone or transaction marker of the batch; the
+	// records' timestamp deltas are relative to it, so their timestamps are unchanged.
+	AttrDeleteHorizon = 0x40
 )
 
 // Codecs (attribute bits 0-2).

@@ -140,9 +140,12 @@ type scanResult struct {
 // scan decodes every record of the (uncompressed) records section data of the batch
 // with header h. With fn == nil it only checks framing and collects timestamps; with
 // fn != nil it fills rec and calls fn for each record, and returns fn's error as is.
+// Offset deltas must be 0, 1, 2, ... and LastOffsetDelta the last of them; with gaps
+// (a batch read back from a compacted log, see Decoder.Compacted) they must only
+// increase strictly within [0, LastOffsetDelta].
 // Nothing here allocates in proportion to counts read from the wire: headers are
 // appended to rec.Headers as they are decoded, each costing at least two input bytes.
-func scan(h *Header, data []byte, rec *Record, fn func(*Record) error) (scanResult, error) {
+func scan(h *Header, data []byte, rec *Record, fn func(*Record) error, gaps bool) (scanResult, error) {
 	var res scanResult
 	if h.RecordCount < 0 {
 		return res, fmt.Errorf("%w: negative record count %d", ErrRecords, h.RecordCount)
@@ -150,6 +153,7 @@ func scan(h *Header, data []byte, rec *Record, fn func(*Record) error) (scanResu
 	want := int(h.RecordCount)
 	logAppend := h.Attributes&AttrLogAppendTime != 0
 	p := 0
+	prevDelta := int32(-1)
 	for p < len(data) {
 		i := res.n
 		if i >= want {
@@ -187,7 +191,12 @@ func scan(h *Header, data []byte, rec *Record, fn func(*Record) error) (scanResu
 		if c.p != end {
 			return res, fmt.Errorf("%w: record %d at byte %d: %d bytes left inside the record", ErrRecords, i, p, end-c.p)
 		}
-		if int(offDelta) != i {
+		if gaps {
+			if offDelta <= prevDelta || offDelta > h.LastOffsetDelta {
+				return res, fmt.Errorf("%w: record %d has offset delta %d after %d (last offset delta %d)", ErrRecords, i, offDelta, prevDelta, h.LastOffsetDelta)
+			}
+			prevDelta = offDelta
+		} else if int(offDelta) != i {
 			return res, fmt.Errorf("%w: record %d has offset delta %d", ErrRecords, i, offDelta)
 		}
 		ts := h.BaseTimestamp + tsDelta
@@ -218,7 +227,7 @@ func scan(h *Header, data []byte, rec *Record, fn func(*Record) error) (scanResu
 	if res.n != want {
 		return res, fmt.Errorf("%w: %d records, header says %d", ErrRecords, res.n, want)
 	}
-	if want > 0 && int(h.LastOffsetDelta) != want-1 {
+	if want > 0 && !gaps && int(h.LastOffsetDelta) != want-1 {
 		return res, fmt.Errorf("%w: last offset delta %d with %d records", ErrRecords, h.LastOffsetDelta, want)
 	}
 	return res, nil

@@ -1,6 +1,6 @@
 package recordbatch
 
-// checkRecords is scan(h, data, nil, nil) for the common case: it walks the records
+// checkRecords is scan(h, data, nil, nil, false) for the common case: it walks the records
 // section with the varint decoding inlined (most fields are one or two bytes) and
 // returns the same result when the section is valid. On anything it does not accept
 // it defers to scan, so errors, their wording and every edge case stay scan's.
@@ -12,37 +12,37 @@ func checkRecords(h *Header, data []byte) (scanResult, error) {
 	var res scanResult
 	want := int(h.RecordCount)
 	if want < 0 {
-		return scan(h, data, nil, nil)
+		return scan(h, data, nil, nil, false)
 	}
 	p := 0
 	n := 0
 	for p < len(data) {
 		if n >= want {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		length, q, ok := fastVarint(data, p, len(data))
 		if !ok || length < 0 || int(length) > len(data)-q {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		end := q + int(length)
 		// attributes
 		if q >= end {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		q++
 		tsDelta, q, ok := fastVarlong(data, q, end)
 		if !ok {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		offDelta, q, ok := fastVarint(data, q, end)
 		if !ok || int(offDelta) != n {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		// key and value: nullable bytes.
 		for range 2 {
 			var l int32
 			if l, q, ok = fastVarint(data, q, end); !ok || l < -1 || int(l) > end-q {
-				return scan(h, data, nil, nil)
+				return scan(h, data, nil, nil, false)
 			}
 			if l > 0 {
 				q += int(l)
@@ -50,25 +50,25 @@ func checkRecords(h *Header, data []byte) (scanResult, error) {
 		}
 		nh, q, ok := fastVarint(data, q, end)
 		if !ok || nh < 0 {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		for j := int32(0); j < nh; j++ {
 			var l int32
 			// header key: not nullable.
 			if l, q, ok = fastVarint(data, q, end); !ok || l < 0 || int(l) > end-q {
-				return scan(h, data, nil, nil)
+				return scan(h, data, nil, nil, false)
 			}
 			q += int(l)
 			// header value: nullable.
 			if l, q, ok = fastVarint(data, q, end); !ok || l < -1 || int(l) > end-q {
-				return scan(h, data, nil, nil)
+				return scan(h, data, nil, nil, false)
 			}
 			if l > 0 {
 				q += int(l)
 			}
 		}
 		if q != end {
-			return scan(h, data, nil, nil)
+			return scan(h, data, nil, nil, false)
 		}
 		ts := h.BaseTimestamp + tsDelta
 		if n == 0 || ts < res.minTS {
@@ -81,7 +81,7 @@ func checkRecords(h *Header, data []byte) (scanResult, error) {
 		p = end
 	}
 	if n != want || want > 0 && int(h.LastOffsetDelta) != want-1 {
-		return scan(h, data, nil, nil)
+		return scan(h, data, nil, nil, false)
 	}
 	res.n = n
 	return res, nil

@@ -10,7 +10,7 @@ import (
 // records section of batch (whatever the header says).
 func agree(t *testing.T, h *Header, sec []byte) {
 	t.Helper()
-	want, werr := scan(h, sec, nil, nil)
+	want, werr := scan(h, sec, nil, nil, false)
 	got, gerr := checkRecords(h, sec)
 	if fmt.Sprint(werr) != fmt.Sprint(gerr) || (werr == nil && got != want) {
 		t.Fatalf("section % x (count %d, last delta %d): checkRecords %+v, %v; scan %+v, %v",
@@ -105,7 +105,7 @@ func BenchmarkCheckRecords(b *testing.B) {
 	b.SetBytes(int64(len(sec)))
 	b.Run("scan", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := scan(&h, sec, nil, nil); err != nil {
+			if _, err := scan(&h, sec, nil, nil, false); err != nil {
 				b.Fatal(err)
 			}
 		}

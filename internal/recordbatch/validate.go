@@ -101,6 +101,12 @@ type Decoder struct {
 	// MaxUncompressed bounds decompression as in ValidateWithLimit; <= 0 means
 	// DefaultMaxUncompressed(len(batch)).
 	MaxUncompressed int
+	// Compacted accepts batches read back from a log the cleaner compacted (Kafka's
+	// and Sluice's cleaners keep a batch's base offset, LastOffsetDelta and record
+	// offset deltas when they remove records): offset deltas need only increase
+	// strictly within [0, LastOffsetDelta], and there may be fewer records than
+	// LastOffsetDelta+1. Readers of stored data set it; produce validation does not.
+	Compacted bool
 
 	dec *decompressor
 	rec Record
@@ -116,7 +122,7 @@ func (d *Decoder) Records(batch []byte, fn func(r *Record) error) (Info, error) 
 	if err != nil {
 		return Info{Header: h}, err
 	}
-	return iterate(&h, data, &d.rec, fn)
+	return iterate(&h, data, &d.rec, fn, d.Compacted)
 }
 
 // records checks batch's header and returns it with the records section: batch's own
@@ -168,18 +174,18 @@ func Records(batch []byte, buf []byte, fn func(r *Record) error) ([]byte, error)
 		data = out
 	}
 	var rec Record
-	_, err = iterate(&h, data, &rec, fn)
+	_, err = iterate(&h, data, &rec, fn, false)
 	return buf, err
 }
 
 // iterate checks the framing of the whole records section first, then calls fn for each
 // record, so fn never sees records of a batch that turns out to be corrupt.
-func iterate(h *Header, data []byte, rec *Record, fn func(*Record) error) (Info, error) {
-	res, err := checkRecords(h, data)
+func iterate(h *Header, data []byte, rec *Record, fn func(*Record) error, gaps bool) (Info, error) {
+	res, err := check(h, data, gaps)
 	if err != nil {
 		return Info{Header: *h}, err
 	}
-	if _, err := scan(h, data, rec, fn); err != nil {
+	if _, err := scan(h, data, rec, fn, gaps); err != nil {
 		return Info{Header: *h}, err
 	}
 	return info(h, res, len(data)), nil
@@ -194,18 +200,27 @@ func (d *Decoder) Section(batch []byte) (Header, []byte, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	if _, err := checkRecords(&h, data); err != nil {
+	if _, err := check(&h, data, d.Compacted); err != nil {
 		return h, nil, err
 	}
 	return h, data, nil
 }
 
+// check validates the framing of a records section: the fast path for produced
+// batches, scan for ones that may have offset gaps.
+func check(h *Header, data []byte, gaps bool) (scanResult, error) {
+	if gaps {
+		return scan(h, data, nil, nil, true)
+	}
+	return checkRecords(h, data)
+}
+
 // ScanSection calls fn for each record of sec, the uncompressed records section of a
-// batch with header h (as Section returned it: already validated). The *Record and
-// its slices point into sec and are valid only during fn. fn's error is returned as
-// is.
+// batch with header h (as Section returned it: already validated; a section of a
+// compacted batch, whose offsets may have gaps, is accepted too). The *Record and its
+// slices point into sec and are valid only during fn. fn's error is returned as is.
 func ScanSection(h *Header, sec []byte, fn func(r *Record) error) error {
 	var rec Record
-	_, err := scan(h, sec, &rec, fn)
+	_, err := scan(h, sec, &rec, fn, true)
 	return err
 }

@@ -36,7 +36,7 @@ func FirstAtOrAfter(batch []byte, h recordbatch.Header, ts, minOffset int64) (of
 		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
 	}
 	if h.Codec() != recordbatch.CodecNone {
-		var d recordbatch.Decoder
+		d := recordbatch.Decoder{Compacted: true}
 		_, err := d.Records(batch, func(r *recordbatch.Record) error {
 			if r.Offset >= minOffset && r.Timestamp >= ts {
 				offset, timestamp, ok = r.Offset, r.Timestamp, true
