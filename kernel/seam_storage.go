@@ -55,6 +55,11 @@ type LogConfig struct {
 	FlushMs            int64 // flush.ms; MaxInt64 = leave to page cache
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
 	CleanupPolicy      string
+	// Compaction (cleanup.policy contains "compact"); see modules/storage/internal/compact.
+	DeleteRetentionMs      int64   // delete.retention.ms: how long a tombstone outlives its first clean
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
 	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer with no open
 	// transaction whose last batch is older than this is forgotten. <= 0 = never.
 	ProducerIDExpirationMs int64

@@ -279,6 +279,28 @@ func (s *State) TruncateHead(logStart int64) {
 	}
 }
 
+// ForgetAborted drops the aborted transactions whose ABORT marker offset is in
+// markers: the cleaner removed those markers (and, before them, every batch of the
+// transactions), so a read_committed reader must not be told to skip the producer.
+func (s *State) ForgetAborted(markers map[int64]bool) {
+	if len(markers) == 0 {
+		return
+	}
+	s.aborted = slices.DeleteFunc(s.aborted, func(a Aborted) bool { return markers[a.LastOffset] })
+}
+
+// LastDataOffsets returns, per producer, the last offset of its last data batch (the
+// batch whose sequence range the log must keep for deduplication after a replay).
+func (s *State) LastDataOffsets() map[int64]int64 {
+	out := make(map[int64]int64, len(s.producers))
+	for id, e := range s.producers {
+		if e.N > 0 {
+			out[id] = e.Batches[e.N-1].LastOffset
+		}
+	}
+	return out
+}
+
 // TruncateAborted drops the aborted transactions whose marker is at or after offset
 // (the replay from a snapshot re-derives them).
 func (s *State) TruncateAborted(offset int64) {
