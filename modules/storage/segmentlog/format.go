@@ -27,4 +27,5 @@ const (
 	partitionMetadataFile  = "partition.metadata"
 	epochCheckpointFile    = "leader-epoch-checkpoint"
 	hwCheckpointFile       = "replication-offset-checkpoint"
+	cleanerCheckpointFile  = "cleaner-offset-checkpoint"
 )

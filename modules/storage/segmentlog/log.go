@@ -53,6 +53,13 @@ type Log struct {
 	epochs      epochs.Cache
 	epochsDirty bool
 
+	// firstDirty is the cleaner's progress (compacted logs): every record below it
+	// was in the offset map of some pass, so the log below it holds at most one
+	// record per key (plus tombstones and markers within their delete horizon).
+	// Guarded by mu; checkpointed in the log dir's cleaner-offset-checkpoint; never
+	// above the log end (truncation lowers it).
+	firstDirty int64
+
 	// hw is the high watermark the replication module last set (-1: never); read
 	// clamped to [logStart, leo], checkpointed by the store.
 	hw atomic.Int64
@@ -547,6 +554,7 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		l.lowerHW(l.leo.Load())
 	}
+	l.firstDirty = min(l.firstDirty, l.leo.Load())
 	lowered := l.recoveryPoint < rp
 	l.mu.Unlock()
 	l.flushMu.Unlock()

@@ -58,6 +58,9 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 	}
 	logger := s.logger.With("topic", tp.Topic, "partition", tp.Partition)
+	if err := recoverSwaps(dir, logger); err != nil {
+		return nil, fmt.Errorf("open %v: %w", tp, err)
+	}
 	bases, err := listSegments(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
@@ -139,6 +142,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 	}
 	l.logStart.Store(max(ckptLogStart, segs[0].base))
 	l.leo.Store(l.active().next)
+	l.firstDirty = min(ckpt.firstDirty, l.leo.Load())
 	if l.logStart.Load() > l.leo.Load() {
 		logger.Warn("log start offset past the recovered log end; starting empty", "log_start_offset", l.logStart.Load(), "log_end_offset", l.leo.Load())
 		if err := l.truncateFully(l.logStart.Load()); err != nil {
@@ -193,6 +197,7 @@ type checkpointed struct {
 	clean         bool // the recovery point can be trusted (clean shutdown)
 	logStart      int64
 	hw            int64 // -1: none
+	firstDirty    int64 // the cleaner's progress; 0: none
 }
 
 // listSegments removes leftovers (*.deleted, *.tmp, indexes without a log) and returns

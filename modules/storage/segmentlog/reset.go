@@ -83,6 +83,7 @@ func (l *Log) resetLocked(offset int64) error {
 		return err
 	}
 	l.prod.Reset()
+	l.firstDirty = offset
 	l.txnUnsynced = l.txnUnsynced[:0]
 	l.epochs.Clear()
 	l.unflushed = 0

@@ -55,6 +55,17 @@ func (s *segment) path(suffix string) string {
 // openSegment opens (or, with create, creates empty) the files of the segment at base.
 // The indexes are loaded but not checked; see Log.loadSegments.
 func openSegment(dir string, base int64, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
+	return openSegmentFiles(dir, base, "", create, indexBytes, nowMs, logger)
+}
+
+// createSegmentFiles creates the empty files of a segment at base under its final
+// names plus extra (the cleaner's ".cleaned"); path() names the final files, so once
+// they are renamed to those the segment is like any other.
+func createSegmentFiles(dir string, base int64, extra string, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
+	return openSegmentFiles(dir, base, extra, true, indexBytes, nowMs, logger)
+}
+
+func openSegmentFiles(dir string, base int64, extra string, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
 	s := &segment{base: base, dir: dir, logger: logger, maxTs: -1, firstTs: -1, next: base, createdMs: nowMs}
 	s.oidx.base, s.tidx.base = base, base
 	s.oidx.maxEntries = maxEntriesFor(indexBytes, offsetEntrySize)
@@ -64,7 +75,7 @@ func openSegment(dir string, base int64, create bool, indexBytes int64, nowMs in
 		flag |= os.O_CREATE | os.O_TRUNC
 	}
 	var err error
-	if s.log, err = os.OpenFile(s.path(logSuffix), flag, 0o644); err != nil {
+	if s.log, err = os.OpenFile(s.path(logSuffix)+extra, flag, 0o644); err != nil {
 		return nil, fmt.Errorf("open segment %d: %w", base, err)
 	}
 	st, err := s.log.Stat()
@@ -80,11 +91,11 @@ func openSegment(dir string, base int64, create bool, indexBytes int64, nowMs in
 	if create {
 		idxFlag |= os.O_TRUNC
 	}
-	if s.oidx.f, err = os.OpenFile(s.path(indexSuffix), idxFlag, 0o644); err != nil {
+	if s.oidx.f, err = os.OpenFile(s.path(indexSuffix)+extra, idxFlag, 0o644); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("open offset index %d: %w", base, err)
 	}
-	if s.tidx.f, err = os.OpenFile(s.path(timeIndexSuffix), idxFlag, 0o644); err != nil {
+	if s.tidx.f, err = os.OpenFile(s.path(timeIndexSuffix)+extra, idxFlag, 0o644); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("open time index %d: %w", base, err)
 	}

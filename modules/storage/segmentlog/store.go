@@ -39,6 +39,10 @@ type Store struct {
 	recoveryPoints map[kernel.TopicPartition]int64
 	logStarts      map[kernel.TopicPartition]int64
 	hws            map[kernel.TopicPartition]int64
+	// cleanerOffsets: each compacted partition's first dirty offset
+	// (cleaner-offset-checkpoint, Kafka's name and format). Derived state: a lost or
+	// unreadable file only makes the cleaner start over from the log start.
+	cleanerOffsets map[kernel.TopicPartition]int64
 	// unclean: partitions whose files may hold a torn or unflushed tail and that were
 	// not recovered since: every partition directory when the store opened without a
 	// clean-shutdown marker (until its log is opened, which recovers it), and any log
@@ -47,6 +51,10 @@ type Store struct {
 	unclean map[kernel.TopicPartition]bool
 
 	dirty atomic.Bool // the checkpoints are behind
+
+	// crashAt, set by tests only, stops a clean at a named point as a crash would
+	// (see clean.go). Nil in production.
+	crashAt func(point string) bool
 
 	// hwWritten is the content of replication-offset-checkpoint as last written (or
 	// read at open), so that an unchanged set of high watermarks is not rewritten.
@@ -84,6 +92,10 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 		s.hws = map[kernel.TopicPartition]int64{}
 	} else if b, err := os.ReadFile(hwPath); err == nil {
 		s.hwWritten = b
+	}
+	if s.cleanerOffsets, err = readCheckpoint(filepath.Join(dir, cleanerCheckpointFile)); err != nil {
+		logger.Warn("ignoring unreadable cleaner offset checkpoint", "err", err)
+		s.cleanerOffsets = map[kernel.TopicPartition]int64{}
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
 	clean := false
@@ -137,7 +149,7 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 	if !hasHW {
 		hw = -1
 	}
-	l, err := openLog(s, tp, topicID, cfg, checkpointed{recoveryPoint: rp, clean: hasRP && !s.unclean[tp], logStart: s.logStarts[tp], hw: hw})
+	l, err := openLog(s, tp, topicID, cfg, checkpointed{recoveryPoint: rp, clean: hasRP && !s.unclean[tp], logStart: s.logStarts[tp], hw: hw, firstDirty: s.cleanerOffsets[tp]})
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +172,7 @@ func (s *Store) forget(l *Log, clean bool) {
 		rp, ls := l.offsets()
 		s.recoveryPoints[l.tp], s.logStarts[l.tp] = rp, ls
 		s.hws[l.tp] = l.HighWatermark()
+		s.cleanerOffsets[l.tp] = l.cleanerOffset()
 		if !clean {
 			s.unclean[l.tp] = true
 		}
@@ -182,6 +195,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	delete(s.recoveryPoints, tp)
 	delete(s.logStarts, tp)
 	delete(s.hws, tp)
+	delete(s.cleanerOffsets, tp)
 	delete(s.unclean, tp)
 	// Rename the directory away first, durably, so that a crash part way through the
 	// deletion leaves no partial partition directory to be taken for the partition
@@ -338,6 +352,25 @@ func (s *Store) writeCheckpoints() error {
 	if err := writeFileAtomic(filepath.Join(s.dir, logStartCheckpointFile), formatCheckpoint(lss)); err != nil {
 		s.dirty.Store(true)
 		return fmt.Errorf("write log start checkpoint: %w", err)
+	}
+	return nil
+}
+
+// writeCleanerCheckpoint writes cleaner-offset-checkpoint: the first dirty offset of
+// every compacted partition (open or remembered).
+func (s *Store) writeCleanerCheckpoint() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	s.mu.Lock()
+	offs := maps.Clone(s.cleanerOffsets)
+	for tp, l := range s.logs {
+		if o := l.cleanerOffset(); o > 0 {
+			offs[tp] = o
+		}
+	}
+	s.mu.Unlock()
+	if err := writeFileAtomic(filepath.Join(s.dir, cleanerCheckpointFile), formatCheckpoint(offs)); err != nil {
+		return fmt.Errorf("write cleaner offset checkpoint: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,592 @@
+package segmentlog
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/compact"
+	"github.com/sluicehq/sluice/modules/storage/internal/producers"
+)
+
+// Log compaction (cleanup.policy=compact). See doc.go, "Compaction", for the on-disk
+// protocol; compact.Filter for what a pass keeps.
+
+// errCleanAbandoned: the log changed under a pass (truncation, retention, close); the
+// cleaned files are discarded and the next pass starts over. Not a failure.
+var errCleanAbandoned = errors.New("log changed during cleaning")
+
+// cleanerOffset is the first dirty offset, for the checkpoint.
+func (l *Log) cleanerOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.firstDirty
+}
+
+// errInjectedCrash stops a pass at a crash point a test asked for (Store.crashAt):
+// nothing is undone or cleaned up, as if the process had died there.
+var errInjectedCrash = errors.New("segmentlog: injected crash")
+
+func (s *Store) crashed(point string) bool { return s.crashAt != nil && s.crashAt(point) }
+
+// Name implements compact.Log.
+func (l *Log) Name() string { return l.tp.String() }
+
+func compacted(cfg *kernel.LogConfig) bool { return strings.Contains(cfg.CleanupPolicy, "compact") }
+
+// cleanableEnd is the first offset the cleaner may not touch: the active segment's
+// base, the high watermark (above it a record may still be truncated, and with it the
+// value that superseded an older one), the first offset of an open transaction, and the
+// first segment holding a record younger than min.compaction.lag.ms. mu held (read).
+func (l *Log) cleanableEnd(nowMs, from int64) int64 {
+	end := min(l.active().base, l.HighWatermark())
+	if fu, ok := l.prod.FirstUnstableOffset(); ok {
+		end = min(end, fu)
+	}
+	if lag := l.cfg.MinCompactionLagMs; lag > 0 {
+		for i, s := range l.segs[:len(l.segs)-1] {
+			if l.segs[i+1].base <= from {
+				continue
+			}
+			if s.maxTs > nowMs-lag {
+				end = min(end, s.base)
+				break
+			}
+		}
+	}
+	return end
+}
+
+// Cleanable implements compact.Log: the dirty ratio is the bytes of the segments at
+// or after the first dirty offset and below the cleanable end, over those plus the
+// cleaned segments below the first dirty offset (Kafka's min.cleanable.dirty.ratio).
+func (l *Log) Cleanable(nowMs int64) (compact.Candidate, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || !compacted(&l.cfg) {
+		return compact.Candidate{}, false
+	}
+	from := max(l.firstDirty, l.logStart.Load())
+	end := l.cleanableEnd(nowMs, from)
+	if from >= end {
+		return compact.Candidate{}, false
+	}
+	var clean, dirty int64
+	firstTs := int64(-1)
+	for i, s := range l.segs[:len(l.segs)-1] {
+		if s.base >= end {
+			break
+		}
+		if l.segs[i+1].base <= from {
+			clean += s.size
+			continue
+		}
+		dirty += s.size
+		if firstTs < 0 {
+			firstTs = s.firstTs
+		}
+	}
+	if dirty == 0 {
+		return compact.Candidate{}, false
+	}
+	c := compact.Candidate{DirtyRatio: float64(dirty) / float64(clean+dirty), DirtyBytes: dirty}
+	if lag := l.cfg.MaxCompactionLagMs; lag > 0 && lag < math.MaxInt64 && firstTs >= 0 && nowMs-firstTs > lag {
+		c.Due = true
+	}
+	return c, c.Due || c.DirtyRatio >= l.cfg.MinCleanableDirtyRatio
+}
+
+// cleanPlan is what a pass read from the log under its lock.
+type cleanPlan struct {
+	segs     []*segment // pinned: every sealed segment with records below end
+	from     int64      // first dirty offset
+	end      int64      // cleanable end
+	cfg      kernel.LogConfig
+	aborted  []producers.Aborted
+	lastData map[int64]int64
+}
+
+// Clean implements compact.Log: one pass. It maps the dirty section, then rewrites
+// the log from its first segment up to the end of the mapped part, group by group
+// (consecutive segments whose sizes sum to at most segment.bytes become one), each
+// group written beside the old segments and swapped in under mu (swap). Reads,
+// appends and flushes go on during the pass; only the swaps take mu exclusively.
+func (l *Log) Clean(ctx context.Context, env *compact.Env) (compact.Result, error) {
+	p, ok := l.planClean(env.NowMs)
+	if !ok {
+		return compact.Result{FirstDirty: p.from}, nil
+	}
+	defer func() {
+		for _, s := range p.segs {
+			s.unref()
+		}
+	}()
+	res := compact.Result{FirstDirty: p.from}
+	abortedTxns := make([]kernel.AbortedTxn, len(p.aborted))
+	for i, a := range p.aborted {
+		abortedTxns[i] = a.AbortedTxn
+	}
+	txns := compact.NewTxns(abortedTxns)
+	// Map [from, end) until the map is full.
+	env.Map.Reset(p.end - p.from)
+	mp := &compact.Mapper{Map: env.Map, Txns: txns, From: p.from, End: p.from}
+	full := false
+	for i, s := range p.segs {
+		if i+1 < len(p.segs) && p.segs[i+1].base <= p.from {
+			continue
+		}
+		err := readBatches(ctx, s, env.Throttle, func(batch []byte, base int64) (bool, error) {
+			if base >= p.end {
+				return false, nil
+			}
+			ok, err := mp.Add(batch)
+			full = !ok
+			return ok, err
+		})
+		if err != nil {
+			return res, fmt.Errorf("clean %v: map: %w", l.tp, err)
+		}
+		if full {
+			break
+		}
+	}
+	res.MapKeys, res.MapBytes = env.Map.Len(), env.Map.Bytes()
+	if mp.End <= p.from {
+		return res, nil
+	}
+	f := &compact.Filter{
+		Map: env.Map, Txns: txns, End: mp.End, NowMs: env.NowMs,
+		DeleteRetentionMs: p.cfg.DeleteRetentionMs,
+		LastData:          func(pid int64) (int64, bool) { o, ok := p.lastData[pid]; return o, ok },
+	}
+	// The segments to rewrite: from the first one to the one holding End-1.
+	n := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base >= mp.End })
+	for _, g := range groupSegments(p.segs[:n], p.cfg.SegmentBytes) {
+		if err := l.cleanGroup(ctx, env, f, g, p); err != nil {
+			res.Stats = f.Stats
+			if errors.Is(err, errCleanAbandoned) {
+				return res, nil
+			}
+			return res, fmt.Errorf("clean %v: %w", l.tp, err)
+		}
+	}
+	res.Stats = f.Stats
+	l.mu.Lock()
+	if !l.closed {
+		l.firstDirty = mp.End
+	}
+	l.mu.Unlock()
+	res.FirstDirty = mp.End
+	return res, l.store.writeCleanerCheckpoint()
+}
+
+// planClean pins the sealed segments and copies what the pass needs.
+func (l *Log) planClean(nowMs int64) (cleanPlan, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	p := cleanPlan{from: max(l.firstDirty, l.logStart.Load()), cfg: l.cfg}
+	if l.closed || !compacted(&l.cfg) {
+		return p, false
+	}
+	p.end = l.cleanableEnd(nowMs, p.from)
+	if p.from >= p.end {
+		return p, false
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if s.base >= p.end {
+			break
+		}
+		s.pin()
+		p.segs = append(p.segs, s)
+	}
+	p.aborted = append([]producers.Aborted(nil), l.prod.AllAborted()...)
+	p.lastData = l.prod.LastDataOffsets()
+	return p, len(p.segs) > 0
+}
+
+// groupSegments splits segs into runs to rewrite as one segment each: sizes summing to
+// at most segBytes (always at least one segment), offsets within the 32-bit relative
+// range of the indexes.
+func groupSegments(segs []*segment, segBytes int64) [][]*segment {
+	var out [][]*segment
+	for i := 0; i < len(segs); {
+		j, size := i+1, segs[i].size
+		for j < len(segs) && size+segs[j].size <= segBytes && segs[j].next-segs[i].base <= math.MaxInt32 {
+			size += segs[j].size
+			j++
+		}
+		out = append(out, segs[i:j])
+		i = j
+	}
+	return out
+}
+
+// readBatches calls fn with each whole batch of s (and its base offset) in order,
+// until fn returns false. The buffer is reused: fn must not keep batch.
+func readBatches(ctx context.Context, s *segment, throttle func(context.Context, int) error, fn func(batch []byte, base int64) (bool, error)) error {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, s.size), 64<<10)
+	var buf []byte
+	for pos := int64(0); pos < s.size; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var pre [recordbatch.LogOverhead]byte
+		if _, err := io.ReadFull(r, pre[:]); err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		size := int64(int32(binary.BigEndian.Uint32(pre[recordbatch.OffBatchLength:]))) + recordbatch.LogOverhead
+		if size < recordbatch.HeaderSize || pos+size > s.size {
+			return fmt.Errorf("%w: batch at %d of segment %d has length %d", kernel.ErrCorrupt, pos, s.base, size)
+		}
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		copy(buf, pre[:])
+		if _, err := io.ReadFull(r, buf[recordbatch.LogOverhead:]); err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		if throttle != nil {
+			if err := throttle(ctx, int(size)); err != nil {
+				return err
+			}
+		}
+		more, err := fn(buf, int64(binary.BigEndian.Uint64(pre[:])))
+		if err != nil || !more {
+			return err
+		}
+		pos += size
+	}
+	return nil
+}
+
+// Suffixes of a clean in progress (see doc.go, "Compaction").
+const (
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+)
+
+// cleanGroup writes the cleaned form of the segments g beside them as
+// <base>.{log,index,timeindex,txnindex}.cleaned and swaps it in.
+func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filter, g []*segment, p cleanPlan) error {
+	base := g[0].base
+	ns, err := createSegmentFiles(l.dir, base, cleanedSuffix, p.cfg.SegmentIndexBytes, env.NowMs, l.logger)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			ns.unref()
+			removeCleaned(l.dir, base)
+		}
+	}()
+	var out []byte
+	flush := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		if env.Throttle != nil {
+			if err := env.Throttle(ctx, len(out)); err != nil {
+				return err
+			}
+		}
+		err := ns.append(out, p.cfg.IndexIntervalBytes)
+		out = out[:0]
+		return err
+	}
+	for _, s := range g {
+		err := readBatches(ctx, s, env.Throttle, func(batch []byte, _ int64) (bool, error) {
+			var err error
+			if out, err = f.Batch(out, batch); err != nil {
+				return false, err
+			}
+			if len(out) >= 1<<20 {
+				return true, flush()
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	end := g[len(g)-1].next
+	// The aborted transactions whose markers the group keeps go to its .txnindex.
+	var txnIdx []byte
+	for _, a := range p.aborted {
+		if a.LastOffset >= base && a.LastOffset < end && !f.RemovedAborts[a.LastOffset] {
+			txnIdx = producers.AppendTxnIndexEntry(txnIdx, a)
+		}
+	}
+	// Written even when empty, so that each of the four files has its .cleaned
+	// counterpart until it is renamed (recoverSwaps relies on it).
+	if err := writeFileNoDirSync(filepath.Join(l.dir, segmentName(base)+txnIndexSuffix+cleanedSuffix), txnIdx); err != nil {
+		return err
+	}
+	if err := ns.seal(); err != nil {
+		return err
+	}
+	if err := ns.sync(); err != nil {
+		return err
+	}
+	if err := ns.closeIndexFiles(); err != nil {
+		return err
+	}
+	if l.store.crashed("written") {
+		done = true
+		return errInjectedCrash
+	}
+	if err := l.swap(g, ns, end, f.RemovedAborts); err != nil {
+		done = errors.Is(err, errInjectedCrash)
+		return err
+	}
+	done = true
+	return nil
+}
+
+// swap replaces the segments g (still in the log, unchanged) by ns, which covers the
+// same offsets [g[0].base, end). The steps and what a crash after each leaves (the
+// next open finishes or forgets the swap, see recoverSwaps):
+//
+//  1. <base>.swap, the manifest, is written and the directory synced: the commit
+//     point. Before it the old segments are the log and the .cleaned files are
+//     deleted at open; from here on the open completes the swap.
+//  2. The old segments are renamed to *.deleted (readers keep their descriptors).
+//  3. The .cleaned files are renamed to their final names, the .log last.
+//  4. The directory is synced, the manifest removed and the directory synced again.
+//
+// An empty ns (the group held only removed records) is swapped in like any other
+// when it is the log's first segment (it holds the log start offset); otherwise the
+// old segments simply go. mu is taken for the whole swap.
+func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64]bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errCleanAbandoned
+	}
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base >= g[0].base })
+	if i+len(g) >= len(l.segs) { // the group must still be there, and not be the active segment
+		return errCleanAbandoned
+	}
+	for k, s := range g {
+		if l.segs[i+k] != s || s.deleted.Load() {
+			return errCleanAbandoned
+		}
+	}
+	base := g[0].base
+	replace := ns.size > 0 || i == 0
+	m := swapManifest{base: base, end: end, replace: replace}
+	if err := writeFileAtomic(filepath.Join(l.dir, segmentName(base)+swapSuffix), m.encode()); err != nil {
+		return fmt.Errorf("write swap manifest: %w", err)
+	}
+	if l.store.crashed("committed") {
+		return errInjectedCrash
+	}
+	var errs []error
+	for k := len(g) - 1; k >= 0; k-- {
+		if err := g[k].markDeleted(); err != nil {
+			errs = append(errs, err)
+		}
+		if k == len(g)/2 && l.store.crashed("deleting") {
+			return errInjectedCrash
+		}
+	}
+	segs := append([]*segment(nil), l.segs[:i]...)
+	if replace {
+		if err := renameCleaned(l.dir, base); err != nil {
+			errs = append(errs, err)
+		}
+		segs = append(segs, ns)
+	} else {
+		ns.unref()
+		removeCleaned(l.dir, base)
+	}
+	l.segs = append(segs, l.segs[i+len(g):]...)
+	if l.store.crashed("renamed") {
+		return errInjectedCrash
+	}
+	if err := syncDir(l.dir); err != nil {
+		errs = append(errs, err)
+	} else if err := os.Remove(filepath.Join(l.dir, segmentName(base)+swapSuffix)); err != nil {
+		errs = append(errs, err)
+	} else if err := syncDir(l.dir); err != nil {
+		errs = append(errs, err)
+	}
+	l.prod.ForgetAborted(removedAborts)
+	if err := errors.Join(errs...); err != nil {
+		// The swap is committed (the manifest is durable): what is left undone here is
+		// finished by the next open. Serving goes on from the new segment list.
+		l.logger.Warn("finishing a segment swap failed; the next open completes it", "base_offset", base, "err", err)
+	}
+	return nil
+}
+
+// swapManifest is the content of <base>.swap: "1\n<base> <end> <replace 0|1>\n".
+type swapManifest struct {
+	base, end int64
+	replace   bool // the .cleaned files replace the segments; false: they just go
+}
+
+func (m swapManifest) encode() []byte {
+	r := 0
+	if m.replace {
+		r = 1
+	}
+	return fmt.Appendf(nil, "1\n%d %d %d\n", m.base, m.end, r)
+}
+
+func parseSwapManifest(b []byte) (swapManifest, error) {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || lines[0] != "1" {
+		return swapManifest{}, fmt.Errorf("bad swap manifest %q", b)
+	}
+	f := strings.Fields(lines[1])
+	if len(f) != 3 {
+		return swapManifest{}, fmt.Errorf("bad swap manifest %q", b)
+	}
+	base, err1 := strconv.ParseInt(f[0], 10, 64)
+	end, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || base < 0 || end < base || (f[2] != "0" && f[2] != "1") {
+		return swapManifest{}, fmt.Errorf("bad swap manifest %q", b)
+	}
+	return swapManifest{base: base, end: end, replace: f[2] == "1"}, nil
+}
+
+// segmentFileSuffixes are a segment's files, in the order a swap renames them (the
+// .log last: its presence under the final name means the others are in place).
+var segmentFileSuffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+
+func renameCleaned(dir string, base int64) error {
+	var errs []error
+	for _, suf := range segmentFileSuffixes {
+		from := filepath.Join(dir, segmentName(base)+suf+cleanedSuffix)
+		if err := os.Rename(from, filepath.Join(dir, segmentName(base)+suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeCleaned(dir string, base int64) {
+	for _, suf := range segmentFileSuffixes {
+		_ = os.Remove(filepath.Join(dir, segmentName(base)+suf+cleanedSuffix))
+	}
+}
+
+// recoverSwaps finishes the swaps whose manifest is in dir and deletes the .cleaned
+// files of any other (a pass a crash interrupted before its commit point). Run at open,
+// before the segments are listed.
+//
+// For a manifest (base, end, replace): the old segments are those with a base in
+// (base, end), and base itself without replace; their files are deleted. With
+// replace, each of <base>'s four files that still has a .cleaned counterpart is
+// replaced by it (a rename over the old file); one without has been renamed already.
+func recoverSwaps(dir string, logger *slog.Logger) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var manifests []swapManifest
+	for _, e := range ents {
+		stem, ok := strings.CutSuffix(e.Name(), swapSuffix)
+		if !ok {
+			continue
+		}
+		if _, ok := parseBase(stem); !ok {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		m, err := parseSwapManifest(b)
+		if err != nil {
+			// Written atomically: a bad one is not ours to act on.
+			logger.Warn("ignoring unreadable segment swap manifest", "file", e.Name(), "err", err)
+			continue
+		}
+		manifests = append(manifests, m)
+	}
+	for _, m := range manifests {
+		if err := finishSwap(dir, m); err != nil {
+			return fmt.Errorf("finish segment swap at %d: %w", m.base, err)
+		}
+		logger.Warn("finished an interrupted segment swap of the log cleaner", "base_offset", m.base, "end_offset", m.end)
+	}
+	// Whatever .cleaned file is left belongs to no committed swap.
+	ents, err = os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), cleanedSuffix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	if len(manifests) > 0 {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func finishSwap(dir string, m swapManifest) error {
+	bases, err := segmentBases(dir)
+	if err != nil {
+		return err
+	}
+	for _, b := range bases {
+		if b < m.base || b >= m.end || (b == m.base && m.replace) {
+			continue
+		}
+		for _, suf := range segmentFileSuffixes {
+			if err := os.Remove(filepath.Join(dir, segmentName(b)+suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	if m.replace {
+		if err := renameCleaned(dir, m.base); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(dir, segmentName(m.base)+swapSuffix))
+}
+
+// segmentBases lists the base offsets of the .log files in dir.
+func segmentBases(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, e := range ents {
+		if stem, ok := strings.CutSuffix(e.Name(), logSuffix); ok {
+			if b, ok := parseBase(stem); ok {
+				out = append(out, b)
+			}
+		}
+	}
+	return out, nil
+}
+
+var _ compact.Log = (*Log)(nil)

@@ -1,0 +1,324 @@
+package segmentlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/compact"
+	"github.com/sluicehq/sluice/modules/storage/storagetest"
+)
+
+func compactConfig() kernel.LogConfig {
+	cfg := storagetest.DefaultConfig()
+	cfg.CleanupPolicy = "compact"
+	cfg.SegmentBytes = 1024
+	cfg.IndexIntervalBytes = 1
+	cfg.SegmentIndexBytes = 4096
+	cfg.DeleteRetentionMs = 1000
+	cfg.MinCleanableDirtyRatio = 0.5
+	cfg.MaxCompactionLagMs = 1<<63 - 1
+	return cfg
+}
+
+// keyed builds one batch of records key=k value=v (nil v: a tombstone).
+func keyed(ts int64, kv ...string) []byte {
+	var recs []recordbatch.Record
+	for i := 0; i+1 < len(kv); i += 2 {
+		r := recordbatch.Record{Key: []byte(kv[i]), TimestampDelta: int64(i / 2)}
+		if kv[i+1] != "<nil>" {
+			r.Value = []byte(kv[i+1])
+		}
+		recs = append(recs, r)
+	}
+	return recordbatch.Build(recordbatch.Options{BaseTimestamp: ts, ProducerID: -1, BaseSequence: -1}, recs...)
+}
+
+type seen struct {
+	offset int64
+	key    string
+	value  *string
+}
+
+func (s seen) String() string {
+	if s.value == nil {
+		return fmt.Sprintf("%s@%d=<tombstone>", s.key, s.offset)
+	}
+	return fmt.Sprintf("%s@%d=%s", s.key, s.offset, *s.value)
+}
+
+// readLog reads every record from the log start, checking offsets strictly increase.
+func readLog(t *testing.T, l kernel.Log) []seen {
+	t.Helper()
+	var out []seen
+	off := l.LogStartOffset()
+	last := int64(-1)
+	for off < l.LogEndOffset() {
+		rr, err := l.Read(off, 1<<20, l.LogEndOffset(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := storagetest.ReadAll(rr)
+		rr.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			break
+		}
+		d := recordbatch.Decoder{Compacted: true}
+		err = recordbatch.Split(b, func(h recordbatch.Header, batch []byte) error {
+			off = h.LastOffset() + 1
+			if h.IsControl() {
+				return nil
+			}
+			_, err := d.Records(batch, func(r *recordbatch.Record) error {
+				if r.Offset <= last {
+					return fmt.Errorf("offset %d after %d", r.Offset, last)
+				}
+				last = r.Offset
+				s := seen{offset: r.Offset, key: string(r.Key)}
+				if r.Value != nil {
+					v := string(r.Value)
+					s.value = &v
+				}
+				out = append(out, s)
+				return nil
+			})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// latest is the model: the latest record per key of what was produced.
+func latest(recs []seen) map[string]seen {
+	m := map[string]seen{}
+	for _, r := range recs {
+		m[r.key] = r
+	}
+	return m
+}
+
+func cleanNow(t *testing.T, l kernel.Log, nowMs int64) compact.Result {
+	t.Helper()
+	cl, ok := l.(compact.Log)
+	if !ok {
+		t.Fatal("log does not implement compact.Log")
+	}
+	env := &compact.Env{Map: compact.NewOffsetMap(1<<20, 0.9), NowMs: nowMs}
+	res, err := cl.Clean(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// produceVersions appends versions × keys records, key i at version v = "k<i>"="v<v>",
+// then tombstones for the keys listed, then one more batch so that everything before
+// it is in sealed segments.
+func produceVersions(t *testing.T, l kernel.Log, keys, versions int, tombstones ...int) {
+	t.Helper()
+	for v := 0; v < versions; v++ {
+		for k := 0; k < keys; k++ {
+			if _, err := l.AppendLeader(keyed(1000, fmt.Sprintf("k%d", k), fmt.Sprintf("v%d", v))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, k := range tombstones {
+		if _, err := l.AppendLeader(keyed(1000, fmt.Sprintf("k%d", k), "<nil>")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.AppendLeader(keyed(1000, "tail", "x")); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+}
+
+func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
+	s := openRaw(t, t.TempDir())
+	defer s.Close()
+	tp := kernel.TopicPartition{Topic: "c", Partition: 0}
+	l := mustOpen(t, s, tp, [16]byte{1}, compactConfig())
+	produceVersions(t, l, 10, 20, 3, 7)
+	before := readLog(t, l)
+	want := latest(before)
+	sizeBefore := l.Size()
+
+	res := cleanNow(t, l, 5000)
+	if res.RecordsRemoved == 0 {
+		t.Fatalf("nothing removed: %+v", res)
+	}
+	after := readLog(t, l)
+	if got := latest(after); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("latest values changed:\n got %v\nwant %v", got, want)
+	}
+	// Below the first dirty offset every key appears once, as its latest version
+	// below that offset (the rest, the uncleaned head, is as produced).
+	latestBelow := latest(func() (out []seen) {
+		for _, r := range before {
+			if r.offset < res.FirstDirty {
+				out = append(out, r)
+			}
+		}
+		return out
+	}())
+	for _, r := range after {
+		if r.offset < res.FirstDirty && latestBelow[r.key].offset != r.offset {
+			t.Fatalf("record %v kept below the first dirty offset %d, latest there is %v", r, res.FirstDirty, latestBelow[r.key])
+		}
+	}
+	if res.FirstDirty <= 100 {
+		t.Fatalf("first dirty offset %d: most of the log should be cleaned", res.FirstDirty)
+	}
+	if l.Size() >= sizeBefore {
+		t.Fatalf("size %d not below %d", l.Size(), sizeBefore)
+	}
+	// Tombstones are there until their horizon (first clean at 5000 + 1000).
+	for _, k := range []string{"k3", "k7"} {
+		if r, ok := latest(after)[k]; !ok || r.value != nil {
+			t.Fatalf("tombstone of %s missing after the first clean: %+v", k, r)
+		}
+	}
+	cleanNow(t, l, 5500) // before the horizon: still there
+	if _, ok := latest(readLog(t, l))["k3"]; !ok {
+		t.Fatal("tombstone removed before delete.retention.ms")
+	}
+	// New appends make the log dirty again; after the horizon the tombstones go.
+	produceVersions(t, l, 10, 3)
+	res = cleanNow(t, l, 7000)
+	got := latest(readLog(t, l))
+	if res.TombstonesRemoved != 0 {
+		// k3 and k7 got new values in the 3 new versions, superseding the tombstones.
+		t.Fatalf("tombstones counted as removed though superseded: %+v", res.Stats)
+	}
+	if v := got["k3"].value; v == nil || *v != "v2" {
+		t.Fatalf("k3 = %v, want v2", v)
+	}
+
+	// A restart serves the same.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, s, tp, [16]byte{1}, compactConfig())
+	if again := latest(readLog(t, l)); fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Fatalf("after reopen:\n got %v\nwant %v", again, got)
+	}
+}
+
+func TestCleanRemovesTombstonesAfterHorizon(t *testing.T) {
+	s := openRaw(t, t.TempDir())
+	defer s.Close()
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, compactConfig())
+	produceVersions(t, l, 4, 5, 1, 2)
+	for i := 0; i < 20; i++ { // the tombstones into sealed segments
+		if _, err := l.AppendLeader(keyed(1000, "f", "y")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	cleanNow(t, l, 5000)
+	if r, ok := latest(readLog(t, l))["k1"]; !ok || r.value != nil {
+		t.Fatalf("tombstone of k1 gone before its horizon: %v", r)
+	}
+	// Enough new data (other keys) for the ratio, then a clean after the horizon.
+	for i := 0; i < 40; i++ {
+		if _, err := l.AppendLeader(keyed(1000, fmt.Sprintf("x%d", i%5), "y")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.AppendLeader(keyed(1000, "tail2", "x")); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	res := cleanNow(t, l, 6001)
+	got := latest(readLog(t, l))
+	for _, k := range []string{"k1", "k2"} {
+		if r, ok := got[k]; ok {
+			t.Fatalf("tombstone of %s still there after its horizon: %+v (stats %+v)", k, r, res.Stats)
+		}
+	}
+	if v := got["k0"].value; v == nil || *v != "v4" {
+		t.Fatalf("k0 = %v, want v4", v)
+	}
+}
+
+func TestCleanNeverPassesHighWatermark(t *testing.T) {
+	s := openRaw(t, t.TempDir())
+	defer s.Close()
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, compactConfig())
+	produceVersions(t, l, 5, 10)
+	l.SetHighWatermark(0)
+	before := readLog(t, l)
+	if c, ok := l.(compact.Log).Cleanable(5000); ok {
+		t.Fatalf("cleanable below the high watermark: %+v", c)
+	}
+	cleanNow(t, l, 5000)
+	if after := readLog(t, l); len(after) != len(before) {
+		t.Fatalf("cleaned above the high watermark: %d -> %d records", len(before), len(after))
+	}
+}
+
+// TestCleanCrashAtEveryPoint stops a pass at each point of the swap as a crash
+// would, reopens the directory, and checks the log holds either the old or the new
+// segments: the latest value of every key, offsets unchanged, no duplicates.
+func TestCleanCrashAtEveryPoint(t *testing.T) {
+	for _, point := range []string{"written", "committed", "deleting", "renamed"} {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openRaw(t, dir)
+			tp := kernel.TopicPartition{Topic: "c", Partition: 0}
+			l := mustOpen(t, s, tp, [16]byte{1}, compactConfig())
+			produceVersions(t, l, 10, 20, 4)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			want := latest(readLog(t, l))
+			hit := false
+			s.crashAt = func(p string) bool {
+				if p == point && !hit {
+					hit = true
+					return true
+				}
+				return false
+			}
+			env := &compact.Env{Map: compact.NewOffsetMap(1<<20, 0.9), NowMs: 5000}
+			if _, err := l.(compact.Log).Clean(context.Background(), env); !errors.Is(err, errInjectedCrash) {
+				t.Fatalf("clean: %v, want the injected crash", err)
+			}
+			crash(t, s)
+			s2 := openRaw(t, dir)
+			defer s2.Close()
+			l2 := mustOpen(t, s2, tp, [16]byte{1}, compactConfig())
+			if got := latest(readLog(t, l2)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after a crash at %s:\n got %v\nwant %v", point, got, want)
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, tp.String(), "*"))
+			for _, f := range left {
+				if strings.HasSuffix(f, cleanedSuffix) || strings.HasSuffix(f, swapSuffix) || strings.HasSuffix(f, deletedSuffix) {
+					t.Fatalf("leftover %s after recovery", f)
+				}
+			}
+			// And a clean after the restart completes the work.
+			l2.SetHighWatermark(l2.LogEndOffset())
+			cleanNow(t, l2, 5000)
+			if got := latest(readLog(t, l2)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("clean after recovery:\n got %v\nwant %v", got, want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, cleanerCheckpointFile)); err != nil {
+				t.Fatalf("no cleaner checkpoint: %v", err)
+			}
+		})
+	}
+}
