@@ -26,6 +26,7 @@
 //
 //	<dir>/
 //	  .kafka_cleanshutdown                 present only after a clean shutdown
+//	  cleaner-offset-checkpoint            compacted partitions' first dirty offsets
 //	  recovery-point-offset-checkpoint     | "0" | count | "topic partition offset"... |
 //	  log-start-offset-checkpoint          same format
 //	  replication-offset-checkpoint        same format: the high watermarks
@@ -199,6 +200,43 @@
 // segment away, syncs the directory again and writes the checkpoints. The log is empty
 // with log start = log end, and a restart finds the new segment's file, named by the
 // log end offset, so the next offset survives even with stale checkpoints.
+//
+// # Compaction
+//
+// A log whose cleanup.policy includes compact is cleaned by the module's cleaner
+// threads (compact.Cleaner; log.cleaner.* broker configs) one pass at a time; what a
+// pass keeps is compact.Filter's rule set (Kafka's: latest record per key, tombstones
+// and transaction markers until their KIP-534 delete horizon, no aborted data, the last
+// data batch of each producer). Offsets never change: a cleaned batch keeps its base
+// offset and offset range, records keep their offsets, and the log has gaps where
+// records went (Read, OffsetForTimestamp and Truncate step over them).
+//
+// The cleanable range is [first dirty offset, cleanable end): the end is the lowest of
+// the active segment's base, the high watermark, the first offset of an open
+// transaction and the first segment holding a record younger than
+// min.compaction.lag.ms. A pass maps that range, then rewrites the log from its first
+// segment to the end of what the map covered, in groups of consecutive segments whose
+// sizes sum to at most segment.bytes. Each group becomes one segment:
+//
+//	00000000000000000000.log.cleaned      the group's kept batches (synced)
+//	00000000000000000000.index.cleaned    its indexes, built as it is written
+//	00000000000000000000.timeindex.cleaned
+//	00000000000000000000.txnindex.cleaned the aborted transactions whose markers it keeps
+//	                                      (written even when empty)
+//	00000000000000000000.swap             the manifest: "1\n<base> <end> <replace>\n"
+//
+// The manifest is the commit point: it is written (atomically, directory synced) only
+// after the .cleaned files are durable, under mu, once the group is checked to be still
+// in the log unchanged. Then the old segments are renamed to *.deleted, the .cleaned
+// files to their final names (.log last), the directory is synced and the manifest
+// removed. At open (recoverSwaps), before the segments are listed: for each manifest,
+// the segments with a base in (base, end) are deleted (and base itself when replace is
+// 0: the group held only removed records and was not the log's first segment), the
+// .cleaned files left are renamed over their targets, and the manifest removed; any
+// other .cleaned file is deleted. A crash at any point thus leaves the old segments
+// or the new ones. The first dirty offset is kept in the log dir's
+// cleaner-offset-checkpoint (Kafka's checkpoint format); a lost one only means the
+// next pass maps from the log start again.
 //
 // # Invariants
 //
