@@ -54,7 +54,15 @@ type LogConfig struct {
 	FlushMessages      int64 // flush.messages; <=0 or MaxInt64 = leave to page cache
 	FlushMs            int64 // flush.ms; MaxInt64 = leave to page cache
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
-	CleanupPolicy      string
+	// CleanupPolicy is cleanup.policy, canonical: "delete", "compact" or
+	// "compact,delete". Time and size retention apply only when it includes delete
+	// ("" counts as delete).
+	CleanupPolicy string
+	// Compaction (cleanup.policy includes compact).
+	DeleteRetentionMs      int64   // delete.retention.ms: how long a tombstone survives cleaning
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
 	// ProducerIDExpirationMs is producer.id.expiration.ms: a producer with no open
 	// transaction whose last batch is older than this is forgotten. <= 0 = never.
 	ProducerIDExpirationMs int64

@@ -32,12 +32,8 @@ type Topic struct {
 	// the Before/After fields already account for it.
 	MessageTimestampDifferenceMaxMs int64
 
-	DeleteRetentionMs           int64   // delete.retention.ms
-	MinCompactionLagMs          int64   // min.compaction.lag.ms
-	MaxCompactionLagMs          int64   // max.compaction.lag.ms
-	MinCleanableDirtyRatio      float64 // min.cleanable.dirty.ratio
-	Preallocate                 bool    // preallocate
-	MessageDownconversionEnable bool    // message.downconversion.enable
+	Preallocate                 bool // preallocate
+	MessageDownconversionEnable bool // message.downconversion.enable
 
 	// Replication throttles: "" (none), "*" (all) or "partition:broker" pairs joined by ",".
 	LeaderReplicationThrottledReplicas   string // leader.replication.throttled.replicas
@@ -81,6 +77,11 @@ func topicFrom(eff map[string]value) Topic {
 			FlushMs:            n("flush.ms"),
 			FileDeleteDelayMs:  n("file.delete.delay.ms"),
 			CleanupPolicy:      canonicalPolicy(eff["cleanup.policy"].l),
+
+			DeleteRetentionMs:      n("delete.retention.ms"),
+			MinCompactionLagMs:     n("min.compaction.lag.ms"),
+			MaxCompactionLagMs:     n("max.compaction.lag.ms"),
+			MinCleanableDirtyRatio: eff["min.cleanable.dirty.ratio"].f,
 		},
 		MaxMessageBytes:                      n("max.message.bytes"),
 		MessageTimestampType:                 eff["message.timestamp.type"].s,
@@ -93,10 +94,6 @@ func topicFrom(eff map[string]value) Topic {
 		CompressionGzipLevel:                 int32(n("compression.gzip.level")),
 		CompressionLz4Level:                  int32(n("compression.lz4.level")),
 		CompressionZstdLevel:                 int32(n("compression.zstd.level")),
-		DeleteRetentionMs:                    n("delete.retention.ms"),
-		MinCompactionLagMs:                   n("min.compaction.lag.ms"),
-		MaxCompactionLagMs:                   n("max.compaction.lag.ms"),
-		MinCleanableDirtyRatio:               eff["min.cleanable.dirty.ratio"].f,
 		Preallocate:                          eff["preallocate"].bool(),
 		MessageDownconversionEnable:          eff["message.downconversion.enable"].bool(),
 		LeaderReplicationThrottledReplicas:   eff["leader.replication.throttled.replicas"].s,
