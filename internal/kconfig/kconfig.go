@@ -163,6 +163,15 @@ type Broker struct {
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
+	// The log cleaner (compaction); all but LogCleanerEnable are dynamic cluster-wide.
+	LogCleanerEnable              bool    // log.cleaner.enable
+	LogCleanerThreads             int32   // log.cleaner.threads
+	LogCleanerBackoffMs           int64   // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize    int64   // log.cleaner.dedupe.buffer.size
+	LogCleanerIOBufferSize        int64   // log.cleaner.io.buffer.size
+	LogCleanerIOBufferLoadFactor  float64 // log.cleaner.io.buffer.load.factor
+	LogCleanerIOMaxBytesPerSecond float64 // log.cleaner.io.max.bytes.per.second; math.MaxFloat64 = no limit
+
 	ReplicaFetchMaxBytes                     int32  // replica.fetch.max.bytes
 	ReplicaFetchResponseMaxBytes             int32  // replica.fetch.response.max.bytes
 	ReplicaFetchWaitMaxMs                    int32  // replica.fetch.wait.max.ms
@@ -179,6 +188,7 @@ type Broker struct {
 	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
 	OffsetsRetentionMs              int64 // offsets.retention.minutes, in ms
 	OffsetsRetentionCheckIntervalMs int64 // offsets.retention.check.interval.ms
+	OffsetsTopicSegmentBytes        int64 // offsets.topic.segment.bytes
 
 	TransactionStateLogNumPartitions     int32 // transaction.state.log.num.partitions
 	TransactionStateLogReplicationFactor int16 // transaction.state.log.replication.factor
@@ -186,6 +196,7 @@ type Broker struct {
 	TransactionMaxTimeoutMs              int64 // transaction.max.timeout.ms
 	TransactionalIDExpirationMs          int64 // transactional.id.expiration.ms
 	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
+	TransactionStateLogSegmentBytes      int64 // transaction.state.log.segment.bytes
 
 	GroupInitialRebalanceDelayMs     int64 // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeoutMs         int64 // group.min.session.timeout.ms
@@ -229,6 +240,14 @@ func ResolveBroker(merged map[string]string) Broker {
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
 
+		LogCleanerEnable:              eff["log.cleaner.enable"].bool(),
+		LogCleanerThreads:             int32(n("log.cleaner.threads")),
+		LogCleanerBackoffMs:           n("log.cleaner.backoff.ms"),
+		LogCleanerDedupeBufferSize:    n("log.cleaner.dedupe.buffer.size"),
+		LogCleanerIOBufferSize:        n("log.cleaner.io.buffer.size"),
+		LogCleanerIOBufferLoadFactor:  eff["log.cleaner.io.buffer.load.factor"].f,
+		LogCleanerIOMaxBytesPerSecond: eff["log.cleaner.io.max.bytes.per.second"].f,
+
 		ReplicaFetchMaxBytes:                     int32(n("replica.fetch.max.bytes")),
 		ReplicaFetchResponseMaxBytes:             int32(n("replica.fetch.response.max.bytes")),
 		ReplicaFetchWaitMaxMs:                    int32(n("replica.fetch.wait.max.ms")),
@@ -245,6 +264,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		OffsetsTopicReplicationFactor:   int16(n("offsets.topic.replication.factor")),
 		OffsetsRetentionMs:              n("offsets.retention.minutes") * 60 * 1000,
 		OffsetsRetentionCheckIntervalMs: n("offsets.retention.check.interval.ms"),
+		OffsetsTopicSegmentBytes:        n("offsets.topic.segment.bytes"),
 
 		TransactionStateLogNumPartitions:     int32(n("transaction.state.log.num.partitions")),
 		TransactionStateLogReplicationFactor: int16(n("transaction.state.log.replication.factor")),
@@ -252,6 +272,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		TransactionMaxTimeoutMs:              n("transaction.max.timeout.ms"),
 		TransactionalIDExpirationMs:          n("transactional.id.expiration.ms"),
 		ProducerIDExpirationMs:               n("producer.id.expiration.ms"),
+		TransactionStateLogSegmentBytes:      n("transaction.state.log.segment.bytes"),
 
 		GroupInitialRebalanceDelayMs:     n("group.initial.rebalance.delay.ms"),
 		GroupMinSessionTimeoutMs:         n("group.min.session.timeout.ms"),
