@@ -54,9 +54,12 @@ type LogConfig struct {
 	FlushMessages      int64 // flush.messages; <=0 or MaxInt64 = leave to page cache
 	FlushMs            int64 // flush.ms; MaxInt64 = leave to page cache
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
-	CleanupPolicy      string
-	// Compaction (cleanup.policy contains "compact"); see modules/storage/internal/compact.
-	DeleteRetentionMs      int64   // delete.retention.ms: how long a tombstone outlives its first clean
+	// CleanupPolicy is cleanup.policy, canonical: "delete", "compact" or
+	// "compact,delete". Time and size retention apply only when it includes delete
+	// ("" counts as delete).
+	CleanupPolicy string
+	// Compaction (cleanup.policy includes compact).
+	DeleteRetentionMs      int64   // delete.retention.ms: how long a tombstone survives cleaning
 	MinCompactionLagMs     int64   // min.compaction.lag.ms
 	MaxCompactionLagMs     int64   // max.compaction.lag.ms
 	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio

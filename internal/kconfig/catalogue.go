@@ -303,6 +303,20 @@ var brokerOnlyDefs = []brokerDef{
 		"Smallest session timeout a classic group member may ask for."}},
 	{def: def{"listeners", TypeString, ptr("PLAINTEXT://:9092"), nil,
 		"The addresses the broker accepts connections on, as NAME://host:port, comma separated."}},
+	{def: def{"log.cleaner.backoff.ms", TypeLong, ptr("15000"), atLeast(0),
+		"How long a cleaner thread sleeps when no log needs cleaning."}},
+	{def: def{"log.cleaner.dedupe.buffer.size", TypeLong, ptr("134217728"), nil,
+		"Memory for the cleaners' offset maps (key hash to latest offset), shared by all cleaner threads; a log with more keys than fit is cleaned in several passes."}},
+	{def: def{"log.cleaner.enable", TypeBoolean, ptr("true"), nil,
+		"Whether the log cleaner runs; without it topics with cleanup.policy=compact, including __consumer_offsets and __transaction_state, grow without bound."}},
+	{def: def{"log.cleaner.io.buffer.load.factor", TypeDouble, ptr("0.9"), nil,
+		"How full the cleaner lets an offset map get before it starts a new pass."}},
+	{def: def{"log.cleaner.io.buffer.size", TypeInt, ptr("524288"), atLeast(0),
+		"Read and write buffer memory of the cleaners, shared by all cleaner threads."}},
+	{def: def{"log.cleaner.io.max.bytes.per.second", TypeDouble, ptr("1.7976931348623157E308"), nil,
+		"Limit on the cleaners' combined read and write rate, in bytes per second; the default means no limit."}},
+	{def: def{"log.cleaner.threads", TypeInt, ptr("1"), atLeast(0),
+		"Number of background threads that clean compacted logs."}},
 	{def: def{"log.dirs", TypeString, nil, nil,
 		"Comma-separated directories that hold partition data."}},
 	{def: def{"log.retention.check.interval.ms", TypeLong, ptr("300000"), atLeast(1),
@@ -321,6 +335,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Partition count of __consumer_offsets; fixed once the topic exists."}},
 	{def: def{"offsets.topic.replication.factor", TypeShort, ptr("1"), atLeast(1),
 		"Replication factor of __consumer_offsets. Sluice defaults to 1 (Kafka: 3) so that a single node works; set 3 for a cluster."}},
+	{def: def{"offsets.topic.segment.bytes", TypeInt, ptr("104857600"), atLeast(1),
+		"segment.bytes of __consumer_offsets, kept small so that it is compacted and loaded quickly; applies when the topic is created."}},
 	{def: def{"producer.id.expiration.ms", TypeInt, ptr("86400000"), atLeast(1),
 		"How long the broker remembers an idempotent producer's state after its last write."}},
 	{def: def{"replica.lag.time.max.ms", TypeLong, ptr("30000"), nil,
@@ -367,6 +383,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Partition count of __transaction_state; fixed once the topic exists."}},
 	{def: def{"transaction.state.log.replication.factor", TypeShort, ptr("1"), atLeast(1),
 		"Replication factor of __transaction_state. Sluice defaults to 1 (Kafka: 3) so that a single node works; set 3 for a cluster."}},
+	{def: def{"transaction.state.log.segment.bytes", TypeInt, ptr("104857600"), atLeast(1),
+		"segment.bytes of __transaction_state, kept small so that it is compacted and loaded quickly; applies when the topic is created."}},
 	{def: def{"transactional.id.expiration.ms", TypeInt, ptr("604800000"), atLeast(1),
 		"How long the coordinator keeps a transactional id it has not heard from."}},
 }
@@ -374,8 +392,17 @@ var brokerOnlyDefs = []brokerDef{
 const math16 = 1<<15 - 1
 
 // extraDynamic are broker configs that are not topic defaults but may still be changed
-// at runtime.
-var extraDynamic = []string{"producer.id.expiration.ms"}
+// at runtime (as in Kafka: the log cleaner's settings other than log.cleaner.enable are
+// cluster-wide dynamic).
+var extraDynamic = []string{
+	"producer.id.expiration.ms",
+	"log.cleaner.backoff.ms",
+	"log.cleaner.dedupe.buffer.size",
+	"log.cleaner.io.buffer.load.factor",
+	"log.cleaner.io.buffer.size",
+	"log.cleaner.io.max.bytes.per.second",
+	"log.cleaner.threads",
+}
 
 // topicCheck returns the check of a topic config, for a broker synonym in the same
 // units. It reads topicDefs, which is initialized first (it has no dependencies).

@@ -32,12 +32,8 @@ type Topic struct {
 	// the Before/After fields already account for it.
 	MessageTimestampDifferenceMaxMs int64
 
-	DeleteRetentionMs           int64   // delete.retention.ms
-	MinCompactionLagMs          int64   // min.compaction.lag.ms
-	MaxCompactionLagMs          int64   // max.compaction.lag.ms
-	MinCleanableDirtyRatio      float64 // min.cleanable.dirty.ratio
-	Preallocate                 bool    // preallocate
-	MessageDownconversionEnable bool    // message.downconversion.enable
+	Preallocate                 bool // preallocate
+	MessageDownconversionEnable bool // message.downconversion.enable
 
 	// Replication throttles: "" (none), "*" (all) or "partition:broker" pairs joined by ",".
 	LeaderReplicationThrottledReplicas   string // leader.replication.throttled.replicas
@@ -81,6 +77,11 @@ func topicFrom(eff map[string]value) Topic {
 			FlushMs:            n("flush.ms"),
 			FileDeleteDelayMs:  n("file.delete.delay.ms"),
 			CleanupPolicy:      canonicalPolicy(eff["cleanup.policy"].l),
+
+			DeleteRetentionMs:      n("delete.retention.ms"),
+			MinCompactionLagMs:     n("min.compaction.lag.ms"),
+			MaxCompactionLagMs:     n("max.compaction.lag.ms"),
+			MinCleanableDirtyRatio: eff["min.cleanable.dirty.ratio"].f,
 		},
 		MaxMessageBytes:                      n("max.message.bytes"),
 		MessageTimestampType:                 eff["message.timestamp.type"].s,
@@ -93,10 +94,6 @@ func topicFrom(eff map[string]value) Topic {
 		CompressionGzipLevel:                 int32(n("compression.gzip.level")),
 		CompressionLz4Level:                  int32(n("compression.lz4.level")),
 		CompressionZstdLevel:                 int32(n("compression.zstd.level")),
-		DeleteRetentionMs:                    n("delete.retention.ms"),
-		MinCompactionLagMs:                   n("min.compaction.lag.ms"),
-		MaxCompactionLagMs:                   n("max.compaction.lag.ms"),
-		MinCleanableDirtyRatio:               eff["min.cleanable.dirty.ratio"].f,
 		Preallocate:                          eff["preallocate"].bool(),
 		MessageDownconversionEnable:          eff["message.downconversion.enable"].bool(),
 		LeaderReplicationThrottledReplicas:   eff["leader.replication.throttled.replicas"].s,
@@ -166,6 +163,15 @@ type Broker struct {
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
+	// The log cleaner (compaction); all but LogCleanerEnable are dynamic cluster-wide.
+	LogCleanerEnable              bool    // log.cleaner.enable
+	LogCleanerThreads             int32   // log.cleaner.threads
+	LogCleanerBackoffMs           int64   // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize    int64   // log.cleaner.dedupe.buffer.size
+	LogCleanerIOBufferSize        int64   // log.cleaner.io.buffer.size
+	LogCleanerIOBufferLoadFactor  float64 // log.cleaner.io.buffer.load.factor
+	LogCleanerIOMaxBytesPerSecond float64 // log.cleaner.io.max.bytes.per.second; math.MaxFloat64 = no limit
+
 	ReplicaFetchMaxBytes                     int32  // replica.fetch.max.bytes
 	ReplicaFetchResponseMaxBytes             int32  // replica.fetch.response.max.bytes
 	ReplicaFetchWaitMaxMs                    int32  // replica.fetch.wait.max.ms
@@ -182,6 +188,7 @@ type Broker struct {
 	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
 	OffsetsRetentionMs              int64 // offsets.retention.minutes, in ms
 	OffsetsRetentionCheckIntervalMs int64 // offsets.retention.check.interval.ms
+	OffsetsTopicSegmentBytes        int64 // offsets.topic.segment.bytes
 
 	TransactionStateLogNumPartitions     int32 // transaction.state.log.num.partitions
 	TransactionStateLogReplicationFactor int16 // transaction.state.log.replication.factor
@@ -189,6 +196,7 @@ type Broker struct {
 	TransactionMaxTimeoutMs              int64 // transaction.max.timeout.ms
 	TransactionalIDExpirationMs          int64 // transactional.id.expiration.ms
 	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
+	TransactionStateLogSegmentBytes      int64 // transaction.state.log.segment.bytes
 
 	GroupInitialRebalanceDelayMs     int64 // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeoutMs         int64 // group.min.session.timeout.ms
@@ -232,6 +240,14 @@ func ResolveBroker(merged map[string]string) Broker {
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
 
+		LogCleanerEnable:              eff["log.cleaner.enable"].bool(),
+		LogCleanerThreads:             int32(n("log.cleaner.threads")),
+		LogCleanerBackoffMs:           n("log.cleaner.backoff.ms"),
+		LogCleanerDedupeBufferSize:    n("log.cleaner.dedupe.buffer.size"),
+		LogCleanerIOBufferSize:        n("log.cleaner.io.buffer.size"),
+		LogCleanerIOBufferLoadFactor:  eff["log.cleaner.io.buffer.load.factor"].f,
+		LogCleanerIOMaxBytesPerSecond: eff["log.cleaner.io.max.bytes.per.second"].f,
+
 		ReplicaFetchMaxBytes:                     int32(n("replica.fetch.max.bytes")),
 		ReplicaFetchResponseMaxBytes:             int32(n("replica.fetch.response.max.bytes")),
 		ReplicaFetchWaitMaxMs:                    int32(n("replica.fetch.wait.max.ms")),
@@ -248,6 +264,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		OffsetsTopicReplicationFactor:   int16(n("offsets.topic.replication.factor")),
 		OffsetsRetentionMs:              n("offsets.retention.minutes") * 60 * 1000,
 		OffsetsRetentionCheckIntervalMs: n("offsets.retention.check.interval.ms"),
+		OffsetsTopicSegmentBytes:        n("offsets.topic.segment.bytes"),
 
 		TransactionStateLogNumPartitions:     int32(n("transaction.state.log.num.partitions")),
 		TransactionStateLogReplicationFactor: int16(n("transaction.state.log.replication.factor")),
@@ -255,6 +272,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		TransactionMaxTimeoutMs:              n("transaction.max.timeout.ms"),
 		TransactionalIDExpirationMs:          n("transactional.id.expiration.ms"),
 		ProducerIDExpirationMs:               n("producer.id.expiration.ms"),
+		TransactionStateLogSegmentBytes:      n("transaction.state.log.segment.bytes"),
 
 		GroupInitialRebalanceDelayMs:     n("group.initial.rebalance.delay.ms"),
 		GroupMinSessionTimeoutMs:         n("group.min.session.timeout.ms"),

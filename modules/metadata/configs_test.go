@@ -240,3 +240,68 @@ func TestEditList(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeConfigsLogCleaner: the log cleaner's broker configs and the internal
+// topics' segment sizes are described with Kafka's defaults, sources and read-only
+// flags, and the dynamic ones can be changed cluster-wide.
+func TestDescribeConfigsLogCleaner(t *testing.T) {
+	_, fc := startModule(t, t.TempDir(), func(_ *Module, fc *fakeContext) {
+		fc.info.StaticConfigs = map[string]string{"offsets.topic.segment.bytes": "1048576"}
+	})
+	broker := kmsg.ConfigResourceTypeBroker
+	want := []struct {
+		name, value string
+		src         kmsg.ConfigSource
+		readOnly    bool
+	}{
+		{"log.cleaner.enable", "true", kmsg.ConfigSourceDefaultConfig, true},
+		{"log.cleaner.threads", "1", kmsg.ConfigSourceDefaultConfig, false},
+		{"log.cleaner.backoff.ms", "15000", kmsg.ConfigSourceDefaultConfig, false},
+		{"log.cleaner.dedupe.buffer.size", "134217728", kmsg.ConfigSourceDefaultConfig, false},
+		{"log.cleaner.io.buffer.size", "524288", kmsg.ConfigSourceDefaultConfig, false},
+		{"log.cleaner.io.buffer.load.factor", "0.9", kmsg.ConfigSourceDefaultConfig, false},
+		{"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", kmsg.ConfigSourceDefaultConfig, false},
+		{"offsets.topic.segment.bytes", "1048576", kmsg.ConfigSourceStaticBrokerConfig, true},
+		{"transaction.state.log.segment.bytes", "104857600", kmsg.ConfigSourceDefaultConfig, true},
+	}
+	var names []string
+	for _, w := range want {
+		names = append(names, w.name)
+	}
+	res := describeConfigs(t, fc, broker, "1", names...)
+	if res.ErrorCode != 0 || len(res.Configs) != len(want) {
+		t.Fatalf("code %d, %d configs", res.ErrorCode, len(res.Configs))
+	}
+	byName := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range res.Configs {
+		byName[c.Name] = c
+	}
+	for _, w := range want {
+		c := byName[w.name]
+		if c.Name != w.name || derefOr(c.Value, "<nil>") != w.value || c.Source != w.src || c.ReadOnly != w.readOnly {
+			t.Errorf("%s = %s from %v read-only %v, want %s from %v read-only %v",
+				c.Name, derefOr(c.Value, "<nil>"), c.Source, c.ReadOnly, w.value, w.src, w.readOnly)
+		}
+	}
+
+	set := kmsg.IncrementalAlterConfigOpSet
+	if r := incremental(t, fc, broker, "", false, op("log.cleaner.threads", set, strPtr("2"))); r.ErrorCode != 0 {
+		t.Fatalf("log.cleaner.threads: %d %s", r.ErrorCode, derefOr(r.ErrorMessage, ""))
+	}
+	res = describeConfigs(t, fc, broker, "1", "log.cleaner.threads")
+	if v, src, _ := configValue(res, "log.cleaner.threads"); v != "2" || src != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Errorf("log.cleaner.threads after set: %s %v", v, src)
+	}
+	for _, tc := range []struct{ name, value string }{
+		{"log.cleaner.enable", "false"},
+		{"offsets.topic.segment.bytes", "1024"},
+		{"transaction.state.log.segment.bytes", "1024"},
+	} {
+		if r := incremental(t, fc, broker, "", false, op(tc.name, set, strPtr(tc.value))); r.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("%s is read-only: code %d", tc.name, r.ErrorCode)
+		}
+	}
+	if r := incremental(t, fc, broker, "", false, op("log.cleaner.threads", set, strPtr("-1"))); r.ErrorCode != kerr.InvalidConfig.Code {
+		t.Errorf("log.cleaner.threads=-1: code %d", r.ErrorCode)
+	}
+}
