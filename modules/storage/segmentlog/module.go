@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/compact"
 )
 
 // ID is the module ID.
@@ -35,10 +36,11 @@ type Module struct {
 	// replica.high.watermark.checkpoint.interval.ms (5000).
 	HighWatermarkCheckpointIntervalMs int64 `yaml:"high_watermark_checkpoint_interval_ms"`
 
-	store  *Store
-	logger *slog.Logger
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	store   *Store
+	logger  *slog.Logger
+	cleaner *compact.Cleaner // nil when log.cleaner.enable is false
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // New returns a Module with defaults.
@@ -60,8 +62,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
 	m.Dir = abs
+	b := kconfig.ResolveBroker(kconfig.MergeBroker(ctx.Broker().StaticConfigs, nil, nil))
 	if m.HighWatermarkCheckpointIntervalMs == 0 {
-		b := kconfig.ResolveBroker(kconfig.MergeBroker(ctx.Broker().StaticConfigs, nil, nil))
 		m.HighWatermarkCheckpointIntervalMs = b.ReplicaHighWatermarkCheckpointIntervalMs
 	}
 	if err := m.Validate(); err != nil {
@@ -73,7 +75,29 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err := kernel.ClaimAll(ctx, describeLogDirsClaim(m)); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
+	if b.LogCleanerEnable {
+		// The cleaner settings are read at start (Kafka reconfigures them live).
+		m.cleaner = compact.NewCleaner(compact.Config{
+			Threads:             int(b.LogCleanerThreads),
+			BackoffMs:           b.LogCleanerBackoffMs,
+			DedupeBufferSize:    b.LogCleanerDedupeBufferSize,
+			LoadFactor:          b.LogCleanerIOBufferLoadFactor,
+			IOMaxBytesPerSecond: b.LogCleanerIOMaxBytesPerSecond,
+		}, m.logger, time.Now)
+		compact.RegisterMetrics(ctx.Metrics(), m.cleaner, m.cleanableLogs)
+	}
 	return nil
+}
+
+// cleanableLogs lists the open logs for the cleaner (each says whether it is
+// compacted and dirty enough).
+func (m *Module) cleanableLogs() []compact.Log {
+	logs := m.store.openLogs()
+	out := make([]compact.Log, len(logs))
+	for i, l := range logs {
+		out[i] = l
+	}
+	return out
 }
 
 // Validate checks the settings.
@@ -101,6 +125,9 @@ func (m *Module) Start(context.Context) error {
 	go m.loop(ctx, time.Duration(m.RetentionCheckIntervalMs)*time.Millisecond, m.retentionPass)
 	go m.loop(ctx, time.Duration(m.FlushCheckIntervalMs)*time.Millisecond, m.flushPass)
 	go m.loop(ctx, time.Duration(m.HighWatermarkCheckpointIntervalMs)*time.Millisecond, m.hwPass)
+	if m.cleaner != nil {
+		m.cleaner.Start(m.cleanableLogs)
+	}
 	return nil
 }
 
@@ -158,6 +185,9 @@ func (m *Module) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if m.cleaner != nil {
+		m.cleaner.Stop() // a pass in progress is abandoned: the log stays as it was
+	}
 	if m.store == nil {
 		return nil
 	}
@@ -170,6 +200,9 @@ func (m *Module) Cleanup() error {
 	if m.cancel != nil {
 		m.cancel()
 		m.wg.Wait()
+	}
+	if m.cleaner != nil {
+		m.cleaner.Stop()
 	}
 	if m.store == nil {
 		return nil

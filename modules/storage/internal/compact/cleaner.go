@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -80,10 +79,10 @@ type Cleaner struct {
 	mu     sync.Mutex
 	busy   map[Log]bool
 	failed map[Log]int64 // until when (ms) a failed log is skipped
+	last   map[Log]lastPass
 
 	totalsMu sync.Mutex
 	totals   Totals
-	passes   atomic.Int64
 
 	cancel context.CancelFunc
 	wake   chan struct{}
@@ -106,7 +105,7 @@ func NewCleaner(cfg Config, logger *slog.Logger, now func() time.Time) *Cleaner 
 	if r := cfg.IOMaxBytesPerSecond; r > 0 && r < math.MaxFloat64/2 {
 		lim = rate.NewLimiter(rate.Limit(r), ioBurst)
 	}
-	return &Cleaner{cfg: cfg, logger: logger, now: now, limiter: lim, busy: map[Log]bool{}, failed: map[Log]int64{}, wake: make(chan struct{}, 1)}
+	return &Cleaner{cfg: cfg, logger: logger, now: now, limiter: lim, busy: map[Log]bool{}, failed: map[Log]int64{}, last: map[Log]lastPass{}, wake: make(chan struct{}, 1)}
 }
 
 // Start starts the threads over the logs that logs returns (called each time a
@@ -170,6 +169,24 @@ func (c *Cleaner) pick(logs []Log) Log {
 	nowMs := c.now().UnixMilli()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Forget logs that are gone (removed, closed), so the maps stay bounded by the
+	// partitions served.
+	if len(c.last)+len(c.failed) > 0 {
+		live := make(map[Log]bool, len(logs))
+		for _, l := range logs {
+			live[l] = true
+		}
+		for l := range c.last {
+			if !live[l] {
+				delete(c.last, l)
+			}
+		}
+		for l := range c.failed {
+			if !live[l] {
+				delete(c.failed, l)
+			}
+		}
+	}
 	var best Log
 	var bestC Candidate
 	for _, l := range logs {
@@ -212,9 +229,11 @@ func (c *Cleaner) run(ctx context.Context, l Log, m *OffsetMap) (Result, error) 
 	took := c.now().Sub(start)
 	c.mu.Lock()
 	delete(c.busy, l)
-	if err != nil && ctx.Err() == nil {
+	failed := err != nil && ctx.Err() == nil
+	if failed {
 		c.failed[l] = c.now().UnixMilli() + 10*max(c.cfg.BackoffMs, 1000)
 	}
+	c.last[l] = lastPass{atMs: start.UnixMilli(), firstDirty: res.FirstDirty, failed: failed}
 	c.mu.Unlock()
 	c.totalsMu.Lock()
 	c.totals.Passes++
@@ -244,4 +263,11 @@ func (c *Cleaner) throttle(ctx context.Context, n int) error {
 		n -= k
 	}
 	return nil
+}
+
+// lastPass is what the cleaner remembers of a log's latest pass (metrics).
+type lastPass struct {
+	atMs       int64
+	firstDirty int64
+	failed     bool
 }
