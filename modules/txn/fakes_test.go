@@ -30,7 +30,7 @@ type fakeCluster struct {
 	notLead map[kernel.TopicPartition]bool
 	nextPID int64
 	allocs  int
-	failApp atomic.Int32 // fail the next n appends
+	failApp atomic.Int32                 // fail the next n appends
 	created map[string]map[string]string // configs each CreateTopic call created a topic with
 
 	markersMu  sync.Mutex
