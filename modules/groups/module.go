@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +94,7 @@ func New() *Module {
 type settings struct {
 	offsetsPartitions int32
 	offsetsRF         int16
+	offsetsSegment    int64 // offsets.topic.segment.bytes
 	retention         time.Duration
 	retentionCheck    time.Duration
 	metadataMax       int
@@ -112,6 +114,7 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 	return &settings{
 		offsetsPartitions: b.OffsetsTopicNumPartitions,
 		offsetsRF:         b.OffsetsTopicReplicationFactor,
+		offsetsSegment:    b.OffsetsTopicSegmentBytes,
 		retention:         ms(b.OffsetsRetentionMs),
 		retentionCheck:    ms(b.OffsetsRetentionCheckIntervalMs),
 		metadataMax:       int(b.OffsetMetadataMaxBytes),
@@ -277,7 +280,7 @@ func (m *Module) ensureOffsetsTopic(ctx context.Context) (*kernel.TopicImage, er
 		return map[string]string{
 			"cleanup.policy":   "compact",
 			"compression.type": "producer",
-			"segment.bytes":    "104857600",
+			"segment.bytes":    strconv.FormatInt(set.offsetsSegment, 10),
 		}
 	})
 }

@@ -30,7 +30,8 @@ type fakeCluster struct {
 	notLead map[kernel.TopicPartition]bool
 	nextPID int64
 	allocs  int
-	failApp atomic.Int32 // fail the next n appends
+	failApp atomic.Int32                 // fail the next n appends
+	created map[string]map[string]string // configs each CreateTopic call created a topic with
 
 	markersMu  sync.Mutex
 	markers    []markerCall
@@ -98,10 +99,16 @@ func (c *fakeCluster) Subscribe(fn func(*kernel.Image)) func() {
 func (c *fakeCluster) Ready() bool { return true }
 
 // TopicCreator.
-func (c *fakeCluster) CreateTopic(_ context.Context, name string, partitions int32, _ int16, _ map[string]string) (*kernel.TopicImage, error) {
+func (c *fakeCluster) CreateTopic(_ context.Context, name string, partitions int32, _ int16, configs map[string]string) (*kernel.TopicImage, error) {
 	if t := c.Image().Topic(name); t != nil {
 		return t, nil
 	}
+	c.mu.Lock()
+	if c.created == nil {
+		c.created = map[string]map[string]string{}
+	}
+	c.created[name] = configs
+	c.mu.Unlock()
 	c.addTopic(name, int(partitions))
 	return c.Image().Topic(name), nil
 }

@@ -93,6 +93,7 @@ type settings struct {
 	partitions        int32 // transaction.state.log.num.partitions
 	rf                int16 // transaction.state.log.replication.factor
 	minISR            int32 // transaction.state.log.min.isr
+	segmentBytes      int64 // transaction.state.log.segment.bytes
 	maxTimeoutMs      int64 // transaction.max.timeout.ms
 	idExpirationMs    int64 // transactional.id.expiration.ms
 	offsetsPartitions int32 // offsets.topic.num.partitions
@@ -104,6 +105,7 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 		partitions:        b.TransactionStateLogNumPartitions,
 		rf:                b.TransactionStateLogReplicationFactor,
 		minISR:            b.TransactionStateLogMinISR,
+		segmentBytes:      b.TransactionStateLogSegmentBytes,
 		maxTimeoutMs:      b.TransactionMaxTimeoutMs,
 		idExpirationMs:    b.TransactionalIDExpirationMs,
 		offsetsPartitions: b.OffsetsTopicNumPartitions,
@@ -254,7 +256,7 @@ func (m *Module) ensureTxnTopic(ctx context.Context) (*kernel.TopicImage, error)
 		return map[string]string{
 			"cleanup.policy":                 "compact",
 			"compression.type":               "producer",
-			"segment.bytes":                  "104857600",
+			"segment.bytes":                  strconv.FormatInt(set.segmentBytes, 10),
 			"min.insync.replicas":            strconv.FormatInt(int64(minISR), 10),
 			"unclean.leader.election.enable": "false",
 		}
