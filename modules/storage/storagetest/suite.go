@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 		{"RetentionBySize", testRetentionBySize},
 		{"RetentionByTime", testRetentionByTime},
 		{"RetentionOfActive", testRetentionOfActive},
+		{"RetentionCompactOnly", testRetentionCompactOnly},
 		{"ConfigChange", testConfigChange},
 		{"OpenTwice", testOpenTwice},
 		{"ReopenWithNewTopicID", testReopenWithNewTopicID},

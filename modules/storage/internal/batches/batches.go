@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
@@ -145,6 +146,10 @@ type SegmentSummary struct {
 // older than retention.ms, then the oldest ones while the log exceeds retention.bytes by
 // at least their size. Each rule deletes a prefix, as Kafka does.
 //
+// The time and size rules apply only when cfg.CleanupPolicy includes delete (an empty
+// policy counts as delete): as in Kafka, a compact-only log is never trimmed by
+// retention.ms or retention.bytes, only by its log start offset (DeleteRecords).
+//
 // The time and size rules may take the active segment too when it is not empty (Kafka
 // does): the result is then len(segs), and the caller must first roll a new, empty
 // active segment at the log end offset, then delete every old segment, so the log is
@@ -161,6 +166,9 @@ func Deletable(cfg *kernel.LogConfig, segs []SegmentSummary, logStart, nowMs int
 	n := 0
 	for n < last && segs[n].Next <= logStart {
 		n++
+	}
+	if !retentionDeletes(cfg.CleanupPolicy) {
+		return n
 	}
 	if cfg.RetentionMs >= 0 {
 		for n < limit && segs[n].MaxTs >= 0 && nowMs-segs[n].MaxTs > cfg.RetentionMs {
@@ -179,4 +187,10 @@ func Deletable(cfg *kernel.LogConfig, segs []SegmentSummary, logStart, nowMs int
 		}
 	}
 	return n
+}
+
+// retentionDeletes reports whether a cleanup.policy (canonical, or "" for callers that
+// predate it) lets time and size retention delete segments.
+func retentionDeletes(policy string) bool {
+	return policy == "" || strings.Contains(policy, "delete")
 }

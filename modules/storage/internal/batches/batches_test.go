@@ -55,6 +55,14 @@ func TestDeletable(t *testing.T) {
 		{"size zero takes the active", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 0}, 0, 1000, 4},
 		{"size below the active keeps it", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 5}, 0, 1000, 3},
 		{"time takes an old active", kernel.LogConfig{RetentionMs: 10, RetentionBytes: -1}, 0, 1000, 4},
+		{"delete policy: time", kernel.LogConfig{RetentionMs: 850, RetentionBytes: -1, CleanupPolicy: "delete"}, 0, 1000, 1},
+		{"delete policy: size", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 0, CleanupPolicy: "delete"}, 0, 1000, 4},
+		{"compact,delete: time", kernel.LogConfig{RetentionMs: 850, RetentionBytes: -1, CleanupPolicy: "compact,delete"}, 0, 1000, 1},
+		{"compact,delete: size", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 25, CleanupPolicy: "compact,delete"}, 0, 1000, 1},
+		{"compact: no time retention", kernel.LogConfig{RetentionMs: 10, RetentionBytes: -1, CleanupPolicy: "compact"}, 0, 1000, 0},
+		{"compact: no size retention", kernel.LogConfig{RetentionMs: -1, RetentionBytes: 0, CleanupPolicy: "compact"}, 0, 1000, 0},
+		{"compact: log start still applies", kernel.LogConfig{RetentionMs: 10, RetentionBytes: 0, CleanupPolicy: "compact"}, 10, 1000, 2},
+		{"compact: log start never the active", kernel.LogConfig{RetentionMs: 10, RetentionBytes: 0, CleanupPolicy: "compact"}, 20, 1000, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
