@@ -520,7 +520,7 @@ func (n *clusterNode) mustCreateTopic(timeout time.Duration, topic string, parti
 }
 
 // produceEach produces one record to each partition of topic through a client seeded
-// with broker n alone, values "<tag>-<partition>", and fails on any error.
+// with broker n alone, keys and values "<tag>-<partition>", and fails on any error.
 func (n *clusterNode) produceEach(topic string, partitions int32, tag string) {
 	n.t.Helper()
 	cl := newClient(n.t, n.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(20))
@@ -528,7 +528,9 @@ func (n *clusterNode) produceEach(topic string, partitions int32, tag string) {
 	defer cancel()
 	var recs []*kgo.Record
 	for p := range partitions {
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d", tag, p)})
+		// Keyed: a compacted topic refuses records without a key.
+		v := fmt.Appendf(nil, "%s-%d", tag, p)
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: v, Value: v})
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		n.t.Fatalf("produce to %q through broker %d: %v", topic, n.id, err)

@@ -50,6 +50,15 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("iterated %d records, want %d", len(got), len(s.recs))
 				}
 				minTS, maxTS := int64(0), int64(0)
+				nullKeys := 0
+				for i := range s.recs {
+					if s.recs[i].Key == nil {
+						nullKeys++
+					}
+				}
+				if in.NullKeys != nullKeys {
+					t.Fatalf("NullKeys %d, want %d", in.NullKeys, nullKeys)
+				}
 				for i := range got {
 					want := toPlain(&s.recs[i], int32(i))
 					if g := toPlain(&got[i], got[i].OffsetDelta); !equalPlain(g, want) {

@@ -135,6 +135,7 @@ func (c *cursor) bytes(nullable bool, field string) []byte {
 type scanResult struct {
 	n            int
 	minTS, maxTS int64
+	nullKeys     int // records whose key is null
 }
 
 // scan decodes every record of the (uncompressed) records section data of the batch
@@ -205,6 +206,9 @@ func scan(h *Header, data []byte, rec *Record, fn func(*Record) error, gaps bool
 		}
 		if i == 0 || ts > res.maxTS {
 			res.maxTS = ts
+		}
+		if key == nil {
+			res.nullKeys++
 		}
 		if fn != nil {
 			rec.Attributes = attrs

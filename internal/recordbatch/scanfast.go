@@ -39,13 +39,15 @@ func checkRecords(h *Header, data []byte) (scanResult, error) {
 			return scan(h, data, nil, nil, false)
 		}
 		// key and value: nullable bytes.
-		for range 2 {
+		for k := range 2 {
 			var l int32
 			if l, q, ok = fastVarint(data, q, end); !ok || l < -1 || int(l) > end-q {
 				return scan(h, data, nil, nil, false)
 			}
 			if l > 0 {
 				q += int(l)
+			} else if l == -1 && k == 0 {
+				res.nullKeys++
 			}
 		}
 		nh, q, ok := fastVarint(data, q, end)

@@ -13,6 +13,9 @@ type Info struct {
 	MinTimestamp, MaxTimestamp int64
 	// UncompressedBytes is the size of the records section after decompression.
 	UncompressedBytes int
+	// NullKeys is the number of records with a null key (an empty key is a key), which
+	// a compacted topic refuses.
+	NullKeys int
 }
 
 // Validate fully checks one whole batch (len(batch) == header size): header, magic, CRC,
@@ -65,7 +68,7 @@ func limitFor(batch []byte, maxUncompressed int) int {
 }
 
 func info(h *Header, res scanResult, uncompressed int) Info {
-	in := Info{Header: *h, Records: res.n, MinTimestamp: res.minTS, MaxTimestamp: res.maxTS, UncompressedBytes: uncompressed}
+	in := Info{Header: *h, Records: res.n, MinTimestamp: res.minTS, MaxTimestamp: res.maxTS, UncompressedBytes: uncompressed, NullKeys: res.nullKeys}
 	if res.n == 0 {
 		in.MinTimestamp, in.MaxTimestamp = h.MaxTimestamp, h.MaxTimestamp
 	}

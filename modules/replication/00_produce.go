@@ -2,9 +2,10 @@
 // with a base sequence, sequence checks and de-duplication (the last five batches)
 // atomically with the append (Log.AppendProducer), producer-epoch and transaction-state
 // checks, KIP-890 verification of a transaction's first batch in a partition (when a
-// txn module verifies). Not implemented: recompression to a topic's compression.type;
-// compacted-topic key checks; per-record indices for errors of compressed batches;
-// one batch per partition for producers without a producer id (several accepted).
+// txn module verifies), records without a key refused on compacted topics
+// (INVALID_RECORD with record errors, as Kafka). Not implemented: recompression to a
+// topic's compression.type; per-record indices for errors of compressed batches; one
+// batch per partition for producers without a producer id (several accepted).
 
 package replication
 

@@ -53,7 +53,7 @@ func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records [
 	records = slices.Clone(records)
 	pc := produceCtx{m: m, version: (&kmsg.ProduceRequest{}).MaxVersion(), now: m.now().UnixMilli()}
 	var out kmsg.ProduceResponseTopicPartition
-	if code, msg := pc.validate(records, cfg, &out); code != 0 {
+	if code, msg := pc.validate(tp, records, cfg, &out); code != 0 {
 		if code == kerr.CorruptMessage.Code || code == kerr.InvalidRecord.Code {
 			return kernel.AppendResult{}, fmt.Errorf("append to %s: %s: %w", tp, msg, kernel.ErrCorrupt)
 		}

@@ -166,7 +166,7 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		return nil
 	}
 	*budget -= size
-	if code, msg := pc.validate(records, cfg, out); code != 0 {
+	if code, msg := pc.validate(tp, records, cfg, out); code != 0 {
 		out.ErrorCode = code
 		pc.setMessage(out, msg)
 		return nil
@@ -368,7 +368,7 @@ func (pc *produceCtx) transform(tp kernel.TopicPartition, p *Partition, cfg *kco
 		pc.setMessage(out, fmt.Sprintf("transformed records of %d bytes exceed segment.bytes", len(res)))
 		return nil, false
 	}
-	if code, msg := pc.validate(res, cfg, out); code != 0 {
+	if code, msg := pc.validate(tp, res, cfg, out); code != 0 {
 		out.ErrorCode = code
 		pc.setMessage(out, "transformed records: "+msg)
 		return nil, false
@@ -382,13 +382,14 @@ func (pc *produceCtx) setMessage(out *kmsg.ProduceResponseTopicPartition, msg st
 	}
 }
 
-// validate checks every batch of records and prepares it for the append (LogAppendTime
-// stamping). It returns a Kafka error code and message, or 0.
-func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.ProduceResponseTopicPartition) (int16, string) {
+// validate checks every batch of records for tp and prepares it for the append
+// (LogAppendTime stamping). It returns a Kafka error code and message, or 0.
+func (pc *produceCtx) validate(tp kernel.TopicPartition, records []byte, cfg *kconfig.Topic, out *kmsg.ProduceResponseTopicPartition) (int16, string) {
 	if len(records) == 0 {
 		return kerr.InvalidRecord.Code, "produce request has no record batch"
 	}
 	logAppend := cfg.MessageTimestampType == "LogAppendTime"
+	compact := cfg.Compact()
 	code, msg := int16(0), ""
 	idx := 0
 	pc.batches, pc.producerBatches = 0, 0
@@ -416,6 +417,12 @@ func (pc *produceCtx) validate(records []byte, cfg *kconfig.Topic, out *kmsg.Pro
 			return errStopSplit
 		case h.Codec() == recordbatch.CodecZstd && pc.version < 7:
 			code, msg = kerr.UnsupportedCompressionType.Code, "zstd needs produce v7+"
+			return errStopSplit
+		}
+		// Validate counted the null keys on its one pass over the records (decompressed
+		// if need be); only a refused batch is decoded again, to list them.
+		if compact && info.NullKeys > 0 {
+			code, msg = kerr.InvalidRecord.Code, pc.keylessErrors(tp, batch, out)
 			return errStopSplit
 		}
 		if logAppend {
@@ -519,6 +526,26 @@ func (pc *produceCtx) timestampErrors(batch []byte, lo, hi int64, out *kmsg.Prod
 		return nil
 	})
 	return n
+}
+
+// keylessErrors lists the records of batch without a key as record errors (KIP-467,
+// v8+; the batch index is the record's offset delta, as in Kafka) and returns Kafka's
+// message for a compacted topic's refusal. Only on the error path.
+func (pc *produceCtx) keylessErrors(tp kernel.TopicPartition, batch []byte, out *kmsg.ProduceResponseTopicPartition) string {
+	msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s.", tp)
+	if pc.version < 8 {
+		return msg
+	}
+	pc.decBuf, _ = recordbatch.Records(batch, pc.decBuf, func(r *recordbatch.Record) error {
+		if r.Key == nil {
+			e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			e.RelativeOffset = r.OffsetDelta
+			e.ErrorMessage = &msg
+			out.ErrorRecords = append(out.ErrorRecords, e)
+		}
+		return nil
+	})
+	return msg
 }
 
 // noTimestamp is a record timestamp of "none" (Kafka's RecordBatch.NO_TIMESTAMP).
