@@ -29,24 +29,19 @@ const (
 
 func registerRuntimeMetrics(m *Metrics) {
 	rm := &runtimeMetrics{samples: []metrics.Sample{{Name: rmGCCycles}, {Name: rmGCPauses}, {Name: rmHeap}, {Name: rmGoroutines}}}
-	m.Collect("sluice_go_gc_cycles_total", "Completed garbage collection cycles.", "counter", func(emit func(string, float64)) {
-		emit("", rm.read()[0])
-	})
-	m.Collect("sluice_go_gc_pause_max_seconds", "Longest stop-the-world pause of the garbage collector since start (upper bound of its histogram bucket).", "gauge", func(emit func(string, float64)) {
-		emit("", rm.read()[1])
-	})
-	m.Collect("sluice_go_gc_pauses_over_1ms_total", "Garbage collector stop-the-world pauses longer than 1 ms (by histogram bucket).", "counter", func(emit func(string, float64)) {
-		emit("", rm.read()[2])
-	})
-	m.Collect("sluice_go_gc_pauses_over_5ms_total", "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket).", "counter", func(emit func(string, float64)) {
-		emit("", rm.read()[3])
-	})
-	m.Collect("sluice_go_heap_objects_bytes", "Bytes of live and not yet swept heap objects.", "gauge", func(emit func(string, float64)) {
-		emit("", rm.read()[4])
-	})
-	m.Collect("sluice_go_goroutines", "Goroutines.", "gauge", func(emit func(string, float64)) {
-		emit("", rm.read()[5])
-	})
+	// The runtime gauges and counters, in the order read returns them.
+	for i, g := range []struct{ name, help, kind string }{
+		{name: "sluice_go_gc_cycles_total", kind: "counter", help: "Completed garbage collection cycles."},
+		{name: "sluice_go_gc_pause_max_seconds", kind: "gauge", help: "Longest stop-the-world pause of the garbage collector since start (upper bound of its histogram bucket)."},
+		{name: "sluice_go_gc_pauses_over_1ms_total", kind: "counter", help: "Garbage collector stop-the-world pauses longer than 1 ms (by histogram bucket)."},
+		{name: "sluice_go_gc_pauses_over_5ms_total", kind: "counter", help: "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket)."},
+		{name: "sluice_go_heap_objects_bytes", kind: "gauge", help: "Bytes of live and not yet swept heap objects."},
+		{name: "sluice_go_goroutines", kind: "gauge", help: "Goroutines."},
+	} {
+		m.Collect(g.name, g.help, g.kind, func(emit func(string, float64)) {
+			emit("", rm.read()[i])
+		})
+	}
 	m.Collect("sluice_process_resident_memory_bytes", "Resident set size of the broker process (VmRSS).", "gauge", func(emit func(string, float64)) {
 		if v, ok := procStatusBytes("VmRSS:"); ok {
 			emit("", v)

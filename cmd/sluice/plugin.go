@@ -29,42 +29,56 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func pluginList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plugin list", flag.ContinueOnError)
+	get := func(admin string) ([]byte, error) { return getAdmin(admin, "/v1/plugins") }
+	return listCmd("plugin list", args, stdout, stderr, get, func(tw io.Writer, raw []byte) error {
+		var body struct {
+			Plugins []groups.PluginStats `json:"plugins"`
+		}
+		if err := json.Unmarshal(raw, &body); err != nil {
+			return err
+		}
+		fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tPID\tRESTARTS\tCALLS\tERRORS\tFALLBACKS\tLAST LATENCY\tLAST ERROR")
+		for _, p := range body.Plugins {
+			pid := "-"
+			if p.PID != 0 {
+				pid = fmt.Sprint(p.PID)
+			}
+			lastErr := p.LastError
+			if lastErr == "" {
+				lastErr = "-"
+			}
+			fmt.Fprintf(tw, "%s\tassignor\t%s\t%s\t%d\t%d\t%d\t%d\t%.2fms\t%s\n", p.Name, p.State, pid, p.Restarts,
+				p.Calls, p.Errors, p.Fallbacks, p.LastLatencyMs, lastErr)
+		}
+		return nil
+	})
+}
+
+// listCmd runs a list subcommand (name, e.g. "plugin list"): it reads --admin and
+// --json, gets the admin API's JSON with get, and prints it as it is (--json) or as
+// the table that table writes from it (an error there is reported, and nothing is
+// printed, when table returns it before writing).
+func listCmd(name string, args []string, stdout, stderr io.Writer, get func(admin string) ([]byte, error), table func(tw io.Writer, raw []byte) error) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	raw, err := getAdmin(*admin, "/v1/plugins")
+	raw, err := get(*admin)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice plugin list: %v\n", err)
+		fmt.Fprintf(stderr, "sluice %s: %v\n", name, err)
 		return 1
 	}
 	if *asJSON {
 		fmt.Fprintln(stdout, strings.TrimSpace(string(raw)))
 		return 0
 	}
-	var body struct {
-		Plugins []groups.PluginStats `json:"plugins"`
-	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		fmt.Fprintf(stderr, "sluice plugin list: %v\n", err)
-		return 1
-	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tPID\tRESTARTS\tCALLS\tERRORS\tFALLBACKS\tLAST LATENCY\tLAST ERROR")
-	for _, p := range body.Plugins {
-		pid := "-"
-		if p.PID != 0 {
-			pid = fmt.Sprint(p.PID)
-		}
-		lastErr := p.LastError
-		if lastErr == "" {
-			lastErr = "-"
-		}
-		fmt.Fprintf(tw, "%s\tassignor\t%s\t%s\t%d\t%d\t%d\t%d\t%.2fms\t%s\n", p.Name, p.State, pid, p.Restarts,
-			p.Calls, p.Errors, p.Fallbacks, p.LastLatencyMs, lastErr)
+	if err := table(tw, raw); err != nil {
+		fmt.Fprintf(stderr, "sluice %s: %v\n", name, err)
+		return 1
 	}
 	_ = tw.Flush()
 	return 0

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -144,43 +143,31 @@ type transformStatus struct {
 }
 
 func transformList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("transform list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
-	asJSON := fs.Bool("json", false, "print the admin API's JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	get := func(admin string) ([]byte, error) {
+		var raw json.RawMessage // the value alone: no white space around it
+		err := call(http.MethodGet, admin, "/v1/transforms", nil, &raw)
+		return raw, err
 	}
-	var raw json.RawMessage
-	if err := call(http.MethodGet, *admin, "/v1/transforms", nil, &raw); err != nil {
-		fmt.Fprintf(stderr, "sluice transform list: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		fmt.Fprintln(stdout, string(raw))
-		return 0
-	}
-	var ts []transformStatus
-	if err := json.Unmarshal(raw, &ts); err != nil {
-		fmt.Fprintf(stderr, "sluice transform list: %v\n", err)
-		return 1
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tMODE\tINPUT\tOUTPUTS\tPOLICY\tSTATE\tIN\tOUT\tERRORS\tDROPPED\tDLQ\tLATENCY(avg)\tLAST ERROR")
-	for _, t := range ts {
-		outs := strings.Join(t.Outputs, ",")
-		if outs == "" {
-			outs = "-"
+	return listCmd("transform list", args, stdout, stderr, get, func(tw io.Writer, raw []byte) error {
+		var ts []transformStatus
+		if err := json.Unmarshal(raw, &ts); err != nil {
+			return err
 		}
-		mode := t.Mode
-		if t.ExactlyOnce {
-			mode += "/eos" // a derived transform committing outputs and position in transactions
+		fmt.Fprintln(tw, "NAME\tMODE\tINPUT\tOUTPUTS\tPOLICY\tSTATE\tIN\tOUT\tERRORS\tDROPPED\tDLQ\tLATENCY(avg)\tLAST ERROR")
+		for _, t := range ts {
+			outs := strings.Join(t.Outputs, ",")
+			if outs == "" {
+				outs = "-"
+			}
+			mode := t.Mode
+			if t.ExactlyOnce {
+				mode += "/eos" // a derived transform committing outputs and position in transactions
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fµs\t%s\n", t.Name, mode, t.Input, outs,
+				t.Policy, t.State, t.RecordsIn, t.RecordsOut, t.Failures, t.Dropped, t.DeadLettered, t.LatencyAvgUs, t.LastError)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fµs\t%s\n", t.Name, mode, t.Input, outs,
-			t.Policy, t.State, t.RecordsIn, t.RecordsOut, t.Failures, t.Dropped, t.DeadLettered, t.LatencyAvgUs, t.LastError)
-	}
-	_ = tw.Flush()
-	return 0
+		return nil
+	})
 }
 
 func transformDelete(args []string, stdout, stderr io.Writer) int {

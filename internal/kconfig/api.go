@@ -58,12 +58,21 @@ var (
 // ValidateTopic checks one topic config name and value. The error is a *ConfigError
 // wrapping ErrUnknownConfig or ErrInvalidValue.
 func ValidateTopic(name, value string) error {
-	d := cat.topicByName[name]
-	if d == nil {
-		return &ConfigError{Err: ErrUnknownConfig, Resource: "topic", Name: name, Value: value}
+	if d := cat.topicByName[name]; d != nil {
+		return validate(&d.def, "topic", name, value, false)
+	}
+	return &ConfigError{Err: ErrUnknownConfig, Resource: "topic", Name: name, Value: value}
+}
+
+// validate checks value for config name of resource ("topic" or "broker") against d,
+// its catalogue entry. readOnly: the value is a dynamic update of a config that can
+// only come from the config file, refused.
+func validate(d *def, resource, name, value string, readOnly bool) error {
+	if readOnly {
+		return &ConfigError{Err: ErrReadOnly, Resource: resource, Name: name, Value: value}
 	}
 	if _, reason := d.parse(value); reason != "" {
-		return d.invalid("topic", value, reason)
+		return d.invalid(resource, value, reason)
 	}
 	return nil
 }
@@ -72,17 +81,10 @@ func ValidateTopic(name, value string) error {
 // default). The error is a *ConfigError wrapping ErrUnknownConfig, ErrReadOnly (the
 // config can only come from the config file) or ErrInvalidValue.
 func ValidateBroker(name, value string) error {
-	d := cat.brokerBy[name]
-	if d == nil {
-		return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
+	if d := cat.brokerBy[name]; d != nil {
+		return validate(&d.def, "broker", name, value, !d.dynamic)
 	}
-	if !d.dynamic {
-		return &ConfigError{Err: ErrReadOnly, Resource: "broker", Name: name, Value: value}
-	}
-	if _, reason := d.parse(value); reason != "" {
-		return d.invalid("broker", value, reason)
-	}
-	return nil
+	return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
 }
 
 // DescribeTopic returns every topic config with its effective value and source, given
@@ -154,14 +156,10 @@ func BrokerConfigNames() []string {
 // ValidateStaticBroker checks one broker config from the config file: the name must be
 // known and the value valid; read-only configs are fine.
 func ValidateStaticBroker(name, value string) error {
-	d := cat.brokerBy[name]
-	if d == nil {
-		return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
+	if d := cat.brokerBy[name]; d != nil {
+		return validate(&d.def, "broker", name, value, false)
 	}
-	if _, reason := d.parse(value); reason != "" {
-		return d.invalid("broker", value, reason)
-	}
-	return nil
+	return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
 }
 
 // ValidateTopicConfigs checks a topic's complete set of overrides, as CreateTopics and

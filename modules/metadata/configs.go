@@ -49,27 +49,45 @@ func (m *Module) describeConfigsResp(ctx context.Context, req *kernel.Request, r
 	return resp
 }
 
+// configTopic is the topic a config resource names, for describing (op
+// OpDescribeConfigs) or altering (OpAlterConfigs) its configs, checked in Kafka's
+// order: the principal may do op on it, the name is valid, the topic exists.
+func configTopic(ctx context.Context, req *kernel.Request, im *kernel.Image, op kernel.Operation, name string) (*kernel.TopicImage, error) {
+	if !req.Allowed(ctx, op, kernel.ResTopic, name) {
+		return nil, opErr(kerr.TopicAuthorizationFailed, "")
+	}
+	if err := validateTopicName(name); err != nil {
+		return nil, err
+	}
+	t := im.Topics[name]
+	if t == nil {
+		return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	return t, nil
+}
+
+// configBroker is the broker layer a config resource names (its node id, or "" for
+// the cluster default), checked in Kafka's order: the principal may do op on the
+// cluster, the name is this broker's id or empty.
+func (m *Module) configBroker(ctx context.Context, req *kernel.Request, op kernel.Operation, name string) (string, error) {
+	if !req.Allowed(ctx, op, kernel.ResCluster, kernel.ClusterResourceName) {
+		return "", opErr(kerr.ClusterAuthorizationFailed, "")
+	}
+	return m.node.parseBrokerResource(name)
+}
+
 func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *kernel.Image, static map[string]string,
 	typ kmsg.ConfigResourceType, name string,
 ) ([]kconfig.Entry, error) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResTopic, name) {
-			return nil, opErr(kerr.TopicAuthorizationFailed, "")
-		}
-		if err := validateTopicName(name); err != nil {
+		t, err := configTopic(ctx, req, im, kernel.OpDescribeConfigs, name)
+		if err != nil {
 			return nil, err
-		}
-		t := im.Topics[name]
-		if t == nil {
-			return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 		}
 		return m.node.describeTopicConfigs(im, t.Configs), nil
 	case kmsg.ConfigResourceTypeBroker:
-		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
-			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
-		}
-		key, err := m.node.parseBrokerResource(name)
+		key, err := m.configBroker(ctx, req, kernel.OpDescribeConfigs, name)
 		if err != nil {
 			return nil, err
 		}
@@ -154,15 +172,9 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 	}
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResTopic, name) {
-			return nil, opErr(kerr.TopicAuthorizationFailed, "")
-		}
-		if err := validateTopicName(name); err != nil {
+		t, err := configTopic(ctx, req, im, kernel.OpAlterConfigs, name)
+		if err != nil {
 			return nil, err
-		}
-		t := im.Topics[name]
-		if t == nil {
-			return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 		}
 		change, after, err := m.applyOps(ops, replace, t.Configs, func(n string) (kconfig.Type, *string, bool) {
 			typ, ok := kconfig.TopicConfigType(n)
@@ -181,10 +193,7 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		}
 		return &image.AlterTopicConfigsRecord{Topic: t.Name, ID: t.ID, ConfigChange: change}, nil
 	case kmsg.ConfigResourceTypeBroker:
-		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
-			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
-		}
-		key, err := m.node.parseBrokerResource(name)
+		key, err := m.configBroker(ctx, req, kernel.OpAlterConfigs, name)
 		if err != nil {
 			return nil, err
 		}
@@ -345,9 +354,10 @@ type alterResource struct {
 	ops  []configOp
 }
 
-// alterResources plans and applies the edits of either alter API. It returns each
-// resource's error (nil on success), in request order.
-func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []alterResource, replace, validateOnly bool) []error {
+// alterResources plans and applies the edits of either alter API. It answers each
+// resource in request order, as AlterConfigs does; IncrementalAlterConfigs' answers
+// have the same fields and convert.
+func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []alterResource, replace, validateOnly bool) []kmsg.AlterConfigsResponseResource {
 	// A group's configs are one extension value, rewritten whole from the image: edits
 	// of group configs run one at a time, each reading the image its predecessor left.
 	if !validateOnly && slices.ContainsFunc(res, func(r alterResource) bool { return r.typ == kmsg.ConfigResourceTypeGroupConfig }) {
@@ -371,47 +381,51 @@ func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []
 		edits[i].rec, errs[i] = m.planConfigEdit(ctx, req, im, r.typ, r.name, r.ops, replace)
 	}
 	m.alterConfigs(ctx, edits, errs, validateOnly)
-	return errs
+	answers := make([]kmsg.AlterConfigsResponseResource, len(res))
+	for i, r := range res {
+		answers[i] = kmsg.NewAlterConfigsResponseResource()
+		answers[i].ResourceType, answers[i].ResourceName = r.typ, r.name
+		answers[i].ErrorCode, answers[i].ErrorMessage = errCode(errs[i])
+	}
+	return answers
+}
+
+// setOps reads AlterConfigs entries as operations: each one a SET.
+func setOps(cs []kmsg.AlterConfigsRequestResourceConfig) []configOp {
+	ops := make([]configOp, len(cs))
+	for j, c := range cs {
+		ops[j] = configOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value}
+	}
+	return ops
 }
 
 // alterConfigsResp serves AlterConfigs (full replacement of a resource's dynamic configs).
 func (m *Module) alterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
 	res := make([]alterResource, len(r.Resources))
 	for i, rr := range r.Resources {
-		res[i] = alterResource{typ: rr.ResourceType, name: rr.ResourceName, ops: make([]configOp, len(rr.Configs))}
-		for j, c := range rr.Configs {
-			res[i].ops[j] = configOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value}
-		}
+		res[i] = alterResource{typ: rr.ResourceType, name: rr.ResourceName, ops: setOps(rr.Configs)}
 	}
-	errs := m.alterResources(ctx, req, res, true, r.ValidateOnly)
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	resp.Version = r.Version
-	for i, e := range res {
-		rr := kmsg.NewAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = e.typ, e.name
-		rr.ErrorCode, rr.ErrorMessage = errCode(errs[i])
-		resp.Resources = append(resp.Resources, rr)
-	}
+	resp.Resources = m.alterResources(ctx, req, res, true, r.ValidateOnly)
 	return resp
 }
 
 // incrementalAlterConfigsResp serves IncrementalAlterConfigs.
 func (m *Module) incrementalAlterConfigsResp(ctx context.Context, req *kernel.Request, r *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
-	res := make([]alterResource, len(r.Resources))
-	for i, rr := range r.Resources {
-		res[i] = alterResource{typ: rr.ResourceType, name: rr.ResourceName, ops: make([]configOp, len(rr.Configs))}
-		for j, c := range rr.Configs {
-			res[i].ops[j] = configOp{name: c.Name, op: c.Op, value: c.Value}
-		}
-	}
-	errs := m.alterResources(ctx, req, res, false, r.ValidateOnly)
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	resp.Version = r.Version
-	for i, e := range res {
-		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = e.typ, e.name
-		rr.ErrorCode, rr.ErrorMessage = errCode(errs[i])
-		resp.Resources = append(resp.Resources, rr)
+	res := make([]alterResource, 0, len(r.Resources))
+	for _, rr := range r.Resources {
+		a := alterResource{typ: rr.ResourceType, name: rr.ResourceName}
+		for _, c := range rr.Configs {
+			a.ops = append(a.ops, configOp{name: c.Name, op: c.Op, value: c.Value})
+		}
+		res = append(res, a)
+	}
+	for _, a := range m.alterResources(ctx, req, res, false, r.ValidateOnly) {
+		// The two APIs' resource answers have the same fields.
+		resp.Resources = append(resp.Resources, kmsg.IncrementalAlterConfigsResponseResource(a))
 	}
 	return resp
 }

@@ -124,21 +124,10 @@ func (l *lifecycle) registrationRequest() *kmsg.BrokerRegistrationRequest {
 // sendRegistration registers with the controller and returns the broker epoch.
 func (l *lifecycle) sendRegistration(ctx context.Context) (int64, error) {
 	req := l.registrationRequest()
-	var epoch int64
-	err := l.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
-		var resp *kmsg.BrokerRegistrationResponse
-		if addr == "" {
-			resp = l.ctl.ctlRegister(ctx, req)
-		} else {
-			r, err := l.rpc.CallKmsg(ctx, addr, req)
-			if err != nil {
-				return errors.Is(err, rpc.ErrNotSent), err
-			}
-			resp = r.(*kmsg.BrokerRegistrationResponse)
-		}
+	local := func(ctx context.Context) *kmsg.BrokerRegistrationResponse { return l.ctl.ctlRegister(ctx, req) }
+	resp, err := askController(ctx, l.node, req, local, func(resp *kmsg.BrokerRegistrationResponse) (bool, error) {
 		switch resp.ErrorCode {
 		case 0:
-			epoch = resp.BrokerEpoch
 			return false, nil
 		case kerr.NotController.Code:
 			return true, ErrNotController
@@ -155,8 +144,31 @@ func (l *lifecycle) sendRegistration(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	l.brokerEpoch.Store(epoch)
-	return epoch, nil
+	l.brokerEpoch.Store(resp.BrokerEpoch)
+	return resp.BrokerEpoch, nil
+}
+
+// askController sends req to the controller until an answer needs no retry (see
+// withController): local serves it when this broker is the controller, otherwise it
+// goes over the controller RPC, a retry when it was not sent. judge reads an answer:
+// whether to retry (NOT_CONTROLLER, say) and the error to return or retry with.
+func askController[R kmsg.Response](ctx context.Context, nd *node, req kmsg.Request,
+	local func(context.Context) R, judge func(R) (retry bool, err error),
+) (R, error) {
+	var resp R
+	err := nd.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
+		if addr == "" {
+			resp = local(ctx)
+		} else {
+			r, err := nd.rpc.CallKmsg(ctx, addr, req)
+			if err != nil {
+				return errors.Is(err, rpc.ErrNotSent), err
+			}
+			resp = r.(R)
+		}
+		return judge(resp)
+	})
+	return resp, err
 }
 
 // heartbeatLoop sends a BrokerHeartbeat every broker.heartbeat.interval.ms (more often
@@ -193,21 +205,12 @@ func (l *lifecycle) heartbeatOnce(ctx context.Context, interval time.Duration) {
 	req.BrokerID, req.BrokerEpoch = l.nodeID, l.brokerEpoch.Load()
 	req.CurrentMetadataOffset = int64(l.hub.image().Version)
 	req.WantShutdown = l.wantShutdown.Load()
-	var resp *kmsg.BrokerHeartbeatResponse
-	err := l.withController(ctx, func(ctx context.Context, addr string) (bool, error) {
-		if addr == "" {
-			resp = l.ctl.ctlHeartbeat(req)
-		} else {
-			r, err := l.rpc.CallKmsg(ctx, addr, req)
-			if err != nil {
-				return errors.Is(err, rpc.ErrNotSent), err
-			}
-			resp = r.(*kmsg.BrokerHeartbeatResponse)
-		}
+	local := func(context.Context) *kmsg.BrokerHeartbeatResponse { return l.ctl.ctlHeartbeat(req) }
+	resp, err := askController(ctx, l.node, req, local, func(resp *kmsg.BrokerHeartbeatResponse) (bool, error) {
 		if resp.ErrorCode == kerr.NotController.Code {
 			return true, ErrNotController
 		}
-		return false, nil
+		return false, nil // the other codes are read below
 	})
 	if err != nil {
 		if !errors.Is(err, ErrNotRunning) {

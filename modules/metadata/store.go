@@ -71,22 +71,17 @@ func indexKey(i uint64) []byte {
 }
 
 // FirstIndex returns the first stored index, 0 when empty.
-func (s *boltStore) FirstIndex() (uint64, error) {
-	var i uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(bucketLogs).Cursor().First(); k != nil {
-			i = binary.BigEndian.Uint64(k)
-		}
-		return nil
-	})
-	return i, err
-}
+func (s *boltStore) FirstIndex() (uint64, error) { return s.edgeIndex((*bolt.Cursor).First) }
 
 // LastIndex returns the last stored index, 0 when empty.
-func (s *boltStore) LastIndex() (uint64, error) {
+func (s *boltStore) LastIndex() (uint64, error) { return s.edgeIndex((*bolt.Cursor).Last) }
+
+// edgeIndex returns the index of the log entry that seek (a cursor's First or Last)
+// finds, 0 when the log is empty.
+func (s *boltStore) edgeIndex(seek func(*bolt.Cursor) (key, value []byte)) (uint64, error) {
 	var i uint64
 	err := s.db.View(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(bucketLogs).Cursor().Last(); k != nil {
+		if k, _ := seek(tx.Bucket(bucketLogs).Cursor()); k != nil {
 			i = binary.BigEndian.Uint64(k)
 		}
 		return nil

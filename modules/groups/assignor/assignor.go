@@ -1,6 +1,7 @@
 package assignor
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -48,18 +49,9 @@ func (id *TopicID) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// compare orders topic ids bytewise.
-func (id TopicID) compare(o TopicID) int {
-	for i := range id {
-		if id[i] != o[i] {
-			if id[i] < o[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
+// Compare orders topic ids bytewise: -1, 0 or +1 as id is before, equal to or
+// after o.
+func (id TopicID) Compare(o TopicID) int { return bytes.Compare(id[:], o[:]) }
 
 // Input is everything an assignor sees about one group.
 //
@@ -164,7 +156,7 @@ func newGroup(in Input) (*group, error) {
 		byName[t.Name] = 0
 		g.topics = append(g.topics, t)
 	}
-	slices.SortFunc(g.topics, func(a, b Topic) int { return a.ID.compare(b.ID) })
+	slices.SortFunc(g.topics, func(a, b Topic) int { return a.ID.Compare(b.ID) })
 	g.base = make([]int, len(g.topics)+1)
 	for i, t := range g.topics {
 		g.index[t.ID] = i

@@ -40,7 +40,7 @@ func Check(in Input, out Assignment) error {
 		for tid := range out[id] {
 			tids = append(tids, tid)
 		}
-		slices.SortFunc(tids, TopicID.compare)
+		slices.SortFunc(tids, TopicID.Compare)
 		for _, tid := range tids {
 			ps := out[id][tid]
 			t, ok := g.index[tid]

@@ -516,7 +516,7 @@ func describeAssignment(a tps, topics TopicView) kmsg.Assignment {
 	for id := range a {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, compareIDs)
+	slices.SortFunc(ids, assignor.TopicID.Compare)
 	for _, id := range ids {
 		name, _, ok := topics.TopicByID(id)
 		if !ok {

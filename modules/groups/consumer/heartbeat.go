@@ -257,7 +257,7 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 		for t := range m.assigned {
 			ids = append(ids, t)
 		}
-		slices.SortFunc(ids, compareIDs)
+		slices.SortFunc(ids, assignor.TopicID.Compare)
 		for _, t := range ids {
 			at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
 			at.TopicID = t

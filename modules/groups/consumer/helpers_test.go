@@ -118,7 +118,7 @@ func ownedTopics(owned tps) []kmsg.ConsumerGroupHeartbeatRequestTopic {
 	for t := range owned {
 		ids = append(ids, t)
 	}
-	slices.SortFunc(ids, compareIDs)
+	slices.SortFunc(ids, assignor.TopicID.Compare)
 	for _, t := range ids {
 		rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
 		rt.TopicID = t

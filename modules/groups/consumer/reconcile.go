@@ -159,20 +159,8 @@ func topicUnion(a, b tps) []assignor.TopicID {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, compareIDs)
+	slices.SortFunc(out, assignor.TopicID.Compare)
 	return out
-}
-
-func compareIDs(a, b assignor.TopicID) int {
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
 }
 
 // intersect, difference and union work on ascending unique lists.
