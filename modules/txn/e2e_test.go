@@ -51,21 +51,6 @@ func createTopic(t testing.TB, b *testbroker.Broker, topic string, partitions in
 	}
 }
 
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // readAll reads topic from the start with the isolation level until it has seen a
 // record with key "end" in every partition (written by writeEnds after the records
 // under test), returning the values before it.
@@ -158,7 +143,7 @@ func describeTxn(t testing.TB, b *testbroker.Broker, id string) kadm.DescribedTr
 func waitTxnState(t testing.TB, b *testbroker.Broker, id, state string) kadm.DescribedTransaction {
 	t.Helper()
 	var d kadm.DescribedTransaction
-	waitFor(t, 20*time.Second, id+" in "+state, func() string {
+	testbroker.WaitFor(t, 20*time.Second, id+" in "+state, func() string {
 		ds, err := b.Admin(t).DescribeTransactions(ctxT(t, 10*time.Second), id)
 		if err != nil {
 			return err.Error()
