@@ -1,0 +1,36 @@
+// Package testcheck holds small test helpers that packages low in the import graph
+// share: it imports no Sluice package, so any package's internal tests can use it.
+//
+//	testcheck.WantCode(t, "join", resp.ErrorCode, kerr.UnknownMemberID)
+//	addr := testcheck.FreeAddr(t)
+package testcheck
+
+import (
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// WantCode fails the test unless the Kafka error code got is want's (0 for a nil want).
+func WantCode(t testing.TB, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	var w int16
+	if want != nil {
+		w = want.Code
+	}
+	if got != w {
+		t.Fatalf("%s: code %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+// FreeAddr returns a 127.0.0.1 host:port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
