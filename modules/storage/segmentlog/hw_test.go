@@ -10,11 +10,7 @@ import (
 
 func readHWFile(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, hwCheckpointFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(mustReadFile(t, filepath.Join(dir, hwCheckpointFile)))
 }
 
 func wantHW(t *testing.T, l kernel.Log, want int64) {
