@@ -17,6 +17,9 @@ import (
 
 var rtp = kernel.TopicPartition{Topic: "recover", Partition: 3}
 
+// otherTP is a second partition for the tests that need two.
+var otherTP = kernel.TopicPartition{Topic: "other", Partition: 0}
+
 // crash closes every file of the store without flushing, sealing, checkpointing or
 // writing the clean-shutdown marker: what a killed process leaves behind (the page
 // cache survives, so all written bytes are there; damage is added by the test).
@@ -72,6 +75,18 @@ func fill(t *testing.T, l kernel.Log, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// openPair opens a raw store on dir and in it rtp and otherTP, filled with n and m
+// batches of 2 records.
+func openPair(t *testing.T, dir string, n, m int) (s *Store, l, lo kernel.Log) {
+	t.Helper()
+	s = openRaw(t, dir)
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
+	lo = mustOpen(t, s, otherTP, [16]byte{}, recoveryConfig())
+	fill(t, l, n)
+	fill(t, lo, m)
+	return s, l, lo
 }
 
 // openTrimmed opens a raw store on dir and returns it with rtp open in it, with topic id id, holding 20
@@ -491,12 +506,7 @@ func TestOlderTopicIDMovedAside(t *testing.T) {
 // clean-shutdown marker that run writes must not vouch for that partition.
 func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	dir := t.TempDir()
-	other := kernel.TopicPartition{Topic: "other", Partition: 0}
-	s := openRaw(t, dir)
-	la := mustOpen(t, s, other, [16]byte{}, recoveryConfig())
-	lb := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	fill(t, la, 2)
-	fill(t, lb, 6) // segments 0 and 8; LEO 12
+	s, _, _ := openPair(t, dir, 6, 2) // rtp: segments 0 and 8; LEO 12
 	if err := s.writeCheckpoints(); err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +515,7 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), int64(len(storagetest.Batch(0, 0, 2, 30)))+17)
 
 	s = openRaw(t, dir) // this run opens only the other partition
-	if _, err := s.Open(other, [16]byte{}, recoveryConfig()); err != nil {
+	if _, err := s.Open(otherTP, [16]byte{}, recoveryConfig()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
