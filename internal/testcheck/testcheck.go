@@ -3,10 +3,13 @@
 //
 //	testcheck.WantCode(t, "join", resp.ErrorCode, kerr.UnknownMemberID)
 //	addr := testcheck.FreeAddr(t)
+//	logs := &testcheck.SyncBuffer{}
 package testcheck
 
 import (
+	"bytes"
 	"net"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,4 +36,24 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// SyncBuffer is an io.Writer safe for concurrent use, for a process's or a logger's
+// output that a test reads while it is still written.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
