@@ -397,10 +397,7 @@ func fetchAll(t *testing.T, addr, topic string, partitions []int32, timeout time
 	var ends kadm.ListedOffsets
 	var err error
 	for {
-		ends, err = adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
-		}
+		ends, err = answerErr(adm.ListEndOffsets(ctx, topic))
 		if err == nil || ctx.Err() != nil || !(errors.Is(err, kerr.LeaderNotAvailable) || errors.Is(err, kerr.NotLeaderForPartition)) {
 			break
 		}
