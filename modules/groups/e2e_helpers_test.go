@@ -24,12 +24,9 @@ import (
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
-// fastGroupConfig allows short sessions so membership changes settle quickly.
-const fastGroupConfig = `
-configs:
-  group.initial.rebalance.delay.ms: "0"
-  offsets.topic.num.partitions: "4"
-  group.min.session.timeout.ms: "1000"
+// fastGroupConfig is groupConfig allowing short sessions, so membership changes settle
+// quickly.
+const fastGroupConfig = groupConfig + `  group.min.session.timeout.ms: "1000"
 `
 
 // fastGroupOpts are kgo group options for quick rebalances: frequent heartbeats
