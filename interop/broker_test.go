@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/testcheck"
 )
 
 // Environment knobs.
@@ -171,23 +173,8 @@ var givenPorts = struct {
 	m map[int]bool
 }{m: map[int]bool{}}
 
-// syncBuffer is an io.Writer safe for concurrent use (the broker's stderr).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+// syncBuffer holds the broker's stderr.
+type syncBuffer = testcheck.SyncBuffer
 
 // broker is one broker process (and its restarts on the same data dir and ports).
 type broker struct {
@@ -410,10 +397,7 @@ func fetchAll(t *testing.T, addr, topic string, partitions []int32, timeout time
 	var ends kadm.ListedOffsets
 	var err error
 	for {
-		ends, err = adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			err = ends.Error()
-		}
+		ends, err = answerErr(adm.ListEndOffsets(ctx, topic))
 		if err == nil || ctx.Err() != nil || !(errors.Is(err, kerr.LeaderNotAvailable) || errors.Is(err, kerr.NotLeaderForPartition)) {
 			break
 		}

@@ -70,11 +70,7 @@ func TestClusterReassignment(t *testing.T) {
 	defer cancel()
 	req := kadm.AlterPartitionAssignmentsReq{}
 	req.Assign(topic, 0, []int32{2, 3, 4})
-	res, err := adm.AlterPartitionAssignments(ctx, req)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
+	if _, err := answerErr(adm.AlterPartitionAssignments(ctx, req)); err != nil {
 		t.Fatalf("AlterPartitionAssignments: %v", err)
 	}
 	var inProgress bool

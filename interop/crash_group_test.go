@@ -104,10 +104,7 @@ func TestCrashGroupCommits(t *testing.T) {
 		adm := kadm.NewClient(newClient(t, b.addr))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		os, err := adm.FetchOffsets(ctx, group)
-		if err == nil {
-			err = os.Error()
-		}
+		os, err := answerErr(adm.FetchOffsets(ctx, group))
 		if err != nil {
 			t.Fatalf("%s: FetchOffsets %s: %v", when, group, err)
 		}

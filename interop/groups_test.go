@@ -237,15 +237,21 @@ func produceSeq(t *testing.T, addr, topic string, partitions int32, prefix strin
 	return out
 }
 
+// answerErr returns a kadm answer with its error or, if there is none, the first error
+// the answer holds (kadm reports per-group and per-partition errors there).
+func answerErr[R interface{ Error() error }](r R, err error) (R, error) {
+	if err == nil {
+		err = r.Error()
+	}
+	return r, err
+}
+
 // endOffsets returns the end offset of every partition of topic.
 func endOffsets(t *testing.T, adm *kadm.Client, topic string) map[int32]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
+	ends, err := answerErr(adm.ListEndOffsets(ctx, topic))
 	if err != nil {
 		t.Fatalf("ListEndOffsets %s: %v", topic, err)
 	}
@@ -261,10 +267,7 @@ func endOffsets(t *testing.T, adm *kadm.Client, topic string) map[int32]int64 {
 func committed(adm *kadm.Client, group, topic string) (map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	os, err := adm.FetchOffsets(ctx, group)
-	if err == nil {
-		err = os.Error()
-	}
+	os, err := answerErr(adm.FetchOffsets(ctx, group))
 	if err != nil {
 		return nil, err
 	}
@@ -428,10 +431,7 @@ func describeGroup(t *testing.T, adm *kadm.Client, group string) kadm.DescribedG
 func describeGroupErr(adm *kadm.Client, group string) (kadm.DescribedGroup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ds, err := adm.DescribeGroups(ctx, group)
-	if err == nil {
-		err = ds.Error()
-	}
+	ds, err := answerErr(adm.DescribeGroups(ctx, group))
 	return ds[group], err
 }
 
@@ -531,14 +531,7 @@ func checkLiveGroup(t *testing.T, adm *kadm.Client, group, topic string, partiti
 		t.Errorf("ListGroups: %s is %+v (listed: %v); want state Stable, protocol type consumer, coordinator 1", group, l, ok)
 	}
 
-	lags, err := adm.Lag(ctx, group)
-	if err != nil {
-		t.Fatalf("Lag %s: %v", group, err)
-	}
-	l := lags[group]
-	if err := l.Error(); err != nil {
-		t.Fatalf("Lag %s: %v", group, err)
-	}
+	l := groupLag(t, ctx, adm, group)
 	for p := int32(0); p < partitions; p++ {
 		ml, ok := l.Lag.Lookup(topic, p)
 		switch {
@@ -552,6 +545,21 @@ func checkLiveGroup(t *testing.T, adm *kadm.Client, group, topic string, partiti
 	}
 }
 
+// groupLag returns kadm's Lag of group, failing the test on an error in the request or
+// in the group's answer.
+func groupLag(t *testing.T, ctx context.Context, adm *kadm.Client, group string) kadm.DescribedGroupLag {
+	t.Helper()
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		t.Fatalf("Lag %s: %v", group, err)
+	}
+	l := lags[group]
+	if err := l.Error(); err != nil {
+		t.Fatalf("Lag %s: %v", group, err)
+	}
+	return l
+}
+
 // checkEmptyGroupLag waits for the group to be Empty (every member left) and checks that
 // Lag counts want records (partition → lag) that nobody has consumed yet.
 func checkEmptyGroupLag(t *testing.T, adm *kadm.Client, group, topic string, want map[int32]int64) {
@@ -562,14 +570,7 @@ func checkEmptyGroupLag(t *testing.T, adm *kadm.Client, group, topic string, wan
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	lags, err := adm.Lag(ctx, group)
-	if err != nil {
-		t.Fatalf("Lag %s: %v", group, err)
-	}
-	l := lags[group]
-	if err := l.Error(); err != nil {
-		t.Fatalf("Lag %s: %v", group, err)
-	}
+	l := groupLag(t, ctx, adm, group)
 	if l.State != "Empty" {
 		t.Errorf("Lag %s: state %q, want Empty", group, l.State)
 	}

@@ -102,21 +102,11 @@ func benchProduce(b *testing.B, br *testbroker.Broker, topic string, size int) {
 	}
 	ctx := context.Background()
 	// Warm up: metadata, connection, the transform's instance.
-	for range 100 {
-		cl.Produce(ctx, &kgo.Record{Value: value}, done)
-	}
-	if err := cl.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
+	testbroker.ProduceFlush(b, ctx, cl, 100, value, done)
 	before := benchStatus(b, br, topic)
 	b.ResetTimer()
 	start := time.Now()
-	for range b.N {
-		cl.Produce(ctx, &kgo.Record{Value: value}, done)
-	}
-	if err := cl.Flush(ctx); err != nil {
-		b.Fatal(err)
-	}
+	testbroker.ProduceFlush(b, ctx, cl, b.N, value, done)
 	el := time.Since(start)
 	b.StopTimer()
 	if n := failed.Load(); n > 0 {

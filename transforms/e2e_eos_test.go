@@ -114,7 +114,7 @@ func TestDerivedExactlyOnce(t *testing.T) {
 
 	adm := b.Admin(t)
 	group := transforms.GroupPrefix + "router"
-	waitUntil(t, 90*time.Second, "the transform's group offsets reach the input's end", func() string {
+	testbroker.WaitFor(t, 90*time.Second, "the transform's group offsets reach the input's end", func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		offs, err := adm.FetchOffsets(ctx, group)
@@ -180,21 +180,6 @@ func consumeCommitted(t *testing.T, b *testbroker.Broker, topic string) []*kgo.R
 	return out
 }
 
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestDerivedExactlyOnceMigratesPosition: a transform whose group has no offset yet
 // starts from the position the at-least-once worker stored in the metadata log.
 func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
@@ -219,7 +204,7 @@ func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
 	}
 	mustDeploy(t, b, "mig", "route-by-key", url.Values{"input": {"in"}, "mode": {"derived"}, "output": {"a-to-m", "n-to-z"}})
 	adm := b.Admin(t)
-	waitUntil(t, 60*time.Second, "the group offset at the input's end", func() string {
+	testbroker.WaitFor(t, 60*time.Second, "the group offset at the input's end", func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		offs, err := adm.FetchOffsets(ctx, transforms.GroupPrefix+"mig")
@@ -272,7 +257,7 @@ func TestDerivedExactlyOncePolicies(t *testing.T) {
 	adm := b.Admin(t)
 	position := func(name, topic string, want int64) {
 		t.Helper()
-		waitUntil(t, 60*time.Second, name+"'s position at "+strconv.FormatInt(want, 10), func() string {
+		testbroker.WaitFor(t, 60*time.Second, name+"'s position at "+strconv.FormatInt(want, 10), func() string {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			offs, err := adm.FetchOffsets(ctx, transforms.GroupPrefix+name)
@@ -288,7 +273,7 @@ func TestDerivedExactlyOncePolicies(t *testing.T) {
 	position("drp", "din", 4)
 	position("rej", "rin", 2)
 	// The rejecting transform keeps failing at the trap and writes nothing more.
-	waitUntil(t, 60*time.Second, "rej retried the trap", func() string {
+	testbroker.WaitFor(t, 60*time.Second, "rej retried the trap", func() string {
 		if s := list(t, b)["rej"]; s.Failures < 3 {
 			return fmt.Sprintf("%d failures", s.Failures)
 		}

@@ -2,7 +2,6 @@ package transforms_test
 
 import (
 	"context"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -63,10 +62,7 @@ func produceRaw(t *testing.T, b *testbroker.Broker, cl *kgo.Client, topic string
 // with the original offsets and appends nothing, the next batch is in sequence, a gap
 // is still refused, and after a restart a retry is still recognised.
 func TestInlineFilterIdempotentRetries(t *testing.T) {
-	b := testbroker.Start(t)
-	createTopic(t, b, "idem", 1)
-	mustDeploy(t, b, "filter", "filter-by-header", url.Values{"input": {"idem"}})
-	cl := b.Client(t)
+	b, cl := startHeaderFilter(t, "filter", "idem")
 	const pid = 4242
 
 	type step struct {

@@ -3,7 +3,6 @@ package transforms_test
 import (
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +30,7 @@ func scrape(t *testing.T, b *testbroker.Broker) string {
 // TestTransformMetrics: a deployed transform's counters are Prometheus metrics,
 // labelled by transform and mode, and disappear when it is deleted.
 func TestTransformMetrics(t *testing.T) {
-	b := testbroker.Start(t)
-	createTopic(t, b, "m", 1)
-	mustDeploy(t, b, "filt", "filter-by-header", url.Values{"input": {"m"}})
-	cl := b.Client(t)
+	b, cl := startHeaderFilter(t, "filt", "m")
 	var recs []*kgo.Record
 	for i := range 6 {
 		r := &kgo.Record{Topic: "m", Value: []byte{byte('a' + i)}}

@@ -118,6 +118,16 @@ func deployBytes(t *testing.T, b *testbroker.Broker, name string, body []byte, q
 	return resp.StatusCode, string(out)
 }
 
+// startHeaderFilter starts a broker with a one-partition topic and the filter-by-header
+// example deployed inline on it as name, and returns the broker and a client of it.
+func startHeaderFilter(t *testing.T, name, topic string) (*testbroker.Broker, *kgo.Client) {
+	t.Helper()
+	b := testbroker.Start(t)
+	createTopic(t, b, topic, 1)
+	mustDeploy(t, b, name, "filter-by-header", url.Values{"input": {topic}})
+	return b, b.Client(t)
+}
+
 func mustDeploy(t *testing.T, b *testbroker.Broker, name, wasm string, q url.Values) {
 	t.Helper()
 	if code, body := deploy(t, b, name, wasm, q); code != http.StatusCreated {
@@ -235,10 +245,7 @@ func TestInlineRedactJSON(t *testing.T) {
 }
 
 func TestInlineFilterByHeader(t *testing.T) {
-	b := testbroker.Start(t)
-	createTopic(t, b, "events", 1)
-	mustDeploy(t, b, "filter", "filter-by-header", url.Values{"input": {"events"}})
-	cl := b.Client(t)
+	b, cl := startHeaderFilter(t, "filter", "events")
 	var recs []*kgo.Record
 	for i := range 20 {
 		r := &kgo.Record{Topic: "events", Value: []byte(fmt.Sprint(i))}

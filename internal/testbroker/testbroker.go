@@ -10,6 +10,7 @@ package testbroker
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -70,26 +71,34 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	return b
 }
 
-func (b *Broker) start(t testing.TB, listen, admin string) {
+// newKernel builds, but does not start, a kernel with the standard modules from the
+// YAML config, on dataDir, its first listener on listen and the admin listener on admin.
+func newKernel(t testing.TB, yaml, dataDir, listen, admin string, log *slog.Logger) *kernel.Kernel {
 	t.Helper()
-	cfg, err := kernel.ParseConfig([]byte(b.opts.config))
+	cfg, err := kernel.ParseConfig([]byte(yaml))
 	if err != nil {
 		t.Fatalf("testbroker: %v", err)
 	}
-	cfg.DataDir = b.DataDir
+	cfg.DataDir = dataDir
 	if len(cfg.Listeners) == 0 {
 		cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT"}}
 	}
 	cfg.Listeners[0].Address = listen
 	cfg.AdminListen = admin
-	b.logw = &tbWriter{t: t}
-	log := slog.New(slog.NewTextHandler(b.logw, &slog.HandlerOptions{Level: b.opts.level}))
 	reg := kernel.NewRegistry()
 	standard.Register(reg)
 	k, err := kernel.New(cfg, reg, log)
 	if err != nil {
 		t.Fatalf("testbroker: %v", err)
 	}
+	return k
+}
+
+func (b *Broker) start(t testing.TB, listen, admin string) {
+	t.Helper()
+	b.logw = &tbWriter{t: t}
+	log := slog.New(slog.NewTextHandler(b.logw, &slog.HandlerOptions{Level: b.opts.level}))
+	k := newKernel(t, b.opts.config, b.DataDir, listen, admin, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := k.Start(ctx); err != nil {
@@ -167,3 +176,19 @@ func (w *tbWriter) close() { w.mu.Lock(); w.closed = true; w.mu.Unlock() }
 
 // String describes the broker for test messages.
 func (b *Broker) String() string { return fmt.Sprintf("broker %s (data %s)", b.Addr, b.DataDir) }
+
+// StartError starts a broker from a YAML config on 127.0.0.1 with a temporary data dir,
+// for a config that must not start, and returns what Start answered. A broker that does
+// start is shut down again and StartError returns nil. A config that does not parse or
+// build a kernel fails the test.
+func StartError(t testing.TB, yaml string) error {
+	t.Helper()
+	k := newKernel(t, yaml, t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := k.Start(ctx); err != nil {
+		return err
+	}
+	_ = k.Shutdown(ctx)
+	return nil
+}

@@ -2,8 +2,6 @@ package groups_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
-	"github.com/sluicehq/sluice/kernel"
-	"github.com/sluicehq/sluice/modules/standard"
 )
 
 // TestMemoryOffsetsRebuiltAtRestart: with the in-memory offset store nothing of the
@@ -56,25 +52,7 @@ func TestUnknownGuests(t *testing.T) {
 		{"assignor plugin by name", "{assignors: [plugin]}", `unknown assignor "plugin" (known: range, uniform;`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := kernel.ParseConfig([]byte("modules: {groups: " + tc.groups + "}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.DataDir = t.TempDir()
-			cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
-			cfg.AdminListen = "127.0.0.1:0"
-			reg := kernel.NewRegistry()
-			standard.Register(reg)
-			k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			err = k.Start(ctx)
-			if err == nil {
-				_ = k.Shutdown(ctx)
-			}
+			err := testbroker.StartError(t, "modules: {groups: "+tc.groups+"}\n")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("start: %v, want an error containing %q", err, tc.want)
 			}

@@ -24,12 +24,9 @@ import (
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
-// fastGroupConfig allows short sessions so membership changes settle quickly.
-const fastGroupConfig = `
-configs:
-  group.initial.rebalance.delay.ms: "0"
-  offsets.topic.num.partitions: "4"
-  group.min.session.timeout.ms: "1000"
+// fastGroupConfig is groupConfig allowing short sessions, so membership changes settle
+// quickly.
+const fastGroupConfig = groupConfig + `  group.min.session.timeout.ms: "1000"
 `
 
 // fastGroupOpts are kgo group options for quick rebalances: frequent heartbeats
@@ -48,21 +45,10 @@ func fastGroupOpts(group string, topics ...string) []kgo.Opt {
 	}
 }
 
-// waitFor polls cond every 20ms until it returns "" (done) or timeout passes; it then
-// fails the test with the last reason cond gave.
+// waitFor is testbroker.WaitFor, under the name this package's tests use.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testbroker.WaitFor(t, timeout, what, cond)
 }
 
 // startWithTopic starts a broker from cfg, creates topic with parts partitions and
@@ -230,7 +216,7 @@ func (p *poller) stop() {
 // waitConsumed waits until every value of acked was seen.
 func (s *seenSet) waitConsumed(t testing.TB, timeout time.Duration, acked map[string]bool) {
 	t.Helper()
-	waitFor(t, timeout, "every acknowledged record consumed", func() string {
+	testbroker.WaitFor(t, timeout, "every acknowledged record consumed", func() string {
 		if n, ex := s.missing(acked); n > 0 {
 			return fmtMissing(n, len(acked), ex)
 		}
@@ -339,7 +325,7 @@ func (c *consumer) memberID() string {
 func stableAssignment(t testing.TB, adm *kadm.Client, group, topic string, parts int32, cs []*consumer) map[string][]int32 {
 	t.Helper()
 	var out map[string][]int32
-	waitFor(t, 15*time.Second, fmt.Sprintf("group %s stable with %d members", group, len(cs)), func() string {
+	testbroker.WaitFor(t, 15*time.Second, fmt.Sprintf("group %s stable with %d members", group, len(cs)), func() string {
 		d, err := describeGroup(adm, group, 5*time.Second)
 		if err != nil {
 			return err.Error()

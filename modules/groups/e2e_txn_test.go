@@ -17,12 +17,7 @@ import (
 )
 
 // txnGroupConfig is fastGroupConfig with the transaction coordinator.
-const txnGroupConfig = `
-configs:
-  group.initial.rebalance.delay.ms: "0"
-  offsets.topic.num.partitions: "4"
-  group.min.session.timeout.ms: "1000"
-  transaction.state.log.num.partitions: "4"
+const txnGroupConfig = fastGroupConfig + `  transaction.state.log.num.partitions: "4"
 modules:
   txn: {use: coordinator, sweep_interval_ms: 50}
 `

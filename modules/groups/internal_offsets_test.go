@@ -9,25 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/internal/testbroker"
 	"github.com/sluicehq/sluice/kernel"
 )
-
-// retryCoord runs op until it stops failing with a retriable coordinator error.
-func retryCoord(t *testing.T, ctx context.Context, what string, op func() error) error {
-	t.Helper()
-	for {
-		err := op()
-		if err == nil || !(errors.Is(err, kerr.ConcurrentTransactions) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
-			errors.Is(err, kernel.ErrNotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: still failing at the deadline: %v", what, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
 
 // TestInternalOffsetsTxn commits a group's offsets through kernel.InternalOffsets in
 // transactions driven with kernel.InternalTxns: pending offsets answer
@@ -50,19 +34,19 @@ func TestInternalOffsetsTxn(t *testing.T) {
 	tps := []kernel.TopicPartition{tp0, tp1}
 
 	var got map[kernel.TopicPartition]int64
-	if err := retryCoord(t, ctx, "fetch", func() (err error) { got, err = io.StableOffsets(ctx, group, tps); return err }); err != nil {
+	if err := testbroker.RetryCoordinator(t, ctx, "fetch", func() (err error) { got, err = io.StableOffsets(ctx, group, tps); return err }); err != nil {
 		t.Fatalf("StableOffsets of a new group: %v", err)
 	}
 	if len(got) != 0 {
 		t.Fatalf("a new group has offsets %v", got)
 	}
 	var pe kernel.ProducerIDEpoch
-	if err := retryCoord(t, ctx, "init", func() (err error) { pe, err = it.InitProducerID(ctx, id, 10_000); return err }); err != nil {
+	if err := testbroker.RetryCoordinator(t, ctx, "init", func() (err error) { pe, err = it.InitProducerID(ctx, id, 10_000); return err }); err != nil {
 		t.Fatalf("InitProducerID: %v", err)
 	}
 	txn := func(commit bool, offs map[kernel.TopicPartition]int64) {
 		t.Helper()
-		if err := retryCoord(t, ctx, "add offsets", func() error { return it.AddOffsetsToTxn(ctx, id, pe, group) }); err != nil {
+		if err := testbroker.RetryCoordinator(t, ctx, "add offsets", func() error { return it.AddOffsetsToTxn(ctx, id, pe, group) }); err != nil {
 			t.Fatalf("AddOffsetsToTxn: %v", err)
 		}
 		if err := io.TxnCommitOffsets(ctx, id, group, pe, offs); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/internal/testcheck"
 	"github.com/sluicehq/sluice/modules/groups/assignor"
 	pluginsdk "github.com/sluicehq/sluice/plugins/assignor"
 	"github.com/sluicehq/sluice/plugins/assignor/assignortest"
@@ -181,17 +182,7 @@ func isSmallest(in assignor.Input, out assignor.Assignment) bool {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+type syncBuffer = testcheck.SyncBuffer
 
 // startTestPlugin starts a plugin assignor on the test binary in mode.
 func startTestPlugin(t testing.TB, mode string, edit ...func(*AssignorConfig)) (*pluginAssignor, *syncBuffer) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/testcheck"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -55,7 +56,7 @@ func newClusterWith(t *testing.T, n int, configs map[string]string, racks ...str
 	c := &tcluster{t: t, nodes: map[int32]*tnode{}, configs: maps.Clone(testClusterConfigs)}
 	maps.Copy(c.configs, configs)
 	for i := 1; i <= n; i++ {
-		nd := &tnode{id: int32(i), dir: t.TempDir(), addr: freeAddr(t)}
+		nd := &tnode{id: int32(i), dir: t.TempDir(), addr: testcheck.FreeAddr(t)}
 		if i-1 < len(racks) {
 			nd.rack = racks[i-1]
 		}

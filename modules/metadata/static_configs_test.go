@@ -1,14 +1,10 @@
 package metadata_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/kernel"
-	"github.com/sluicehq/sluice/modules/standard"
+	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
 // An unknown or invalid Kafka broker config in the file's `configs:` section stops the
@@ -19,22 +15,8 @@ func TestStaticBrokerConfigsValidatedAtStartup(t *testing.T) {
 		{"bad value", "configs: {num.partitions: \"many\"}\n", "num.partitions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := kernel.ParseConfig([]byte(tc.yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.DataDir = t.TempDir()
-			cfg.Listeners = []kernel.ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
-			cfg.AdminListen = "127.0.0.1:0"
-			reg := kernel.NewRegistry()
-			standard.Register(reg)
-			k, err := kernel.New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = k.Start(context.Background())
+			err := testbroker.StartError(t, tc.yaml)
 			if err == nil {
-				_ = k.Shutdown(context.Background())
 				t.Fatal("broker started with a bad static config")
 			}
 			if !strings.Contains(err.Error(), tc.want) {

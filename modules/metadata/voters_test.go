@@ -4,20 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
-)
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+	"github.com/sluicehq/sluice/internal/testcheck"
+)
 
 // TestThreeVoters runs a three-voter quorum over TCP: one leader is elected, writes the
 // cluster id and registers, and every voter applies the same entries to the same image.
@@ -25,7 +16,7 @@ func TestThreeVoters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	addrs := []string{testcheck.FreeAddr(t), testcheck.FreeAddr(t), testcheck.FreeAddr(t)}
 	var voters []string
 	for i, a := range addrs {
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, a))

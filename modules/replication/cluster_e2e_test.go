@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/testcheck"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/replication"
 	"github.com/sluicehq/sluice/modules/standard"
@@ -78,7 +78,7 @@ func startClusterWith(t *testing.T, n int, storage string, configs map[string]st
 		c.configs[k] = v
 	}
 	for i := 1; i <= n; i++ {
-		nd := &cnode{id: int32(i), dir: t.TempDir(), raft: freeAddr(t), logs: &logBuffer{}}
+		nd := &cnode{id: int32(i), dir: t.TempDir(), raft: testcheck.FreeAddr(t), logs: &logBuffer{}}
 		c.nodes = append(c.nodes, nd)
 		c.voters = append(c.voters, fmt.Sprintf("%d@%s", i, nd.raft))
 	}
@@ -109,16 +109,6 @@ func startClusterWith(t *testing.T, n int, storage string, configs map[string]st
 	}
 	c.waitBrokers(n)
 	return c
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // start starts a broker (again, on its data dir) and waits until it is ready.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/internal/testcheck"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -47,13 +48,13 @@ func TestReadStable(t *testing.T) {
 		}
 	}
 	h.produce(9, -1, "t", 0, testBatch(1, "p0"))
-	wantCode(t, "aborted txn", h.produceTxn(&txn, "t", 0, pidBatch(7, 0, 0, true, "x1", "x2")).ErrorCode, nil)
-	wantCode(t, "committed txn", h.produceTxn(&txn, "t", 0, pidBatch(8, 0, 0, true, "c1")).ErrorCode, nil)
+	testcheck.WantCode(t, "aborted txn", h.produceTxn(&txn, "t", 0, pidBatch(7, 0, 0, true, "x1", "x2")).ErrorCode, nil)
+	testcheck.WantCode(t, "committed txn", h.produceTxn(&txn, "t", 0, pidBatch(8, 0, 0, true, "c1")).ErrorCode, nil)
 	marker(7, false)
 	marker(8, true)
 	h.produce(9, -1, "t", 0, testBatch(1, "p1"))
 	// An open transaction pins the LSO: its batch and everything after stay unread.
-	wantCode(t, "open txn", h.produceTxn(&txn, "t", 0, pidBatch(7, 0, 2, true, "o1")).ErrorCode, nil)
+	testcheck.WantCode(t, "open txn", h.produceTxn(&txn, "t", 0, pidBatch(7, 0, 2, true, "o1")).ErrorCode, nil)
 	h.produce(9, -1, "t", 0, testBatch(1, "p2"))
 
 	if got, want := readValues(t, h, tp, true), []string{"p0", "c1", "p1"}; !slices.Equal(got, want) {

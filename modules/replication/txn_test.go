@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/internal/testcheck"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -49,17 +50,6 @@ func (h *harness) part(topic string, p int32) *Partition {
 	return pt
 }
 
-func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
-	t.Helper()
-	var w int16
-	if want != nil {
-		w = want.Code
-	}
-	if got != w {
-		t.Fatalf("%s: got %v, want %v", what, kerr.ErrorForCode(got), want)
-	}
-}
-
 func TestSeqRangeWraps(t *testing.T) {
 	for _, tc := range []struct {
 		base, delta, last int32
@@ -82,18 +72,18 @@ func TestIdempotentProduce(t *testing.T) {
 	p := h.part("t", 0)
 
 	r := h.produceTxn(nil, "t", 0, pidBatch(7, 0, 0, false, "a", "b", "c"))
-	wantCode(t, "first batch", r.ErrorCode, nil)
+	testcheck.WantCode(t, "first batch", r.ErrorCode, nil)
 	if r.BaseOffset != 0 {
 		t.Fatalf("first batch at %d", r.BaseOffset)
 	}
 	r = h.produceTxn(nil, "t", 0, pidBatch(7, 0, 3, false, "d", "e"))
-	wantCode(t, "second batch", r.ErrorCode, nil)
+	testcheck.WantCode(t, "second batch", r.ErrorCode, nil)
 	if r.BaseOffset != 3 {
 		t.Fatalf("second batch at %d", r.BaseOffset)
 	}
 	// A retry of the second batch: the original offsets, nothing appended.
 	r = h.produceTxn(nil, "t", 0, pidBatch(7, 0, 3, false, "d", "e"))
-	wantCode(t, "retry", r.ErrorCode, nil)
+	testcheck.WantCode(t, "retry", r.ErrorCode, nil)
 	if r.BaseOffset != 3 || p.log.LogEndOffset() != 5 {
 		t.Fatalf("retry: base %d, log end %d; want 3 and 5", r.BaseOffset, p.log.LogEndOffset())
 	}
@@ -103,36 +93,36 @@ func TestIdempotentProduce(t *testing.T) {
 		t.Fatalf("retry of the first: %v base %d, log end %d", kerr.ErrorForCode(r.ErrorCode), r.BaseOffset, p.log.LogEndOffset())
 	}
 	r = h.produceTxn(nil, "t", 0, pidBatch(7, 0, 9, false, "gap"))
-	wantCode(t, "gap", r.ErrorCode, kerr.OutOfOrderSequenceNumber)
+	testcheck.WantCode(t, "gap", r.ErrorCode, kerr.OutOfOrderSequenceNumber)
 	r = h.produceTxn(nil, "t", 0, pidBatch(7, 1, 0, false, "new epoch"))
-	wantCode(t, "new epoch", r.ErrorCode, nil)
+	testcheck.WantCode(t, "new epoch", r.ErrorCode, nil)
 	r = h.produceTxn(nil, "t", 0, pidBatch(7, 0, 5, false, "old epoch"))
-	wantCode(t, "old epoch", r.ErrorCode, kerr.InvalidProducerEpoch)
+	testcheck.WantCode(t, "old epoch", r.ErrorCode, kerr.InvalidProducerEpoch)
 	two := append(pidBatch(7, 1, 1, false, "x"), pidBatch(7, 1, 2, false, "y")...)
 	r = h.produceTxn(nil, "t", 0, two)
-	wantCode(t, "two batches", r.ErrorCode, kerr.InvalidRecord)
+	testcheck.WantCode(t, "two batches", r.ErrorCode, kerr.InvalidRecord)
 	if r.ErrorMessage == nil {
 		t.Error("two batches: no error message")
 	}
 	mixed := append(testBatch(1, "plain"), pidBatch(7, 1, 1, false, "y")...)
 	r = h.produceTxn(nil, "t", 0, mixed)
-	wantCode(t, "plain and producer batch", r.ErrorCode, kerr.InvalidRecord)
+	testcheck.WantCode(t, "plain and producer batch", r.ErrorCode, kerr.InvalidRecord)
 	r = h.produceTxn(nil, "t", 0, pidBatch(7, 1, -1, false, "no seq"))
-	wantCode(t, "negative base sequence", r.ErrorCode, kerr.InvalidRecord)
+	testcheck.WantCode(t, "negative base sequence", r.ErrorCode, kerr.InvalidRecord)
 	if leo := p.log.LogEndOffset(); leo != 6 {
 		t.Fatalf("log end %d, want 6", leo)
 	}
 	// Batches without a producer id are unchanged: several per partition are fine.
 	r = h.produceTxn(nil, "t", 0, append(testBatch(1, "p"), testBatch(2, "q")...))
-	wantCode(t, "plain batches", r.ErrorCode, nil)
+	testcheck.WantCode(t, "plain batches", r.ErrorCode, nil)
 }
 
 func TestIdempotentDuplicateLogAppendTime(t *testing.T) {
 	h := newHarness(t, nil, topicSpec{name: "t", id: 1, configs: map[string]string{"message.timestamp.type": "LogAppendTime"}})
 	r1 := h.produceTxn(nil, "t", 0, pidBatch(3, 0, 0, false, "a"))
-	wantCode(t, "first", r1.ErrorCode, nil)
+	testcheck.WantCode(t, "first", r1.ErrorCode, nil)
 	r2 := h.produceTxn(nil, "t", 0, pidBatch(3, 0, 0, false, "a"))
-	wantCode(t, "retry", r2.ErrorCode, nil)
+	testcheck.WantCode(t, "retry", r2.ErrorCode, nil)
 	if r2.BaseOffset != r1.BaseOffset || r2.LogAppendTime != r1.LogAppendTime || r1.LogAppendTime <= 0 {
 		t.Fatalf("retry answered %d@%d, original %d@%d", r2.BaseOffset, r2.LogAppendTime, r1.BaseOffset, r1.LogAppendTime)
 	}
@@ -165,7 +155,7 @@ func TestTransactionalProduceAndMarkers(t *testing.T) {
 	// Not added to the transaction: refused before anything is appended.
 	fv.err = fmt.Errorf("verify: %w", kerr.InvalidTxnState)
 	r := h.produceTxn(&txn, "t", 0, pidBatch(9, 0, 0, true, "a"))
-	wantCode(t, "unverified", r.ErrorCode, kerr.InvalidTxnState)
+	testcheck.WantCode(t, "unverified", r.ErrorCode, kerr.InvalidTxnState)
 	if p.log.LogEndOffset() != 0 {
 		t.Fatal("unverified batch appended")
 	}
@@ -173,7 +163,7 @@ func TestTransactionalProduceAndMarkers(t *testing.T) {
 	fv.err = fmt.Errorf("verify: %w", kernel.ErrNotCoordinator)
 	h.produce(9, -1, "t", 0, testBatch(2, "plain"))
 	r = h.produceTxn(&txn, "t", 0, pidBatch(9, 0, 0, true, "a", "b"))
-	wantCode(t, "first txn batch", r.ErrorCode, nil)
+	testcheck.WantCode(t, "first txn batch", r.ErrorCode, nil)
 	first := r.BaseOffset
 	if first != 2 {
 		t.Fatalf("txn batch at %d, want 2", first)
@@ -181,12 +171,12 @@ func TestTransactionalProduceAndMarkers(t *testing.T) {
 	fv.err = nil
 	calls := fv.ncalls()
 	r = h.produceTxn(&txn, "t", 0, pidBatch(9, 0, 2, true, "c"))
-	wantCode(t, "second txn batch", r.ErrorCode, nil)
+	testcheck.WantCode(t, "second txn batch", r.ErrorCode, nil)
 	if fv.ncalls() != calls {
 		t.Error("verified again with the transaction open")
 	}
 	r = h.produceTxn(nil, "t", 0, pidBatch(9, 0, 3, false, "not txn"))
-	wantCode(t, "non-transactional batch during the txn", r.ErrorCode, kerr.InvalidTxnState)
+	testcheck.WantCode(t, "non-transactional batch during the txn", r.ErrorCode, kerr.InvalidTxnState)
 
 	if hw, lso := p.stableOffsets(); hw != 5 || lso != first {
 		t.Fatalf("hw %d lso %d, want 5 and %d", hw, lso, first)
@@ -245,7 +235,7 @@ func TestTransactionalProduceAndMarkers(t *testing.T) {
 
 	// A committed transaction: no aborted entry, LSO back at the HW.
 	r = h.produceTxn(&txn, "t", 0, pidBatch(9, 0, 3, true, "d"))
-	wantCode(t, "next txn", r.ErrorCode, nil)
+	testcheck.WantCode(t, "next txn", r.ErrorCode, nil)
 	if err := h.m.WriteTxnMarker(context.Background(), tp, kernel.TxnMarker{ProducerID: 9, ProducerEpoch: 0, CoordinatorEpoch: 1, Commit: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +276,7 @@ func TestListOffsetsIsolation(t *testing.T) {
 	txn := "tx"
 	h.produce(9, -1, "t", 0, testBatch(2, "a")) // offsets 0-1
 	r := h.produceTxn(&txn, "t", 0, pidBatch(4, 0, 0, true, "b", "c"))
-	wantCode(t, "txn", r.ErrorCode, nil)
+	testcheck.WantCode(t, "txn", r.ErrorCode, nil)
 	list := func(iso int8, ts int64) kmsg.ListOffsetsResponseTopicPartition {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.ReplicaID, req.IsolationLevel = -1, iso
@@ -355,7 +345,7 @@ func TestWriteTxnMarkersAPI(t *testing.T) {
 	txn := "tx"
 	for part := int32(0); part < 2; part++ {
 		r := h.produceTxn(&txn, "t", part, pidBatch(5, 1, 0, true, "a"))
-		wantCode(t, "txn batch", r.ErrorCode, nil)
+		testcheck.WantCode(t, "txn batch", r.ErrorCode, nil)
 	}
 	codes := func(v int16, req *kmsg.WriteTxnMarkersRequest, az kernel.Authorizer) []int16 {
 		t.Helper()
@@ -481,8 +471,8 @@ func TestTxnMarkerListener(t *testing.T) {
 func TestDescribeProducers(t *testing.T) {
 	h := newHarness(t, nil, topicSpec{name: "t", id: 1}, topicSpec{name: "other", id: 2, leader: 2}, topicSpec{name: "secret", id: 3})
 	txn := "tx"
-	wantCode(t, "idempotent", h.produceTxn(nil, "t", 0, pidBatch(11, 2, 0, false, "a", "b")).ErrorCode, nil)
-	wantCode(t, "txn", h.produceTxn(&txn, "t", 0, pidBatch(12, 0, 0, true, "c")).ErrorCode, nil)
+	testcheck.WantCode(t, "idempotent", h.produceTxn(nil, "t", 0, pidBatch(11, 2, 0, false, "a", "b")).ErrorCode, nil)
+	testcheck.WantCode(t, "txn", h.produceTxn(&txn, "t", 0, pidBatch(12, 0, 0, true, "c")).ErrorCode, nil)
 	req := kmsg.NewPtrDescribeProducersRequest()
 	for _, tp := range []struct {
 		topic string
@@ -497,10 +487,10 @@ func TestDescribeProducers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := resp.Msg.(*kmsg.DescribeProducersResponse).Topics
-	wantCode(t, "t-0", ts[0].Partitions[0].ErrorCode, nil)
-	wantCode(t, "t-3", ts[0].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition)
-	wantCode(t, "other-0", ts[1].Partitions[0].ErrorCode, kerr.NotLeaderForPartition)
-	wantCode(t, "secret-0", ts[2].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
+	testcheck.WantCode(t, "t-0", ts[0].Partitions[0].ErrorCode, nil)
+	testcheck.WantCode(t, "t-3", ts[0].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition)
+	testcheck.WantCode(t, "other-0", ts[1].Partitions[0].ErrorCode, kerr.NotLeaderForPartition)
+	testcheck.WantCode(t, "secret-0", ts[2].Partitions[0].ErrorCode, kerr.TopicAuthorizationFailed)
 	ps := ts[0].Partitions[0].ActiveProducers
 	slices.SortFunc(ps, func(a, b kmsg.DescribeProducersResponseTopicPartitionActiveProducer) int {
 		return int(a.ProducerID - b.ProducerID)
@@ -529,30 +519,30 @@ func TestTransformIdempotent(t *testing.T) {
 	// 3 records in, 2 stored: the input's sequence range (0-2) is what the producer
 	// state remembers, so a retry of the input is a duplicate.
 	r := h.produceTxn(nil, "t", 0, pidBatch(21, 0, 0, false, "a", "drop", "b"))
-	wantCode(t, "filtered", r.ErrorCode, nil)
+	testcheck.WantCode(t, "filtered", r.ErrorCode, nil)
 	if p.log.LogEndOffset() != 2 {
 		t.Fatalf("log end %d, want 2", p.log.LogEndOffset())
 	}
 	r = h.produceTxn(nil, "t", 0, pidBatch(21, 0, 0, false, "a", "drop", "b"))
-	wantCode(t, "retry", r.ErrorCode, nil)
+	testcheck.WantCode(t, "retry", r.ErrorCode, nil)
 	if r.BaseOffset != 0 || p.log.LogEndOffset() != 2 {
 		t.Fatalf("retry: base %d log end %d", r.BaseOffset, p.log.LogEndOffset())
 	}
 	// Every record dropped: nothing stored, the sequence moves on (3-4).
 	r = h.produceTxn(nil, "t", 0, pidBatch(21, 0, 3, false, "drop", "drop"))
-	wantCode(t, "all dropped", r.ErrorCode, nil)
+	testcheck.WantCode(t, "all dropped", r.ErrorCode, nil)
 	if r.BaseOffset != 2 || p.log.LogEndOffset() != 2 {
 		t.Fatalf("all dropped: base %d log end %d", r.BaseOffset, p.log.LogEndOffset())
 	}
 	r = h.produceTxn(nil, "t", 0, pidBatch(21, 0, 3, false, "drop", "drop"))
-	wantCode(t, "all dropped retry", r.ErrorCode, nil)
+	testcheck.WantCode(t, "all dropped retry", r.ErrorCode, nil)
 	r = h.produceTxn(nil, "t", 0, pidBatch(21, 0, 5, false, "c"))
-	wantCode(t, "after the dropped batch", r.ErrorCode, nil)
+	testcheck.WantCode(t, "after the dropped batch", r.ErrorCode, nil)
 	if r.BaseOffset != 2 {
 		t.Fatalf("after the dropped batch at %d", r.BaseOffset)
 	}
 	r = h.produceTxn(nil, "t", 0, pidBatch(21, 0, 9, false, "gap"))
-	wantCode(t, "gap", r.ErrorCode, kerr.OutOfOrderSequenceNumber)
+	testcheck.WantCode(t, "gap", r.ErrorCode, kerr.OutOfOrderSequenceNumber)
 	// The stored batch keeps the producer fields.
 	st, ok := p.log.Producer(21)
 	if !ok || st.LastSequence != 5 {
@@ -565,7 +555,7 @@ func TestTransformBreaksProducerBatch(t *testing.T) {
 	h := newHarness(t, nil, topicSpec{name: "t", id: 1})
 	h.m.SetProduceTransformer(&rewritingTransformer{})
 	r := h.produceTxn(nil, "t", 0, pidBatch(21, 0, 0, false, "a"))
-	wantCode(t, "rewritten producer id", r.ErrorCode, kerr.UnknownServerError)
+	testcheck.WantCode(t, "rewritten producer id", r.ErrorCode, kerr.UnknownServerError)
 	if h.part("t", 0).log.LogEndOffset() != 0 {
 		t.Fatal("appended")
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
 // BenchmarkProduceIdempotence measures a franz-go producer over a real socket into a
@@ -50,21 +52,11 @@ func BenchmarkProduceIdempotence(b *testing.B) {
 						failed.Add(1)
 					}
 				}
-				for range 100 { // warm up: metadata, connection, producer id
-					cl.Produce(ctx, &kgo.Record{Value: value}, done)
-				}
-				if err := cl.Flush(ctx); err != nil {
-					b.Fatal(err)
-				}
+				testbroker.ProduceFlush(b, ctx, cl, 100, value, done) // warm up: metadata, connection, producer id
 				b.SetBytes(int64(size.n))
 				b.ResetTimer()
 				start := time.Now()
-				for range b.N {
-					cl.Produce(ctx, &kgo.Record{Value: value}, done)
-				}
-				if err := cl.Flush(ctx); err != nil {
-					b.Fatal(err)
-				}
+				testbroker.ProduceFlush(b, ctx, cl, b.N, value, done)
 				el := time.Since(start)
 				b.StopTimer()
 				if n := failed.Load(); n > 0 {

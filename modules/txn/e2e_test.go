@@ -51,21 +51,6 @@ func createTopic(t testing.TB, b *testbroker.Broker, topic string, partitions in
 	}
 }
 
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		why := cond()
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // readAll reads topic from the start with the isolation level until it has seen a
 // record with key "end" in every partition (written by writeEnds after the records
 // under test), returning the values before it.
@@ -133,6 +118,15 @@ func produceTxn(t testing.TB, cl *kgo.Client, values ...string) {
 	}
 }
 
+// beginTxn returns a transactional client of b with id (and opts) that has begun a
+// transaction and produced values in it, round-robin over partitions 0 and 1.
+func beginTxn(t testing.TB, b *testbroker.Broker, id string, values []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl := txnClient(t, b, id, opts...)
+	produceTxn(t, cl, values...)
+	return cl
+}
+
 // endTxn ends cl's transaction (kgo.TryCommit or kgo.TryAbort), failing the test with
 // what on an error.
 func endTxn(t testing.TB, cl *kgo.Client, how kgo.TransactionEndTry, what string) {
@@ -158,7 +152,7 @@ func describeTxn(t testing.TB, b *testbroker.Broker, id string) kadm.DescribedTr
 func waitTxnState(t testing.TB, b *testbroker.Broker, id, state string) kadm.DescribedTransaction {
 	t.Helper()
 	var d kadm.DescribedTransaction
-	waitFor(t, 20*time.Second, id+" in "+state, func() string {
+	testbroker.WaitFor(t, 20*time.Second, id+" in "+state, func() string {
 		ds, err := b.Admin(t).DescribeTransactions(ctxT(t, 10*time.Second), id)
 		if err != nil {
 			return err.Error()
@@ -204,8 +198,7 @@ func TestE2EIdempotentProducer(t *testing.T) {
 func TestE2ECommitAndAbort(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
-	cl := txnClient(t, b, "tx-1")
-	produceTxn(t, cl, "c1", "c2", "c3")
+	cl := beginTxn(t, b, "tx-1", []string{"c1", "c2", "c3"})
 	endTxn(t, cl, kgo.TryCommit, "commit")
 	produceTxn(t, cl, "a1", "a2")
 	endTxn(t, cl, kgo.TryAbort, "abort")
@@ -227,11 +220,9 @@ func TestE2ECommitAndAbort(t *testing.T) {
 func TestE2EZombieFencing(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
-	old := txnClient(t, b, "tx-z")
-	produceTxn(t, old, "zombie")
+	old := beginTxn(t, b, "tx-z", []string{"zombie"})
 	// A new instance with the same id: its init aborts the old transaction.
-	fresh := txnClient(t, b, "tx-z")
-	produceTxn(t, fresh, "fresh")
+	fresh := beginTxn(t, b, "tx-z", []string{"fresh"})
 	endTxn(t, fresh, kgo.TryCommit, "new instance commit")
 	err := old.EndTransaction(ctxT(t, 20*time.Second), kgo.TryCommit)
 	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
@@ -246,8 +237,7 @@ func TestE2EZombieFencing(t *testing.T) {
 func TestE2ETransactionTimeout(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
-	cl := txnClient(t, b, "tx-slow", kgo.TransactionTimeout(time.Second))
-	produceTxn(t, cl, "stalled")
+	cl := beginTxn(t, b, "tx-slow", []string{"stalled"}, kgo.TransactionTimeout(time.Second))
 	// The producer stalls; the coordinator aborts its transaction after 1s.
 	start := time.Now()
 	d := waitTxnState(t, b, "tx-slow", "CompleteAbort")
@@ -275,8 +265,7 @@ func TestE2ERecoverPrepareCommit(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
 	const id = "tx-crash"
-	cl := txnClient(t, b, id, kgo.TransactionTimeout(time.Minute))
-	produceTxn(t, cl, "r1", "r2")
+	cl := beginTxn(t, b, id, []string{"r1", "r2"}, kgo.TransactionTimeout(time.Minute))
 	d := waitTxnState(t, b, id, "Ongoing")
 	cl.Close()
 
@@ -309,8 +298,7 @@ func TestE2ERecoverPrepareCommit(t *testing.T) {
 		t.Fatalf("read_committed after recovery: %v", got)
 	}
 	// The id carries on with a bumped epoch.
-	cl2 := txnClient(t, b, id)
-	produceTxn(t, cl2, "r3")
+	cl2 := beginTxn(t, b, id, []string{"r3"})
 	endTxn(t, cl2, kgo.TryCommit, "commit after recovery")
 }
 
@@ -319,8 +307,7 @@ func TestE2ERecoverPrepareCommit(t *testing.T) {
 func TestE2EStateSurvivesRestart(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
-	cl := txnClient(t, b, "tx-r")
-	produceTxn(t, cl, "x")
+	cl := beginTxn(t, b, "tx-r", []string{"x"})
 	endTxn(t, cl, kgo.TryCommit, "commit")
 	before := waitTxnState(t, b, "tx-r", "CompleteCommit")
 	cl.Close()
@@ -329,8 +316,7 @@ func TestE2EStateSurvivesRestart(t *testing.T) {
 	if after.ProducerID != before.ProducerID || after.ProducerEpoch != before.ProducerEpoch {
 		t.Fatalf("after restart %+v, before %+v", after, before)
 	}
-	cl2 := txnClient(t, b, "tx-r")
-	produceTxn(t, cl2, "y")
+	beginTxn(t, b, "tx-r", []string{"y"}) // a new instance: its init bumps the epoch
 	if d := describeTxn(t, b, "tx-r"); d.ProducerEpoch != before.ProducerEpoch+1 || d.ProducerID != before.ProducerID {
 		t.Fatalf("new instance %+v", d)
 	}
@@ -347,10 +333,8 @@ func TestE2EStateSurvivesRestart(t *testing.T) {
 func TestE2EDescribeAndListTransactions(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
-	open := txnClient(t, b, "tx-open")
-	produceTxn(t, open, "o")
-	done := txnClient(t, b, "tx-done")
-	produceTxn(t, done, "d")
+	beginTxn(t, b, "tx-open", []string{"o"}) // left open
+	done := beginTxn(t, b, "tx-done", []string{"d"})
 	endTxn(t, done, kgo.TryCommit, "commit")
 	waitTxnState(t, b, "tx-done", "CompleteCommit")
 	d := describeTxn(t, b, "tx-open")
@@ -393,8 +377,7 @@ func TestE2EDescribeAndListTransactions(t *testing.T) {
 func TestE2EVerifyOnly(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "out", 2)
-	cl := txnClient(t, b, "tx-v")
-	produceTxn(t, cl, "v") // partition 0
+	cl := beginTxn(t, b, "tx-v", []string{"v"}) // partition 0
 	d := describeTxn(t, b, "tx-v")
 	raw := b.Client(t)
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()

@@ -1,7 +1,6 @@
 package txn_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -28,24 +27,6 @@ func internalAPIs(t *testing.T, b *testbroker.Broker) (kernel.InternalTxns, kern
 	return it, parts
 }
 
-// retryInternal runs op until it stops failing with a retriable coordinator error
-// (a fenced transaction still aborting, a partition still loading).
-func retryInternal(t *testing.T, ctx context.Context, what string, op func() error) error {
-	t.Helper()
-	for {
-		err := op()
-		if err == nil || !(errors.Is(err, kerr.ConcurrentTransactions) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
-			errors.Is(err, kernel.ErrNotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: still failing at the deadline: %v", what, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 func txnBatch(pe kernel.ProducerIDEpoch, vals ...string) []byte {
 	recs := make([]recordbatch.Record, len(vals))
 	for i, v := range vals {
@@ -70,12 +51,12 @@ func TestInternalTxnsCommitAbortFence(t *testing.T) {
 	tp := kernel.TopicPartition{Topic: "out", Partition: 0}
 
 	var pe kernel.ProducerIDEpoch
-	if err := retryInternal(t, ctx, "init", func() (err error) { pe, err = it.InitProducerID(ctx, id, 10_000); return err }); err != nil {
+	if err := testbroker.RetryCoordinator(t, ctx, "init", func() (err error) { pe, err = it.InitProducerID(ctx, id, 10_000); return err }); err != nil {
 		t.Fatalf("InitProducerID: %v", err)
 	}
 	txn := func(pe kernel.ProducerIDEpoch, commit bool, vals ...string) {
 		t.Helper()
-		if err := retryInternal(t, ctx, "add", func() error { return it.AddPartitionsToTxn(ctx, id, pe, []kernel.TopicPartition{tp}) }); err != nil {
+		if err := testbroker.RetryCoordinator(t, ctx, "add", func() error { return it.AddPartitionsToTxn(ctx, id, pe, []kernel.TopicPartition{tp}) }); err != nil {
 			t.Fatalf("AddPartitionsToTxn: %v", err)
 		}
 		if _, err := parts.Append(ctx, tp, txnBatch(pe, vals...)); err != nil {
@@ -90,14 +71,14 @@ func TestInternalTxnsCommitAbortFence(t *testing.T) {
 	txn(pe, true, "c3")
 
 	// A second producer for the same id while the first has a transaction open.
-	if err := retryInternal(t, ctx, "add", func() error { return it.AddPartitionsToTxn(ctx, id, pe, []kernel.TopicPartition{tp}) }); err != nil {
+	if err := testbroker.RetryCoordinator(t, ctx, "add", func() error { return it.AddPartitionsToTxn(ctx, id, pe, []kernel.TopicPartition{tp}) }); err != nil {
 		t.Fatalf("AddPartitionsToTxn: %v", err)
 	}
 	if _, err := parts.Append(ctx, tp, txnBatch(pe, "zombie")); err != nil {
 		t.Fatalf("append: %v", err)
 	}
 	var pe2 kernel.ProducerIDEpoch
-	if err := retryInternal(t, ctx, "re-init", func() (err error) { pe2, err = it.InitProducerID(ctx, id, 10_000); return err }); err != nil {
+	if err := testbroker.RetryCoordinator(t, ctx, "re-init", func() (err error) { pe2, err = it.InitProducerID(ctx, id, 10_000); return err }); err != nil {
 		t.Fatalf("second InitProducerID: %v", err)
 	}
 	if pe2.ID == pe.ID && pe2.Epoch <= pe.Epoch {

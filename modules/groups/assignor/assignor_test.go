@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -321,6 +322,52 @@ func TestRacks(t *testing.T) {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// randomChurn makes count steps, each at random either the leave of one of the members
+// ids names (while more than keep are left) or the join of join(i) for step i.
+func randomChurn(r *rand.Rand, ids []string, count, keep int, join func(i int) *Member) []Step {
+	ids = slices.Clone(ids)
+	var steps []Step
+	for i := range count {
+		if len(ids) > keep && r.IntN(2) == 0 {
+			k := r.IntN(len(ids))
+			steps = append(steps, Step{Leave: ids[k]})
+			ids = slices.Delete(ids, k, k+1)
+		} else {
+			m := join(i)
+			steps = append(steps, Step{Join: m})
+			ids = append(ids, m.ID)
+		}
+	}
+	return steps
+}
+
+// stickinessViolations lists where a scenario that started with n members of a
+// homogeneous group, over total partitions, broke what the uniform assignor promises
+// at each step: a join moves at most ceil(total/(members after)) partitions, a leave
+// moves none of the staying members' partitions, the group keeps the size the steps
+// give it, stays homogeneous, and no member owns more than one partition above another.
+func stickinessViolations(res []StepResult, steps []Step, n, total int) []string {
+	var out []string
+	size := n
+	for i, r := range res {
+		if steps[i].Join != nil {
+			if bound := ceilDiv(total, size+1); r.Moved > bound {
+				out = append(out, fmt.Sprintf("step %d (join %d→%d): moved %d > %d", i, size, size+1, r.Moved, bound))
+			}
+			size++
+		} else {
+			if r.Moved != 0 {
+				out = append(out, fmt.Sprintf("step %d (leave): moved %d partitions of staying members", i, r.Moved))
+			}
+			size--
+		}
+		if r.Spread > 1 || !r.Homogeneous || r.Members != size {
+			out = append(out, fmt.Sprintf("step %d: %+v, want spread at most 1, homogeneous, %d members", i, r, size))
+		}
+	}
+	return out
+}
+
 func TestUniformStickiness(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 19} {
 		for _, p := range []int32{1, 12, 200} {
@@ -343,22 +390,8 @@ func TestUniformStickiness(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					size := n
-					for i, r := range res {
-						if steps[i].Join != nil {
-							if bound := ceilDiv(total, size+1); r.Moved > bound {
-								t.Errorf("step %d (join %d→%d): moved %d > %d", i, size, size+1, r.Moved, bound)
-							}
-							size++
-						} else {
-							if r.Moved != 0 {
-								t.Errorf("step %d (leave): moved %d partitions of staying members", i, r.Moved)
-							}
-							size--
-						}
-						if r.Spread > 1 || !r.Homogeneous || r.Members != size {
-							t.Errorf("step %d: %+v", i, r)
-						}
+					for _, v := range stickinessViolations(res, steps, n, total) {
+						t.Error(v)
 					}
 				})
 			}
@@ -413,18 +446,9 @@ func TestUniformRandomChurn(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("m%03d", i)
 		}
-		var steps []Step
-		for i := range 15 {
-			if len(ids) > 1 && r.IntN(2) == 0 {
-				k := r.IntN(len(ids))
-				steps = append(steps, Step{Leave: ids[k]})
-				ids = slices.Delete(ids, k, k+1)
-			} else {
-				id := fmt.Sprintf("j%d-%d", i, r.IntN(1000))
-				steps = append(steps, Step{Join: &Member{ID: id, Topics: subs}})
-				ids = append(ids, id)
-			}
-		}
+		steps := randomChurn(r, ids, 15, 1, func(i int) *Member {
+			return &Member{ID: fmt.Sprintf("j%d-%d", i, r.IntN(1000)), Topics: subs}
+		})
 		ts := topics(counts...)
 		racks := []string{"a", "b", "c"}
 		withRacks := round%2 == 1
@@ -452,19 +476,8 @@ func TestUniformRandomChurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		size := n
-		for i, r := range res {
-			if steps[i].Join != nil {
-				if bound := ceilDiv(total, size+1); r.Moved > bound {
-					t.Fatalf("round %d step %d: join moved %d > %d", round, i, r.Moved, bound)
-				}
-			} else if r.Moved != 0 {
-				t.Fatalf("round %d step %d: leave moved %d", round, i, r.Moved)
-			}
-			size = r.Members
-			if r.Spread > 1 {
-				t.Fatalf("round %d step %d: spread %d", round, i, r.Spread)
-			}
+		if v := stickinessViolations(res, steps, n, total); len(v) > 0 {
+			t.Fatalf("round %d: %s", round, strings.Join(v, "; "))
 		}
 	}
 }
@@ -738,18 +751,9 @@ func TestRandomScenario(t *testing.T) {
 				for _, m := range in.Members {
 					ids = append(ids, m.ID)
 				}
-				var steps []Step
-				for i := range 10 {
-					if len(ids) > 0 && r.IntN(2) == 0 {
-						k := r.IntN(len(ids))
-						steps = append(steps, Step{Leave: ids[k]})
-						ids = slices.Delete(ids, k, k+1)
-					} else {
-						id := fmt.Sprintf("join%d", i)
-						steps = append(steps, Step{Join: &Member{ID: id, Topics: randomSubs(r, len(in.Topics))}})
-						ids = append(ids, id)
-					}
-				}
+				steps := randomChurn(r, ids, 10, 0, func(i int) *Member {
+					return &Member{ID: fmt.Sprintf("join%d", i), Topics: randomSubs(r, len(in.Topics))}
+				})
 				if _, err := Scenario(context.Background(), a, in.Topics, in.Members, steps); err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/testcheck"
 )
 
 func TestMemberIDRequired(t *testing.T) {
@@ -24,7 +26,7 @@ func TestMemberIDRequired(t *testing.T) {
 			ch := h.join("", jopt{version: tc.version})
 			r := ready(t, "join", ch)
 			if tc.required {
-				wantCode(t, "first join", r.ErrorCode, kerr.MemberIDRequired)
+				testcheck.WantCode(t, "first join", r.ErrorCode, kerr.MemberIDRequired)
 				if r.MemberID != "c-1" {
 					t.Fatalf("member id %q", r.MemberID)
 				}
@@ -33,7 +35,7 @@ func TestMemberIDRequired(t *testing.T) {
 				}
 				r = ready(t, "join", h.join(r.MemberID, jopt{version: tc.version}))
 			}
-			wantCode(t, "join", r.ErrorCode, nil)
+			testcheck.WantCode(t, "join", r.ErrorCode, nil)
 			if r.Generation != 1 || r.LeaderID != r.MemberID || len(r.Members) != 1 || *r.Protocol != "range" {
 				t.Fatalf("join response %+v", r)
 			}
@@ -54,7 +56,7 @@ func TestPendingMemberExpires(t *testing.T) {
 	if _, p := h.g.Size(); p != 0 || !h.g.IsEmpty() {
 		t.Fatalf("pending %d after session timeout", p)
 	}
-	wantCode(t, "late rejoin", ready(t, "join", h.join(r.MemberID, jopt{})).ErrorCode, kerr.UnknownMemberID)
+	testcheck.WantCode(t, "late rejoin", ready(t, "join", h.join(r.MemberID, jopt{})).ErrorCode, kerr.UnknownMemberID)
 }
 
 func TestThreeMemberEagerRebalance(t *testing.T) {
@@ -70,7 +72,7 @@ func TestThreeMemberEagerRebalance(t *testing.T) {
 		t.Fatalf("state %v", h.g.State())
 	}
 	for _, id := range ids {
-		wantCode(t, "heartbeat", h.heartbeat(id, gen), kerr.RebalanceInProgress)
+		testcheck.WantCode(t, "heartbeat", h.heartbeat(id, gen), kerr.RebalanceInProgress)
 	}
 	var chans []<-chan *kmsg.JoinGroupResponse
 	for i, id := range ids {
@@ -86,7 +88,7 @@ func TestThreeMemberEagerRebalance(t *testing.T) {
 		t.Fatalf("gen %d", gen)
 	}
 	for _, id := range all {
-		wantCode(t, "heartbeat", h.heartbeat(id, gen), nil)
+		testcheck.WantCode(t, "heartbeat", h.heartbeat(id, gen), nil)
 	}
 }
 
@@ -95,7 +97,7 @@ func TestCooperativeDoubleRebalance(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.stable(2)
 		r := ready(t, "join", h.join("", jopt{protocols: []string{"cooperative-sticky"}}))
-		wantCode(t, "join", r.ErrorCode, kerr.InconsistentGroupProtocol)
+		testcheck.WantCode(t, "join", r.ErrorCode, kerr.InconsistentGroupProtocol)
 	})
 	cs := jopt{protocols: []string{"cooperative-sticky", "range"}}
 	h2 := newHarness(t, Config{})
@@ -107,7 +109,7 @@ func TestCooperativeDoubleRebalance(t *testing.T) {
 		idN, chN := h2.newMember(cs)
 		chans = nil
 		for _, id := range ids {
-			wantCode(t, "heartbeat", h2.heartbeat(id, gen), kerr.RebalanceInProgress)
+			testcheck.WantCode(t, "heartbeat", h2.heartbeat(id, gen), kerr.RebalanceInProgress)
 			chans = append(chans, h2.join(id, jopt{protocols: cs.protocols, meta: "owned1"}))
 		}
 		all := append(append([]string{}, ids...), idN)
@@ -147,18 +149,18 @@ func TestStaticMemberRestart(t *testing.T) {
 
 	t.Run("restart with same protocols keeps generation", func(t *testing.T) {
 		r := ready(t, "join", h.join("", jopt{instance: inst}))
-		wantCode(t, "rejoin", r.ErrorCode, nil)
+		testcheck.WantCode(t, "rejoin", r.ErrorCode, nil)
 		if r.Generation != gen || r.MemberID == follower || len(r.Members) != 0 || r.LeaderID != ids[0] {
 			t.Fatalf("rejoin response %+v", r)
 		}
 		if h.g.State() != Stable {
 			t.Fatalf("state %v", h.g.State())
 		}
-		wantCode(t, "old id heartbeat", h.heartbeatStatic(follower, inst, gen), kerr.FencedInstanceID)
+		testcheck.WantCode(t, "old id heartbeat", h.heartbeatStatic(follower, inst, gen), kerr.FencedInstanceID)
 		s := ready(t, "sync", h.sync(follower, gen, nil))
-		wantCode(t, "old id sync", s.ErrorCode, kerr.UnknownMemberID)
+		testcheck.WantCode(t, "old id sync", s.ErrorCode, kerr.UnknownMemberID)
 		s = ready(t, "sync", h.sync(r.MemberID, gen, nil))
-		wantCode(t, "new id sync", s.ErrorCode, nil)
+		testcheck.WantCode(t, "new id sync", s.ErrorCode, nil)
 		if string(s.MemberAssignment) != "a-"+follower {
 			t.Fatalf("assignment %q", s.MemberAssignment)
 		}
@@ -171,7 +173,7 @@ func TestStaticMemberRestart(t *testing.T) {
 			leaderInst = "b"
 		}
 		r := ready(t, "join", h.join("", jopt{instance: leaderInst}))
-		wantCode(t, "rejoin", r.ErrorCode, nil)
+		testcheck.WantCode(t, "rejoin", r.ErrorCode, nil)
 		if r.Generation != gen || r.LeaderID != r.MemberID || !r.SkipAssignment || len(r.Members) != 2 {
 			t.Fatalf("leader rejoin %+v", r)
 		}
@@ -213,7 +215,7 @@ func TestStaticFencing(t *testing.T) {
 		{"heartbeat with new id", h.heartbeatStatic(r2.MemberID, "s", gen), nil},
 		{"heartbeat old id without instance", h.heartbeat(id, gen), kerr.UnknownMemberID},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.name, tc.code, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { testcheck.WantCode(t, tc.name, tc.code, tc.want) })
 	}
 }
 
@@ -229,8 +231,8 @@ func TestStaticReplacedWhileRebalancing(t *testing.T) {
 	notReady(t, "join", old)
 	// a restarts while its join is still waiting for c.
 	ca := h.join("", jopt{instance: "a"})
-	wantCode(t, "old join", ready(t, "join", old).ErrorCode, kerr.FencedInstanceID)
-	wantCode(t, "old id join", ready(t, "join", h.join(byInst["a"], jopt{instance: "a"})).ErrorCode, kerr.FencedInstanceID)
+	testcheck.WantCode(t, "old join", ready(t, "join", old).ErrorCode, kerr.FencedInstanceID)
+	testcheck.WantCode(t, "old id join", ready(t, "join", h.join(byInst["a"], jopt{instance: "a"})).ErrorCode, kerr.FencedInstanceID)
 	notReady(t, "join", ca)
 	cc := h.join(byInst["c"], jopt{instance: "c"})
 	for _, ch := range []<-chan *kmsg.JoinGroupResponse{ca, cb, cc} {
@@ -246,8 +248,8 @@ func TestSessionExpiry(t *testing.T) {
 	h := newHarness(t, Config{})
 	ids, gen := h.stable(3)
 	h.advance(session / 2)
-	wantCode(t, "hb0", h.heartbeat(ids[0], gen), nil)
-	wantCode(t, "hb1", h.heartbeat(ids[1], gen), nil)
+	testcheck.WantCode(t, "hb0", h.heartbeat(ids[0], gen), nil)
+	testcheck.WantCode(t, "hb1", h.heartbeat(ids[1], gen), nil)
 	h.advance(session/2 - time.Millisecond)
 	if m, _ := h.g.Size(); m != 3 {
 		t.Fatalf("%d members before the session timeout", m)
@@ -257,8 +259,8 @@ func TestSessionExpiry(t *testing.T) {
 	if m, _ := h.g.Size(); m != 2 {
 		t.Fatalf("%d members", m)
 	}
-	wantCode(t, "expired", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
-	wantCode(t, "hb", h.heartbeat(ids[0], gen), kerr.RebalanceInProgress)
+	testcheck.WantCode(t, "expired", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
+	testcheck.WantCode(t, "hb", h.heartbeat(ids[0], gen), kerr.RebalanceInProgress)
 	_, gen2 := h.finishRebalance(ids[:2], []<-chan *kmsg.JoinGroupResponse{h.join(ids[0], jopt{}), h.join(ids[1], jopt{})})
 	if gen2 != gen+1 {
 		t.Fatalf("gen %d", gen2)
@@ -281,11 +283,11 @@ func TestMemberVanishesMidJoin(t *testing.T) {
 	// ids[2] keeps heartbeating but never rejoins.
 	for range 4 {
 		h.advance(rebalance/6 + time.Second)
-		wantCode(t, "hb", h.heartbeat(ids[2], gen), kerr.RebalanceInProgress)
+		testcheck.WantCode(t, "hb", h.heartbeat(ids[2], gen), kerr.RebalanceInProgress)
 	}
 	notReady(t, "join", c0)
 	h.advance(rebalance - 4*(rebalance/6+time.Second))
-	wantCode(t, "hb", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
+	testcheck.WantCode(t, "hb", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
 	_, gen = h.finishRebalance([]string{ids[0], ids[1], id4}, []<-chan *kmsg.JoinGroupResponse{c0, c1, ch4})
 	if gen != 2 {
 		t.Fatalf("gen %d", gen)
@@ -299,7 +301,7 @@ func TestMemberLeavesMidJoin(t *testing.T) {
 	c1 := h.join(ids[1], jopt{})
 	notReady(t, "join", c0)
 	lr := h.g.Leave(&kmsg.LeaveGroupRequest{Version: 0, MemberID: ids[2]}, h.now)
-	wantCode(t, "leave", lr.ErrorCode, nil)
+	testcheck.WantCode(t, "leave", lr.ErrorCode, nil)
 	h.finishRebalance(ids[:2], []<-chan *kmsg.JoinGroupResponse{c0, c1})
 }
 
@@ -336,10 +338,10 @@ func TestMemberVanishesMidSync(t *testing.T) {
 			step := session / 2
 			for h.now.Add(step).Sub(t0) < tc.after {
 				h.advance(step)
-				wantCode(t, "hb", h.heartbeat(leader, gen), nil)
-				wantCode(t, "hb", h.heartbeat(follower, gen), nil)
+				testcheck.WantCode(t, "hb", h.heartbeat(leader, gen), nil)
+				testcheck.WantCode(t, "hb", h.heartbeat(follower, gen), nil)
 				if tc.heartbeats {
-					wantCode(t, "hb", h.heartbeat(lazy, gen), nil)
+					testcheck.WantCode(t, "hb", h.heartbeat(lazy, gen), nil)
 				}
 			}
 			h.advance(tc.after - h.now.Sub(t0) - time.Millisecond)
@@ -353,8 +355,8 @@ func TestMemberVanishesMidSync(t *testing.T) {
 			if m, _ := h.g.Size(); m != 2 {
 				t.Fatalf("%d members", m)
 			}
-			wantCode(t, "hb", h.heartbeat(leader, gen), kerr.RebalanceInProgress)
-			wantCode(t, "hb", h.heartbeat(lazy, gen), kerr.UnknownMemberID)
+			testcheck.WantCode(t, "hb", h.heartbeat(leader, gen), kerr.RebalanceInProgress)
+			testcheck.WantCode(t, "hb", h.heartbeat(lazy, gen), kerr.UnknownMemberID)
 			h.finishRebalance([]string{leader, follower}, []<-chan *kmsg.JoinGroupResponse{h.join(leader, jopt{}), h.join(follower, jopt{})})
 		})
 	}
@@ -387,19 +389,19 @@ func TestLeaderVanishesMidSync(t *testing.T) {
 			notReady(t, "sync", s1)
 			switch tc.how {
 			case "leaves":
-				wantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{Version: 0, MemberID: leader}, h.now).ErrorCode, nil)
+				testcheck.WantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{Version: 0, MemberID: leader}, h.now).ErrorCode, nil)
 			case "silent":
 				h.advance(session)
 			case "heartbeats":
 				for range 3 {
 					h.advance(rebalance / 4)
 					notReady(t, "sync", s1)
-					wantCode(t, "leader hb", h.heartbeat(leader, gen), nil)
+					testcheck.WantCode(t, "leader hb", h.heartbeat(leader, gen), nil)
 				}
 				h.advance(rebalance / 4)
 			}
-			wantCode(t, "waiting sync", ready(t, "sync", s1).ErrorCode, kerr.RebalanceInProgress)
-			wantCode(t, "waiting sync", ready(t, "sync", s2).ErrorCode, kerr.RebalanceInProgress)
+			testcheck.WantCode(t, "waiting sync", ready(t, "sync", s1).ErrorCode, kerr.RebalanceInProgress)
+			testcheck.WantCode(t, "waiting sync", ready(t, "sync", s2).ErrorCode, kerr.RebalanceInProgress)
 			_, g2 := h.finishRebalance(followers, []<-chan *kmsg.JoinGroupResponse{h.join(followers[0], jopt{}), h.join(followers[1], jopt{})})
 			if g2 != gen+1 {
 				t.Fatalf("gen %d", g2)
@@ -493,7 +495,7 @@ func TestProtocolSelection(t *testing.T) {
 			}
 			for _, c := range cs {
 				r := ready(t, "join", c)
-				wantCode(t, "join", r.ErrorCode, nil)
+				testcheck.WantCode(t, "join", r.ErrorCode, nil)
 				if *r.Protocol != tc.want || *r.ProtocolType != "consumer" {
 					t.Fatalf("protocol %q", *r.Protocol)
 				}
@@ -555,7 +557,7 @@ func TestJoinErrors(t *testing.T) {
 				tc.mutate(req)
 			}
 			r := ready(t, "join", h.g.Join(req, Client{ID: "c"}, h.now))
-			wantCode(t, tc.name, r.ErrorCode, tc.want)
+			testcheck.WantCode(t, tc.name, r.ErrorCode, tc.want)
 			if h.g.State() != Stable {
 				t.Fatalf("state %v", h.g.State())
 			}
@@ -566,11 +568,11 @@ func TestJoinErrors(t *testing.T) {
 		ids, gen := h.stable(2)
 		c := h.join(ids[1], jopt{meta: "new"})
 		h.g.MarkDead(kerr.NotCoordinator)
-		wantCode(t, "waiting join", ready(t, "join", c).ErrorCode, kerr.NotCoordinator)
-		wantCode(t, "join", ready(t, "join", h.join("", jopt{})).ErrorCode, kerr.CoordinatorNotAvailable)
-		wantCode(t, "sync", ready(t, "sync", h.sync(ids[0], gen, nil)).ErrorCode, kerr.CoordinatorNotAvailable)
-		wantCode(t, "heartbeat", h.heartbeat(ids[0], gen), kerr.CoordinatorNotAvailable)
-		wantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{MemberID: ids[0]}, h.now).ErrorCode, kerr.CoordinatorNotAvailable)
+		testcheck.WantCode(t, "waiting join", ready(t, "join", c).ErrorCode, kerr.NotCoordinator)
+		testcheck.WantCode(t, "join", ready(t, "join", h.join("", jopt{})).ErrorCode, kerr.CoordinatorNotAvailable)
+		testcheck.WantCode(t, "sync", ready(t, "sync", h.sync(ids[0], gen, nil)).ErrorCode, kerr.CoordinatorNotAvailable)
+		testcheck.WantCode(t, "heartbeat", h.heartbeat(ids[0], gen), kerr.CoordinatorNotAvailable)
+		testcheck.WantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{MemberID: ids[0]}, h.now).ErrorCode, kerr.CoordinatorNotAvailable)
 		if h.g.State() != Dead || h.g.Describe(h.now).State != "Dead" {
 			t.Fatal("not dead")
 		}
@@ -602,12 +604,12 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		{"heartbeat old generation", h.heartbeat(ids[1], gen+1), kerr.IllegalGeneration},
 		{"heartbeat unknown instance", h.heartbeatStatic(ids[1], "i", gen), nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.name, tc.code, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { testcheck.WantCode(t, tc.name, tc.code, tc.want) })
 	}
 	t.Run("rebalance in progress", func(t *testing.T) {
 		h.newMember(jopt{})
-		wantCode(t, "sync", syncReq(ids[1], gen, nil, nil), kerr.RebalanceInProgress)
-		wantCode(t, "heartbeat", h.heartbeat(ids[1], gen), kerr.RebalanceInProgress)
+		testcheck.WantCode(t, "sync", syncReq(ids[1], gen, nil, nil), kerr.RebalanceInProgress)
+		testcheck.WantCode(t, "heartbeat", h.heartbeat(ids[1], gen), kerr.RebalanceInProgress)
 	})
 	t.Run("missing from assignment gets empty", func(t *testing.T) {
 		h := newHarness(t, Config{InitialRebalanceDelay: time.Second})
@@ -632,15 +634,15 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 	})
 	t.Run("empty group", func(t *testing.T) {
 		h := newHarness(t, Config{})
-		wantCode(t, "hb", h.heartbeat("x", 0), kerr.UnknownMemberID)
-		wantCode(t, "sync", ready(t, "sync", h.sync("x", 0, nil)).ErrorCode, kerr.UnknownMemberID)
+		testcheck.WantCode(t, "hb", h.heartbeat("x", 0), kerr.UnknownMemberID)
+		testcheck.WantCode(t, "sync", ready(t, "sync", h.sync("x", 0, nil)).ErrorCode, kerr.UnknownMemberID)
 	})
 	t.Run("oversized assignment", func(t *testing.T) {
 		h := newHarness(t, Config{MaxAssignmentBytes: 10})
 		_, c := h.newMember(jopt{})
 		r := ready(t, "join", c)
 		s := ready(t, "sync", h.sync(r.MemberID, r.Generation, map[string]string{r.MemberID: strings.Repeat("x", 11)}))
-		wantCode(t, "sync", s.ErrorCode, kerr.InvalidRequest)
+		testcheck.WantCode(t, "sync", s.ErrorCode, kerr.InvalidRequest)
 		checkInvariants(t, h.g)
 	})
 }
@@ -666,7 +668,7 @@ func TestLeave(t *testing.T) {
 		t.Fatalf("%d members", len(r.Members))
 	}
 	for i, w := range want {
-		wantCode(t, "leave member", r.Members[i].ErrorCode, w)
+		testcheck.WantCode(t, "leave member", r.Members[i].ErrorCode, w)
 	}
 	if m, p := h.g.Size(); m != 1 || p != 0 {
 		t.Fatalf("members %d pending %d", m, p)
@@ -704,8 +706,8 @@ func TestBoundedJoins(t *testing.T) {
 	t.Run("members capped", func(t *testing.T) {
 		h := newHarness(t, Config{MaxSize: 3})
 		h.stable(3)
-		wantCode(t, "4th", ready(t, "join", h.join("", jopt{})).ErrorCode, kerr.GroupMaxSizeReached)
-		wantCode(t, "4th static", ready(t, "join", h.join("", jopt{instance: "x"})).ErrorCode, kerr.GroupMaxSizeReached)
+		testcheck.WantCode(t, "4th", ready(t, "join", h.join("", jopt{})).ErrorCode, kerr.GroupMaxSizeReached)
+		testcheck.WantCode(t, "4th static", ready(t, "join", h.join("", jopt{instance: "x"})).ErrorCode, kerr.GroupMaxSizeReached)
 	})
 }
 

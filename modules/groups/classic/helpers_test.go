@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/testcheck"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -149,17 +151,6 @@ func notReady[R any](t *testing.T, what string, ch <-chan *R) {
 	}
 }
 
-func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
-	t.Helper()
-	var w int16
-	if want != nil {
-		w = want.Code
-	}
-	if got != w {
-		t.Fatalf("%s: code %v, want %v", what, kerr.ErrorForCode(got), want)
-	}
-}
-
 // stable forms a Stable group of n dynamic members; ids[0] is the leader.
 func (h *harness) stable(n int, opts ...jopt) (ids []string, gen int32) {
 	h.t.Helper()
@@ -171,7 +162,7 @@ func (h *harness) stable(n int, opts ...jopt) (ids []string, gen int32) {
 	var pend []string
 	for range n {
 		r := ready(h.t, "join", h.join("", o))
-		wantCode(h.t, "first join", r.ErrorCode, kerr.MemberIDRequired)
+		testcheck.WantCode(h.t, "first join", r.ErrorCode, kerr.MemberIDRequired)
 		pend = append(pend, r.MemberID)
 	}
 	for _, id := range pend {
@@ -189,7 +180,7 @@ func (h *harness) finishRebalance(ids []string, chans []<-chan *kmsg.JoinGroupRe
 	resps := make([]*kmsg.JoinGroupResponse, len(ids))
 	for i, ch := range chans {
 		r := ready(h.t, "join", ch)
-		wantCode(h.t, "join", r.ErrorCode, nil)
+		testcheck.WantCode(h.t, "join", r.ErrorCode, nil)
 		resps[i] = r
 		leader, gen = r.LeaderID, r.Generation
 	}
@@ -223,7 +214,7 @@ func (h *harness) finishRebalance(ids []string, chans []<-chan *kmsg.JoinGroupRe
 	order = append(order, leader)
 	for i, s := range syncs {
 		r := ready(h.t, "sync", s)
-		wantCode(h.t, "sync", r.ErrorCode, nil)
+		testcheck.WantCode(h.t, "sync", r.ErrorCode, nil)
 		if string(r.MemberAssignment) != "a-"+order[i] {
 			h.t.Fatalf("%s got assignment %q", order[i], r.MemberAssignment)
 		}

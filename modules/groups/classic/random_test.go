@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/testcheck"
 )
 
 // simClient is a consumer as the randomized test models it: it mostly
@@ -298,7 +300,7 @@ func TestStaticMembersThatNeverRejoinExpire(t *testing.T) {
 		}
 	}
 	h.join(dyn, jopt{meta: "x"})
-	wantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{MemberID: dyn}, h.now).ErrorCode, nil)
+	testcheck.WantCode(t, "leave", h.g.Leave(&kmsg.LeaveGroupRequest{MemberID: dyn}, h.now).ErrorCode, nil)
 	gen := h.g.Generation()
 	var static string
 	for _, m := range h.g.Describe(h.now).Members {
@@ -308,7 +310,7 @@ func TestStaticMembersThatNeverRejoinExpire(t *testing.T) {
 	// the join phase ends without anyone to lead and is extended.
 	for range 8 {
 		h.advance(5 * time.Second)
-		wantCode(t, "hb", h.heartbeatStatic(static, "a", gen), kerr.RebalanceInProgress)
+		testcheck.WantCode(t, "hb", h.heartbeatStatic(static, "a", gen), kerr.RebalanceInProgress)
 	}
 	if h.g.State() != PreparingRebalance || h.g.Generation() != gen {
 		t.Fatalf("state %v gen %d", h.g.State(), h.g.Generation())

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/testcheck"
 )
 
 // restart replaces the harness's group by Restore(Snapshot()) after d, as a
@@ -56,9 +58,9 @@ func TestRestoreStable(t *testing.T) {
 		t.Fatalf("describe differs:\n%v\n%v", before, after)
 	}
 	for _, id := range ids {
-		wantCode(t, "heartbeat "+id, h.heartbeat(id, gen), nil)
+		testcheck.WantCode(t, "heartbeat "+id, h.heartbeat(id, gen), nil)
 		r := ready(t, "sync", h.sync(id, gen, nil))
-		wantCode(t, "sync "+id, r.ErrorCode, nil)
+		testcheck.WantCode(t, "sync "+id, r.ErrorCode, nil)
 		if string(r.MemberAssignment) != "a-"+id {
 			t.Fatalf("%s got assignment %q", id, r.MemberAssignment)
 		}
@@ -66,10 +68,10 @@ func TestRestoreStable(t *testing.T) {
 			t.Fatalf("commit %s: %v", id, e)
 		}
 	}
-	wantCode(t, "stale heartbeat", h.heartbeat(ids[1], gen-1), kerr.IllegalGeneration)
+	testcheck.WantCode(t, "stale heartbeat", h.heartbeat(ids[1], gen-1), kerr.IllegalGeneration)
 	// A follower rejoining with unchanged protocols gets the restored generation.
 	r := ready(t, "join", h.join(ids[1], jopt{}))
-	wantCode(t, "follower rejoin", r.ErrorCode, nil)
+	testcheck.WantCode(t, "follower rejoin", r.ErrorCode, nil)
 	if r.Generation != gen || r.LeaderID != ids[0] || h.g.State() != Stable {
 		t.Fatalf("rejoin: gen %d leader %s state %v", r.Generation, r.LeaderID, h.g.State())
 	}
@@ -92,14 +94,14 @@ func TestRestoreExpiresSilentMembers(t *testing.T) {
 		t.Fatal("restored group not Stable")
 	}
 	h.advance(session / 2)
-	wantCode(t, "heartbeat 0", h.heartbeat(ids[0], gen), nil)
-	wantCode(t, "heartbeat 1", h.heartbeat(ids[1], gen), nil)
+	testcheck.WantCode(t, "heartbeat 0", h.heartbeat(ids[0], gen), nil)
+	testcheck.WantCode(t, "heartbeat 1", h.heartbeat(ids[1], gen), nil)
 	h.advance(session/2 + time.Millisecond) // ids[2] expires
 	if st := h.g.State(); st != PreparingRebalance {
 		t.Fatalf("state %v, want PreparingRebalance", st)
 	}
-	wantCode(t, "expired heartbeat", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
-	wantCode(t, "heartbeat 0", h.heartbeat(ids[0], gen), kerr.RebalanceInProgress)
+	testcheck.WantCode(t, "expired heartbeat", h.heartbeat(ids[2], gen), kerr.UnknownMemberID)
+	testcheck.WantCode(t, "heartbeat 0", h.heartbeat(ids[0], gen), kerr.RebalanceInProgress)
 	chans := []<-chan *kmsg.JoinGroupResponse{h.join(ids[0], jopt{}), h.join(ids[1], jopt{})}
 	_, gen2 := h.finishRebalance(ids[:2], chans)
 	if gen2 != gen+1 {
@@ -138,7 +140,7 @@ func TestRestoreEmpty(t *testing.T) {
 	if e := h.g.ValidateCommit("", nil, -1, h.now); e != nil {
 		t.Fatalf("simple commit: %v", e)
 	}
-	wantCode(t, "old member", h.heartbeat(ids[0], gen), kerr.UnknownMemberID)
+	testcheck.WantCode(t, "old member", h.heartbeat(ids[0], gen), kerr.UnknownMemberID)
 	_, gen2 := h.stable(1)
 	if gen2 != gen+2 {
 		t.Fatalf("generation %d, want %d", gen2, gen+2)
@@ -172,21 +174,21 @@ func TestRestoreStatic(t *testing.T) {
 			old = m.ID
 		}
 	}
-	wantCode(t, "static heartbeat", h.heartbeatStatic(old, "i2", gen), nil)
+	testcheck.WantCode(t, "static heartbeat", h.heartbeatStatic(old, "i2", gen), nil)
 	rev := h.g.Revision()
 	r := ready(t, "join", h.join("", jopt{instance: "i2"}))
-	wantCode(t, "static rejoin", r.ErrorCode, nil)
+	testcheck.WantCode(t, "static rejoin", r.ErrorCode, nil)
 	if r.Generation != gen || h.g.State() != Stable || r.MemberID == old {
 		t.Fatalf("static rejoin: gen %d member %s state %v", r.Generation, r.MemberID, h.g.State())
 	}
 	if h.g.Revision() == rev {
 		t.Fatal("a static replacement did not change the revision")
 	}
-	wantCode(t, "fenced", h.heartbeatStatic(old, "i2", gen), kerr.FencedInstanceID)
-	wantCode(t, "new id", h.heartbeatStatic(r.MemberID, "i2", gen), nil)
+	testcheck.WantCode(t, "fenced", h.heartbeatStatic(old, "i2", gen), kerr.FencedInstanceID)
+	testcheck.WantCode(t, "new id", h.heartbeatStatic(r.MemberID, "i2", gen), nil)
 	for _, id := range ids {
 		if id != old {
-			wantCode(t, "heartbeat "+id, h.heartbeat(id, gen), nil)
+			testcheck.WantCode(t, "heartbeat "+id, h.heartbeat(id, gen), nil)
 		}
 	}
 	checkInvariants(t, h.g)

@@ -36,11 +36,7 @@ func writeEpochFile(t *testing.T, dir, content string) {
 
 func readEpochFile(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(epochFile(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(mustReadFile(t, epochFile(dir)))
 }
 
 func inode(t *testing.T, path string) uint64 {
@@ -298,20 +294,7 @@ func TestResetCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			fillEpochs(t, l, 5) // segment 16; LEO 20
-			if err := l.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.writeCheckpoints(); err != nil {
-				t.Fatal(err)
-			}
-			ckpts := map[string][]byte{}
-			for _, name := range []string{recoveryCheckpointFile, logStartCheckpointFile} {
-				b, err := os.ReadFile(filepath.Join(dir, name))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ckpts[name] = b
-			}
+			ckpts := checkpointFlushed(t, s, l, dir)
 			l.SetHighWatermark(20)
 			tc.crashAt(t, dir, l.(*Log), ckpts)
 			crash(t, s)
@@ -346,6 +329,23 @@ func mustRemove(t *testing.T, path string) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkpointFlushed flushes l, writes s's checkpoints and returns the recovery and log
+// start checkpoint files in dir as written, for restore.
+func checkpointFlushed(t *testing.T, s *Store, l kernel.Log, dir string) map[string][]byte {
+	t.Helper()
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, name := range []string{recoveryCheckpointFile, logStartCheckpointFile} {
+		files[name] = mustReadFile(t, filepath.Join(dir, name))
+	}
+	return files
 }
 
 func restore(t *testing.T, dir string, files map[string][]byte) {

@@ -10,11 +10,7 @@ import (
 
 func readHWFile(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, hwCheckpointFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(mustReadFile(t, filepath.Join(dir, hwCheckpointFile)))
 }
 
 func wantHW(t *testing.T, l kernel.Log, want int64) {
@@ -29,12 +25,7 @@ func wantHW(t *testing.T, l kernel.Log, want int64) {
 // and is read back at open (clamped to what recovery kept).
 func TestHighWatermarkCheckpoint(t *testing.T) {
 	dir := t.TempDir()
-	other := kernel.TopicPartition{Topic: "other", Partition: 0}
-	s := openRaw(t, dir)
-	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	lo := mustOpen(t, s, other, [16]byte{}, recoveryConfig())
-	fill(t, l, 5)  // LEO 10
-	fill(t, lo, 2) // LEO 4
+	s, l, lo := openPair(t, dir, 5, 2) // LEO 10 and 4
 	l.SetHighWatermark(6)
 	if err := s.writeHWCheckpoint(); err != nil {
 		t.Fatal(err)
@@ -61,9 +52,9 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	if got, want := readHWFile(t, dir), "0\n2\nother 0 3\nrecover 3 8\n"; got != want {
 		t.Fatalf("checkpoint %q, want %q", got, want)
 	}
-	lo = mustOpen(t, s, other, [16]byte{}, recoveryConfig())
+	lo = mustOpen(t, s, otherTP, [16]byte{}, recoveryConfig())
 	wantHW(t, lo, 3)
-	if err := s.Remove(other); err != nil {
+	if err := s.Remove(otherTP); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -17,6 +17,9 @@ import (
 
 var rtp = kernel.TopicPartition{Topic: "recover", Partition: 3}
 
+// otherTP is a second partition for the tests that need two.
+var otherTP = kernel.TopicPartition{Topic: "other", Partition: 0}
+
 // crash closes every file of the store without flushing, sealing, checkpointing or
 // writing the clean-shutdown marker: what a killed process leaves behind (the page
 // cache survives, so all written bytes are there; damage is added by the test).
@@ -72,6 +75,64 @@ func fill(t *testing.T, l kernel.Log, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// openPair opens a raw store on dir and in it rtp and otherTP, filled with n and m
+// batches of 2 records.
+func openPair(t *testing.T, dir string, n, m int) (s *Store, l, lo kernel.Log) {
+	t.Helper()
+	s = openRaw(t, dir)
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
+	lo = mustOpen(t, s, otherTP, [16]byte{}, recoveryConfig())
+	fill(t, l, n)
+	fill(t, lo, m)
+	return s, l, lo
+}
+
+// openTrimmed opens a raw store on dir and returns it with rtp open in it, with topic id id, holding 20
+// records in segments 0, 8 and 16 of which those before 9 are deleted (which
+// checkpoints the log start).
+func openTrimmed(t *testing.T, dir string, id [16]byte) *Store {
+	t.Helper()
+	s := openRaw(t, dir)
+	l := mustOpen(t, s, rtp, id, recoveryConfig())
+	fill(t, l, 10)
+	if err := l.DeleteRecordsBefore(9); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// reopenCut opens a store on dir again after a crash and checks that recovery cut rtp
+// at its damaged batch, at leo, keeping the records before it intact.
+func reopenCut(t *testing.T, dir string, leo int64) {
+	t.Helper()
+	l := mustOpen(t, openTestStore(t, dir), rtp, [16]byte{}, recoveryConfig())
+	if l.LogEndOffset() != leo {
+		t.Errorf("LEO after recovery %d, want %d (cut at the damaged batch)", l.LogEndOffset(), leo)
+	}
+	checkLog(t, l, 0)
+}
+
+// mustReadFile returns the contents of the file at path, failing the test if it cannot.
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkRecovered checks that l ends at leo and that its records from start on and its
+// indexes agree with what was written.
+func checkRecovered(t *testing.T, l kernel.Log, start, leo int64) {
+	t.Helper()
+	if l.LogEndOffset() != leo {
+		t.Fatalf("LEO %d, want %d", l.LogEndOffset(), leo)
+	}
+	checkLog(t, l, start)
+	checkIndexes(t, l.(*Log))
 }
 
 func segFiles(t *testing.T, dir, suffix string) []string {
@@ -195,10 +256,7 @@ func TestTornWriteRecovery(t *testing.T) {
 
 func garble(t *testing.T, path string, at int64) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustReadFile(t, path)
 	if len(b) == 0 {
 		return
 	}
@@ -249,11 +307,7 @@ func checkIndexes(t *testing.T, l *Log) {
 	defer l.mu.RUnlock()
 	var hdr [recordbatch.HeaderSize]byte
 	for _, s := range l.segs {
-		ob, err := os.ReadFile(s.path(indexSuffix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, pos, clean := parseOffsetIndex(ob)
+		rel, pos, clean := parseOffsetIndex(mustReadFile(t, s.path(indexSuffix)))
 		if !clean || len(rel) != s.oidx.entries() {
 			t.Fatalf("segment %d: offset index file has %d entries (clean %v), memory %d", s.base, len(rel), clean, s.oidx.entries())
 		}
@@ -266,11 +320,7 @@ func checkIndexes(t *testing.T, l *Log) {
 				t.Fatalf("segment %d: index entry %d says %d, batch is %d..%d", s.base, i, s.base+int64(rel[i]), h.BaseOffset, h.LastOffset())
 			}
 		}
-		tb, err := os.ReadFile(s.path(timeIndexSuffix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts, trel, tclean := parseTimeIndex(tb)
+		ts, trel, tclean := parseTimeIndex(mustReadFile(t, s.path(timeIndexSuffix)))
 		if !tclean || len(ts) != s.tidx.entries() {
 			t.Fatalf("segment %d: time index file has %d entries (clean %v), memory %d", s.base, len(ts), tclean, s.tidx.entries())
 		}
@@ -284,12 +334,7 @@ func checkIndexes(t *testing.T, l *Log) {
 
 func TestCheckpointsAndMarker(t *testing.T) {
 	dir := t.TempDir()
-	s := openRaw(t, dir)
-	l := mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
-	fill(t, l, 10)
-	if err := l.DeleteRecordsBefore(9); err != nil {
-		t.Fatal(err)
-	}
+	s := openTrimmed(t, dir, [16]byte{1, 2, 3})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +359,7 @@ func TestCheckpointsAndMarker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("marker not consumed at open: %v", err)
 	}
-	l = mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
+	l := mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
 	if l.LogStartOffset() != 9 || l.LogEndOffset() != 20 {
 		t.Fatalf("start %d end %d", l.LogStartOffset(), l.LogEndOffset())
 	}
@@ -370,11 +415,7 @@ func TestTruncateUnderPinnedRead(t *testing.T) {
 	if err != nil || len(bs) != 6 || bs[5].Last != 11 {
 		t.Fatalf("pinned read changed under truncate: %d batches, %v", len(bs), err)
 	}
-	if l.LogEndOffset() != 10 {
-		t.Fatalf("LEO %d, want 10", l.LogEndOffset())
-	}
-	checkLog(t, l, 0)
-	checkIndexes(t, l.(*Log))
+	checkRecovered(t, l, 0, 10)
 }
 
 // TestIOErrorFailsOpen: an unreadable segment is an I/O failure, not a torn tail: the
@@ -412,12 +453,7 @@ func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 	s := openRaw(t, dir)
 	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
 	fill(t, l, 10) // segments 0, 8, 16; LEO 20
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.writeCheckpoints(); err != nil {
-		t.Fatal(err)
-	}
+	checkpointFlushed(t, s, l, dir)
 	if err := l.Truncate(4); err != nil {
 		t.Fatal(err)
 	}
@@ -428,12 +464,7 @@ func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 	crash(t, s)
 	// The unflushed batch at 8 did not survive the crash intact.
 	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), 17)
-	s = openTestStore(t, dir)
-	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	if l.LogEndOffset() != 8 {
-		t.Errorf("LEO after recovery %d, want 8 (cut at the damaged batch)", l.LogEndOffset())
-	}
-	checkLog(t, l, 0)
+	reopenCut(t, dir, 8)
 }
 
 // A partition directory left by an older incarnation of a topic (the broker missed its
@@ -441,12 +472,7 @@ func TestTruncatePersistsRecoveryPoint(t *testing.T) {
 // lend it the old log start offset; the old data is kept aside.
 func TestOlderTopicIDMovedAside(t *testing.T) {
 	dir := t.TempDir()
-	s := openRaw(t, dir)
-	l := mustOpen(t, s, rtp, [16]byte{1, 2, 3}, recoveryConfig())
-	fill(t, l, 10)
-	if err := l.DeleteRecordsBefore(9); err != nil {
-		t.Fatal(err)
-	}
+	s := openTrimmed(t, dir, [16]byte{1, 2, 3})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -480,12 +506,7 @@ func TestOlderTopicIDMovedAside(t *testing.T) {
 // clean-shutdown marker that run writes must not vouch for that partition.
 func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	dir := t.TempDir()
-	other := kernel.TopicPartition{Topic: "other", Partition: 0}
-	s := openRaw(t, dir)
-	la := mustOpen(t, s, other, [16]byte{}, recoveryConfig())
-	lb := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	fill(t, la, 2)
-	fill(t, lb, 6) // segments 0 and 8; LEO 12
+	s, _, _ := openPair(t, dir, 6, 2) // rtp: segments 0 and 8; LEO 12
 	if err := s.writeCheckpoints(); err != nil {
 		t.Fatal(err)
 	}
@@ -494,19 +515,14 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 	garble(t, filepath.Join(dir, rtp.String(), segmentName(8)+logSuffix), int64(len(storagetest.Batch(0, 0, 2, 30)))+17)
 
 	s = openRaw(t, dir) // this run opens only the other partition
-	if _, err := s.Open(other, [16]byte{}, recoveryConfig()); err != nil {
+	if _, err := s.Open(otherTP, [16]byte{}, recoveryConfig()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	s = openTestStore(t, dir)
-	lb = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	if lb.LogEndOffset() != 10 {
-		t.Errorf("LEO %d, want 10 (cut at the damaged batch)", lb.LogEndOffset())
-	}
-	checkLog(t, lb, 0)
+	reopenCut(t, dir, 10)
 }
 
 // A crash part way through a Remove must not let the removed partition's state reach
@@ -514,12 +530,7 @@ func TestMarkerDoesNotVouchForUnrecoveredPartitions(t *testing.T) {
 // before the checkpoint write), not a half-deleted directory.
 func TestCrashDuringRemove(t *testing.T) {
 	dir := t.TempDir()
-	s := openRaw(t, dir)
-	l := mustOpen(t, s, rtp, [16]byte{1}, recoveryConfig())
-	fill(t, l, 10)
-	if err := l.DeleteRecordsBefore(9); err != nil { // checkpoints log start 9
-		t.Fatal(err)
-	}
+	s := openTrimmed(t, dir, [16]byte{1})
 	crash(t, s)
 	// The crash came after the directory left but before the checkpoints were
 	// rewritten, with part of the renamed directory still there.
@@ -535,7 +546,7 @@ func TestCrashDuringRemove(t *testing.T) {
 	if _, err := os.Stat(partial); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("leftover of an unfinished remove still there: %v", err)
 	}
-	l = mustOpen(t, s, rtp, [16]byte{2}, recoveryConfig())
+	l := mustOpen(t, s, rtp, [16]byte{2}, recoveryConfig())
 	if l.LogStartOffset() != 0 || l.LogEndOffset() != 0 {
 		t.Fatalf("re-created partition: start %d end %d, want 0 0", l.LogStartOffset(), l.LogEndOffset())
 	}
@@ -654,11 +665,7 @@ func TestRetentionOfActivePinnedRead(t *testing.T) {
 	if got := segFiles(t, pdir, deletedSuffix); len(got) != 0 {
 		t.Fatalf("deleted files left after release: %v", got)
 	}
-	if l.LogEndOffset() != 16 {
-		t.Fatalf("LEO %d, want 16", l.LogEndOffset())
-	}
-	checkLog(t, l, 12)
-	checkIndexes(t, l.(*Log))
+	checkRecovered(t, l, 12, 16)
 }
 
 // TestCrashAfterRetentionOfActive: a crash after the active segment was retained away,
@@ -670,20 +677,7 @@ func TestCrashAfterRetentionOfActive(t *testing.T) {
 	cfg := recoveryConfig()
 	l := mustOpen(t, s, rtp, [16]byte{}, cfg)
 	fill(t, l, 10) // segments 0, 8, 16; LEO 20
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.writeCheckpoints(); err != nil {
-		t.Fatal(err)
-	}
-	oldCkpts := map[string][]byte{}
-	for _, name := range []string{recoveryCheckpointFile, logStartCheckpointFile} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		oldCkpts[name] = b
-	}
+	oldCkpts := checkpointFlushed(t, s, l, dir)
 	cfg.RetentionBytes = 0
 	l.SetConfig(cfg)
 	if err := l.(*Log).EnforceRetention(time.Now()); err != nil {
@@ -692,11 +686,7 @@ func TestCrashAfterRetentionOfActive(t *testing.T) {
 	crash(t, s)
 	for _, stale := range []bool{false, true} {
 		if stale { // as if the crash came before the checkpoint write
-			for name, b := range oldCkpts {
-				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			restore(t, dir, oldCkpts)
 		}
 		s = openRaw(t, dir)
 		l = mustOpen(t, s, rtp, [16]byte{}, cfg)
