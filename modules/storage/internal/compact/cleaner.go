@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -83,7 +82,6 @@ type Cleaner struct {
 
 	totalsMu sync.Mutex
 	totals   Totals
-	passes   atomic.Int64
 
 	cancel context.CancelFunc
 	wake   chan struct{}
