@@ -9,7 +9,9 @@
 //	}
 //
 // Retention tests need the Log to implement RetentionEnforcer (they are skipped
-// otherwise); persistence tests need WithReopen.
+// otherwise); persistence tests need WithReopen. The compaction tests (compact.go,
+// "Compact...") need the Log to implement compact.Log and run passes directly with
+// the clock and offset map they want.
 //
 // # Invariants
 //
