@@ -34,6 +34,7 @@ var compactionTests = []struct {
 	{"CompactDeleteRecords", testCompactDeleteRecords},
 	{"CompactSmallMap", testCompactSmallMap},
 	{"CompactMapTooSmall", testCompactMapTooSmall},
+	{"CompactModel", testCompactModel},
 }
 
 // CompactConfig is DefaultConfig for a compacted topic with small segments (1 KiB),
@@ -77,6 +78,7 @@ type Rec struct {
 	Control       bool
 	Commit        bool // a COMMIT marker (Control)
 	BatchBase     int64
+	BatchLast     int64
 }
 
 func (r Rec) String() string {
@@ -126,7 +128,7 @@ func ReadRecords(l kernel.Log, from int64) ([]Rec, error) {
 					return fmt.Errorf("offset %d after %d", h.BaseOffset, last)
 				}
 				last = h.BaseOffset
-				out = append(out, Rec{Offset: h.BaseOffset, Ts: h.MaxTimestamp, PID: h.ProducerID, Transactional: true, Control: true, Commit: m.Commit, BatchBase: h.BaseOffset})
+				out = append(out, Rec{Offset: h.BaseOffset, Ts: h.MaxTimestamp, PID: h.ProducerID, Transactional: true, Control: true, Commit: m.Commit, BatchBase: h.BaseOffset, BatchLast: h.LastOffset()})
 				return nil
 			}
 			_, err := d.Records(batch, func(r *recordbatch.Record) error {
@@ -135,7 +137,7 @@ func ReadRecords(l kernel.Log, from int64) ([]Rec, error) {
 				}
 				last = r.Offset
 				out = append(out, Rec{Offset: r.Offset, Key: string(r.Key), Value: string(r.Value), Tombstone: r.Value == nil, Ts: r.Timestamp,
-					PID: h.ProducerID, Transactional: h.IsTransactional(), BatchBase: h.BaseOffset})
+					PID: h.ProducerID, Transactional: h.IsTransactional(), BatchBase: h.BaseOffset, BatchLast: h.LastOffset()})
 				return nil
 			})
 			return err
