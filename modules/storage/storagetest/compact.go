@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +37,7 @@ var compactionTests = []struct {
 	{"CompactSmallMap", testCompactSmallMap},
 	{"CompactMapTooSmall", testCompactMapTooSmall},
 	{"CompactModel", testCompactModel},
+	{"CompactHammer", testCompactHammer},
 }
 
 // CompactConfig is DefaultConfig for a compacted topic with small segments (1 KiB),
@@ -827,4 +830,98 @@ func testCompactMapTooSmall(t *testing.T, s kernel.Storage) {
 		t.Fatalf("pass after the failure: %+v", res)
 	}
 	checkCompacted(t, l, before, res.FirstDirty)
+}
+
+// testCompactHammer cleans one log in a loop while appenders write keyed records
+// (each its own keys, with increasing versions) and readers scan it from the log
+// start: every scan sees strictly increasing offsets and, per key, increasing
+// versions; at the end each key's latest version is the last one written.
+func testCompactHammer(t *testing.T, s kernel.Storage) {
+	const (
+		appenders = 3
+		readers   = 2
+		loops     = 300
+		keys      = 7
+	)
+	cfg := CompactConfig()
+	cfg.SegmentBytes = 512
+	l := mustOpen(t, s, tp0, cfg)
+	cl := compactLog(t, l)
+	var wg, bg sync.WaitGroup
+	var done atomic.Bool
+	var passes int
+	var stats compact.Stats // the cleaner goroutine's, read after bg.Wait
+	errc := make(chan error, appenders+readers+1)
+	for a := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range loops {
+				if _, err := l.AppendLeader(Keyed(1000, fmt.Sprintf("a%d-%d", a, i%keys), fmt.Sprintf("%06d", i))); err != nil {
+					errc <- fmt.Errorf("append: %w", err)
+					return
+				}
+				l.SetHighWatermark(l.LogEndOffset())
+			}
+		}()
+	}
+	for range readers {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for !done.Load() {
+				recs, err := ReadRecords(l, l.LogStartOffset())
+				if err != nil {
+					errc <- fmt.Errorf("scan: %w", err)
+					return
+				}
+				last := map[string]string{}
+				for _, r := range recs {
+					if r.Value <= last[r.Key] {
+						errc <- fmt.Errorf("scan: %v after version %s", r, last[r.Key])
+						return
+					}
+					last[r.Key] = r.Value
+				}
+			}
+		}()
+	}
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		m := compact.NewOffsetMap(16*24, 0.9) // a few keys a pass: many passes
+		for !done.Load() {
+			res, err := cl.Clean(context.Background(), &compact.Env{Map: m, NowMs: 5000})
+			if err != nil {
+				errc <- fmt.Errorf("clean: %w", err)
+				return
+			}
+			passes++
+			stats.Add(res.Stats)
+		}
+	}()
+	wg.Wait()
+	done.Store(true)
+	bg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	t.Logf("%d passes while appending: %+v", passes, stats)
+	seal(t, l, 1000)
+	for range 100 {
+		if res := cleanOnce(t, l, 5000); res.BytesRead == 0 {
+			break
+		}
+	}
+	got := latestByKey(readRecs(t, l))
+	for a := range appenders {
+		for k := range keys {
+			last := loops - 1 - (loops-1-k)%keys
+			key := fmt.Sprintf("a%d-%d", a, k)
+			if r := got[key]; r.Value != fmt.Sprintf("%06d", last) {
+				t.Fatalf("%s = %v, want version %d", key, r, last)
+			}
+		}
+	}
 }
