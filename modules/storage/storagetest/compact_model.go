@@ -14,9 +14,10 @@ import (
 )
 
 // The model-based compaction test: a random workload of keyed puts, tombstones,
-// idempotent producers with retries, committed and aborted transactions and cleans at
-// random times, checked after every clean against a model of what a read_committed
-// consumer must see. testCompactModel drives it from math/rand; FuzzClean (in the
+// idempotent producers with retries, committed and aborted transactions, tail
+// truncations, DeleteRecordsBefore, handle reopens and cleans at random times,
+// checked after every clean against a model of what a read_committed consumer must
+// see. testCompactModel drives it from math/rand; FuzzClean (in the
 // package's tests) from the fuzzer's bytes.
 
 // Chooser picks the workload's next step: Choose(n) is in [0, n); ok false ends the
@@ -74,6 +75,7 @@ const (
 	recCommitted = iota
 	recOpen
 	recAborted
+	recDropped // an open transaction's, forgotten with its producer (log start moved past it)
 )
 
 // sentBatch is a producer's batch as sent, kept for retries.
@@ -91,6 +93,7 @@ type modelProducer struct {
 	pid     int64
 	txn     bool
 	nextSeq int32
+	lastOff int64       // the last offset of its last batch or marker
 	open    bool        // a transaction is open
 	last    []sentBatch // the last batches, at most producers.MaxBatches (5)
 }
@@ -154,8 +157,10 @@ func RunCompactionModel(t *testing.T, s kernel.Storage, tp kernel.TopicPartition
 			m.endTxn()
 		case op < 94:
 			m.clean()
-		case op < 96:
+		case op < 95:
 			m.nowMs += int64(m.pick(2000))
+		case op < 96:
+			m.deleteRecords()
 		case op < 98:
 			m.truncateTail()
 		default:
@@ -231,6 +236,7 @@ func (m *compactModel) produce(p *modelProducer) {
 		m.t.Fatalf("produce pid %d seq %d: %+v, %v", p.pid, p.nextSeq, res, err)
 	}
 	p.nextSeq += int32(n)
+	p.lastOff = res.LastOffset
 	p.last = append(p.last, sentBatch{bytes: b, seq: seq, res: res})
 	if len(p.last) > 5 {
 		p.last = p.last[1:]
@@ -270,6 +276,7 @@ func (m *compactModel) end(p *modelProducer, commit bool) {
 		m.t.Fatalf("marker of pid %d: %v", p.pid, err)
 	}
 	m.ends = append(m.ends, res.LastOffset+1)
+	p.lastOff = res.LastOffset
 	p.open = false
 	status := recAborted
 	if commit {
@@ -293,12 +300,50 @@ func (m *compactModel) reopen() {
 	m.l = l
 }
 
+// deleteRecords moves the log start to an offset at or below the high watermark (as
+// DeleteRecords does). Producers with nothing left at or above it are forgotten, with
+// their open transaction, as in Kafka; their batches are not retried.
+func (m *compactModel) deleteRecords() {
+	ls := m.l.LogStartOffset()
+	hw := m.l.HighWatermark()
+	if hw <= ls {
+		return
+	}
+	to := ls + int64(m.pick(int(min(hw-ls, 1<<20))+1))
+	if err := m.l.DeleteRecordsBefore(to); err != nil {
+		m.t.Fatal(err)
+	}
+	if got := m.l.LogStartOffset(); got != to {
+		m.t.Fatalf("log start %d after DeleteRecordsBefore(%d)", got, to)
+	}
+	for _, p := range m.prods {
+		if p.lastOff < to {
+			p.last = nil
+			if p.open {
+				p.open = false
+				for i := range m.recs {
+					if m.recs[i].pid == p.pid && m.recs[i].status == recOpen {
+						m.recs[i].status = recDropped
+					}
+				}
+			}
+		}
+	}
+}
+
 // truncateTail appends a record and truncates it away: the producer state is rolled
 // back (the memory log rebuilds it from the log, which the cleaner has rewritten), and
 // must come back as it was, each producer's last batch included, since the cleaner
 // keeps a producer's last data batch. Batches before it may have been cleaned away, so
 // only the last one is retried from here on.
+//
+// Not once the log start moved: a rebuild then misses what the deleted segments held
+// (a transaction's first offset, the sequences of a producer whose data went), which
+// has nothing to do with cleaning.
 func (m *compactModel) truncateTail() {
+	if m.l.LogStartOffset() > 0 {
+		return
+	}
 	res, err := m.l.AppendLeader(Keyed(m.nowMs, m.key(), "truncated"))
 	if err != nil {
 		m.t.Fatal(err)
@@ -393,10 +438,12 @@ func (m *compactModel) check() {
 	if wantOpen {
 		lso = min(lso, wantFU)
 	}
-	raw, err := ReadRecords(m.l, m.l.LogStartOffset())
+	logStart := m.l.LogStartOffset()
+	raw, err := ReadRecords(m.l, logStart)
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw = atOrAbove(raw, logStart)
 	byOff := map[int64]modelRec{}
 	for _, r := range m.recs {
 		byOff[r.offset] = r
@@ -427,7 +474,7 @@ func (m *compactModel) check() {
 	latest := map[string]modelRec{}
 	var above []string
 	for _, r := range m.recs {
-		if r.status != recCommitted || r.offset >= lso {
+		if r.status != recCommitted || r.offset >= lso || r.offset < logStart {
 			continue
 		}
 		if r.offset < m.firstDirty {

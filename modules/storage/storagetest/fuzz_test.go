@@ -9,8 +9,8 @@ import (
 // FuzzClean drives the compaction model (RunCompactionModel) from the fuzzer's bytes,
 // one byte a choice, on a memory log: puts, tombstones, idempotent producers and their
 // retries, committed and aborted transactions, cleans with small maps at random times,
-// truncations and reopens, each clean checked against the model. Seeds in
-// testdata/fuzz/FuzzClean.
+// truncations, log start moves and reopens, each clean checked against the model.
+// Seeds in testdata/fuzz/FuzzClean.
 func FuzzClean(f *testing.F) {
 	f.Add([]byte{3, 2, 90, 90, 90})
 	f.Fuzz(func(t *testing.T, b []byte) {
