@@ -58,6 +58,7 @@ func (l *Log) Reset(offset int64) error {
 	p.prod.Reset()
 	p.epochs.Clear()
 	p.hw.Store(offset)
+	p.firstDirty = offset
 	return nil
 }
 

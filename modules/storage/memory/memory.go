@@ -247,6 +247,11 @@ type partition struct {
 	// hw is the high watermark the replication module last set (-1: never); read
 	// clamped to [logStart, leo]. Atomic: set on every HW move without the lock.
 	hw atomic.Int64
+	// firstDirty is the cleaner's progress (compacted logs): every record below it was
+	// in the offset map of some pass, so the log below it holds at most one record per
+	// key (plus tombstones and markers within their delete horizon). Never above the
+	// log end: Truncate lowers it, Reset sets it to the new offset.
+	firstDirty int64
 }
 
 func (p *partition) newSegment(base int64) *segment {
@@ -581,6 +586,7 @@ func (l *Log) Truncate(offset int64) error {
 	defer func() {
 		p.epochs.TruncateFromEnd(p.leo())
 		p.lowerHW(p.leo())
+		p.firstDirty = min(p.firstDirty, p.leo())
 	}()
 	if offset <= p.logStart || offset <= p.segs[0].base {
 		p.segs = []*segment{p.newSegment(offset)}

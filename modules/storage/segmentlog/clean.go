@@ -173,8 +173,15 @@ func (l *Log) Clean(ctx context.Context, env *compact.Env) (compact.Result, erro
 	}
 	// The segments to rewrite: from the first one to the one holding End-1.
 	n := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base >= mp.End })
-	for _, g := range groupSegments(p.segs[:n], p.cfg.SegmentBytes) {
-		if err := l.cleanGroup(ctx, env, f, g, p); err != nil {
+	groups := groupSegments(p.segs[:n], p.cfg.SegmentBytes)
+	for k, g := range groups {
+		// The last swap also records the progress, in the same critical section, so
+		// that a Truncate after it lowers the first dirty offset again.
+		firstDirty := int64(-1)
+		if k == len(groups)-1 {
+			firstDirty = mp.End
+		}
+		if err := l.cleanGroup(ctx, env, f, g, p, firstDirty); err != nil {
 			res.Stats = f.Stats
 			if errors.Is(err, errCleanAbandoned) {
 				return res, nil
@@ -183,11 +190,9 @@ func (l *Log) Clean(ctx context.Context, env *compact.Env) (compact.Result, erro
 		}
 	}
 	res.Stats = f.Stats
-	l.mu.Lock()
-	if !l.closed {
-		l.firstDirty = mp.End
+	if l.store.crashed("swapped") {
+		return res, errInjectedCrash
 	}
-	l.mu.Unlock()
 	res.FirstDirty = mp.End
 	return res, l.store.writeCleanerCheckpoint()
 }
@@ -280,7 +285,8 @@ const (
 
 // cleanGroup writes the cleaned form of the segments g beside them as
 // <base>.{log,index,timeindex,txnindex}.cleaned and swaps it in.
-func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filter, g []*segment, p cleanPlan) error {
+// firstDirty, when not -1, becomes the log's first dirty offset with the swap.
+func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filter, g []*segment, p cleanPlan, firstDirty int64) error {
 	base := g[0].base
 	ns, err := createSegmentFiles(l.dir, base, cleanedSuffix, p.cfg.SegmentIndexBytes, env.NowMs, l.logger)
 	if err != nil {
@@ -351,7 +357,7 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 		done = true
 		return errInjectedCrash
 	}
-	if err := l.swap(g, ns, end, f.RemovedAborts); err != nil {
+	if err := l.swap(g, ns, end, f.RemovedAborts, firstDirty); err != nil {
 		done = errors.Is(err, errInjectedCrash)
 		return err
 	}
@@ -372,8 +378,9 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 //
 // An empty ns (the group held only removed records) is swapped in like any other
 // when it is the log's first segment (it holds the log start offset); otherwise the
-// old segments simply go. mu is taken for the whole swap.
-func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64]bool) error {
+// old segments simply go. mu is taken for the whole swap; firstDirty, when not -1,
+// becomes the log's first dirty offset in it.
+func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64]bool, firstDirty int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -428,6 +435,9 @@ func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64
 		errs = append(errs, err)
 	}
 	l.prod.ForgetAborted(removedAborts)
+	if firstDirty >= 0 {
+		l.firstDirty = firstDirty
+	}
 	if err := errors.Join(errs...); err != nil {
 		// The swap is committed (the manifest is durable): what is left undone here is
 		// finished by the next open. Serving goes on from the new segment list.

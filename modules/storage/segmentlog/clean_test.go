@@ -274,7 +274,7 @@ func TestCleanNeverPassesHighWatermark(t *testing.T) {
 // would, reopens the directory, and checks the log holds either the old or the new
 // segments: the latest value of every key, offsets unchanged, no duplicates.
 func TestCleanCrashAtEveryPoint(t *testing.T) {
-	for _, point := range []string{"written", "committed", "deleting", "renamed"} {
+	for _, point := range []string{"written", "committed", "deleting", "renamed", "swapped"} {
 		t.Run(point, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
@@ -320,5 +320,54 @@ func TestCleanCrashAtEveryPoint(t *testing.T) {
 				t.Fatalf("no cleaner checkpoint: %v", err)
 			}
 		})
+	}
+}
+
+// TestCleanTruncateRightAfterLastSwap truncates the log into the part a pass just
+// cleaned, between its last swap and the end of the pass: the first dirty offset must
+// come down with the log end, or the records appended at the truncated offsets are
+// never mapped and the old values they supersede stay below the first dirty offset.
+func TestCleanTruncateRightAfterLastSwap(t *testing.T) {
+	s := openRaw(t, t.TempDir())
+	defer s.Close()
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, compactConfig())
+	produceVersions(t, l, 10, 20)
+	cut := int64(-1)
+	s.crashAt = func(p string) bool {
+		if p == "swapped" && cut < 0 {
+			recs := readLog(t, l)
+			cut = recs[len(recs)/2].offset
+			if err := l.Truncate(cut); err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	}
+	cleanNow(t, l, 5000)
+	if cut < 0 {
+		t.Fatal("the pass did not reach its end")
+	}
+	s.crashAt = nil
+	if leo := l.LogEndOffset(); l.(*Log).cleanerOffset() > leo {
+		t.Fatalf("first dirty offset %d above the log end %d after the truncation", l.(*Log).cleanerOffset(), leo)
+	}
+	// New versions of every key at the truncated offsets, then a pass.
+	produceVersions(t, l, 10, 1)
+	res := cleanNow(t, l, 5000)
+	if leo := l.LogEndOffset(); res.FirstDirty > leo {
+		t.Fatalf("first dirty offset %d above the log end %d", res.FirstDirty, leo)
+	}
+	seenKey := map[string]seen{}
+	for _, r := range readLog(t, l) {
+		if r.offset >= res.FirstDirty {
+			break
+		}
+		if prev, ok := seenKey[r.key]; ok {
+			t.Fatalf("key %s twice below the first dirty offset %d: %v and %v", r.key, res.FirstDirty, prev, r)
+		}
+		seenKey[r.key] = r
+	}
+	if v := seenKey["k0"].value; v == nil || *v != "v0" {
+		t.Fatalf("k0 = %v below the first dirty offset, want the new v0", seenKey["k0"])
 	}
 }

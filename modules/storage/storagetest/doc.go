@@ -9,7 +9,11 @@
 //	}
 //
 // Retention tests need the Log to implement RetentionEnforcer (they are skipped
-// otherwise); persistence tests need WithReopen.
+// otherwise); persistence tests need WithReopen. The compaction tests (compact.go,
+// "Compact...") need the Log to implement compact.Log and run passes directly with
+// the clock and offset map they want. RunCompactionModel (compact_model.go) is the
+// model-based compaction workload: the suite runs it from math/rand, FuzzClean from
+// fuzz input on a memory log.
 //
 // # Invariants
 //
@@ -18,6 +22,6 @@
 //
 // # Concurrency
 //
-// The hammer test runs appenders, readers and log-start movers on one Log at once; run
-// the suite with -race.
+// The hammer test runs appenders, readers and log-start movers on one Log at once, the
+// compaction hammer appenders, scanners and a cleaner; run the suite with -race.
 package storagetest

@@ -120,6 +120,9 @@ func Run(t *testing.T, open func(t *testing.T) kernel.Storage, opts ...Option) {
 	for _, tc := range tests {
 		run(tc.name, false, tc.fn)
 	}
+	for _, tc := range compactionTests {
+		run(tc.name, false, tc.fn)
+	}
 	for _, tc := range reopens {
 		run(tc.name, true, func(t *testing.T, s kernel.Storage) { tc.fn(t, s, o.reopen) })
 	}
