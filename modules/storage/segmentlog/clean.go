@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,10 +22,6 @@ import (
 
 // Log compaction (cleanup.policy=compact). See doc.go, "Compaction", for the on-disk
 // protocol; compact.Filter for what a pass keeps.
-
-// errCleanAbandoned: the log changed under a pass (truncation, retention, close); the
-// cleaned files are discarded and the next pass starts over. Not a failure.
-var errCleanAbandoned = errors.New("log changed during cleaning")
 
 // cleanerOffset is the first dirty offset, for the checkpoint.
 func (l *Log) cleanerOffset() int64 {
@@ -46,32 +41,13 @@ func (l *Log) Name() string { return l.tp.String() }
 
 func compacted(cfg *kernel.LogConfig) bool { return strings.Contains(cfg.CleanupPolicy, "compact") }
 
-// cleanableEnd is the first offset the cleaner may not touch: the active segment's
-// base, the high watermark (above it a record may still be truncated, and with it the
-// value that superseded an older one), the first offset of an open transaction, and the
-// first segment holding a record younger than min.compaction.lag.ms. mu held (read).
+// cleanableEnd is compact.CleanableEnd of the log. mu held (read).
 func (l *Log) cleanableEnd(nowMs, from int64) int64 {
-	end := min(l.active().base, l.HighWatermark())
-	if fu, ok := l.prod.FirstUnstableOffset(); ok {
-		end = min(end, fu)
-	}
-	if lag := l.cfg.MinCompactionLagMs; lag > 0 {
-		for i, s := range l.segs[:len(l.segs)-1] {
-			if l.segs[i+1].base <= from {
-				continue
-			}
-			if s.maxTs > nowMs-lag {
-				end = min(end, s.base)
-				break
-			}
-		}
-	}
-	return end
+	fu, unstable := l.prod.FirstUnstableOffset()
+	return compact.CleanableEnd(&l.cfg, l.segs[:len(l.segs)-1], l.active().base, l.HighWatermark(), fu, unstable, from, nowMs)
 }
 
-// Cleanable implements compact.Log: the dirty ratio is the bytes of the segments at
-// or after the first dirty offset and below the cleanable end, over those plus the
-// cleaned segments below the first dirty offset (Kafka's min.cleanable.dirty.ratio).
+// Cleanable implements compact.Log (compact.Dirtiness of the log).
 func (l *Log) Cleanable(nowMs int64) (compact.Candidate, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -79,43 +55,14 @@ func (l *Log) Cleanable(nowMs int64) (compact.Candidate, bool) {
 		return compact.Candidate{}, false
 	}
 	from := max(l.firstDirty, l.logStart.Load())
-	end := l.cleanableEnd(nowMs, from)
-	if from >= end {
-		return compact.Candidate{}, false
-	}
-	var clean, dirty int64
-	firstTs := int64(-1)
-	for i, s := range l.segs[:len(l.segs)-1] {
-		if s.base >= end {
-			break
-		}
-		if l.segs[i+1].base <= from {
-			clean += s.size
-			continue
-		}
-		dirty += s.size
-		if firstTs < 0 {
-			firstTs = s.firstTs
-		}
-	}
-	if dirty == 0 {
-		return compact.Candidate{}, false
-	}
-	c := compact.Candidate{DirtyRatio: float64(dirty) / float64(clean+dirty), DirtyBytes: dirty}
-	if lag := l.cfg.MaxCompactionLagMs; lag > 0 && lag < math.MaxInt64 && firstTs >= 0 && nowMs-firstTs > lag {
-		c.Due = true
-	}
-	return c, c.Due || c.DirtyRatio >= l.cfg.MinCleanableDirtyRatio
+	return compact.Dirtiness(&l.cfg, l.segs[:len(l.segs)-1], l.active().base, from, l.cleanableEnd(nowMs, from), nowMs)
 }
 
 // cleanPlan is what a pass read from the log under its lock.
 type cleanPlan struct {
-	segs     []*segment // pinned: every sealed segment with records below end
-	from     int64      // first dirty offset
-	end      int64      // cleanable end
-	cfg      kernel.LogConfig
-	aborted  []producers.Aborted
-	lastData map[int64]int64
+	compact.Plan[*segment] // Segs are pinned
+	cfg                    kernel.LogConfig
+	aborted                []producers.Aborted // with their last stable offsets, for .txnindex
 }
 
 // Clean implements compact.Log: one pass. It maps the dirty section, then rewrites
@@ -126,74 +73,25 @@ type cleanPlan struct {
 func (l *Log) Clean(ctx context.Context, env *compact.Env) (compact.Result, error) {
 	p, ok := l.planClean(env.NowMs)
 	if !ok {
-		return compact.Result{FirstDirty: p.from}, nil
+		return compact.Result{FirstDirty: p.From}, nil
 	}
 	defer func() {
-		for _, s := range p.segs {
+		for _, s := range p.Segs {
 			s.unref()
 		}
 	}()
-	res := compact.Result{FirstDirty: p.from}
-	abortedTxns := make([]kernel.AbortedTxn, len(p.aborted))
-	for i, a := range p.aborted {
-		abortedTxns[i] = a.AbortedTxn
+	res, err := compact.Run(ctx, env, p.Plan, func(g []*segment, f *compact.Filter, firstDirty int64) error {
+		return l.cleanGroup(ctx, env, f, g, p, firstDirty)
+	})
+	if err != nil {
+		return res, fmt.Errorf("clean %v: %w", l.tp, err)
 	}
-	txns := compact.NewTxns(abortedTxns)
-	// Map [from, end) until the map is full.
-	env.Map.Reset(p.end - p.from)
-	mp := &compact.Mapper{Map: env.Map, Txns: txns, From: p.from, End: p.from}
-	full := false
-	for i, s := range p.segs {
-		if i+1 < len(p.segs) && p.segs[i+1].base <= p.from {
-			continue
-		}
-		err := readBatches(ctx, s, env.Throttle, func(batch []byte, base int64) (bool, error) {
-			if base >= p.end {
-				return false, nil
-			}
-			ok, err := mp.Add(batch)
-			full = !ok
-			return ok, err
-		})
-		if err != nil {
-			return res, fmt.Errorf("clean %v: map: %w", l.tp, err)
-		}
-		if full {
-			break
-		}
-	}
-	res.MapKeys, res.MapBytes = env.Map.Len(), env.Map.Bytes()
-	if mp.End <= p.from {
+	if res.FirstDirty <= p.From {
 		return res, nil
 	}
-	f := &compact.Filter{
-		Map: env.Map, Txns: txns, End: mp.End, NowMs: env.NowMs,
-		DeleteRetentionMs: p.cfg.DeleteRetentionMs,
-		LastData:          func(pid int64) (int64, bool) { o, ok := p.lastData[pid]; return o, ok },
-	}
-	// The segments to rewrite: from the first one to the one holding End-1.
-	n := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].base >= mp.End })
-	groups := groupSegments(p.segs[:n], p.cfg.SegmentBytes)
-	for k, g := range groups {
-		// The last swap also records the progress, in the same critical section, so
-		// that a Truncate after it lowers the first dirty offset again.
-		firstDirty := int64(-1)
-		if k == len(groups)-1 {
-			firstDirty = mp.End
-		}
-		if err := l.cleanGroup(ctx, env, f, g, p, firstDirty); err != nil {
-			res.Stats = f.Stats
-			if errors.Is(err, errCleanAbandoned) {
-				return res, nil
-			}
-			return res, fmt.Errorf("clean %v: %w", l.tp, err)
-		}
-	}
-	res.Stats = f.Stats
 	if l.store.crashed("swapped") {
 		return res, errInjectedCrash
 	}
-	res.FirstDirty = mp.End
 	return res, l.store.writeCleanerCheckpoint()
 }
 
@@ -201,46 +99,44 @@ func (l *Log) Clean(ctx context.Context, env *compact.Env) (compact.Result, erro
 func (l *Log) planClean(nowMs int64) (cleanPlan, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	p := cleanPlan{from: max(l.firstDirty, l.logStart.Load()), cfg: l.cfg}
+	p := cleanPlan{cfg: l.cfg}
+	p.From = max(l.firstDirty, l.logStart.Load())
 	if l.closed || !compacted(&l.cfg) {
 		return p, false
 	}
-	p.end = l.cleanableEnd(nowMs, p.from)
-	if p.from >= p.end {
+	p.End = l.cleanableEnd(nowMs, p.From)
+	if p.From >= p.End {
 		return p, false
 	}
 	for _, s := range l.segs[:len(l.segs)-1] {
-		if s.base >= p.end {
+		if s.base >= p.End {
 			break
 		}
 		s.pin()
-		p.segs = append(p.segs, s)
+		p.Segs = append(p.Segs, s)
 	}
+	p.SegmentBytes, p.DeleteRetentionMs = l.cfg.SegmentBytes, l.cfg.DeleteRetentionMs
 	p.aborted = append([]producers.Aborted(nil), l.prod.AllAborted()...)
-	p.lastData = l.prod.LastDataOffsets()
-	return p, len(p.segs) > 0
-}
-
-// groupSegments splits segs into runs to rewrite as one segment each: sizes summing to
-// at most segBytes (always at least one segment), offsets within the 32-bit relative
-// range of the indexes.
-func groupSegments(segs []*segment, segBytes int64) [][]*segment {
-	var out [][]*segment
-	for i := 0; i < len(segs); {
-		j, size := i+1, segs[i].size
-		for j < len(segs) && size+segs[j].size <= segBytes && segs[j].next-segs[i].base <= math.MaxInt32 {
-			size += segs[j].size
-			j++
-		}
-		out = append(out, segs[i:j])
-		i = j
+	for _, a := range p.aborted {
+		p.Aborted = append(p.Aborted, a.AbortedTxn)
 	}
-	return out
+	p.LastData = l.prod.LastDataOffsets()
+	return p, len(p.Segs) > 0
 }
 
-// readBatches calls fn with each whole batch of s (and its base offset) in order,
-// until fn returns false. The buffer is reused: fn must not keep batch.
-func readBatches(ctx context.Context, s *segment, throttle func(context.Context, int) error, fn func(batch []byte, base int64) (bool, error)) error {
+// Base, Next and Size make a sealed segment a compact.Segment (read without the log's
+// lock: a sealed segment's fields do not change while it is pinned).
+func (s *segment) Base() int64 { return s.base }
+func (s *segment) Next() int64 { return s.next }
+func (s *segment) Size() int64 { return s.size }
+
+// FirstTimestamp and MaxTimestamp make it a compact.Sealed.
+func (s *segment) FirstTimestamp() int64 { return s.firstTs }
+func (s *segment) MaxTimestamp() int64   { return s.maxTs }
+
+// Batches implements compact.Segment: it reads the file through a 64 KiB buffer; the
+// batch buffer is reused, so fn must not keep batch.
+func (s *segment) Batches(ctx context.Context, throttle func(context.Context, int) error, fn func(batch []byte, base int64) (bool, error)) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, s.size), 64<<10)
 	var buf []byte
 	for pos := int64(0); pos < s.size; {
@@ -314,7 +210,7 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 		return err
 	}
 	for _, s := range g {
-		err := readBatches(ctx, s, env.Throttle, func(batch []byte, _ int64) (bool, error) {
+		err := s.Batches(ctx, env.Throttle, func(batch []byte, _ int64) (bool, error) {
 			var err error
 			if out, err = f.Batch(out, batch); err != nil {
 				return false, err
@@ -384,15 +280,15 @@ func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return errCleanAbandoned
+		return compact.ErrAbandoned
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base >= g[0].base })
 	if i+len(g) >= len(l.segs) { // the group must still be there, and not be the active segment
-		return errCleanAbandoned
+		return compact.ErrAbandoned
 	}
 	for k, s := range g {
 		if l.segs[i+k] != s || s.deleted.Load() {
-			return errCleanAbandoned
+			return compact.ErrAbandoned
 		}
 	}
 	base := g[0].base

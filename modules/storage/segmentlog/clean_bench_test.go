@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/compact"
+	"github.com/sluicehq/sluice/modules/storage/storagetest"
 )
 
 // BenchmarkCleanerThroughput cleans a dirty log of SLUICE_BENCH_CLEAN_MB MiB (default
@@ -38,7 +39,7 @@ func BenchmarkCleanerThroughput(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := compactConfig()
+		cfg := storagetest.CompactConfig()
 		cfg.SegmentBytes = 128 << 20
 		cfg.IndexIntervalBytes = 4096
 		cfg.SegmentIndexBytes = 10 << 20

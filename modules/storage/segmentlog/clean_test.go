@@ -9,36 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/compact"
 	"github.com/sluicehq/sluice/modules/storage/storagetest"
 )
-
-func compactConfig() kernel.LogConfig {
-	cfg := storagetest.DefaultConfig()
-	cfg.CleanupPolicy = "compact"
-	cfg.SegmentBytes = 1024
-	cfg.IndexIntervalBytes = 1
-	cfg.SegmentIndexBytes = 4096
-	cfg.DeleteRetentionMs = 1000
-	cfg.MinCleanableDirtyRatio = 0.5
-	cfg.MaxCompactionLagMs = 1<<63 - 1
-	return cfg
-}
-
-// keyed builds one batch of records key=k value=v (nil v: a tombstone).
-func keyed(ts int64, kv ...string) []byte {
-	var recs []recordbatch.Record
-	for i := 0; i+1 < len(kv); i += 2 {
-		r := recordbatch.Record{Key: []byte(kv[i]), TimestampDelta: int64(i / 2)}
-		if kv[i+1] != "<nil>" {
-			r.Value = []byte(kv[i+1])
-		}
-		recs = append(recs, r)
-	}
-	return recordbatch.Build(recordbatch.Options{BaseTimestamp: ts, ProducerID: -1, BaseSequence: -1}, recs...)
-}
 
 type seen struct {
 	offset int64
@@ -53,49 +27,25 @@ func (s seen) String() string {
 	return fmt.Sprintf("%s@%d=%s", s.key, s.offset, *s.value)
 }
 
-// readLog reads every record from the log start, checking offsets strictly increase.
+// readLog reads every data record from the log start (storagetest.ReadRecords checks
+// offsets strictly increase and CRCs).
 func readLog(t *testing.T, l kernel.Log) []seen {
 	t.Helper()
+	recs, err := storagetest.ReadRecords(l, l.LogStartOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []seen
-	off := l.LogStartOffset()
-	last := int64(-1)
-	for off < l.LogEndOffset() {
-		rr, err := l.Read(off, 1<<20, l.LogEndOffset(), true)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range recs {
+		if r.Control {
+			continue
 		}
-		b, err := storagetest.ReadAll(rr)
-		rr.Release()
-		if err != nil {
-			t.Fatal(err)
+		s := seen{offset: r.Offset, key: r.Key}
+		if !r.Tombstone {
+			v := r.Value
+			s.value = &v
 		}
-		if len(b) == 0 {
-			break
-		}
-		d := recordbatch.Decoder{Compacted: true}
-		err = recordbatch.Split(b, func(h recordbatch.Header, batch []byte) error {
-			off = h.LastOffset() + 1
-			if h.IsControl() {
-				return nil
-			}
-			_, err := d.Records(batch, func(r *recordbatch.Record) error {
-				if r.Offset <= last {
-					return fmt.Errorf("offset %d after %d", r.Offset, last)
-				}
-				last = r.Offset
-				s := seen{offset: r.Offset, key: string(r.Key)}
-				if r.Value != nil {
-					v := string(r.Value)
-					s.value = &v
-				}
-				out = append(out, s)
-				return nil
-			})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -130,17 +80,17 @@ func produceVersions(t *testing.T, l kernel.Log, keys, versions int, tombstones 
 	t.Helper()
 	for v := 0; v < versions; v++ {
 		for k := 0; k < keys; k++ {
-			if _, err := l.AppendLeader(keyed(1000, fmt.Sprintf("k%d", k), fmt.Sprintf("v%d", v))); err != nil {
+			if _, err := l.AppendLeader(storagetest.Keyed(1000, fmt.Sprintf("k%d", k), fmt.Sprintf("v%d", v))); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, k := range tombstones {
-		if _, err := l.AppendLeader(keyed(1000, fmt.Sprintf("k%d", k), "<nil>")); err != nil {
+		if _, err := l.AppendLeader(storagetest.Keyed(1000, fmt.Sprintf("k%d", k), "<nil>")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.AppendLeader(keyed(1000, "tail", "x")); err != nil {
+	if _, err := l.AppendLeader(storagetest.Keyed(1000, "tail", "x")); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(l.LogEndOffset())
@@ -150,7 +100,7 @@ func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
 	s := openRaw(t, t.TempDir())
 	defer s.Close()
 	tp := kernel.TopicPartition{Topic: "c", Partition: 0}
-	l := mustOpen(t, s, tp, [16]byte{1}, compactConfig())
+	l := mustOpen(t, s, tp, [16]byte{1}, storagetest.CompactConfig())
 	produceVersions(t, l, 10, 20, 3, 7)
 	before := readLog(t, l)
 	want := latest(before)
@@ -211,7 +161,7 @@ func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = mustOpen(t, s, tp, [16]byte{1}, compactConfig())
+	l = mustOpen(t, s, tp, [16]byte{1}, storagetest.CompactConfig())
 	if again := latest(readLog(t, l)); fmt.Sprint(again) != fmt.Sprint(got) {
 		t.Fatalf("after reopen:\n got %v\nwant %v", again, got)
 	}
@@ -220,10 +170,10 @@ func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
 func TestCleanRemovesTombstonesAfterHorizon(t *testing.T) {
 	s := openRaw(t, t.TempDir())
 	defer s.Close()
-	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, compactConfig())
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
 	produceVersions(t, l, 4, 5, 1, 2)
 	for i := 0; i < 20; i++ { // the tombstones into sealed segments
-		if _, err := l.AppendLeader(keyed(1000, "f", "y")); err != nil {
+		if _, err := l.AppendLeader(storagetest.Keyed(1000, "f", "y")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,11 +184,11 @@ func TestCleanRemovesTombstonesAfterHorizon(t *testing.T) {
 	}
 	// Enough new data (other keys) for the ratio, then a clean after the horizon.
 	for i := 0; i < 40; i++ {
-		if _, err := l.AppendLeader(keyed(1000, fmt.Sprintf("x%d", i%5), "y")); err != nil {
+		if _, err := l.AppendLeader(storagetest.Keyed(1000, fmt.Sprintf("x%d", i%5), "y")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := l.AppendLeader(keyed(1000, "tail2", "x")); err != nil {
+	if _, err := l.AppendLeader(storagetest.Keyed(1000, "tail2", "x")); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(l.LogEndOffset())
@@ -257,7 +207,7 @@ func TestCleanRemovesTombstonesAfterHorizon(t *testing.T) {
 func TestCleanNeverPassesHighWatermark(t *testing.T) {
 	s := openRaw(t, t.TempDir())
 	defer s.Close()
-	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, compactConfig())
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
 	produceVersions(t, l, 5, 10)
 	l.SetHighWatermark(0)
 	before := readLog(t, l)
@@ -279,7 +229,7 @@ func TestCleanCrashAtEveryPoint(t *testing.T) {
 			dir := t.TempDir()
 			s := openRaw(t, dir)
 			tp := kernel.TopicPartition{Topic: "c", Partition: 0}
-			l := mustOpen(t, s, tp, [16]byte{1}, compactConfig())
+			l := mustOpen(t, s, tp, [16]byte{1}, storagetest.CompactConfig())
 			produceVersions(t, l, 10, 20, 4)
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
@@ -300,7 +250,7 @@ func TestCleanCrashAtEveryPoint(t *testing.T) {
 			crash(t, s)
 			s2 := openRaw(t, dir)
 			defer s2.Close()
-			l2 := mustOpen(t, s2, tp, [16]byte{1}, compactConfig())
+			l2 := mustOpen(t, s2, tp, [16]byte{1}, storagetest.CompactConfig())
 			if got := latest(readLog(t, l2)); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("after a crash at %s:\n got %v\nwant %v", point, got, want)
 			}
@@ -330,7 +280,7 @@ func TestCleanCrashAtEveryPoint(t *testing.T) {
 func TestCleanTruncateRightAfterLastSwap(t *testing.T) {
 	s := openRaw(t, t.TempDir())
 	defer s.Close()
-	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, compactConfig())
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
 	produceVersions(t, l, 10, 20)
 	cut := int64(-1)
 	s.crashAt = func(p string) bool {
