@@ -73,25 +73,12 @@ func (l *Log) planClean(nowMs int64) (cleanPlan, bool) {
 	p := l.p
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	pl := cleanPlan{From: max(p.firstDirty, p.logStart), SegmentBytes: p.cfg.SegmentBytes, DeleteRetentionMs: p.cfg.DeleteRetentionMs}
+	from := max(p.firstDirty, p.logStart)
 	if l.closed.Load() || !compacted(&p.cfg) {
-		return pl, false
+		return cleanPlan{From: from}, false
 	}
-	pl.End = p.cleanableEnd(nowMs, pl.From)
-	if pl.From >= pl.End {
-		return pl, false
-	}
-	for _, s := range p.segs[:len(p.segs)-1] {
-		if s.base >= pl.End {
-			break
-		}
-		pl.Segs = append(pl.Segs, s)
-	}
-	for _, a := range p.prod.AllAborted() {
-		pl.Aborted = append(pl.Aborted, a.AbortedTxn)
-	}
-	pl.LastData = p.prod.LastDataOffsets()
-	return pl, len(pl.Segs) > 0
+	hw := min(max(p.hw.Load(), p.logStart), p.leo())
+	return compact.NewPlan(&p.cfg, p.segs[:len(p.segs)-1], p.segs[len(p.segs)-1].base, hw, p.prod, from, nowMs, nil)
 }
 
 // Base, Next and Size make a sealed segment a compact.Segment.

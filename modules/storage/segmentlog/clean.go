@@ -104,24 +104,10 @@ func (l *Log) planClean(nowMs int64) (cleanPlan, bool) {
 	if l.closed || !compacted(&l.cfg) {
 		return p, false
 	}
-	p.End = l.cleanableEnd(nowMs, p.From)
-	if p.From >= p.End {
-		return p, false
-	}
-	for _, s := range l.segs[:len(l.segs)-1] {
-		if s.base >= p.End {
-			break
-		}
-		s.pin()
-		p.Segs = append(p.Segs, s)
-	}
-	p.SegmentBytes, p.DeleteRetentionMs = l.cfg.SegmentBytes, l.cfg.DeleteRetentionMs
+	var ok bool
+	p.Plan, ok = compact.NewPlan(&l.cfg, l.segs[:len(l.segs)-1], l.active().base, l.HighWatermark(), l.prod, p.From, nowMs, (*segment).pin)
 	p.aborted = append([]producers.Aborted(nil), l.prod.AllAborted()...)
-	for _, a := range p.aborted {
-		p.Aborted = append(p.Aborted, a.AbortedTxn)
-	}
-	p.LastData = l.prod.LastDataOffsets()
-	return p, len(p.Segs) > 0
+	return p, ok
 }
 
 // Base, Next and Size make a sealed segment a compact.Segment (read without the log's

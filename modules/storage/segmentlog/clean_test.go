@@ -96,11 +96,18 @@ func produceVersions(t *testing.T, l kernel.Log, keys, versions int, tombstones 
 	l.SetHighWatermark(l.LogEndOffset())
 }
 
-func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
+// openCompacted opens a store in a fresh directory (closed at the end of the test)
+// with partition c-0 compacted (storagetest.CompactConfig).
+func openCompacted(t *testing.T) (*Store, kernel.Log) {
+	t.Helper()
 	s := openRaw(t, t.TempDir())
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s, mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
+}
+
+func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
+	s, l := openCompacted(t)
 	tp := kernel.TopicPartition{Topic: "c", Partition: 0}
-	l := mustOpen(t, s, tp, [16]byte{1}, storagetest.CompactConfig())
 	produceVersions(t, l, 10, 20, 3, 7)
 	before := readLog(t, l)
 	want := latest(before)
@@ -168,9 +175,7 @@ func TestCleanKeepsLatestPerKeyAndOffsets(t *testing.T) {
 }
 
 func TestCleanRemovesTombstonesAfterHorizon(t *testing.T) {
-	s := openRaw(t, t.TempDir())
-	defer s.Close()
-	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
+	_, l := openCompacted(t)
 	produceVersions(t, l, 4, 5, 1, 2)
 	for i := 0; i < 20; i++ { // the tombstones into sealed segments
 		if _, err := l.AppendLeader(storagetest.Keyed(1000, "f", "y")); err != nil {
@@ -205,9 +210,7 @@ func TestCleanRemovesTombstonesAfterHorizon(t *testing.T) {
 }
 
 func TestCleanNeverPassesHighWatermark(t *testing.T) {
-	s := openRaw(t, t.TempDir())
-	defer s.Close()
-	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
+	_, l := openCompacted(t)
 	produceVersions(t, l, 5, 10)
 	l.SetHighWatermark(0)
 	before := readLog(t, l)
@@ -278,9 +281,7 @@ func TestCleanCrashAtEveryPoint(t *testing.T) {
 // come down with the log end, or the records appended at the truncated offsets are
 // never mapped and the old values they supersede stay below the first dirty offset.
 func TestCleanTruncateRightAfterLastSwap(t *testing.T) {
-	s := openRaw(t, t.TempDir())
-	defer s.Close()
-	l := mustOpen(t, s, kernel.TopicPartition{Topic: "c", Partition: 0}, [16]byte{1}, storagetest.CompactConfig())
+	s, l := openCompacted(t)
 	produceVersions(t, l, 10, 20)
 	cut := int64(-1)
 	s.crashAt = func(p string) bool {

@@ -663,22 +663,26 @@ func testCompactPolicyChange(t *testing.T, s kernel.Storage) {
 	eqRecs(t, "back to delete", readRecs(t, l), before)
 }
 
+// gapBefore returns the offset just before the first kept record from recs[i:] (i >= 1)
+// below limit that follows a gap: an offset compaction removed.
+func gapBefore(t *testing.T, recs []Rec, i int, limit int64) int64 {
+	t.Helper()
+	for ; i < len(recs) && recs[i].Offset < limit; i++ {
+		if recs[i].Offset > recs[i-1].Offset+1 {
+			return recs[i].Offset - 1
+		}
+	}
+	t.Fatalf("no gap in the cleaned part: %v", recs)
+	return -1
+}
+
 func testCompactTruncate(t *testing.T, s kernel.Storage) {
 	l := mustOpen(t, s, tp0, CompactConfig())
 	produceVersions(t, l, 1000, 10, 10)
 	res := cleanOnce(t, l, 5000)
 	cleaned := readRecs(t, l)
-	// Cut inside the cleaned part, at an offset in a gap and at a kept record.
-	var at int64 = -1
-	for i := 1; i < len(cleaned); i++ {
-		if cleaned[i].Offset < res.FirstDirty && cleaned[i].Offset > cleaned[i-1].Offset+1 {
-			at = cleaned[i].Offset - 1 // in the gap before a kept record
-			break
-		}
-	}
-	if at < 0 {
-		t.Fatalf("no gap in the cleaned part: %v", cleaned)
-	}
+	// Cut inside the cleaned part, at an offset in the gap before a kept record.
+	at := gapBefore(t, cleaned, 1, res.FirstDirty)
 	if err := l.Truncate(at); err != nil {
 		t.Fatal(err)
 	}
@@ -709,16 +713,7 @@ func testCompactDeleteRecords(t *testing.T, s kernel.Storage) {
 	produceVersions(t, l, 1000, 10, 10)
 	res := cleanOnce(t, l, 5000)
 	cleaned := readRecs(t, l)
-	var at int64 = -1
-	for i := len(cleaned) / 3; i < len(cleaned); i++ {
-		if cleaned[i].Offset > cleaned[i-1].Offset+1 {
-			at = cleaned[i].Offset - 1 // in a gap
-			break
-		}
-	}
-	if at < 0 {
-		t.Fatalf("no gap in the cleaned part: %v", cleaned)
-	}
+	at := gapBefore(t, cleaned, len(cleaned)/3, math.MaxInt64)
 	if err := l.DeleteRecordsBefore(at); err != nil {
 		t.Fatal(err)
 	}

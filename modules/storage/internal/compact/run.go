@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/internal/producers"
 )
 
 // ErrAbandoned: the log changed under a pass (truncation, retention, close) and a
@@ -185,4 +186,39 @@ func nextBase[S Sealed](sealed []S, i int, activeBase int64) int64 {
 		return sealed[i+1].Base()
 	}
 	return activeBase
+}
+
+// CleanSegment is a segment a pass can both plan with and read.
+type CleanSegment interface {
+	Segment
+	Sealed
+}
+
+// NewPlan is the plan of a pass over a log with sealed segments sealed (its active
+// segment starts at activeBase), first dirty offset from and producer state prod, at
+// nowMs: the cleanable range, the sealed segments with records below its end (pin,
+// when set, is called on each: a storage that reads files keeps them open), the
+// aborted transactions and each producer's last data batch. ok is false when there is
+// nothing to clean. Call it under the log's lock.
+func NewPlan[S CleanSegment](cfg *kernel.LogConfig, sealed []S, activeBase, hw int64, prod *producers.State, from, nowMs int64, pin func(S)) (p Plan[S], ok bool) {
+	p = Plan[S]{From: from, SegmentBytes: cfg.SegmentBytes, DeleteRetentionMs: cfg.DeleteRetentionMs}
+	fu, unstable := prod.FirstUnstableOffset()
+	p.End = CleanableEnd(cfg, sealed, activeBase, hw, fu, unstable, from, nowMs)
+	if p.From >= p.End {
+		return p, false
+	}
+	for _, s := range sealed {
+		if s.Base() >= p.End {
+			break
+		}
+		if pin != nil {
+			pin(s)
+		}
+		p.Segs = append(p.Segs, s)
+	}
+	for _, a := range prod.AllAborted() {
+		p.Aborted = append(p.Aborted, a.AbortedTxn)
+	}
+	p.LastData = prod.LastDataOffsets()
+	return p, len(p.Segs) > 0
 }
