@@ -45,19 +45,13 @@ func TestE2EAbsurdAdminRequests(t *testing.T) {
 	b := testbroker.Start(t)
 	cl := b.Client(t)
 	ctx := testCtx(t)
-	for _, tc := range []struct {
-		name       string
-		topic      string
-		partitions int32
-		rf         int16
-		want       *kerr.Error
-	}{
-		{"2^31-1 partitions", "p", 1<<31 - 1, 1, kerr.InvalidPartitions},
-		{"replication factor 32767", "r", 1, 32767, kerr.InvalidReplicationFactor},
-		{"zero partitions", "z", 0, 1, kerr.InvalidPartitions},
-		{"unicode name", "tøpic", 1, 1, kerr.InvalidTopicException},
-		{"250-character name", strings.Repeat("n", 250), 1, 1, kerr.InvalidTopicException},
-		{"empty name", "", 1, 1, kerr.InvalidTopicException},
+	for _, tc := range []badCreate{
+		{"2^31-1 partitions", "p", 1<<31 - 1, 1, nil, kerr.InvalidPartitions},
+		{"replication factor 32767", "r", 1, 32767, nil, kerr.InvalidReplicationFactor},
+		{"zero partitions", "z", 0, 1, nil, kerr.InvalidPartitions},
+		{"unicode name", "tøpic", 1, 1, nil, kerr.InvalidTopicException},
+		{"250-character name", strings.Repeat("n", 250), 1, 1, nil, kerr.InvalidTopicException},
+		{"empty name", "", 1, 1, nil, kerr.InvalidTopicException},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := kmsg.NewPtrCreateTopicsRequest()

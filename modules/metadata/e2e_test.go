@@ -147,18 +147,21 @@ func TestE2ETopicLifecycle(t *testing.T) {
 	}
 }
 
+// badCreate is a CreateTopics of one topic that must fail with want.
+type badCreate struct {
+	name       string
+	topic      string
+	partitions int32
+	rf         int16
+	configs    map[string]*string
+	want       *kerr.Error
+}
+
 func TestE2EValidation(t *testing.T) {
 	b := testbroker.Start(t)
 	adm := b.Admin(t)
 	ctx := testCtx(t)
-	for _, tc := range []struct {
-		name       string
-		topic      string
-		partitions int32
-		rf         int16
-		configs    map[string]*string
-		want       error
-	}{
+	for _, tc := range []badCreate{
 		{"invalid name", "a/b", 1, 1, nil, kerr.InvalidTopicException},
 		{"too many replicas", "rf", 1, 3, nil, kerr.InvalidReplicationFactor},
 		{"no partitions", "np", 0, 1, nil, kerr.InvalidPartitions},
