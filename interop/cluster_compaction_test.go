@@ -40,7 +40,10 @@ func TestClusterCompaction(t *testing.T) {
 	c.node(1).waitPartitions(30*time.Second, topic, "ISR whole", fullISR(allThree))
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ClientID("sluice-interop-compaction"),
-		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(time.Millisecond))
+		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(time.Millisecond),
+		// Uncompressed batches well below segment.bytes: the filler below must fill
+		// segments (compressed, it would not leave the active one).
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +96,9 @@ func TestClusterCompaction(t *testing.T) {
 	final := maps.Clone(acked)
 	mu.Unlock()
 	// Push the last versions out of the active segment (never cleaned).
-	for i := 0; i < 1500; i++ { // a few 16 KiB segments
-		cl.Produce(context.Background(), &kgo.Record{Key: []byte("filler"), Value: []byte("f")}, nil)
+	filler := []byte(strings.Repeat("f", 500))
+	for i := 0; i < 200; i++ { // 100 KB: a few 16 KiB segments
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte("filler"), Value: filler}, nil)
 	}
 	if err := cl.Flush(context.Background()); err != nil {
 		t.Fatal(err)
