@@ -5,7 +5,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -32,9 +36,13 @@ var (
 // -restart.partitions partitions in each OffsetCommit, four clients at once), restarts
 // the broker and times until FetchOffsets of every group answers its last commits:
 // once with the log cleaner compacting __consumer_offsets (waiting until it has caught
-// up before the restart) and once without it. It logs the time to commit, the
-// __consumer_offsets size before the restart, the time until the broker is ready and
-// the time until every group's offsets are loaded.
+// up before the restart) and once without it. Each restarts twice: with the groups
+// offset store (the coordinator replays only what the store had not applied, so the
+// log's size hardly matters) and without it (the whole log is replayed). It logs the
+// time to commit, the __consumer_offsets size before the restarts, the time until the
+// broker is ready and the time until every group's offsets are loaded; the broker's
+// log (at info) says how many records each __consumer_offsets partition replayed and
+// how long it took ("coordinating __consumer_offsets partition").
 func TestCoordinatorRestartTime(t *testing.T) {
 	for _, cleaner := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleaner=%v", cleaner), func(t *testing.T) { restartTime(t, cleaner) })
@@ -47,7 +55,9 @@ func restartTime(t *testing.T, cleaner bool) {
 	if rounds < 1 {
 		t.Fatalf("-restart.commits %d is fewer than groups x partitions (%d)", *restartCommits, groups*int(parts))
 	}
-	b := testbroker.Start(t, testbroker.WithConfig(fmt.Sprintf(`
+	// At info, the broker logs how long each __consumer_offsets partition took to
+	// replay ("coordinating __consumer_offsets partition ... took").
+	b := testbroker.Start(t, testbroker.WithLogLevel(slog.LevelInfo), testbroker.WithConfig(fmt.Sprintf(`
 configs:
   offsets.topic.num.partitions: "4"
   offsets.topic.segment.bytes: "1048576"
@@ -117,38 +127,57 @@ configs:
 	}
 	size := offsetsTopicBytes(t, ctx, adm)
 
-	b.Stop()
-	stopped := time.Now()
-	b.Restart(t) // b is stopped: this only starts it
-	ready := time.Since(stopped)
-	adm = b.Admin(t)
-	last := rounds - 1
-	for g := range groups {
-		group := fmt.Sprintf("g%d", g)
-		for {
-			got, err := adm.FetchOffsets(ctx, group)
-			if err == nil {
-				err = got.Error()
+	// restart stops the broker (then, with removeStore, deletes the groups offset store,
+	// so that the coordinator replays __consumer_offsets from its start, as Kafka's
+	// always does), starts it and times until every group's last commits are fetched.
+	restart := func(removeStore bool) (ready, loaded time.Duration) {
+		b.Stop()
+		if removeStore {
+			if err := os.RemoveAll(filepath.Join(b.DataDir, "groups", "offsets")); err != nil {
+				t.Fatal(err)
 			}
-			if err == nil {
-				for p := range parts {
-					r, ok := got.Lookup("events", p)
-					if !ok || r.At != offsetAt(g, last, p) {
-						t.Fatalf("%s events-%d: offset %d after the restart, want %d", group, p, r.At, offsetAt(g, last, p))
-					}
-				}
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("fetch offsets of %s: %v", group, err)
-			}
-			time.Sleep(5 * time.Millisecond) // the coordinator is loading
 		}
+		stopped := time.Now()
+		b.Restart(t) // b is stopped: this only starts it
+		ready = time.Since(stopped)
+		// Retried every 5 ms (kgo's default backoff is far longer), so the time says
+		// when the coordinator answered, not when the client looked again.
+		adm := kadm.NewClient(b.Client(t, kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond })))
+		defer adm.Close()
+		last := rounds - 1
+		for g := range groups {
+			group := fmt.Sprintf("g%d", g)
+			for {
+				got, err := adm.FetchOffsets(ctx, group)
+				if err == nil {
+					err = got.Error()
+				}
+				if err == nil {
+					for p := range parts {
+						r, ok := got.Lookup("events", p)
+						if !ok || r.At != offsetAt(g, last, p) {
+							t.Fatalf("%s events-%d: offset %d after the restart, want %d", group, p, r.At, offsetAt(g, last, p))
+						}
+					}
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("fetch offsets of %s: %v", group, err)
+				}
+				time.Sleep(5 * time.Millisecond) // the coordinator is loading
+			}
+		}
+		return ready, time.Since(stopped)
 	}
-	loaded := time.Since(stopped)
-	t.Logf("cleaner=%v: %d offsets committed (%d groups x %d partitions x %d rounds) in %v (%.0f/s); __consumer_offsets %d bytes (%.1f MiB) before the restart; broker ready %v after start, every group's offsets fetched %v after start",
+	ready, loaded := restart(false)
+	readyFull, loadedFull := restart(true)
+	t.Logf("cleaner=%v: %d offsets committed (%d groups x %d partitions x %d rounds) in %v (%.0f/s); __consumer_offsets %d bytes (%.1f MiB) before the restart",
 		cleaner, committed, groups, parts, rounds, commitTook.Round(time.Millisecond), float64(committed)/commitTook.Seconds(),
-		size, float64(size)/(1<<20), ready.Round(time.Millisecond), loaded.Round(time.Millisecond))
+		size, float64(size)/(1<<20))
+	t.Logf("cleaner=%v: restart with the offset store: broker ready %v after start, every group's offsets fetched %v after start",
+		cleaner, ready.Round(time.Millisecond), loaded.Round(time.Millisecond))
+	t.Logf("cleaner=%v: restart without the offset store (full replay): broker ready %v after start, every group's offsets fetched %v after start",
+		cleaner, readyFull.Round(time.Millisecond), loadedFull.Round(time.Millisecond))
 }
 
 // dirtyRatios reads sluice_log_cleaner_dirty_ratio of topic's partitions from the
