@@ -320,6 +320,7 @@ else
 fi
 step "interop suite" interop
 step "scripts/bench.sh --quick" ./scripts/bench.sh --quick
+step "scripts/bench-compaction.sh --quick" ./scripts/bench-compaction.sh --quick
 
 summary
 [ "$FAILED" -eq 0 ]

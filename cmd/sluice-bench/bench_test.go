@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
 
@@ -72,6 +75,37 @@ configs:
 		t.Fatalf("unkeyed produce: %+v", p2)
 	}
 
+	// Paced, over a few keys, into a compacted topic.
+	start := time.Now()
+	k := benchRun(t, append([]string{"produce", "--topic", "k", "--records", "600", "--rate", "1000", "--keyed", "--keys", "10",
+		"--topic-config", "cleanup.policy=compact", "--topic-config", "segment.bytes=1048576"}, common...)...)
+	if took := time.Since(start); k.Records != 600 || took < 500*time.Millisecond || k.Config["rate"] != float64(1000) || k.Config["keys"] != float64(10) {
+		t.Fatalf("produce --rate 1000 of 600 records: %+v in %v", k, took)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfgs, err := b.Admin(t).DescribeTopicConfigs(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := cfgs.On("k", nil); err != nil {
+		t.Fatal(err)
+	} else if v, ok := configValue(rc.Configs, "cleanup.policy"); !ok || v != "compact" {
+		t.Fatalf("--topic-config cleanup.policy=compact: the topic has %q", v)
+	}
+	cl := b.Client(t, kgo.ConsumeTopics("k"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	keys := map[string]bool{}
+	for n := 0; n < 600; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("read k after %d records: %v", n, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { keys[string(r.Key)] = true; n++ })
+	}
+	if len(keys) != 10 {
+		t.Fatalf("--keys 10: %d distinct keys", len(keys))
+	}
+
 	c := benchRun(t, append([]string{"consume", "--topic", "t"}, common...)...)
 	if c.Records != 4000 || c.Bytes != 3000*208+1000*50 {
 		t.Fatalf("consume everything: %d records, %d bytes; want 4000, %d", c.Records, c.Bytes, 3000*208+1000*50)
@@ -93,4 +127,14 @@ configs:
 		e.Latency.Count != uint64(e.Measured) || e.Measured < 400 || e.Latency.P50 <= 0 || e.Latency.Max < e.Latency.P999 {
 		t.Fatalf("e2e: %+v latency %+v", e, e.Latency)
 	}
+}
+
+// configValue returns the value of config name in cs.
+func configValue(cs []kadm.Config, name string) (string, bool) {
+	for _, c := range cs {
+		if c.Key == name && c.Value != nil {
+			return *c.Value, true
+		}
+	}
+	return "", false
 }

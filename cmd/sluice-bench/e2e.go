@@ -112,7 +112,7 @@ func runE2E(ctx context.Context, c *e2eConfig, stderr io.Writer) (*result, error
 	ackLat := newHist()
 	prod := newProducer(pcl, st, ackLat)
 	pl := newPayload(c.recordSize - e2eHeader)
-	ks := newKeys()
+	ks := newKeys(c.keys)
 
 	consCtx, stopCons := context.WithCancel(ctx)
 	defer stopCons()

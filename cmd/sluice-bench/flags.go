@@ -32,6 +32,8 @@ const (
 	maxRecordSize = 64 << 20 // a record bigger than this is not a benchmark of a broker
 	maxClients    = 256      // producers or group members
 	maxPartitions = 100_000
+	maxKeys       = 10_000_000
+	defaultKeys   = 1 << 14
 )
 
 // common are the flags every subcommand takes.
@@ -47,6 +49,7 @@ type common struct {
 	timeout     time.Duration
 	clientID    string
 	noCreate    bool
+	topicConfig map[string]*string // --topic-config, for the topic's creation
 	durationSet bool
 	recordsSet  bool
 }
@@ -63,6 +66,17 @@ func (c *common) register(fs *flag.FlagSet) (brokers *string) {
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up (exit 1) after this long in all")
 	fs.StringVar(&c.clientID, "client-id", "sluice-bench", "client.id of every client")
 	fs.BoolVar(&c.noCreate, "no-create", false, "do not create the topic (it must exist)")
+	fs.Func("topic-config", "`KEY=VALUE`: a config of the topic when it is created, e.g. cleanup.policy=compact (repeatable)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return errors.New("want KEY=VALUE")
+		}
+		if c.topicConfig == nil {
+			c.topicConfig = map[string]*string{}
+		}
+		c.topicConfig[k] = &v
+		return nil
+	})
 	return brokers
 }
 
@@ -139,6 +153,7 @@ type producerFlags struct {
 	idemName    string
 	idempotent  bool
 	maxBuffered int
+	keys        int // distinct keys with --keyed
 }
 
 func (p *producerFlags) register(fs *flag.FlagSet, defaultLinger time.Duration) {
@@ -150,6 +165,7 @@ func (p *producerFlags) register(fs *flag.FlagSet, defaultLinger time.Duration) 
 	fs.StringVar(&p.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&p.maxBuffered, "max-buffered-records", 10000, "most records a producer buffers unacknowledged (kgo's MaxBufferedRecords; Kafka's buffer.memory in records)")
 	fs.StringVar(&p.idemName, "idempotence", "auto", "on, off, or auto (on with --acks all, off otherwise)")
+	fs.IntVar(&p.keys, "keys", defaultKeys, "distinct keys with --keyed, used in turn")
 }
 
 func (p *producerFlags) finish(minRecordSize int) error {
@@ -169,6 +185,9 @@ func (p *producerFlags) finish(minRecordSize int) error {
 	}
 	if p.linger < 0 {
 		return usageErr("--linger %v: want >= 0", p.linger)
+	}
+	if p.keys < 1 || p.keys > maxKeys {
+		return usageErr("--keys %d: want 1-%d", p.keys, maxKeys)
 	}
 	if p.maxBuffered < 1 || p.maxBuffered > 10_000_000 {
 		return usageErr("--max-buffered-records %d: want 1-10000000", p.maxBuffered)
@@ -222,6 +241,7 @@ type produceConfig struct {
 	common
 	producerFlags
 	producers int
+	rate      float64 // records per second in all; 0: as fast as the broker takes them
 }
 
 type consumeConfig struct {
@@ -261,6 +281,7 @@ func parseProduce(args []string, stderr io.Writer) (*produceConfig, error) {
 	brokers := c.common.register(fs)
 	c.producerFlags.register(fs, 10*time.Millisecond)
 	fs.IntVar(&c.producers, "producers", 1, "producer clients, each producing its share")
+	fs.Float64Var(&c.rate, "rate", 0, "most records per second in all (0: as fast as the broker takes them)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -278,6 +299,9 @@ func parseProduce(args []string, stderr io.Writer) (*produceConfig, error) {
 	}
 	if c.producers < 1 || c.producers > maxClients {
 		return nil, usageErr("--producers %d: want 1-%d", c.producers, maxClients)
+	}
+	if !(c.rate >= 0) || c.rate > 10_000_000 {
+		return nil, usageErr("--rate %v: want 0 (no limit) to 10000000 records/s", c.rate)
 	}
 	if c.recordsSet && c.records < int64(c.producers) {
 		return nil, usageErr("--records %d is fewer than --producers %d", c.records, c.producers)

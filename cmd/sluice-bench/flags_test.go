@@ -58,6 +58,11 @@ func TestRefusesNonsenseFlags(t *testing.T) {
 		{"e2e record too small", []string{"e2e", "--record-size", "8"}, "--record-size 8"},
 		{"e2e warmup too long", []string{"e2e", "--duration", "2s", "--warmup", "3s"}, "--warmup 3s"},
 		{"e2e acks 0", []string{"e2e", "--acks", "0"}, "--acks 1 or all"},
+		{"zero keys", []string{"produce", "--keyed", "--keys", "0"}, "--keys 0"},
+		{"too many keys", []string{"e2e", "--keys", "20000000"}, "--keys 20000000"},
+		{"produce rate negative", []string{"produce", "--rate", "-1"}, "--rate -1"},
+		{"produce rate NaN", []string{"produce", "--rate", "NaN"}, "--rate NaN"},
+		{"topic config without value", []string{"produce", "--topic-config", "cleanup.policy"}, "want KEY=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args

@@ -2,15 +2,16 @@
 // franz-go and modelled on Kafka's producer/consumer perf tests and the OpenMessaging
 // benchmark:
 //
-//	sluice-bench produce [--records N | --duration D] [--record-size B] [--keyed] [--acks 0|1|all]
-//	                     [--linger D] [--batch-size B] [--compression none|gzip|snappy|lz4|zstd]
-//	                     [--idempotence on|off|auto] [--producers N]
+//	sluice-bench produce [--records N | --duration D] [--record-size B] [--keyed [--keys N]]
+//	                     [--acks 0|1|all] [--linger D] [--batch-size B]
+//	                     [--compression none|gzip|snappy|lz4|zstd] [--idempotence on|off|auto]
+//	                     [--producers N] [--rate R (at most R records/s; default no limit)]
 //	sluice-bench consume [--records N | --duration D] [--group G] [--members N]
 //	sluice-bench e2e     --rate R [--duration D] [--warmup D] [producer flags]
 //
-// and, for every subcommand, --brokers, --topic (created if missing with --partitions and
-// --replication-factor), --broker-pid PID, --progress, --timeout. See each subcommand's
-// -h.
+// and, for every subcommand, --brokers, --topic (created if missing with --partitions,
+// --replication-factor and any --topic-config KEY=VALUE), --broker-pid PID, --progress,
+// --timeout. See each subcommand's -h.
 //
 // Output: a human-readable summary on stdout, then exactly one JSON line (the only
 // stdout line that starts with '{'): records/s, MB/s (10^6 bytes of keys and values),

@@ -68,7 +68,7 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 		return nil, err
 	}
 	pl := newPayload(c.recordSize)
-	ks := newKeys()
+	ks := newKeys(c.keys)
 	st := &counters{}
 	lat := newHist()
 	prods := make([]*producer, c.producers)
@@ -116,6 +116,9 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 		base := int64(i) << 40 // distinct record indices per producer
 		wg.Go(func() {
 			for j := int64(0); ctx.Err() == nil; j++ {
+				if c.rate > 0 {
+					pace(ctx, start, j, c.rate/float64(c.producers))
+				}
 				if c.durationSet {
 					if j%256 == 0 && time.Now().After(deadline) {
 						break
@@ -147,6 +150,9 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 	cfg := c.configMap()
 	c.producerFlags.addConfig(cfg)
 	cfg["producers"] = c.producers
+	if c.rate > 0 {
+		cfg["rate"] = c.rate
+	}
 	r := &result{
 		Mode: "produce", Brokers: brokersString(c.brokers), Topic: c.topic, Partitions: parts, Config: cfg,
 		Records: st.records.Load(), Bytes: st.bytes.Load(), Errors: st.errors.Load(), FirstError: st.firstError(),
@@ -154,4 +160,19 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 	}
 	r.finish(elapsed, before, after)
 	return r, nil
+}
+
+// pace waits until record j of a producer sending perSec records a second from start
+// is due (--rate), or ctx is done.
+func pace(ctx context.Context, start time.Time, j int64, perSec float64) {
+	d := time.Until(start.Add(time.Duration(float64(j) / perSec * float64(time.Second))))
+	if d < minSleep {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -33,7 +33,7 @@ func setupTopic(ctx context.Context, c *common) (int, error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	if !c.noCreate {
-		resp, err := adm.CreateTopic(ctx, int32(c.partitions), int16(c.rf), nil, c.topic)
+		resp, err := adm.CreateTopic(ctx, int32(c.partitions), int16(c.rf), c.topicConfig, c.topic)
 		if err == nil {
 			err = resp.Err
 		}
@@ -95,12 +95,11 @@ func (p *payload) value(i int64) []byte {
 	return p.buf[off : off+p.size : off+p.size]
 }
 
-// keys is a pool of distinct 8-byte keys, so keyed records spread over partitions by
-// their hash without a key allocation per record.
+// keys is a pool of n random 8-byte keys (--keys; distinct but for a 2^-64 chance), so keyed records spread over
+// partitions by their hash without a key allocation per record.
 type keys [][]byte
 
-func newKeys() keys {
-	const n = 1 << 14
+func newKeys(n int) keys {
 	r := rand.New(rand.NewPCG(3, 4))
 	backing := make([]byte, 8*n)
 	k := make(keys, n)
@@ -121,6 +120,13 @@ func (c *common) configMap() map[string]any {
 	if c.records > 0 {
 		m["records"] = c.records
 	}
+	if len(c.topicConfig) > 0 {
+		tc := map[string]string{}
+		for k, v := range c.topicConfig {
+			tc[k] = *v
+		}
+		m["topic_config"] = tc
+	}
 	return m
 }
 
@@ -133,6 +139,9 @@ func (p *producerFlags) addConfig(m map[string]any) {
 	m["max_buffered_records"] = p.maxBuffered
 	m["compression"] = p.compression
 	m["idempotence"] = p.idempotent
+	if p.keyed {
+		m["keys"] = p.keys
+	}
 }
 
 func brokersString(b []string) string { return strings.Join(b, ",") }
