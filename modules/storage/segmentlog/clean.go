@@ -181,6 +181,7 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 			removeCleaned(l.dir, base)
 		}
 	}()
+	changed := f.Stats.Changed
 	var out []byte
 	flush := func() error {
 		if len(out) == 0 {
@@ -213,6 +214,11 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 	if err := flush(); err != nil {
 		return err
 	}
+	if f.Stats.Changed == changed {
+		// Every batch kept as it was: the group is already clean, and swapping in a
+		// copy of it would only cost fsyncs (they slow other writes on the disk).
+		return l.keepGroup(g, firstDirty)
+	}
 	end := g[len(g)-1].next
 	// The aborted transactions whose markers the group keeps go to its .txnindex.
 	var txnIdx []byte
@@ -222,8 +228,15 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 		}
 	}
 	// Written even when empty, so that each of the four files has its .cleaned
-	// counterpart until it is renamed (recoverSwaps relies on it).
-	if err := writeFileNoDirSync(filepath.Join(l.dir, segmentName(base)+txnIndexSuffix+cleanedSuffix), txnIdx); err != nil {
+	// counterpart until it is renamed (recoverSwaps relies on it). An empty one needs
+	// no fsync: the manifest's directory sync makes its name durable.
+	txnPath := filepath.Join(l.dir, segmentName(base)+txnIndexSuffix+cleanedSuffix)
+	if len(txnIdx) == 0 {
+		err = os.WriteFile(txnPath, nil, 0o644)
+	} else {
+		err = writeFileNoDirSync(txnPath, txnIdx)
+	}
+	if err != nil {
 		return err
 	}
 	if err := ns.seal(); err != nil {
@@ -268,14 +281,9 @@ func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64
 	if l.closed {
 		return compact.ErrAbandoned
 	}
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base >= g[0].base })
-	if i+len(g) >= len(l.segs) { // the group must still be there, and not be the active segment
+	i, ok := l.groupAt(g)
+	if !ok {
 		return compact.ErrAbandoned
-	}
-	for k, s := range g {
-		if l.segs[i+k] != s || s.deleted.Load() {
-			return compact.ErrAbandoned
-		}
 	}
 	base := g[0].base
 	replace := ns.size > 0 || i == 0
@@ -309,12 +317,17 @@ func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64
 	if l.store.crashed("renamed") {
 		return errInjectedCrash
 	}
+	// The renames are durable before the manifest goes. Its removal is made durable
+	// by the directory's next sync: until then a crash finishes this swap again, which
+	// finds nothing left to do (a segment created in the directory after it, say by a
+	// roll past a truncation, is durable only once the directory is synced, and that
+	// sync removes the manifest for good too).
 	if err := syncDir(l.dir); err != nil {
 		errs = append(errs, err)
 	} else if err := os.Remove(filepath.Join(l.dir, segmentName(base)+swapSuffix)); err != nil {
 		errs = append(errs, err)
-	} else if err := syncDir(l.dir); err != nil {
-		errs = append(errs, err)
+	} else {
+		l.markDirDirty()
 	}
 	l.prod.ForgetAborted(removedAborts)
 	if firstDirty >= 0 {
@@ -325,6 +338,41 @@ func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64
 		// finished by the next open. Serving goes on from the new segment list.
 		l.logger.Warn("finishing a segment swap failed; the next open completes it", "base_offset", base, "err", err)
 	}
+	return nil
+}
+
+// groupAt returns where the segments g still stand in the log, unchanged and sealed
+// (not the active segment); false when a truncation, retention or swap changed them.
+// mu held.
+func (l *Log) groupAt(g []*segment) (int, bool) {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base >= g[0].base })
+	if i+len(g) >= len(l.segs) {
+		return 0, false
+	}
+	for k, s := range g {
+		if l.segs[i+k] != s || s.deleted.Load() {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// keepGroup is swap for a group the pass left unchanged: nothing is replaced, but
+// the last group still records the pass's progress, under mu, if the group is still
+// in the log (else the pass is abandoned, as swap would).
+func (l *Log) keepGroup(g []*segment, firstDirty int64) error {
+	if firstDirty < 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return compact.ErrAbandoned
+	}
+	if _, ok := l.groupAt(g); !ok {
+		return compact.ErrAbandoned
+	}
+	l.firstDirty = firstDirty
 	return nil
 }
 

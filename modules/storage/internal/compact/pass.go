@@ -91,6 +91,9 @@ type Stats struct {
 	RecordsRead, RecordsRemoved int64
 	TombstonesRemoved           int64
 	MarkersRemoved              int64
+	// Changed counts the batches dropped or rebuilt: a run of batches with none
+	// changed is the same bytes as before, and a storage need not rewrite it.
+	Changed int64
 }
 
 // Add sums two Stats.
@@ -103,6 +106,7 @@ func (s *Stats) Add(o Stats) {
 	s.RecordsRemoved += o.RecordsRemoved
 	s.TombstonesRemoved += o.TombstonesRemoved
 	s.MarkersRemoved += o.MarkersRemoved
+	s.Changed += o.Changed
 }
 
 // Filter rewrites the batches of a log from its start, in offset order, keeping what
@@ -148,6 +152,7 @@ type Filter struct {
 // Batch appends the cleaned form of batch (a whole batch, in offset order after the
 // previous call) to dst: the same bytes, a rebuilt batch, or nothing.
 func (f *Filter) Batch(dst, batch []byte) ([]byte, error) {
+	yield()
 	h, err := recordbatch.ParseHeader(batch)
 	if err != nil {
 		return dst, err
@@ -178,6 +183,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, error) {
 				}
 				f.RemovedAborts[h.BaseOffset] = true
 			}
+			f.Stats.Changed++
 			return dst, nil
 		}
 		return f.rebuild(dst, batch, &h, nil, true)
@@ -222,6 +228,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, error) {
 		}
 	}
 	if len(f.recs) == 0 && !lastData {
+		f.Stats.Changed++
 		return dst, nil
 	}
 	if h.IsTransactional() {
@@ -274,5 +281,6 @@ func (f *Filter) rebuild(dst, batch []byte, h *recordbatch.Header, recs []record
 	}
 	f.Stats.BatchesWritten++
 	f.Stats.BytesWritten += int64(len(dst) - start)
+	f.Stats.Changed++
 	return dst, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -61,6 +62,7 @@ func Run[S Segment](ctx context.Context, env *Env, p Plan[S], rewrite func(g []S
 			if base >= p.End {
 				return false, nil
 			}
+			yield()
 			ok, err := mp.Add(batch)
 			full = !ok
 			return ok, err
@@ -100,6 +102,13 @@ func Run[S Segment](ctx context.Context, env *Env, p Plan[S], rewrite func(g []S
 	res.FirstDirty = mp.End
 	return res, nil
 }
+
+// yield lets every runnable goroutine run before the cleaner goes on with the next
+// batch. A pass is CPU-bound for as long as it lasts, and Go's scheduler would let it
+// keep a P for a whole 10 ms time slice while request goroutines wait behind it: on a
+// two-core broker that added about a slice to produce p99 (BENCHMARKS.md). The
+// cleaner works in the background; the requests come first.
+func yield() { runtime.Gosched() }
 
 func group[S Segment](segs []S, segBytes int64) [][]S {
 	var out [][]S
