@@ -47,44 +47,14 @@ if [ $# -gt 1 ]; then
 fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	export PATH="/usr/local/go/bin:$PATH"
-fi
 command -v python3 >/dev/null 2>&1 || {
 	echo "bench.sh: python3 is needed to print the table" >&2
 	exit 1
 }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")
-PIDS=()
-cleanup() {
-	local rc=$? p
-	trap - EXIT INT TERM
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		# give each 10 s to shut down, then kill it
-		for _ in $(seq 100); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	if [ -n "${SLUICE_BENCH_KEEP:-}" ]; then
-		mkdir -p "$SLUICE_BENCH_KEEP"
-		cp -r "$WORK"/results.jsonl "$WORK"/*.log "$SLUICE_BENCH_KEEP"/ 2>/dev/null || true
-		echo "bench.sh: results and logs kept in $SLUICE_BENCH_KEEP" >&2
-	fi
-	rm -rf "$WORK"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-log() { printf '==> %s\n' "$*" >&2; }
+BENCH_NAME=bench.sh BENCH_KEEP="results.jsonl *.log"
+# shellcheck source=scripts/lib/bench-common.sh
+source scripts/lib/bench-common.sh # the cd above made the repo root the working dir
 
 # ---- build -----------------------------------------------------------------------------
 
@@ -98,26 +68,6 @@ BENCH="$WORK/bin/sluice-bench"
 
 # ---- brokers ---------------------------------------------------------------------------
 
-# wait_line FILE PATTERN PID: wait (30 s at most) for a line matching PATTERN in FILE,
-# print it; fail if the process exits first.
-wait_line() {
-	local file=$1 pat=$2 pid=$3 line
-	for _ in $(seq 300); do
-		if line=$(grep -m1 -E "$pat" "$file" 2>/dev/null); then
-			printf '%s\n' "$line"
-			return 0
-		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "bench.sh: process $pid exited before it was ready; its log:" >&2
-			cat "$file" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
-	echo "bench.sh: process $pid not ready after 30 s; its log:" >&2
-	cat "$file" >&2
-	return 1
-}
 
 declare -A ADDR PID LOG
 
