@@ -106,7 +106,9 @@ func (l *Log) planClean(nowMs int64) (cleanPlan, bool) {
 	}
 	var ok bool
 	p.Plan, ok = compact.NewPlan(&l.cfg, l.segs[:len(l.segs)-1], l.active().base, l.HighWatermark(), l.prod, p.From, nowMs, (*segment).pin)
-	p.aborted = append([]producers.Aborted(nil), l.prod.AllAborted()...)
+	if ok {
+		p.aborted = append([]producers.Aborted(nil), l.prod.AllAborted()...)
+	}
 	return p, ok
 }
 

@@ -2,7 +2,6 @@ package compact
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"sync"
@@ -85,7 +84,6 @@ type Cleaner struct {
 	totals   Totals
 
 	cancel context.CancelFunc
-	wake   chan struct{}
 	wg     sync.WaitGroup
 }
 
@@ -105,7 +103,7 @@ func NewCleaner(cfg Config, logger *slog.Logger, now func() time.Time) *Cleaner 
 	if r := cfg.IOMaxBytesPerSecond; r > 0 && r < math.MaxFloat64/2 {
 		lim = rate.NewLimiter(rate.Limit(r), ioBurst)
 	}
-	return &Cleaner{cfg: cfg, logger: logger, now: now, limiter: lim, busy: map[Log]bool{}, failed: map[Log]int64{}, last: map[Log]lastPass{}, wake: make(chan struct{}, 1)}
+	return &Cleaner{cfg: cfg, logger: logger, now: now, limiter: lim, busy: map[Log]bool{}, failed: map[Log]int64{}, last: map[Log]lastPass{}}
 }
 
 // Start starts the threads over the logs that logs returns (called each time a
@@ -128,14 +126,6 @@ func (c *Cleaner) Stop() {
 	c.wg.Wait()
 }
 
-// Wake makes an idle thread look for work now (tests, a changed config).
-func (c *Cleaner) Wake() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Totals returns the counters.
 func (c *Cleaner) Totals() Totals {
 	c.totalsMu.Lock()
@@ -154,7 +144,6 @@ func (c *Cleaner) thread(ctx context.Context, logs func() []Log) {
 			t := time.NewTimer(backoff)
 			select {
 			case <-ctx.Done():
-			case <-c.wake:
 			case <-t.C:
 			}
 			t.Stop()
@@ -206,20 +195,6 @@ func (c *Cleaner) pick(logs []Log) Log {
 		delete(c.failed, best)
 	}
 	return best
-}
-
-// Clean runs one pass over l now, on the calling goroutine, with a map of the
-// configured size (tests and tools; the threads use run).
-func (c *Cleaner) Clean(ctx context.Context, l Log) (Result, error) {
-	c.mu.Lock()
-	if c.busy[l] {
-		c.mu.Unlock()
-		return Result{}, errors.New("compact: log is being cleaned")
-	}
-	c.busy[l] = true
-	c.mu.Unlock()
-	m := NewOffsetMap(c.cfg.DedupeBufferSize/int64(max(c.cfg.Threads, 1)), c.cfg.LoadFactor)
-	return c.run(ctx, l, m)
 }
 
 func (c *Cleaner) run(ctx context.Context, l Log, m *OffsetMap) (Result, error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -31,7 +30,7 @@ func RegisterMetrics(mt *kernel.Metrics, c *Cleaner, logs func() []Log) {
 		func(emit func(string, float64)) { emit("", float64(c.Totals().LastPassMs)/1000) })
 	perLog := func(name, help string, fn func(l Log, cand Candidate, lp lastPass, seen bool) (float64, bool)) {
 		mt.Collect(name, help, "gauge", func(emit func(string, float64)) {
-			nowMs := time.Now().UnixMilli()
+			nowMs := c.now().UnixMilli()
 			for _, l := range logs() {
 				cand, _ := l.Cleanable(nowMs)
 				c.mu.Lock()

@@ -146,7 +146,6 @@ type Filter struct {
 	open map[int64]bool // producer -> a batch of its current transaction was kept
 	dec  recordbatch.Decoder
 	b    recordbatch.Builder
-	recs []recordbatch.Record
 }
 
 // Batch appends the cleaned form of batch (a whole batch, in offset order after the
@@ -189,45 +188,51 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, error) {
 		return f.rebuild(dst, batch, &h, nil, true)
 	}
 	aborted := h.IsTransactional() && f.Txns.Aborted(h.ProducerID, h.BaseOffset)
-	f.recs = f.recs[:0]
-	needHorizon, removed := false, 0
+	// drop decides one record. It is pure (the map and the horizon do not change
+	// during a batch), so the rebuild below can ask it again instead of this pass
+	// keeping copies of the records.
+	drop := func(r *recordbatch.Record) bool {
+		if aborted {
+			return true
+		}
+		if r.Key == nil {
+			return false
+		}
+		if o, ok := f.Map.Get(r.Key); ok && o > r.Offset {
+			return true
+		}
+		return r.Value == nil && horizonPassed
+	}
+	needHorizon := false
+	n, removed, tombstones := 0, 0, 0
 	f.dec.Compacted = true
-	n := 0
 	if _, err := f.dec.Records(batch, func(r *recordbatch.Record) error {
 		n++
-		drop := aborted
-		if !drop && r.Key != nil {
-			if o, ok := f.Map.Get(r.Key); ok && o > r.Offset {
-				drop = true
-			} else if r.Value == nil {
-				if horizonPassed {
-					drop = true
-					f.Stats.TombstonesRemoved++
-				} else if !horizonSet {
-					needHorizon = true
+		switch {
+		case drop(r):
+			removed++
+			if !aborted && r.Value == nil {
+				if o, ok := f.Map.Get(r.Key); !ok || o <= r.Offset {
+					tombstones++ // expired, not superseded
 				}
 			}
+		case r.Key != nil && r.Value == nil && !horizonSet:
+			needHorizon = true
 		}
-		if drop {
-			removed++
-			return nil
-		}
-		c := *r // Key and Value stay valid until the next Records call; Headers do not
-		c.Headers = append([]recordbatch.RecordHeader(nil), r.Headers...)
-		f.recs = append(f.recs, c)
 		return nil
 	}); err != nil {
 		return dst, fmt.Errorf("clean batch at %d: %w", h.BaseOffset, err)
 	}
 	f.Stats.RecordsRead += int64(n)
 	f.Stats.RecordsRemoved += int64(removed)
+	f.Stats.TombstonesRemoved += int64(tombstones)
 	lastData := false
 	if h.ProducerID >= 0 && f.LastData != nil {
 		if o, ok := f.LastData(h.ProducerID); ok && o == h.LastOffset() {
 			lastData = true
 		}
 	}
-	if len(f.recs) == 0 && !lastData {
+	if removed == n && !lastData {
 		f.Stats.Changed++
 		return dst, nil
 	}
@@ -237,7 +242,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, error) {
 	if removed == 0 && !needHorizon {
 		return f.keep(dst, batch), nil
 	}
-	return f.rebuild(dst, batch, &h, f.recs, needHorizon)
+	return f.rebuild(dst, batch, &h, drop, needHorizon)
 }
 
 func (f *Filter) keep(dst, batch []byte) []byte {
@@ -246,10 +251,11 @@ func (f *Filter) keep(dst, batch []byte) []byte {
 	return append(dst, batch...)
 }
 
-// rebuild encodes recs (or, for a control batch, its own record) as the new form of
-// the batch with header h; stamp sets a delete horizon of now + delete.retention.ms
-// (a horizon already in the batch is kept either way).
-func (f *Filter) rebuild(dst, batch []byte, h *recordbatch.Header, recs []recordbatch.Record, stamp bool) ([]byte, error) {
+// rebuild encodes the records of batch (header h) that drop (nil: none) does not
+// remove as the new form of the batch, decoding it again rather than keeping copies of
+// its records; stamp sets a delete horizon of now + delete.retention.ms (a horizon
+// already in the batch is kept either way).
+func (f *Filter) rebuild(dst, batch []byte, h *recordbatch.Header, drop func(*recordbatch.Record) bool, stamp bool) ([]byte, error) {
 	opts := recordbatch.OptionsFrom(*h)
 	opts.Keep = &recordbatch.Kept{LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp}
 	base := h.BaseTimestamp
@@ -261,18 +267,14 @@ func (f *Filter) rebuild(dst, batch []byte, h *recordbatch.Header, recs []record
 	if err := f.b.Reset(opts); err != nil {
 		return dst, err
 	}
-	add := func(r *recordbatch.Record) {
-		r.TimestampDelta = base + r.TimestampDelta - opts.BaseTimestamp
-		f.b.Add(r)
-	}
-	if h.IsControl() {
-		if _, err := f.dec.Records(batch, func(r *recordbatch.Record) error { add(r); return nil }); err != nil {
-			return dst, fmt.Errorf("clean marker at %d: %w", h.BaseOffset, err)
+	if _, err := f.dec.Records(batch, func(r *recordbatch.Record) error {
+		if drop == nil || !drop(r) {
+			r.TimestampDelta = base + r.TimestampDelta - opts.BaseTimestamp
+			f.b.Add(r) // copies what it needs
 		}
-	} else {
-		for i := range recs {
-			add(&recs[i])
-		}
+		return nil
+	}); err != nil {
+		return dst, fmt.Errorf("rebuild batch at %d: %w", h.BaseOffset, err)
 	}
 	start := len(dst)
 	dst, err := f.b.AppendTo(dst)
