@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ func TestClusterCompaction(t *testing.T) {
 	defer cl.Close()
 	var mu sync.Mutex
 	acked := map[string]int{} // key -> highest acknowledged version
+	var acks atomic.Int64     // acknowledgements so far
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -62,6 +64,7 @@ func TestClusterCompaction(t *testing.T) {
 					mu.Lock()
 					acked[k] = max(acked[k], v)
 					mu.Unlock()
+					acks.Add(1)
 				}
 			})
 			if v%200 == 199 { // a few thousand records a second: this is about correctness
@@ -82,7 +85,12 @@ func TestClusterCompaction(t *testing.T) {
 		other.waitPartitions(30*time.Second, topic, fmt.Sprintf("broker %d not leading", victim.id), func(ps map[int32]partState) bool {
 			return ps[0].leader > 0 && ps[0].leader != victim.id
 		})
-		time.Sleep(500 * time.Millisecond) // let the producer and the cleaners work on the new leader
+		// The new leader takes writes (and its cleaner their churn) before the old one
+		// comes back.
+		since := acks.Load()
+		if !pollUntil(30*time.Second, func() bool { return acks.Load() >= since+1000 }) {
+			t.Fatalf("no writes acknowledged by the new leader after kill %d", kill)
+		}
 		victim.start()
 		other.waitPartitions(60*time.Second, topic, "ISR whole again", fullISR(allThree))
 		t.Logf("kill %d: broker %d", kill, victim.id)
