@@ -89,7 +89,7 @@ func (k *Kernel) acceptLoop(ln net.Listener, name string) {
 		c := &conn{
 			k:     k,
 			nc:    nc,
-			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Remote: nc.RemoteAddr(), Principal: Anonymous},
+			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Protocol: "PLAINTEXT", Remote: nc.RemoteAddr(), Principal: Anonymous},
 			stop:  make(chan struct{}),
 			freed: make(chan struct{}, 1),
 			quit:  make(chan struct{}),

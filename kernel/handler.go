@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 
@@ -30,15 +31,40 @@ type Request struct {
 
 // Allowed reports whether the request's principal may perform op on the resource.
 func (r *Request) Allowed(ctx context.Context, op Operation, typ ResourceType, name string) bool {
-	return r.Authorizer.Authorize(ctx, r.Conn.Principal, op, Resource{Type: typ, Name: name})
+	return r.Authorizer.Authorize(ctx, r.Conn.Principal, r.Conn.Host(), op, Resource{Type: typ, Name: name})
 }
 
-// ConnInfo is per-connection state visible to handlers.
+// ConnInfo is per-connection state visible to handlers. The kernel sets Principal when
+// the connection authenticates (a TLS client certificate, or SASL); it changes only on
+// the connection's processing goroutine, between requests, so a handler reads it
+// without locks.
 type ConnInfo struct {
-	ID        uint64
-	Listener  string
+	ID       uint64
+	Listener string
+	// Protocol is the listener's security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or
+	// SASL_SSL (listener.security.protocol.map).
+	Protocol  string
 	Remote    net.Addr
 	Principal Principal
+	// TLS is the connection's TLS state after the handshake; nil on a plaintext
+	// listener.
+	TLS *tls.ConnectionState
+}
+
+// Host is the remote IP address without the port, as ACLs name hosts ("" when the
+// connection has no IP address).
+func (c *ConnInfo) Host() string {
+	switch a := c.Remote.(type) {
+	case *net.TCPAddr:
+		return a.IP.String()
+	case nil:
+		return ""
+	}
+	host, _, err := net.SplitHostPort(c.Remote.String())
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // Response is what a handler returns. Exactly one of Msg, Body or NoResponse is set.

@@ -15,7 +15,7 @@ func NoneInfo() kernel.ModuleInfo {
 }
 
 // Authorize allows everything.
-func (*None) Authorize(context.Context, kernel.Principal, kernel.Operation, kernel.Resource) bool {
+func (*None) Authorize(context.Context, kernel.Principal, string, kernel.Operation, kernel.Resource) bool {
 	return true
 }
 

@@ -554,7 +554,7 @@ func TestTxnOffsetCommitValidation(t *testing.T) {
 
 type authFunc func(kernel.Resource) bool
 
-func (f authFunc) Authorize(_ context.Context, _ kernel.Principal, _ kernel.Operation, r kernel.Resource) bool {
+func (f authFunc) Authorize(_ context.Context, _ kernel.Principal, _ string, _ kernel.Operation, r kernel.Resource) bool {
 	return f(r)
 }
 

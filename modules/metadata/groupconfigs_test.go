@@ -208,7 +208,7 @@ func TestGroupConfigsAlterReplace(t *testing.T) {
 // groupDeny denies ops on groups.
 type groupDeny map[kernel.Operation]bool
 
-func (d groupDeny) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+func (d groupDeny) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
 	return r.Type != kernel.ResGroup || !d[op]
 }
 

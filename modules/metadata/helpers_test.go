@@ -55,7 +55,7 @@ type denyAuthorizer struct {
 	cluster bool
 }
 
-func (d denyAuthorizer) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+func (d denyAuthorizer) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
 	if !d.ops[op] {
 		return true
 	}

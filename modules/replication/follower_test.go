@@ -278,7 +278,7 @@ func TestReplicaFetchReadsPastHW(t *testing.T) {
 // denyClusterAction denies CLUSTER_ACTION and allows everything else.
 type denyClusterAction struct{}
 
-func (denyClusterAction) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+func (denyClusterAction) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
 	return !(r.Type == kernel.ResCluster && op == kernel.OpClusterAction)
 }
 

@@ -529,7 +529,7 @@ func TestMetrics(t *testing.T) {
 
 type countingAuthz struct{ calls map[string]int }
 
-func (c *countingAuthz) Authorize(_ context.Context, _ kernel.Principal, _ kernel.Operation, r kernel.Resource) bool {
+func (c *countingAuthz) Authorize(_ context.Context, _ kernel.Principal, _ string, _ kernel.Operation, r kernel.Resource) bool {
 	c.calls[r.Name]++
 	return r.Name != "b"
 }
@@ -698,6 +698,6 @@ func TestOffsetForLeaderEpochAuthorizesFirst(t *testing.T) {
 // denyTopicAndCluster denies every operation on one topic and CLUSTER_ACTION.
 type denyTopicAndCluster string
 
-func (d denyTopicAndCluster) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+func (d denyTopicAndCluster) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
 	return !(r.Type == kernel.ResTopic && r.Name == string(d)) && !(r.Type == kernel.ResCluster && op == kernel.OpClusterAction)
 }

@@ -246,6 +246,6 @@ func bodyBytes(t testing.TB, b *kernel.Body) []byte {
 // denyTopic denies every operation on one topic.
 type denyTopic string
 
-func (d denyTopic) Authorize(_ context.Context, _ kernel.Principal, _ kernel.Operation, r kernel.Resource) bool {
+func (d denyTopic) Authorize(_ context.Context, _ kernel.Principal, _ string, _ kernel.Operation, r kernel.Resource) bool {
 	return !(r.Type == kernel.ResTopic && r.Name == string(d))
 }

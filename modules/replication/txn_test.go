@@ -336,7 +336,7 @@ func writeMarkersReq(pid int64, epoch int16, coordEpoch int32, commit bool, topi
 // denyCluster denies CLUSTER_ACTION.
 type denyCluster struct{}
 
-func (denyCluster) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+func (denyCluster) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
 	return !(r.Type == kernel.ResCluster && op == kernel.OpClusterAction)
 }
 

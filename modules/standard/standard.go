@@ -18,6 +18,7 @@ import (
 // module's assignors and offset stores).
 func Register(reg *kernel.Registry) {
 	reg.Register(auth.NoneInfo())
+	reg.Register(auth.ACLInfo())
 	reg.Register(segmentlog.Info())
 	reg.Register(memory.Info())
 	reg.Register(metadata.Info())

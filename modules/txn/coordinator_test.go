@@ -720,7 +720,7 @@ func TestAuthorization(t *testing.T) {
 
 type denyAuthz struct{}
 
-func (denyAuthz) Authorize(context.Context, kernel.Principal, kernel.Operation, kernel.Resource) bool {
+func (denyAuthz) Authorize(context.Context, kernel.Principal, string, kernel.Operation, kernel.Resource) bool {
 	return false
 }
 
@@ -820,7 +820,7 @@ func TestMarkerConcurrency(t *testing.T) {
 // selectiveAuthz denies the listed (operation, resource type, name) triples.
 type selectiveAuthz map[string]bool
 
-func (a selectiveAuthz) Authorize(_ context.Context, _ kernel.Principal, op kernel.Operation, r kernel.Resource) bool {
+func (a selectiveAuthz) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
 	return !a[fmt.Sprint(op, "/", r.Type, "/", r.Name)]
 }
 

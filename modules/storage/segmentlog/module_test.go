@@ -46,7 +46,7 @@ func (c *fakeContext) Handle(key, minV, maxV int16, h kernel.Handler) error {
 
 type denyAll struct{}
 
-func (denyAll) Authorize(context.Context, kernel.Principal, kernel.Operation, kernel.Resource) bool {
+func (denyAll) Authorize(context.Context, kernel.Principal, string, kernel.Operation, kernel.Resource) bool {
 	return false
 }
 
