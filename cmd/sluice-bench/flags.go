@@ -52,6 +52,7 @@ type common struct {
 	topicConfig map[string]*string // --topic-config, for the topic's creation
 	durationSet bool
 	recordsSet  bool
+	sec         securityFlags
 }
 
 func (c *common) register(fs *flag.FlagSet) (brokers *string) {
@@ -66,6 +67,7 @@ func (c *common) register(fs *flag.FlagSet) (brokers *string) {
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up (exit 1) after this long in all")
 	fs.StringVar(&c.clientID, "client-id", "sluice-bench", "client.id of every client")
 	fs.BoolVar(&c.noCreate, "no-create", false, "do not create the topic (it must exist)")
+	c.sec.register(fs)
 	fs.Func("topic-config", "`KEY=VALUE`: a config of the topic when it is created, e.g. cleanup.policy=compact (repeatable)", func(s string) error {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
@@ -137,7 +139,7 @@ func (c *common) finish(fs *flag.FlagSet, brokers string) error {
 	if c.timeout <= 0 {
 		return usageErr("--timeout %v: want > 0", c.timeout)
 	}
-	return nil
+	return c.sec.finish()
 }
 
 // producerFlags are the flags of produce and e2e.

@@ -16,11 +16,11 @@ import (
 
 // clientOpts are the options every client of a run shares.
 func (c *common) clientOpts() []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(c.brokers...),
 		kgo.ClientID(c.clientID),
 		kgo.RetryTimeout(30 * time.Second),
-	}
+	}, c.sec.opts...)
 }
 
 // setupTopic creates the topic unless it exists (or --no-create) and waits until every
@@ -127,6 +127,7 @@ func (c *common) configMap() map[string]any {
 		}
 		m["topic_config"] = tc
 	}
+	c.sec.addConfig(m)
 	return m
 }
 
