@@ -2,13 +2,19 @@ package auth
 
 import (
 	"context"
+	"crypto/elliptic"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
+
+	"github.com/sluicehq/sluice/kernel"
 )
 
 // encodeSASLName is decodeSASLName's inverse.
@@ -126,8 +132,17 @@ func TestParseOAuthMessageFranzGo(t *testing.T) {
 }
 
 // FuzzOAuthBearerMessage: the parser never panics, stays within its bounds, and what
-// it accepts re-encodes to a message that parses to the same thing.
+// it accepts re-encodes to a message that parses to the same thing. Each message also
+// goes through a whole exchange (go-jose's parsing and checks included), which must
+// not panic and accepts only the token the fuzzer was given, signed for alice.
 func FuzzOAuthBearerMessage(f *testing.F) {
+	key := newECKey(f, "k1", elliptic.P256(), jose.ES256)
+	fx := newOAuthFixture(f, nil, key)
+	fx.m.oauth.log = slog.New(slog.DiscardHandler) // a debug line per refusal adds up
+	c := claims("alice", time.Now())
+	c["exp"] = time.Now().Add(24 * time.Hour).Unix()
+	valid := "n,,\x01auth=Bearer " + key.sign(f, "k1", c) + "\x01\x01"
+	f.Add([]byte(valid))
 	for _, s := range []string{
 		"",
 		"n,",
@@ -138,6 +153,15 @@ func FuzzOAuthBearerMessage(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
+		x, err := fx.m.StartSASL(MechOAuthBearer, &kernel.ConnInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, done, err := x.Step(context.Background(), msg); err == nil {
+			if !done || x.Principal() != (kernel.Principal{Type: "User", Name: "alice"}) {
+				t.Fatalf("accepted: done %v, principal %v", done, x.Principal())
+			}
+		}
 		m, err := parseOAuthMessage(msg)
 		if err != nil {
 			if !errors.Is(err, errOAuthMessage) {

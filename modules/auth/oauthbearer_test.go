@@ -54,7 +54,7 @@ type signingKey struct {
 	key crypto.Signer
 }
 
-func newRSAKey(t *testing.T, kid string, alg jose.SignatureAlgorithm) signingKey {
+func newRSAKey(t testing.TB, kid string, alg jose.SignatureAlgorithm) signingKey {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -63,7 +63,7 @@ func newRSAKey(t *testing.T, kid string, alg jose.SignatureAlgorithm) signingKey
 	return signingKey{kid: kid, alg: alg, key: k}
 }
 
-func newECKey(t *testing.T, kid string, curve elliptic.Curve, alg jose.SignatureAlgorithm) signingKey {
+func newECKey(t testing.TB, kid string, curve elliptic.Curve, alg jose.SignatureAlgorithm) signingKey {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(curve, rand.Reader)
 	if err != nil {
@@ -72,7 +72,7 @@ func newECKey(t *testing.T, kid string, curve elliptic.Curve, alg jose.Signature
 	return signingKey{kid: kid, alg: alg, key: k}
 }
 
-func newEdKey(t *testing.T, kid string) signingKey {
+func newEdKey(t testing.TB, kid string) signingKey {
 	t.Helper()
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -82,7 +82,7 @@ func newEdKey(t *testing.T, kid string) signingKey {
 }
 
 // sign makes a compact JWS of claims; kid "" leaves the header's kid out.
-func (k signingKey) sign(t *testing.T, kid string, claims any) string {
+func (k signingKey) sign(t testing.TB, kid string, claims any) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithType("JWT")
 	if kid != "" {
@@ -101,7 +101,7 @@ func (k signingKey) sign(t *testing.T, kid string, claims any) string {
 
 // writeJWKS writes the public halves of keys as a JWK Set and gives the file an mtime
 // of its own, so a rewrite within one timestamp tick is still seen as a change.
-func writeJWKS(t *testing.T, path string, keys ...signingKey) {
+func writeJWKS(t testing.TB, path string, keys ...signingKey) {
 	t.Helper()
 	var set jose.JSONWebKeySet
 	for _, k := range keys {
@@ -115,7 +115,7 @@ func writeJWKS(t *testing.T, path string, keys ...signingKey) {
 }
 
 // writeFileNewMtime writes data with an mtime past the file's previous one.
-func writeFileNewMtime(t *testing.T, path string, data []byte) {
+func writeFileNewMtime(t testing.TB, path string, data []byte) {
 	t.Helper()
 	mt := time.Now()
 	if fi, err := os.Stat(path); err == nil && !mt.After(fi.ModTime()) {
@@ -153,7 +153,7 @@ func (f *oauthFixture) now() time.Time {
 	return time.Now().Add(f.clock.off)
 }
 
-func newOAuthFixture(t *testing.T, cfg map[string]string, keys ...signingKey) *oauthFixture {
+func newOAuthFixture(t testing.TB, cfg map[string]string, keys ...signingKey) *oauthFixture {
 	t.Helper()
 	f, err := tryOAuthFixture(t, cfg, keys...)
 	if err != nil {
@@ -162,7 +162,7 @@ func newOAuthFixture(t *testing.T, cfg map[string]string, keys ...signingKey) *o
 	return f
 }
 
-func tryOAuthFixture(t *testing.T, cfg map[string]string, keys ...signingKey) (*oauthFixture, error) {
+func tryOAuthFixture(t testing.TB, cfg map[string]string, keys ...signingKey) (*oauthFixture, error) {
 	t.Helper()
 	f := &oauthFixture{jwks: filepath.Join(t.TempDir(), "jwks.json"), logs: new(lockedBuffer)}
 	if len(keys) > 0 {
