@@ -53,7 +53,8 @@ func TestAPIKeyFiles(t *testing.T) {
 		t.Skip("starts a broker")
 	}
 	files := keyFiles(t, repoRoot(t))
-	b := testbroker.Start(t)
+	// auth.acl, not the default auth.none: its API keys are advertised only with it.
+	b := testbroker.Start(t, testbroker.WithConfig("modules:\n  auth: {use: acl}\n"))
 	advertised := apiVersions(t, b)
 
 	claimed := map[int16]versions{}

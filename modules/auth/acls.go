@@ -1,14 +1,29 @@
 package auth
 
-import "github.com/sluicehq/sluice/kernel"
+import (
+	"strings"
 
-// aclState holds the ACL bindings and answers Authorize. (Placeholder: denies all.)
-type aclState struct{}
+	"github.com/sluicehq/sluice/kernel"
+)
 
-func (a *aclState) provision(m *Module, ctx kernel.Context) error { return nil }
+// aclState holds the ACL bindings and answers Authorize. (Placeholder: allows the
+// super.users and denies everyone else.)
+type aclState struct {
+	supers map[string]bool // "User:alice"
+}
+
+func (a *aclState) provision(m *Module, ctx kernel.Context) error {
+	a.supers = map[string]bool{}
+	for _, p := range strings.Split(m.broker.StaticConfigs["super.users"], ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			a.supers[p] = true
+		}
+	}
+	return nil
+}
 
 func (a *aclState) apply(im *kernel.Image) {}
 
 func (a *aclState) authorize(p kernel.Principal, host string, op kernel.Operation, r kernel.Resource) bool {
-	return false
+	return a.supers[p.String()]
 }
