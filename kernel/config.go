@@ -34,6 +34,9 @@ type Config struct {
 	// AdminPprof serves Go's profiler under /debug/pprof/ on the admin listener. Off by
 	// default: a profile exposes internals and costs CPU while it runs.
 	AdminPprof bool `yaml:"admin_pprof"`
+	// AdminTLS serves the admin HTTP listener over TLS with the client listeners' key
+	// and trust stores (the ssl.* configs, ssl.client.auth included).
+	AdminTLS bool `yaml:"admin_tls"`
 	// Configs are static broker configs by Kafka name. Values are strings as in
 	// server.properties.
 	Configs map[string]string `yaml:"configs"`

@@ -3,6 +3,7 @@ package kernel
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +67,8 @@ type conn struct {
 	quit   chan struct{}
 }
 
-func (k *Kernel) acceptLoop(ln net.Listener, name string) {
+func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
+	name := l.name
 	defer k.acceptWG.Done()
 	var delay time.Duration
 	for {
@@ -86,15 +88,20 @@ func (k *Kernel) acceptLoop(ln net.Listener, name string) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		remote := nc.RemoteAddr()
+		if l.tls != nil {
+			// No I/O here: the handshake runs on the connection's goroutine.
+			nc = tls.Server(nc, l.tls)
+		}
 		c := &conn{
 			k:     k,
 			nc:    nc,
-			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Protocol: "PLAINTEXT", Remote: nc.RemoteAddr(), Principal: Anonymous},
+			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Protocol: l.protocol, Remote: remote, Principal: Anonymous},
 			stop:  make(chan struct{}),
 			freed: make(chan struct{}, 1),
 			quit:  make(chan struct{}),
 		}
-		c.log = k.log.With("conn", c.info.ID, "remote", nc.RemoteAddr().String())
+		c.log = k.log.With("conn", c.info.ID, "remote", remote.String())
 		k.conns.Store(c, struct{}{})
 		k.connWG.Add(1)
 		go c.serve()
@@ -187,6 +194,12 @@ func (c *conn) serve() {
 	defer c.k.conns.Delete(c)
 	defer c.nc.Close()
 
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := c.handshake(c.k.baseCtx, tc); err != nil {
+			c.logRejected("TLS connection refused", err)
+			return
+		}
+	}
 	frames := make(chan frame, pipelineDepth)
 	var readerDone sync.WaitGroup
 	readerDone.Add(1)
@@ -408,4 +421,12 @@ func (c *conn) writeBody(h header, flexible bool, body *Body) error {
 	hdr := appendResponseHeader(make([]byte, 0, 9), h.correlation, flexible && h.key != kmsg.ApiVersions.Int16())
 	setFrameSize(hdr, int64(len(hdr)-4)+body.Size())
 	return writeChunks(c.nc, hdr, body.Chunks, c.renewWriteDeadline, &c.k.inline)
+}
+
+// logRejected logs a refused handshake or authentication, rate limited (a scanner or a
+// misconfigured client fleet must not flood the log).
+func (c *conn) logRejected(msg string, err error) {
+	if ok, dropped := c.k.connLog.allow(time.Now()); ok {
+		c.log.Warn(msg, "listener", c.info.Listener, "err", err, "dropped_similar", dropped)
+	}
 }

@@ -4,8 +4,9 @@
 // lifecycle of the modules composed from config. It implements no Kafka semantics of its
 // own: storage, metadata, replication, groups, transactions, auth and transforms are
 // modules, found by role, that reach each other only through the interfaces declared
-// here (the seam_*.go files). The kernel imports no module and no internal package
-// (internal/archtest keeps that true).
+// here (the seam_*.go files). The kernel imports no module and no internal package but
+// internal/tlsconf, which imports nothing of the repository (internal/archtest keeps
+// that true).
 //
 // # Composition
 //
@@ -50,6 +51,30 @@
 //
 // ApiVersions is built from the claims, so what the broker advertises is exactly what
 // some module implements.
+//
+// # Connection security
+//
+// Each listener has a security protocol: listener.security.protocol.map (NAME:PROTOCOL
+// pairs) names it, or the listener is named after one (PLAINTEXT, SSL, SASL_PLAINTEXT,
+// SASL_SSL); any other name is a config error. Listeners of different protocols run
+// side by side. security.go holds the protocol logic; internal/tlsconf the TLS stores,
+// the subject formatting and ssl.principal.mapping.rules.
+//
+// A connection goes through these states, all on its own goroutines (never the accept
+// loop, which only wraps the socket):
+//
+//	accepted ──(SSL, SASL_SSL)── TLS handshake ──┐   10 s deadline; failure closes
+//	   │                                         │   SSL + verified client cert:
+//	   └──(PLAINTEXT, SASL_PLAINTEXT)────────────┤   Principal = User:<mapped subject>
+//	                                             ▼   (no rule applies: closed)
+//	                              PLAINTEXT, SSL: serving (Principal set, never changes)
+//
+// The TLS store (one per broker, shared by every TLS listener and, with admin_tls, the
+// admin listener) is read at Start; a TLS listener without a key store is a start
+// error. Handshakes pick up changed key and trust store files by themselves (tlsconf
+// checks them at most once per second). ConnInfo.TLS is set after the handshake and
+// never changes; ConnInfo.Principal changes only on the processor goroutine, between
+// requests.
 //
 // # Invariants
 //

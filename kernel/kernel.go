@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/tlsconf"
 )
 
 // Kernel owns the listeners, connections, framing and dispatch, and the lifecycle of the
@@ -45,11 +48,17 @@ type Kernel struct {
 	handlers [maxAPIKey + 1]*handlerSlot
 	authz    Authorizer
 	lns      []net.Listener
-	adminLn  net.Listener
-	adminMux *http.ServeMux
-	adminSrv *http.Server
-	maxReq   int32
-	idle     time.Duration
+	// protocols[i] is the security protocol of cfg.Listeners[i] (set by New).
+	protocols []string
+	listeners []*listener // parallel to lns
+	tlsStore  *tlsconf.Store
+	tlsServer *tls.Config     // the TLS listeners' config (nil without TLS)
+	mapper    *tlsconf.Mapper // ssl.principal.mapping.rules
+	adminLn   net.Listener
+	adminMux  *http.ServeMux
+	adminSrv  *http.Server
+	maxReq    int32
+	idle      time.Duration
 	// writeTimeout: see defaultWriteTimeout (tests shorten it).
 	writeTimeout time.Duration
 	readyFns     []func() bool
@@ -64,9 +73,12 @@ type Kernel struct {
 	baseCtx      context.Context
 	cancelAll    context.CancelFunc
 
-	mRequests *Counter
-	mConns    *Counter
-	mBadReqs  *Counter
+	mRequests  *Counter
+	mConns     *Counter
+	mBadReqs   *Counter
+	mTLSFailed *Counter
+	// connLog bounds the warnings of failed handshakes and authentications.
+	connLog logLimiter
 }
 
 const maxAPIKey = 128
@@ -111,16 +123,22 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		// In nanoseconds it would wrap, to anything (a huge value became 0.45s).
 		return nil, fmt.Errorf("config: connections.max.idle.ms %d out of range", idleMs)
 	}
+	protocols, err := listenerProtocols(cfg.Configs, cfg.Listeners)
+	if err != nil {
+		return nil, err
+	}
 	k := &Kernel{
-		cfg:      cfg,
-		reg:      reg,
-		log:      log,
-		metric:   NewMetrics(),
-		sections: secs,
-		modules:  map[string]*moduleSlot{},
-		adminMux: http.NewServeMux(),
-		maxReq:   int32(maxReq),
-		idle:     time.Duration(idleMs) * time.Millisecond,
+		cfg:       cfg,
+		protocols: protocols,
+		connLog:   logLimiter{n: 5},
+		reg:       reg,
+		log:       log,
+		metric:    NewMetrics(),
+		sections:  secs,
+		modules:   map[string]*moduleSlot{},
+		adminMux:  http.NewServeMux(),
+		maxReq:    int32(maxReq),
+		idle:      time.Duration(idleMs) * time.Millisecond,
 
 		writeTimeout: defaultWriteTimeout,
 	}
@@ -135,6 +153,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
 	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
 	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
+	k.mTLSFailed = k.metric.Counter("sluice_tls_handshake_failures_total", "TLS handshakes that failed (or whose client certificate mapped to no principal).")
 	registerRuntimeMetrics(k.metric)
 	return k, nil
 }
@@ -175,12 +194,20 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	k.info = BrokerInfo{NodeID: k.cfg.NodeID, DataDir: k.cfg.DataDir, Rack: k.cfg.Rack, StaticConfigs: copyMap(k.cfg.Configs)}
-	for _, lc := range k.cfg.Listeners {
+	if err := k.setupTLS(); err != nil {
+		return err
+	}
+	for i, lc := range k.cfg.Listeners {
 		ln, err := net.Listen("tcp", lc.Address)
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", lc.Name, err)
 		}
 		k.lns = append(k.lns, ln)
+		l := &listener{name: lc.Name, protocol: k.protocols[i]}
+		if protocolTLS(l.protocol) {
+			l.tls = k.tlsServer
+		}
+		k.listeners = append(k.listeners, l)
 		adv := lc.Advertised
 		if adv == "" {
 			adv = ln.Addr().String()
@@ -212,6 +239,9 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	aln, err := net.Listen("tcp", k.cfg.AdminListen)
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
+	}
+	if k.cfg.AdminTLS {
+		aln = tls.NewListener(aln, k.tlsServer)
 	}
 	k.adminLn = aln
 
@@ -250,7 +280,7 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	k.startAdmin()
 	for i, ln := range k.lns {
 		k.acceptWG.Add(1)
-		go k.acceptLoop(ln, k.cfg.Listeners[i].Name)
+		go k.acceptLoop(ln, k.listeners[i])
 	}
 	k.started.Store(true)
 	k.log.Info("broker started", "node_id", k.info.NodeID, "listeners", k.Addrs(), "admin", k.adminLn.Addr().String(), "data_dir", k.cfg.DataDir)

@@ -1,0 +1,188 @@
+package kernel
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/tlsconf"
+)
+
+// Security protocols of a listener (listener.security.protocol.map).
+const (
+	ProtocolPlaintext     = "PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSASLSSL       = "SASL_SSL"
+)
+
+// tlsHandshakeTimeout bounds a client's TLS handshake (on its connection's goroutine).
+const tlsHandshakeTimeout = 10 * time.Second
+
+func isProtocol(p string) bool {
+	switch p {
+	case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
+		return true
+	}
+	return false
+}
+
+func protocolTLS(p string) bool  { return p == ProtocolSSL || p == ProtocolSASLSSL }
+
+// listenerProtocols resolves each listener's security protocol from
+// listener.security.protocol.map (NAME:PROTOCOL pairs, comma separated; unset maps
+// each protocol name to itself). A listener named in the map takes its protocol; one
+// that is not must be named after a protocol.
+func listenerProtocols(configs map[string]string, ls []ListenerConfig) ([]string, error) {
+	m := map[string]string{}
+	if v := strings.TrimSpace(configs["listener.security.protocol.map"]); v != "" {
+		for _, pair := range strings.Split(v, ",") {
+			pair = strings.TrimSpace(pair)
+			if pair == "" {
+				continue
+			}
+			name, proto, ok := strings.Cut(pair, ":")
+			name, proto = strings.TrimSpace(name), strings.TrimSpace(proto)
+			if !ok || name == "" {
+				return nil, fmt.Errorf("config: listener.security.protocol.map: %q is not NAME:PROTOCOL", pair)
+			}
+			if !isProtocol(proto) {
+				return nil, fmt.Errorf("config: listener.security.protocol.map: listener %s: unknown security protocol %q (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", name, proto)
+			}
+			if _, dup := m[name]; dup {
+				return nil, fmt.Errorf("config: listener.security.protocol.map: listener %s mapped twice", name)
+			}
+			m[name] = proto
+		}
+	}
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		p, ok := m[l.Name]
+		switch {
+		case ok:
+		case isProtocol(l.Name):
+			p = l.Name
+		default:
+			return nil, fmt.Errorf("config: listener %q has no security protocol: name it in listener.security.protocol.map (e.g. %s:SASL_SSL) or name it after a protocol", l.Name, l.Name)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// listener is one bound client listener.
+type listener struct {
+	name     string
+	protocol string
+	tls      *tls.Config // nil unless SSL or SASL_SSL
+}
+
+// setupTLS builds the TLS store when a listener (or the admin listener) needs it, and
+// the principal mapper of SSL listeners.
+func (k *Kernel) setupTLS() error {
+	need := k.cfg.AdminTLS
+	for _, p := range k.protocols {
+		need = need || protocolTLS(p)
+	}
+	if !need {
+		return nil
+	}
+	st, err := tlsconf.New(k.cfg.Configs, k.log.With("component", "tls"))
+	if err != nil {
+		return fmt.Errorf("config: TLS: %w", err)
+	}
+	srv, err := st.ServerConfig()
+	if err != nil {
+		for i, p := range k.protocols {
+			if protocolTLS(p) {
+				return fmt.Errorf("config: listener %s (%s): %w", k.cfg.Listeners[i].Name, p, err)
+			}
+		}
+		return fmt.Errorf("config: admin_tls: %w", err)
+	}
+	rules := "DEFAULT"
+	if v, ok := k.cfg.Configs["ssl.principal.mapping.rules"]; ok {
+		rules = v
+	}
+	if k.mapper, err = tlsconf.ParseRules(rules); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	k.tlsStore, k.tlsServer = st, srv
+	return nil
+}
+
+// handshake runs the TLS handshake of a connection on its own goroutine, bounded by
+// tlsHandshakeTimeout, and sets ConnInfo.TLS and, on an SSL listener with a verified
+// client certificate, the principal. An error closes the connection.
+func (c *conn) handshake(ctx context.Context, tc *tls.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	defer cancel()
+	c.dmu.Lock()
+	if c.stopped {
+		c.dmu.Unlock()
+		return errStopped
+	}
+	// Under dmu, so a stopReading (shutdown) that follows is not undone.
+	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	c.dmu.Unlock()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.k.mTLSFailed.Add(1)
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	_ = tc.SetWriteDeadline(time.Time{}) // the reader arms its own read deadline
+	cs := tc.ConnectionState()
+	c.info.TLS = &cs
+	if c.info.Protocol == ProtocolSSL && len(cs.VerifiedChains) > 0 {
+		p, err := c.k.certPrincipal(&cs)
+		if err != nil {
+			c.k.mTLSFailed.Add(1)
+			return err
+		}
+		c.info.Principal = p
+	}
+	return nil
+}
+
+// certPrincipal is Kafka's default principal of a TLS client: "User:" and the mapped
+// subject of its verified certificate.
+func (k *Kernel) certPrincipal(cs *tls.ConnectionState) (Principal, error) {
+	dn, err := tlsconf.SubjectDN(cs.PeerCertificates[0])
+	if err != nil {
+		return Principal{}, err
+	}
+	name, err := k.mapper.Name(dn)
+	if err != nil {
+		return Principal{}, fmt.Errorf("client certificate: %w", err)
+	}
+	return Principal{Type: "User", Name: name}, nil
+}
+
+// logLimiter lets through at most n lines per second; the rest are counted and the
+// count is reported with the next line let through.
+type logLimiter struct {
+	mu      sync.Mutex
+	n       int
+	window  time.Time
+	used    int
+	dropped int
+}
+
+// allow reports whether a line may be logged now and how many were dropped before it.
+func (l *logLimiter) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.used = now, 0
+	}
+	if l.used >= l.n {
+		l.dropped++
+		return false, 0
+	}
+	l.used++
+	d := l.dropped
+	l.dropped = 0
+	return true, d
+}
