@@ -56,11 +56,11 @@ func samePattern(x, y *aclBinding) bool {
 // matching returns the entries f matches, sorted by resource pattern and then entry.
 func (idx *aclIndex) matching(f *aclFilter) []*aclEntry {
 	var out []*aclEntry
-	for _, e := range idx.entries {
+	idx.each(func(e *aclEntry) {
 		if f.matches(&e.b) {
 			out = append(out, e)
 		}
-	}
+	})
 	slices.SortFunc(out, func(x, y *aclEntry) int { return compareBindings(&x.b, &y.b) })
 	return out
 }
@@ -100,7 +100,7 @@ func (a *aclState) createAcls(ctx context.Context, req *kernel.Request, r *kmsg.
 		}
 		v := b.encode()
 		key := aclKey(v)
-		if _, ok := idx.entries[key]; ok {
+		if idx.get(key) != nil {
 			continue // already stored: success, as Kafka
 		}
 		j, ok := byKey[key]

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -212,7 +214,7 @@ func TestIndexReuse(t *testing.T) {
 	ns2 := testNamespace(t, b1, b2)
 	idx2 := buildACLIndex(ns2, 2, idx1, nil)
 	k1 := aclKey(b1.encode())
-	if idx2.entries[k1] != idx1.entries[k1] {
+	if idx2.get(k1) == nil || idx2.get(k1) != idx1.get(k1) {
 		t.Error("unchanged entry was decoded again")
 	}
 	if !idx2.decide(alice, "", kernel.OpRead, topic("b"), false) || idx1.decide(alice, "", kernel.OpRead, topic("b"), false) {
@@ -226,6 +228,70 @@ func TestIndexReuse(t *testing.T) {
 	buildACLIndex(map[string][]byte{"k": {9, 9}}, 4, nil, func(string, error) { bad++ })
 	if bad != 1 {
 		t.Errorf("undecodable value reported %d times", bad)
+	}
+}
+
+// TestIndexLayersModel applies random adds and deletes through incremental builds and
+// checks each index against one built from scratch: same bindings, same decisions.
+func TestIndexLayersModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "ab", "abc", "b", "orders", "orders-eu", "*"}
+	principals := []string{"User:alice", "User:bob", "User:*"}
+	random := func() aclBinding {
+		b := acl(kernel.ResourceType(kernel.ResTopic+kernel.ResourceType(rng.IntN(2))), patternLiteral+int8(rng.IntN(2)),
+			names[rng.IntN(len(names))], principals[rng.IntN(len(principals))], "*",
+			kernel.Operation(kernel.OpAll+kernel.Operation(rng.IntN(8))), permDeny+int8(rng.IntN(2)))
+		return b
+	}
+	ns := map[string][]byte{}
+	var idx *aclIndex
+	fulls := 0
+	for step := range 400 {
+		next := maps.Clone(ns)
+		for range 1 + rng.IntN(20) {
+			if len(next) > 0 && rng.IntN(3) == 0 {
+				for k := range next {
+					delete(next, k)
+					break
+				}
+				continue
+			}
+			b := random()
+			v := b.encode()
+			next[aclKey(v)] = v
+		}
+		ns = next
+		prevBase := (*aclLayer)(nil)
+		if idx != nil {
+			prevBase = idx.base
+		}
+		idx = buildACLIndex(ns, uint64(step+1), idx, func(k string, err error) { t.Fatalf("%s: %v", k, err) })
+		if idx.base != prevBase {
+			fulls++
+		}
+		fresh := buildACLIndex(ns, uint64(step+1), nil, nil)
+		n := 0
+		idx.each(func(e *aclEntry) {
+			n++
+			if _, ok := ns[e.key]; !ok {
+				t.Fatalf("step %d: index has deleted %s", step, e.key)
+			}
+		})
+		if n != len(ns) {
+			t.Fatalf("step %d: index has %d bindings, namespace %d", step, n, len(ns))
+		}
+		for range 50 {
+			p := kernel.Principal{Type: "User", Name: []string{"alice", "bob", "carol"}[rng.IntN(3)]}
+			r := kernel.Resource{Type: kernel.ResTopic + kernel.ResourceType(rng.IntN(2)), Name: names[rng.IntN(len(names))] + []string{"", "x"}[rng.IntN(2)]}
+			op := kernel.Operation(kernel.OpRead + kernel.Operation(rng.IntN(9)))
+			allowNoACL := rng.IntN(2) == 0
+			if got, want := idx.decide(p, "", op, r, allowNoACL), fresh.decide(p, "", op, r, allowNoACL); got != want {
+				t.Fatalf("step %d: decide(%v, %d, %+v) = %v incrementally, %v from scratch", step, p, op, r, got, want)
+			}
+		}
+	}
+	if fulls < 2 || fulls > 100 {
+		t.Errorf("%d full builds in 400 steps: the layers are not used as meant", fulls)
 	}
 }
 

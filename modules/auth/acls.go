@@ -160,10 +160,31 @@ type aclEntry struct {
 	host    string // canonical: an IP address as net.IP.String prints it, or "*"
 }
 
-// aclIndex is an immutable index of the bindings of one image.
+func newACLEntry(key string, raw []byte, b aclBinding) *aclEntry {
+	p, _ := parsePrincipal(b.Principal) // decodeACL validated it
+	e := &aclEntry{key: key, raw: raw, b: b, pType: p.Type, pName: p.Name, host: b.Host}
+	e.anyUser = p.Type == "User" && p.Name == "*"
+	if ip := net.ParseIP(b.Host); ip != nil {
+		e.host = ip.String()
+	}
+	return e
+}
+
+// aclIndex is an immutable index of the bindings of one image: a base layer, rebuilt
+// rarely, plus the bindings added since (delta) and the base keys deleted since
+// (removed). A burst of writes then costs a small delta per image instead of a full
+// rebuild; once delta and removed outgrow an eighth of the base, the next build is
+// a full one.
 type aclIndex struct {
 	version uint64
-	ns      map[string][]byte    // the namespace map it was built from
+	ns      map[string][]byte   // the namespace map it was built from
+	base    *aclLayer           // never nil
+	delta   *aclLayer           // nil when empty
+	removed map[string]struct{} // keys of base entries no longer stored; nil when none
+}
+
+// aclLayer indexes a set of entries.
+type aclLayer struct {
 	entries map[string]*aclEntry // by extension key
 	byType  [kernel.ResUser + 1]*typeIndex
 }
@@ -176,31 +197,139 @@ type typeIndex struct {
 	prefixLens []int                  // the distinct lengths of the prefixes, ascending
 }
 
+// get returns the stored binding with that key, or nil.
+func (idx *aclIndex) get(key string) *aclEntry {
+	if idx.delta != nil {
+		if e := idx.delta.entries[key]; e != nil {
+			return e
+		}
+	}
+	if _, gone := idx.removed[key]; gone {
+		return nil
+	}
+	return idx.base.entries[key]
+}
+
+// each calls fn with every stored binding.
+func (idx *aclIndex) each(fn func(*aclEntry)) {
+	for key, e := range idx.base.entries {
+		if _, gone := idx.removed[key]; !gone {
+			fn(e)
+		}
+	}
+	if idx.delta != nil {
+		for _, e := range idx.delta.entries {
+			fn(e)
+		}
+	}
+}
+
 // buildACLIndex indexes the namespace map ns, reusing prev's decoded entries whose
 // stored value is unchanged. bad is told about values that do not decode.
 func buildACLIndex(ns map[string][]byte, version uint64, prev *aclIndex, bad func(string, error)) *aclIndex {
-	idx := &aclIndex{version: version, ns: ns, entries: make(map[string]*aclEntry, len(ns))}
+	if prev == nil {
+		return fullACLIndex(ns, version, nil, bad)
+	}
+	base := prev.base
+	var added []*aclEntry
+	inBase := 0
 	for key, v := range ns {
-		var e *aclEntry
-		if prev != nil {
-			if old := prev.entries[key]; old != nil && bytes.Equal(old.raw, v) {
-				e = old
-			}
+		if e := base.entries[key]; e != nil && sameValue(e.raw, v) {
+			inBase++
+			continue
 		}
+		e := prev.reuse(key, v)
 		if e == nil {
-			b, err := decodeACL(v)
-			if err != nil {
-				if bad != nil {
-					bad(key, err)
-				}
+			if e = decodeEntry(key, v, bad); e == nil {
 				continue
 			}
-			e = newACLEntry(key, v, b)
 		}
-		idx.entries[key] = e
-		idx.add(e)
+		added = append(added, e)
 	}
-	for _, ti := range idx.byType {
+	var removed map[string]struct{}
+	if inBase < len(base.entries) {
+		removed = map[string]struct{}{}
+		for key, e := range base.entries {
+			if v, ok := ns[key]; !ok || !sameValue(e.raw, v) {
+				removed[key] = struct{}{}
+			}
+		}
+	}
+	if len(added)+len(removed) > len(base.entries)/8+64 {
+		return fullACLIndex(ns, version, prev, bad)
+	}
+	idx := &aclIndex{version: version, ns: ns, base: base, removed: removed}
+	if len(added) > 0 {
+		idx.delta = newACLLayer(added)
+	}
+	return idx
+}
+
+// fullACLIndex indexes ns in one base layer.
+func fullACLIndex(ns map[string][]byte, version uint64, prev *aclIndex, bad func(string, error)) *aclIndex {
+	es := make([]*aclEntry, 0, len(ns))
+	for key, v := range ns {
+		e := prev.reuse(key, v)
+		if e == nil {
+			if e = decodeEntry(key, v, bad); e == nil {
+				continue
+			}
+		}
+		es = append(es, e)
+	}
+	return &aclIndex{version: version, ns: ns, base: newACLLayer(es)}
+}
+
+// reuse returns idx's entry for key if its stored value is v (idx may be nil).
+func (idx *aclIndex) reuse(key string, v []byte) *aclEntry {
+	if idx == nil {
+		return nil
+	}
+	if e := idx.get(key); e != nil && sameValue(e.raw, v) {
+		return e
+	}
+	return nil
+}
+
+// sameValue reports whether two stored values are equal. Images share unchanged
+// values, so the pointers usually answer.
+func sameValue(x, y []byte) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	return len(x) == 0 || &x[0] == &y[0] || bytes.Equal(x, y)
+}
+
+func decodeEntry(key string, v []byte, bad func(string, error)) *aclEntry {
+	b, err := decodeACL(v)
+	if err != nil {
+		if bad != nil {
+			bad(key, err)
+		}
+		return nil
+	}
+	return newACLEntry(key, v, b)
+}
+
+func newACLLayer(es []*aclEntry) *aclLayer {
+	l := &aclLayer{entries: make(map[string]*aclEntry, len(es))}
+	for _, e := range es {
+		l.entries[e.key] = e
+		ti := l.byType[e.b.ResType]
+		if ti == nil {
+			ti = &typeIndex{literal: map[string][]*aclEntry{}, prefixed: map[string][]*aclEntry{}}
+			l.byType[e.b.ResType] = ti
+		}
+		switch {
+		case e.b.Pattern == patternPrefixed:
+			ti.prefixed[e.b.Name] = append(ti.prefixed[e.b.Name], e)
+		case e.b.Name == wildcardResource:
+			ti.wildcard = append(ti.wildcard, e)
+		default:
+			ti.literal[e.b.Name] = append(ti.literal[e.b.Name], e)
+		}
+	}
+	for _, ti := range l.byType {
 		if ti == nil {
 			continue
 		}
@@ -210,33 +339,7 @@ func buildACLIndex(ns map[string][]byte, version uint64, prev *aclIndex, bad fun
 		slices.Sort(ti.prefixLens)
 		ti.prefixLens = slices.Compact(ti.prefixLens)
 	}
-	return idx
-}
-
-func newACLEntry(key string, raw []byte, b aclBinding) *aclEntry {
-	p, _ := parsePrincipal(b.Principal) // decodeACL validated it
-	e := &aclEntry{key: key, raw: raw, b: b, pType: p.Type, pName: p.Name, host: b.Host}
-	e.anyUser = p.Type == "User" && p.Name == "*"
-	if ip := net.ParseIP(b.Host); ip != nil {
-		e.host = ip.String()
-	}
-	return e
-}
-
-func (idx *aclIndex) add(e *aclEntry) {
-	ti := idx.byType[e.b.ResType]
-	if ti == nil {
-		ti = &typeIndex{literal: map[string][]*aclEntry{}, prefixed: map[string][]*aclEntry{}}
-		idx.byType[e.b.ResType] = ti
-	}
-	switch {
-	case e.b.Pattern == patternPrefixed:
-		ti.prefixed[e.b.Name] = append(ti.prefixed[e.b.Name], e)
-	case e.b.Name == wildcardResource:
-		ti.wildcard = append(ti.wildcard, e)
-	default:
-		ti.literal[e.b.Name] = append(ti.literal[e.b.Name], e)
-	}
+	return l
 }
 
 // decision accumulates the bindings that apply to one resource.
@@ -246,21 +349,14 @@ type decision struct {
 	deny  bool // a matching DENY
 }
 
-// decide answers for a principal that is not a super user. It looks up the literal
-// name, the wildcard, and each prefix length in use: never a scan of all bindings.
+// decide answers for a principal that is not a super user. In each layer it looks up
+// the literal name, the wildcard, and each prefix length in use: never a scan of all
+// bindings.
 func (idx *aclIndex) decide(p kernel.Principal, host string, op kernel.Operation, r kernel.Resource, allowNoACL bool) bool {
-	if r.Type < 0 || int(r.Type) >= len(idx.byType) || idx.byType[r.Type] == nil {
-		return allowNoACL
-	}
-	ti := idx.byType[r.Type]
 	var d decision
-	d.check(ti.literal[r.Name], p, host, op)
-	d.check(ti.wildcard, p, host, op)
-	for _, n := range ti.prefixLens {
-		if n > len(r.Name) || d.deny {
-			break
-		}
-		d.check(ti.prefixed[r.Name[:n]], p, host, op)
+	idx.base.check(&d, idx.removed, p, host, op, r)
+	if idx.delta != nil && !d.deny {
+		idx.delta.check(&d, nil, p, host, op, r)
 	}
 	switch {
 	case d.deny:
@@ -273,8 +369,28 @@ func (idx *aclIndex) decide(p kernel.Principal, host string, op kernel.Operation
 	return false
 }
 
-func (d *decision) check(es []*aclEntry, p kernel.Principal, host string, op kernel.Operation) {
+func (l *aclLayer) check(d *decision, removed map[string]struct{}, p kernel.Principal, host string, op kernel.Operation, r kernel.Resource) {
+	if r.Type < 0 || int(r.Type) >= len(l.byType) || l.byType[r.Type] == nil {
+		return
+	}
+	ti := l.byType[r.Type]
+	d.check(ti.literal[r.Name], removed, p, host, op)
+	d.check(ti.wildcard, removed, p, host, op)
+	for _, n := range ti.prefixLens {
+		if n > len(r.Name) || d.deny {
+			break
+		}
+		d.check(ti.prefixed[r.Name[:n]], removed, p, host, op)
+	}
+}
+
+func (d *decision) check(es []*aclEntry, removed map[string]struct{}, p kernel.Principal, host string, op kernel.Operation) {
 	for _, e := range es {
+		if removed != nil {
+			if _, gone := removed[e.key]; gone {
+				continue
+			}
+		}
 		d.found = true
 		if !e.anyUser && (e.pName != p.Name || e.pType != p.Type) {
 			continue
