@@ -350,3 +350,35 @@ func TestCreate10kACLs(t *testing.T) {
 		t.Fatalf("DescribeAcls lists %d ACLs, want %d", got, n)
 	}
 }
+
+// TestACLsEnforced: with allow.everyone.if.no.acl.found and no super user, the
+// anonymous client may do what no binding covers; the bindings it creates take effect
+// as soon as CreateAcls returns: a DENY stops its produce to one topic, and an ALLOW
+// for someone else on the cluster takes CreateAcls away from it.
+func TestACLsEnforced(t *testing.T) {
+	b := startACLBroker(t, "configs:\n  allow.everyone.if.no.acl.found: \"true\"\nmodules:\n  auth: {use: acl}\n")
+	adm := b.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, topic := range []string{"open", "secret"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatalf("create %s: %v", topic, err)
+		}
+	}
+	createOK(t, adm, kadm.NewACLs().Deny("User:ANONYMOUS").Topics("secret").Operations(kadm.OpWrite))
+	cl := b.Client(t, kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "open", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce to a topic no ACL covers: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "secret", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce to a denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	createOK(t, adm, kadm.NewACLs().Allow("User:admin").Clusters().Operations(kadm.OpAlter))
+	rs, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:ANONYMOUS").Clusters().Operations(kadm.OpAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || !errors.Is(rs[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("CreateACLs once the cluster has an ACL: %+v, want CLUSTER_AUTHORIZATION_FAILED", rs)
+	}
+}

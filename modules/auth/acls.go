@@ -143,8 +143,10 @@ func sameMap(x, y map[string][]byte) bool {
 // else a matching DENY denies; else a matching ALLOW allows; else, when no binding at
 // all applies to the resource, allow.everyone.if.no.acl.found decides; else deny.
 func (a *aclState) authorize(p kernel.Principal, host string, op kernel.Operation, r kernel.Resource) bool {
-	if _, ok := a.superUsers[p]; ok {
-		return true
+	if len(a.superUsers) > 0 {
+		if _, ok := a.superUsers[p]; ok {
+			return true
+		}
 	}
 	return a.index().decide(p, host, op, r, a.allowNoACL)
 }

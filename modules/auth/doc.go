@@ -49,7 +49,9 @@
 //	| name length uvarint | name | principal length uvarint | principal |
 //	| host length uvarint | host |
 //
-// Each string is at most 32767 bytes. The encoding is canonical (minimal varints, no
+// Each string is at most 32767 bytes, so a value (under 100 KiB) is well within
+// kernel.MaxExtensionValueBytes and a key within the metadata log's 255-byte bound on
+// extension keys. The encoding is canonical (minimal varints, no
 // trailing bytes), so equal bindings have equal keys and creating one twice stores it
 // once. Format 1 is frozen; a new format gets a new version byte, and a broker keeps
 // reading version N-1. A value that does not decode (decodeACL never panics; fuzzed by
