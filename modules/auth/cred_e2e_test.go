@@ -89,7 +89,7 @@ func altered(rs kadm.AlteredUserSCRAMs) map[string]error {
 	return out
 }
 
-func described(rs kadm.DescribedUserSCRAMs) map[string]error {
+func describedUsers(rs kadm.DescribedUserSCRAMs) map[string]error {
 	out := map[string]error{}
 	for u, r := range rs {
 		out[u] = r.Err
@@ -189,7 +189,7 @@ func TestSCRAMCredentialsKadm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	userCode(t, described(ds), "bob", kerr.ResourceNotFound)
+	userCode(t, describedUsers(ds), "bob", kerr.ResourceNotFound)
 }
 
 func TestSCRAMCredentialsErrors(t *testing.T) {
@@ -305,9 +305,9 @@ func TestSCRAMCredentialsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	userCode(t, described(ds), "ok", nil)
-	userCode(t, described(ds), "ghost", kerr.ResourceNotFound)
-	userCode(t, described(ds), "admin", kerr.DuplicateResource)
+	userCode(t, describedUsers(ds), "ok", nil)
+	userCode(t, describedUsers(ds), "ghost", kerr.ResourceNotFound)
+	userCode(t, describedUsers(ds), "admin", kerr.DuplicateResource)
 }
 
 // TestSCRAMCredentialsNeedClusterAccess: without super.users, ANONYMOUS has no ACL:

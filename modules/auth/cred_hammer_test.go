@@ -23,7 +23,7 @@ func TestCredStateHammer(t *testing.T) {
 	var latest atomic.Pointer[kernel.Image]
 	latest.Store(&kernel.Image{Version: 1, Extensions: map[string]map[string][]byte{CredentialNamespace: ns}})
 	c := new(credState)
-	if err := c.init(slog.New(slog.NewTextHandler(io.Discard, nil)), []UserConfig{alice}, latest.Load, nil); err != nil {
+	if err := c.init(slog.New(slog.NewTextHandler(io.Discard, nil)), []UserConfig{aliceUser}, latest.Load, nil); err != nil {
 		t.Fatal(err)
 	}
 	const readers, loops = 4, 2000

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -206,14 +205,6 @@ func (c *credState) rebuild(im *kernel.Image) *credIndex {
 	}
 	c.idx.Store(idx)
 	return idx
-}
-
-// sameMap reports whether a and b are the same map (not merely equal).
-func sameMap(a, b map[string][]byte) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // lookup returns the credential of user for mech, or nil.

@@ -27,7 +27,7 @@ func newTestCreds(t testing.TB, users ...UserConfig) *credState {
 	return c
 }
 
-var alice = UserConfig{Name: "alice", Password: "alice-secret"}
+var aliceUser = UserConfig{Name: "alice", Password: "alice-secret"}
 
 // clientError marks a failure on the client's side of an exchange.
 type clientError struct{ err error }
@@ -96,7 +96,7 @@ func start(t testing.TB, c *credState, mech string) kernel.SASLExchange {
 }
 
 func TestSCRAMFranzClient(t *testing.T) {
-	c := newTestCreds(t, alice, UserConfig{Name: "b,o=b", Password: "pw"})
+	c := newTestCreds(t, aliceUser, UserConfig{Name: "b,o=b", Password: "pw"})
 	for _, mech := range []string{MechSCRAM256, MechSCRAM512} {
 		t.Run(mech, func(t *testing.T) {
 			tests := []struct {
@@ -139,7 +139,7 @@ func TestSCRAMFranzClient(t *testing.T) {
 // the same step with the same text, and an unknown user's server-first looks like a
 // real one's (same salt on every attempt, same salt length and iterations).
 func TestSCRAMUnknownUserLikeWrongPassword(t *testing.T) {
-	c := newTestCreds(t, alice)
+	c := newTestCreds(t, aliceUser)
 	for _, mech := range []string{MechSCRAM256, MechSCRAM512} {
 		t.Run(mech, func(t *testing.T) {
 			wrong := drive(t, clientSCRAM(t, mech, "alice", "nope", nil), start(t, c, mech))
@@ -183,7 +183,7 @@ func TestSCRAMUnknownUserLikeWrongPassword(t *testing.T) {
 }
 
 func TestSCRAMGarbage(t *testing.T) {
-	c := newTestCreds(t, alice)
+	c := newTestCreds(t, aliceUser)
 	long := bytes.Repeat([]byte("a"), maxSCRAMMessage+1)
 	firsts := []struct {
 		name string
@@ -236,7 +236,7 @@ func TestSCRAMGarbage(t *testing.T) {
 }
 
 func TestSCRAMStoredOverBootstrap(t *testing.T) {
-	c := newTestCreds(t, alice)
+	c := newTestCreds(t, aliceUser)
 	cr, err := deriveCredential(mechSHA512, "rotated", []byte("salt-salt-salt"), 8192)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func TestBootstrapUsersValidated(t *testing.T) {
 		{"control character", []UserConfig{{Name: "a\x00b", Password: "x"}}},
 		{"empty password", []UserConfig{{Name: "a"}}},
 		{"long password", []UserConfig{{Name: "a", Password: strings.Repeat("x", MaxPasswordLen+1)}}},
-		{"twice", []UserConfig{alice, alice}},
+		{"twice", []UserConfig{aliceUser, aliceUser}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := new(credState).init(slog.New(slog.NewTextHandler(io.Discard, nil)), tt.users, nil, nil); err == nil {
@@ -304,7 +304,7 @@ func TestBootstrapUsersValidated(t *testing.T) {
 }
 
 func TestPlainFranzClient(t *testing.T) {
-	c := newTestCreds(t, alice)
+	c := newTestCreds(t, aliceUser)
 	tests := []struct {
 		name            string
 		zid, user, pass string
@@ -335,7 +335,7 @@ func TestPlainFranzClient(t *testing.T) {
 }
 
 func TestPlainGarbage(t *testing.T) {
-	c := newTestCreds(t, alice)
+	c := newTestCreds(t, aliceUser)
 	for _, tt := range []struct {
 		name string
 		msg  string
@@ -363,7 +363,7 @@ func TestCheckPasswordTiming(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing")
 	}
-	c := newTestCreds(t, alice)
+	c := newTestCreds(t, aliceUser)
 	best := func(user string) time.Duration {
 		var min time.Duration
 		for i := range 5 {
@@ -384,7 +384,7 @@ func TestCheckPasswordTiming(t *testing.T) {
 }
 
 func BenchmarkSCRAMLogin(b *testing.B) {
-	c := newTestCreds(b, alice)
+	c := newTestCreds(b, aliceUser)
 	for _, mech := range []string{MechSCRAM256, MechSCRAM512} {
 		b.Run(mech, func(b *testing.B) {
 			m := clientSCRAM(b, mech, "alice", "alice-secret", nil)
@@ -398,7 +398,7 @@ func BenchmarkSCRAMLogin(b *testing.B) {
 }
 
 func BenchmarkPlainCheck(b *testing.B) {
-	c := newTestCreds(b, alice)
+	c := newTestCreds(b, aliceUser)
 	for range b.N {
 		if _, ok := c.checkPassword("alice", "alice-secret"); !ok {
 			b.Fatal("refused")
@@ -412,7 +412,7 @@ func FuzzSCRAMExchange(f *testing.F) {
 	f.Add([]byte("n,a=alice,n=alice,r=abc,tokenauth=true"), []byte(""))
 	f.Add([]byte("y,,n=al=2Cice,r=abc"), []byte("c=eSws,r=abcdef,x=1,p=dGVzdA=="))
 	f.Add([]byte("n,,n=alice,r=abc"), []byte("c=biws,r=abc,p=AAAA,c=biws,r=abc,p=AAAA"))
-	c := newTestCreds(f, alice)
+	c := newTestCreds(f, aliceUser)
 	f.Fuzz(func(t *testing.T, first, final []byte) {
 		x, err := c.startSCRAM(MechSCRAM256, nil)
 		if err != nil {
@@ -438,7 +438,7 @@ func FuzzPlain(f *testing.F) {
 	f.Add([]byte("alice\x00alice\x00alice-secret"))
 	f.Add([]byte("\x00alice\x00alice-secret\x00\x00alice\x00alice-secret"))
 	f.Add([]byte("\x00\x00"))
-	c := newTestCreds(f, alice)
+	c := newTestCreds(f, aliceUser)
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		x, _ := c.startPlain(nil)
 		_, done, err := x.Step(context.Background(), msg)
