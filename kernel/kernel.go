@@ -132,6 +132,9 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		}
 		k.modules[role] = &moduleSlot{info: mi, mod: m}
 	}
+	if err := k.checkAdminExposure(); err != nil {
+		return nil, err
+	}
 	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
 	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
 	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
