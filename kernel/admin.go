@@ -1,16 +1,21 @@
 package kernel
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"net/http/pprof"
 	"time"
 )
 
-// The admin listener is plain HTTP: /healthz (the process is up), /readyz (the broker
+// The admin listener is HTTP: /healthz (the process is up), /readyz (the broker
 // serves: modules started and ready), /metrics (Prometheus text format). Modules add
 // their own admin API routes with Context.HandleHTTP. With admin_pprof: true it also
 // serves Go's profiler under /debug/pprof/.
+//
+// Every request but the two probes passes the admin gate (admin_auth.go): with an
+// authenticating auth module it needs HTTP Basic or a verified client certificate, then
+// Describe on the cluster to read (GET, HEAD) or Alter on the cluster for anything else.
 func (k *Kernel) startAdmin() {
 	k.adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -33,8 +38,11 @@ func (k *Kernel) startAdmin() {
 		k.adminMux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		k.adminMux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	k.adminSrv = &http.Server{Handler: k.adminMux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	k.adminSrv = &http.Server{Handler: k.newAdminGate(k.adminMux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ln := k.adminLn
+	if tc := k.adminTLSConfig(); tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
 	k.adminWG.Add(1)
 	go func() {
 		defer k.adminWG.Done()

@@ -76,6 +76,16 @@
 // never changes; ConnInfo.Principal changes only on the processor goroutine, between
 // requests.
 //
+// # Admin HTTP API
+//
+// admin.go serves the probes, /metrics and pprof, and the routes modules add with
+// Context.HandleHTTP, all behind one gate (admin_auth.go; the rule, for users, in
+// docs/admin-api.md): with an auth module that is an Authenticator, every request but
+// /healthz and /readyz authenticates (HTTP Basic or a verified client certificate; 401
+// otherwise) and is authorized on the cluster resource, Describe for GET and HEAD and
+// Alter for every other method (403 otherwise). Handlers read the principal with
+// AdminPrincipal. Without an Authenticator, New refuses a non-loopback admin_listen.
+//
 // # Invariants
 //
 //   - Responses on one connection go out in request order, and requests on one

@@ -150,6 +150,9 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		}
 		k.modules[role] = &moduleSlot{info: mi, mod: m}
 	}
+	if err := k.checkAdminExposure(); err != nil {
+		return nil, err
+	}
 	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
 	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
 	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
@@ -239,9 +242,6 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	aln, err := net.Listen("tcp", k.cfg.AdminListen)
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
-	}
-	if k.cfg.AdminTLS {
-		aln = tls.NewListener(aln, k.tlsServer)
 	}
 	k.adminLn = aln
 

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,7 +31,7 @@ func isProtocol(p string) bool {
 	return false
 }
 
-func protocolTLS(p string) bool  { return p == ProtocolSSL || p == ProtocolSASLSSL }
+func protocolTLS(p string) bool { return p == ProtocolSSL || p == ProtocolSASLSSL }
 
 // listenerProtocols resolves each listener's security protocol from
 // listener.security.protocol.map (NAME:PROTOCOL pairs, comma separated; unset maps
@@ -149,9 +150,18 @@ func (c *conn) handshake(ctx context.Context, tc *tls.Conn) error {
 // certPrincipal is Kafka's default principal of a TLS client: "User:" and the mapped
 // subject of its verified certificate.
 func (k *Kernel) certPrincipal(cs *tls.ConnectionState) (Principal, error) {
-	dn, err := tlsconf.SubjectDN(cs.PeerCertificates[0])
+	return k.certificatePrincipal(cs.PeerCertificates[0])
+}
+
+// certificatePrincipal maps a verified client certificate to its principal with
+// ssl.principal.mapping.rules; the Kafka listeners and the admin API share it.
+func (k *Kernel) certificatePrincipal(cert *x509.Certificate) (Principal, error) {
+	dn, err := tlsconf.SubjectDN(cert)
 	if err != nil {
 		return Principal{}, err
+	}
+	if k.mapper == nil { // no TLS listener: DEFAULT, the subject as it is
+		return Principal{Type: "User", Name: dn}, nil
 	}
 	name, err := k.mapper.Name(dn)
 	if err != nil {

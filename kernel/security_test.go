@@ -65,23 +65,6 @@ func (b *secureBroker) addr(t *testing.T, name string) string {
 	return ""
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // buildSecure builds (not starts) a kernel from yaml with listeners named names on
 // loopback.
 func buildSecure(t *testing.T, reg *kernel.Registry, yaml string, names ...string) (*kernel.Kernel, *syncBuffer, error) {

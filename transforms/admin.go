@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/transforms/wasm"
 )
 
@@ -24,7 +25,17 @@ import (
 //	DELETE /v1/transforms/{name}
 //
 // Errors are JSON {"error": "..."} with 400 (bad settings or module), 404 (no such
-// transform), 413 (module too large) or 503 (metadata not writable here).
+// transform), 413 (module too large) or 503 (metadata not writable here). The kernel
+// authenticates and authorizes every request before it gets here (kernel/admin_auth.go:
+// with an authenticating auth module, GET needs Describe and PUT/DELETE Alter on the
+// cluster; 401 and 403 come from there); deploys and deletes are logged with the
+// principal.
+
+// adminPrincipal names who made an admin request, for the audit lines.
+func adminPrincipal(r *http.Request) string {
+	p, _ := kernel.AdminPrincipal(r)
+	return p.String()
+}
 
 // Status is one transform as GET /v1/transforms shows it.
 type Status struct {
@@ -196,7 +207,7 @@ func (m *Module) serveDeploy(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	m.log.Info("transform deployed", "transform", name, "mode", d.Mode, "input", d.Input, "outputs", d.Outputs,
-		"policy", d.Policy, "bytes", len(bin), "stored_bytes", len(v))
+		"policy", d.Policy, "bytes", len(bin), "stored_bytes", len(v), "principal", adminPrincipal(r))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(d)
@@ -217,6 +228,6 @@ func (m *Module) serveDelete(w http.ResponseWriter, r *http.Request, name string
 		httpError(w, http.StatusServiceUnavailable, "the deletion is stored but the transform still runs here: "+err.Error())
 		return
 	}
-	m.log.Info("transform deleted", "transform", name)
+	m.log.Info("transform deleted", "transform", name, "principal", adminPrincipal(r))
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -2,7 +2,7 @@
 //
 //	sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
 //	sluice transform deploy|list|delete ...   (see sluice transform help)
-//	sluice plugin list [--admin HOST:PORT] [--json]
+//	sluice plugin list [--admin HOST:PORT] [--user NAME --password PW] [--json]   (see sluice plugin help)
 //	sluice version
 //
 // Flags override the config file; with neither, serve runs a single-node broker on

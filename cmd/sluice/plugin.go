@@ -14,13 +14,14 @@ import (
 )
 
 const pluginUsage = `usage:
-  sluice plugin list [--admin HOST:PORT] [--json]
+  sluice plugin list [--admin HOST:PORT|https://HOST:PORT] [--user NAME] [--password PW | --password-file FILE]
+                     [--ca-file FILE] [--cert FILE --key FILE] [--json]
 
 Lists the broker's assignor plugins (the groups module's assignors: with plugin:):
 state (starting, running, restarting, failed, stopped), process id, restarts, calls,
 errors, calls answered by the fallback assignor, last call latency and last error.
---admin is the broker's admin HTTP listener (default 127.0.0.1:9644).
-`
+
+` + adminHelp
 
 func pluginCmd(args []string, stdout, stderr io.Writer) int {
 	return dispatch("sluice plugin", pluginUsage, args, stdout, stderr, []command{
@@ -29,7 +30,7 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func pluginList(args []string, stdout, stderr io.Writer) int {
-	get := func(admin string) ([]byte, error) { return getAdmin(admin, "/v1/plugins") }
+	get := func(cl *adminClient) ([]byte, error) { return cl.do(http.MethodGet, "/v1/plugins", nil) }
 	return listCmd("plugin list", args, stdout, stderr, get, func(tw io.Writer, raw []byte) error {
 		var body struct {
 			Plugins []groups.PluginStats `json:"plugins"`
@@ -54,19 +55,25 @@ func pluginList(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-// listCmd runs a list subcommand (name, e.g. "plugin list"): it reads --admin and
-// --json, gets the admin API's JSON with get, and prints it as it is (--json) or as
+// listCmd runs a list subcommand (name, e.g. "plugin list"): it reads the admin flags
+// and --json, gets the admin API's JSON with get, and prints it as it is (--json) or as
 // the table that table writes from it (an error there is reported, and nothing is
 // printed, when table returns it before writing).
-func listCmd(name string, args []string, stdout, stderr io.Writer, get func(admin string) ([]byte, error), table func(tw io.Writer, raw []byte) error) int {
+func listCmd(name string, args []string, stdout, stderr io.Writer, get func(cl *adminClient) ([]byte, error), table func(tw io.Writer, raw []byte) error) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	var af adminFlags
+	af.register(fs)
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	raw, err := get(*admin)
+	cl, err := af.client(30 * time.Second)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice %s: %v\n", name, err)
+		return 2
+	}
+	raw, err := get(cl)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice %s: %v\n", name, err)
 		return 1
@@ -82,22 +89,4 @@ func listCmd(name string, args []string, stdout, stderr io.Writer, get func(admi
 	}
 	_ = tw.Flush()
 	return 0
-}
-
-// getAdmin GETs path from the admin API.
-func getAdmin(admin, path string) ([]byte, error) {
-	cl := &http.Client{Timeout: 30 * time.Second}
-	resp, err := cl.Get("http://" + admin + path)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
-	}
-	return data, nil
 }

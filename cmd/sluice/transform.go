@@ -16,12 +16,14 @@ import (
 const transformUsage = `usage:
   sluice transform deploy --name NAME --input TOPIC [--output TOPIC]... [--mode inline|derived]
                           [--policy reject|drop|dlq] [--dlq-topic TOPIC] [--memory-pages N]
-                          [--timeout DURATION] [--env KEY=VALUE]... [--admin HOST:PORT] FILE.wasm
-  sluice transform list   [--admin HOST:PORT] [--json]
-  sluice transform delete [--admin HOST:PORT] NAME
+                          [--timeout DURATION] [--env KEY=VALUE]... [ADMIN FLAGS] FILE.wasm
+  sluice transform list   [ADMIN FLAGS] [--json]
+  sluice transform delete [ADMIN FLAGS] NAME
 
---admin is the broker's admin HTTP listener (default 127.0.0.1:9644).
-`
+ADMIN FLAGS: [--admin HOST:PORT|https://HOST:PORT] [--user NAME] [--password PW | --password-file FILE]
+             [--ca-file FILE] [--cert FILE --key FILE]
+
+` + adminHelp
 
 // multi is a repeatable string flag.
 type multi []string
@@ -37,38 +39,9 @@ func transformCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-var httpClient = &http.Client{Timeout: 3 * time.Minute}
-
-// call sends a request to the admin API and decodes a JSON answer into out (if not
-// nil). A non-2xx answer is an error carrying the API's message.
-func call(method, admin, path string, body io.Reader, out any) error {
-	req, err := http.NewRequest(method, "http://"+admin+path, body)
-	if err != nil {
-		return err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
-	}
-	if out != nil && len(data) > 0 {
-		return json.Unmarshal(data, out)
-	}
-	return nil
-}
+// transformTimeout bounds one transform request (a deploy compiles the module and
+// waits for it to run).
+const transformTimeout = 3 * time.Minute
 
 func transformDeploy(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("transform deploy", flag.ContinueOnError)
@@ -83,8 +56,14 @@ func transformDeploy(args []string, stdout, stderr io.Writer) int {
 	dlq := fs.String("dlq-topic", "", "dead-letter topic for --policy dlq (default INPUT.NAME.dlq)")
 	pages := fs.Uint("memory-pages", 0, "memory limit in 64 KiB pages (0: the broker's default)")
 	timeout := fs.Duration("timeout", 0, "deadline per batch (0: the broker's default)")
-	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	var af adminFlags
+	af.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cl, err := af.client(transformTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice transform deploy: %v\n", err)
 		return 2
 	}
 	if *name == "" || *input == "" || fs.NArg() != 1 {
@@ -116,7 +95,7 @@ func transformDeploy(args []string, stdout, stderr io.Writer) int {
 		q.Set("timeout_ms", fmt.Sprint(timeout.Milliseconds()))
 	}
 	path := "/v1/transforms/" + url.PathEscape(*name) + "?" + q.Encode()
-	if err := call(http.MethodPut, *admin, path, bytes.NewReader(bin), nil); err != nil {
+	if err := cl.call(http.MethodPut, path, bytes.NewReader(bin), nil); err != nil {
 		fmt.Fprintf(stderr, "sluice transform deploy: %v\n", err)
 		return 1
 	}
@@ -143,9 +122,9 @@ type transformStatus struct {
 }
 
 func transformList(args []string, stdout, stderr io.Writer) int {
-	get := func(admin string) ([]byte, error) {
+	get := func(cl *adminClient) ([]byte, error) {
 		var raw json.RawMessage // the value alone: no white space around it
-		err := call(http.MethodGet, admin, "/v1/transforms", nil, &raw)
+		err := cl.call(http.MethodGet, "/v1/transforms", nil, &raw)
 		return raw, err
 	}
 	return listCmd("transform list", args, stdout, stderr, get, func(tw io.Writer, raw []byte) error {
@@ -173,15 +152,21 @@ func transformList(args []string, stdout, stderr io.Writer) int {
 func transformDelete(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("transform delete", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "127.0.0.1:9644", "broker admin HTTP address")
+	var af adminFlags
+	af.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cl, err := af.client(transformTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice transform delete: %v\n", err)
 		return 2
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, "sluice transform delete: need one NAME\n", transformUsage)
 		return 2
 	}
-	if err := call(http.MethodDelete, *admin, "/v1/transforms/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+	if err := cl.call(http.MethodDelete, "/v1/transforms/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
 		fmt.Fprintf(stderr, "sluice transform delete: %v\n", err)
 		return 1
 	}
