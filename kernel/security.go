@@ -30,7 +30,7 @@ func isProtocol(p string) bool {
 	return false
 }
 
-func protocolTLS(p string) bool  { return p == ProtocolSSL || p == ProtocolSASLSSL }
+func protocolTLS(p string) bool { return p == ProtocolSSL || p == ProtocolSASLSSL }
 
 // listenerProtocols resolves each listener's security protocol from
 // listener.security.protocol.map (NAME:PROTOCOL pairs, comma separated; unset maps
