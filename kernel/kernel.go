@@ -66,17 +66,19 @@ type Kernel struct {
 	idle        time.Duration
 	// writeTimeout: see defaultWriteTimeout (tests shorten it).
 	writeTimeout time.Duration
-	readyFns     []func() bool
-	started      atomic.Bool
-	stopping     atomic.Bool
-	tornDown     atomic.Bool // teardown ran (a failed Start, or Shutdown)
-	connID       atomic.Uint64
-	conns        sync.Map // *conn → struct{}
-	connWG       sync.WaitGroup
-	acceptWG     sync.WaitGroup
-	adminWG      sync.WaitGroup
-	baseCtx      context.Context
-	cancelAll    context.CancelFunc
+	// tlsTimeout: see tlsHandshakeTimeout (tests shorten it).
+	tlsTimeout time.Duration
+	readyFns   []func() bool
+	started    atomic.Bool
+	stopping   atomic.Bool
+	tornDown   atomic.Bool // teardown ran (a failed Start, or Shutdown)
+	connID     atomic.Uint64
+	conns      sync.Map // *conn → struct{}
+	connWG     sync.WaitGroup
+	acceptWG   sync.WaitGroup
+	adminWG    sync.WaitGroup
+	baseCtx    context.Context
+	cancelAll  context.CancelFunc
 
 	mRequests  *Counter
 	mConns     *Counter
@@ -172,6 +174,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		idle:        time.Duration(idleMs) * time.Millisecond,
 
 		writeTimeout: defaultWriteTimeout,
+		tlsTimeout:   tlsHandshakeTimeout,
 	}
 	for role, sec := range secs {
 		mi, _ := reg.Lookup(role + "." + sec.use)

@@ -118,7 +118,7 @@ func (k *Kernel) setupTLS() error {
 // tlsHandshakeTimeout, and sets ConnInfo.TLS and, on an SSL listener with a verified
 // client certificate, the principal. An error closes the connection.
 func (c *conn) handshake(ctx context.Context, tc *tls.Conn) error {
-	ctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.k.tlsTimeout)
 	defer cancel()
 	c.dmu.Lock()
 	if c.stopped {
@@ -126,7 +126,7 @@ func (c *conn) handshake(ctx context.Context, tc *tls.Conn) error {
 		return errStopped
 	}
 	// Under dmu, so a stopReading (shutdown) that follows is not undone.
-	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	_ = tc.SetDeadline(time.Now().Add(c.k.tlsTimeout))
 	c.dmu.Unlock()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.k.mTLSFailed.Add(1)
