@@ -161,12 +161,12 @@ func (c *conn) addInflight(n int) {
 // errStopped: the reader stopped while waiting for room for the next request.
 var errStopped = errors.New("connection stopping")
 
-// admit waits until a frame of n bytes fits in the connection's request budget (a frame
-// always fits when nothing else is queued), then counts it.
-func (c *conn) admit(n int) error {
+// admit waits until a frame of n bytes fits in the connection's request budget of
+// limit bytes (a frame always fits when nothing else is queued), then counts it.
+func (c *conn) admit(n, limit int) error {
 	for {
 		c.dmu.Lock()
-		ok := c.queued == 0 || c.queued+n <= int(c.k.maxReq)
+		ok := c.queued == 0 || c.queued+n <= limit
 		if ok {
 			c.queued += n
 		}
@@ -190,10 +190,16 @@ func (c *conn) admit(n int) error {
 // the processor clears it before it answers the last authentication step), then by the
 // connection's request budget (admit).
 func (c *conn) admitFrame(n int) error {
-	if c.preAuth.Load() && n > int(c.k.saslMaxRecv) {
-		return fmt.Errorf("%w: %d before authentication (sasl.server.max.receive.size %d)", ErrFrameSize, n, c.k.saslMaxRecv)
+	limit := int(c.k.maxReq)
+	if c.preAuth.Load() {
+		if n > int(c.k.saslMaxRecv) {
+			return fmt.Errorf("%w: %d before authentication (sasl.server.max.receive.size %d)", ErrFrameSize, n, c.k.saslMaxRecv)
+		}
+		// The read-ahead budget shrinks too: pipelined pre-auth frames pin at most
+		// about one sasl.server.max.receive.size, not pipelineDepth of them.
+		limit = int(c.k.saslMaxRecv)
 	}
-	return c.admit(n)
+	return c.admit(n, limit)
 }
 
 // release returns a frame's bytes to the budget.
@@ -222,7 +228,12 @@ func (c *conn) serve() {
 
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if err := c.handshake(c.k.baseCtx, tc); err != nil {
-			c.logRejected("TLS connection refused", err)
+			select {
+			case <-c.stop: // shutting down: not the client's fault
+				c.log.Debug("TLS handshake cut by shutdown", "err", err)
+			default:
+				c.logRejected("TLS connection refused", err)
+			}
 			return
 		}
 	}

@@ -419,6 +419,39 @@ func TestSASLRawWire(t *testing.T) {
 			t.Fatalf("principal %q", who)
 		}
 	})
+	t.Run("second handshake before authenticating closes", func(t *testing.T) {
+		c := rawDial(t, addr)
+		c.handshake(1, "PLAIN", 1)
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Mechanism = "PLAIN"
+		c.send(req, 1, 2)
+		c.expectClosed()
+	})
+	t.Run("re-authentication needs v1 and the same mechanism", func(t *testing.T) {
+		for _, tc := range []struct {
+			name        string
+			v0          bool
+			again, mech string
+		}{
+			{"after v0", true, "PLAIN", "PLAIN"},
+			{"other mechanism", false, "PLAIN", "TWO-STEP"},
+		} {
+			c := rawDial(t, addr)
+			if tc.v0 {
+				c.handshake(0, tc.again, 1)
+				if _, err := c.rawToken([]byte("\x00alice\x00alice-secret")); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c.handshake(1, tc.again, 1)
+				c.authenticate(1, []byte("\x00alice\x00alice-secret"), 2)
+			}
+			if resp := c.handshake(1, tc.mech, 3); resp.ErrorCode != kerr.IllegalSaslState.Code {
+				t.Fatalf("%s: error %d", tc.name, resp.ErrorCode)
+			}
+			c.expectClosed()
+		}
+	})
 	t.Run("v0 raw token failure closes", func(t *testing.T) {
 		c := rawDial(t, addr)
 		c.handshake(0, "PLAIN", 1)
