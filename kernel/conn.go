@@ -65,6 +65,16 @@ type conn struct {
 	queued int
 	freed  chan struct{}
 	quit   chan struct{}
+
+	// sasl is the SASL state on SASL listeners (nil elsewhere); processor goroutine
+	// only (sasl.go).
+	sasl *saslConn
+	// preAuth: a SASL connection not yet authenticated, so frames are bounded by
+	// sasl.server.max.receive.size. Set by the processor, read by the reader.
+	preAuth atomic.Bool
+	// closeAfter: the processor closes the connection once the current response is
+	// written (a failed authentication).
+	closeAfter bool
 }
 
 func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
@@ -100,6 +110,10 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
 			stop:  make(chan struct{}),
 			freed: make(chan struct{}, 1),
 			quit:  make(chan struct{}),
+		}
+		if l.protocol == ProtocolSASLPlaintext || l.protocol == ProtocolSASLSSL {
+			c.sasl = &saslConn{}
+			c.preAuth.Store(true)
 		}
 		c.log = k.log.With("conn", c.info.ID, "remote", remote.String())
 		k.conns.Store(c, struct{}{})
@@ -147,12 +161,12 @@ func (c *conn) addInflight(n int) {
 // errStopped: the reader stopped while waiting for room for the next request.
 var errStopped = errors.New("connection stopping")
 
-// admit waits until a frame of n bytes fits in the connection's request budget (a frame
-// always fits when nothing else is queued), then counts it.
-func (c *conn) admit(n int) error {
+// admit waits until a frame of n bytes fits in the connection's request budget of
+// limit bytes (a frame always fits when nothing else is queued), then counts it.
+func (c *conn) admit(n, limit int) error {
 	for {
 		c.dmu.Lock()
-		ok := c.queued == 0 || c.queued+n <= int(c.k.maxReq)
+		ok := c.queued == 0 || c.queued+n <= limit
 		if ok {
 			c.queued += n
 		}
@@ -168,6 +182,24 @@ func (c *conn) admit(n int) error {
 			return net.ErrClosed
 		}
 	}
+}
+
+// admitFrame bounds a frame whose size prefix was just read: before a SASL connection
+// authenticated, by sasl.server.max.receive.size (an anonymous client must not make the
+// broker allocate a request's worth; preAuth is read here, once the size arrived, as
+// the processor clears it before it answers the last authentication step), then by the
+// connection's request budget (admit).
+func (c *conn) admitFrame(n int) error {
+	limit := int(c.k.maxReq)
+	if c.preAuth.Load() {
+		if n > int(c.k.saslMaxRecv) {
+			return fmt.Errorf("%w: %d before authentication (sasl.server.max.receive.size %d)", ErrFrameSize, n, c.k.saslMaxRecv)
+		}
+		// The read-ahead budget shrinks too: pipelined pre-auth frames pin at most
+		// about one sasl.server.max.receive.size, not pipelineDepth of them.
+		limit = int(c.k.saslMaxRecv)
+	}
+	return c.admit(n, limit)
 }
 
 // release returns a frame's bytes to the budget.
@@ -196,7 +228,12 @@ func (c *conn) serve() {
 
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if err := c.handshake(c.k.baseCtx, tc); err != nil {
-			c.logRejected("TLS connection refused", err)
+			select {
+			case <-c.stop: // shutting down: not the client's fault
+				c.log.Debug("TLS handshake cut by shutdown", "err", err)
+			default:
+				c.logRejected("TLS connection refused", err)
+			}
 			return
 		}
 	}
@@ -210,9 +247,12 @@ func (c *conn) serve() {
 	}()
 	ctx := c.k.baseCtx
 	for f := range frames {
+		// Before authentication no buffer goes back to the pool: a raw SASL token may
+		// look like a Produce frame, and the exchange may keep its bytes.
+		recycle := f.produce && !c.preAuth.Load()
 		err := c.process(ctx, f.buf)
 		c.release(len(f.buf))
-		if f.produce {
+		if recycle {
 			c.k.frames.put(f.buf)
 		}
 		if err == nil {
@@ -250,7 +290,7 @@ func (c *conn) readLoop(out chan<- frame) {
 		if produce {
 			buf = c.k.frames.get()
 		}
-		buf, err := ReadFrame(br, buf, c.k.maxReq, c.admit)
+		buf, err := ReadFrame(br, buf, c.k.maxReq, c.admitFrame)
 		if err != nil {
 			switch {
 			case errors.Is(err, errStopped):
@@ -283,12 +323,24 @@ func (c *conn) readLoop(out chan<- frame) {
 
 // process decodes, dispatches and answers one request. An error closes the connection.
 func (c *conn) process(ctx context.Context, buf []byte) error {
+	if c.sasl != nil && c.sasl.state == saslRawTokens {
+		return c.saslRawToken(ctx, buf)
+	}
 	c.k.mRequests.Add(1)
 	h, err := parseHeaderPrefix(buf)
 	if err != nil {
 		c.k.mBadReqs.Add(1)
 		c.log.Warn("malformed request; closing connection", "err", err)
 		return err
+	}
+	if c.sasl != nil {
+		if err := c.sasl.admit(h.key, time.Now()); err != nil {
+			c.logRejected("closing connection", err)
+			return err
+		}
+	}
+	if h.key == kmsg.SASLHandshake.Int16() || h.key == kmsg.SASLAuthenticate.Int16() {
+		ctx = context.WithValue(ctx, connCtxKey{}, c)
 	}
 	var slot *handlerSlot
 	if h.key >= 0 && int(h.key) < len(c.k.handlers) {
@@ -341,7 +393,13 @@ func (c *conn) process(ctx context.Context, buf []byte) error {
 		return c.writeBody(h, body.IsFlexible(), resp.Body)
 	case resp.Msg != nil:
 		resp.Msg.SetVersion(h.version)
-		return c.writeMsg(h, resp.Msg)
+		if err := c.writeMsg(h, resp.Msg); err != nil {
+			return err
+		}
+		if c.closeAfter {
+			return errCloseAfterResponse
+		}
+		return nil
 	default:
 		return fmt.Errorf("handler for %s returned no response", kmsg.NameForKey(h.key))
 	}

@@ -66,15 +66,38 @@
 //	accepted ──(SSL, SASL_SSL)── TLS handshake ──┐   10 s deadline; failure closes
 //	   │                                         │   SSL + verified client cert:
 //	   └──(PLAINTEXT, SASL_PLAINTEXT)────────────┤   Principal = User:<mapped subject>
-//	                                             ▼   (no rule applies: closed)
-//	                              PLAINTEXT, SSL: serving (Principal set, never changes)
+//	                                             │   (no rule applies: closed)
+//	           PLAINTEXT, SSL ◀──────────────────┼──────────▶ SASL_PLAINTEXT, SASL_SSL
+//	           serving; Principal fixed          │            SASL states (sasl.go):
+//	                                                          needHandshake → needAuthenticate
+//	                                                          (or rawTokens after v0) →
+//	                                                          authenticated ⇄ re-authentication
 //
 // The TLS store (one per broker, shared by every TLS listener and, with admin_tls, the
 // admin listener) is read at Start; a TLS listener without a key store is a start
 // error. Handshakes pick up changed key and trust store files by themselves (tlsconf
-// checks them at most once per second). ConnInfo.TLS is set after the handshake and
-// never changes; ConnInfo.Principal changes only on the processor goroutine, between
-// requests.
+// checks them at most once per second).
+//
+// SASL is split: the kernel owns each connection's SASL state (sasl.go draws the
+// machine) and serves SaslHandshake and SaslAuthenticate itself (17_sasl_handshake.go,
+// 36_sasl_authenticate.go, claimed only when the auth module is an Authenticator; a
+// SASL listener without one is a start error); the auth module owns the mechanisms and
+// credentials (Authenticator, SASLExchange). Until a SASL connection authenticated,
+// only ApiVersions, SaslHandshake and, after a handshake, SaslAuthenticate are served
+// (anything else closes it) and frames are bounded by sasl.server.max.receive.size. A
+// failed exchange is answered SASL_AUTHENTICATION_FAILED after
+// connection.failed.authentication.delay.ms and closed. The session ends at the earlier
+// of connections.max.reauth.ms and the credential's expiry (KIP-368, announced as
+// session_lifetime_ms); after it only a new SaslHandshake is served, and
+// re-authentication must keep the principal.
+//
+// Who writes what: the accept loop sets ConnInfo's ID, Listener, Protocol and Remote;
+// the connection's processor goroutine sets TLS (after the handshake, before the
+// reader starts), Principal (after the handshake or an exchange, between requests) and
+// the SASL state; the reader only frames bytes and reads preAuth, an atomic the
+// processor clears before it answers the last authentication step. After SaslHandshake
+// v0 the reader still only frames: the processor, knowing the state, treats the frames
+// as raw tokens and answers them raw.
 //
 // # Admin HTTP API
 //
@@ -102,6 +125,13 @@
 //     request bytes, and only the Produce path copies them before it answers).
 //   - An API key has at most one owner; a claim past what kmsg can decode is refused at
 //     startup.
+//   - On a SASL listener no handler but ApiVersions, SaslHandshake and SaslAuthenticate
+//     ever runs for an unauthenticated or expired session, and no frame larger than
+//     sasl.server.max.receive.size is read before authentication; pre-auth frames never
+//     go back to the frame pool.
+//   - A handshake (TLS or SASL) never runs on the accept loop, and every failure of one
+//     closes only its connection; failures are counted in metrics and logged at most a
+//     few per second. Credentials are never logged.
 //
 // # Concurrency
 //

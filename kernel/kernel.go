@@ -54,29 +54,38 @@ type Kernel struct {
 	tlsStore  *tlsconf.Store
 	tlsServer *tls.Config     // the TLS listeners' config (nil without TLS)
 	mapper    *tlsconf.Mapper // ssl.principal.mapping.rules
-	adminLn   net.Listener
-	adminMux  *http.ServeMux
-	adminSrv  *http.Server
-	maxReq    int32
-	idle      time.Duration
+	authn     Authenticator   // the auth module's SASL mechanisms; nil without
+	// saslMaxRecv bounds frames before authentication (sasl.server.max.receive.size).
+	saslMaxRecv int32
+	reauth      time.Duration // connections.max.reauth.ms; 0: sessions never expire
+	failDelay   time.Duration // connection.failed.authentication.delay.ms
+	adminLn     net.Listener
+	adminMux    *http.ServeMux
+	adminSrv    *http.Server
+	maxReq      int32
+	idle        time.Duration
 	// writeTimeout: see defaultWriteTimeout (tests shorten it).
 	writeTimeout time.Duration
-	readyFns     []func() bool
-	started      atomic.Bool
-	stopping     atomic.Bool
-	tornDown     atomic.Bool // teardown ran (a failed Start, or Shutdown)
-	connID       atomic.Uint64
-	conns        sync.Map // *conn → struct{}
-	connWG       sync.WaitGroup
-	acceptWG     sync.WaitGroup
-	adminWG      sync.WaitGroup
-	baseCtx      context.Context
-	cancelAll    context.CancelFunc
+	// tlsTimeout: see tlsHandshakeTimeout (tests shorten it).
+	tlsTimeout time.Duration
+	readyFns   []func() bool
+	started    atomic.Bool
+	stopping   atomic.Bool
+	tornDown   atomic.Bool // teardown ran (a failed Start, or Shutdown)
+	connID     atomic.Uint64
+	conns      sync.Map // *conn → struct{}
+	connWG     sync.WaitGroup
+	acceptWG   sync.WaitGroup
+	adminWG    sync.WaitGroup
+	baseCtx    context.Context
+	cancelAll  context.CancelFunc
 
 	mRequests  *Counter
 	mConns     *Counter
 	mBadReqs   *Counter
 	mTLSFailed *Counter
+	mSASLOK    *Counter
+	mSASLFail  *Counter
 	// connLog bounds the warnings of failed handshakes and authentications.
 	connLog logLimiter
 }
@@ -127,20 +136,45 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
+	saslMax, err := cfg.brokerInt("sasl.server.max.receive.size", 512<<10)
+	if err != nil {
+		return nil, err
+	}
+	if saslMax <= 0 || saslMax > 1<<30 {
+		return nil, fmt.Errorf("config: sasl.server.max.receive.size %d out of range", saslMax)
+	}
+	reauthMs, err := cfg.brokerInt("connections.max.reauth.ms", 0)
+	if err != nil {
+		return nil, err
+	}
+	delayMs, err := cfg.brokerInt("connection.failed.authentication.delay.ms", 100)
+	if err != nil {
+		return nil, err
+	}
+	for name, v := range map[string]int64{"connections.max.reauth.ms": reauthMs, "connection.failed.authentication.delay.ms": delayMs} {
+		if v < 0 || v > int64(math.MaxInt64/time.Millisecond) {
+			return nil, fmt.Errorf("config: %s %d out of range", name, v)
+		}
+	}
 	k := &Kernel{
 		cfg:       cfg,
 		protocols: protocols,
 		connLog:   logLimiter{n: 5},
-		reg:       reg,
-		log:       log,
-		metric:    NewMetrics(),
-		sections:  secs,
-		modules:   map[string]*moduleSlot{},
-		adminMux:  http.NewServeMux(),
-		maxReq:    int32(maxReq),
-		idle:      time.Duration(idleMs) * time.Millisecond,
+
+		saslMaxRecv: int32(saslMax),
+		reauth:      time.Duration(reauthMs) * time.Millisecond,
+		failDelay:   time.Duration(delayMs) * time.Millisecond,
+		reg:         reg,
+		log:         log,
+		metric:      NewMetrics(),
+		sections:    secs,
+		modules:     map[string]*moduleSlot{},
+		adminMux:    http.NewServeMux(),
+		maxReq:      int32(maxReq),
+		idle:        time.Duration(idleMs) * time.Millisecond,
 
 		writeTimeout: defaultWriteTimeout,
+		tlsTimeout:   tlsHandshakeTimeout,
 	}
 	for role, sec := range secs {
 		mi, _ := reg.Lookup(role + "." + sec.use)
@@ -156,6 +190,8 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
 	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
 	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
+	k.mSASLOK = k.metric.Counter(`sluice_sasl_authentications_total{result="success"}`, "SASL authentications (and re-authentications) by result.")
+	k.mSASLFail = k.metric.Counter(`sluice_sasl_authentications_total{result="failure"}`, "SASL authentications (and re-authentications) by result.")
 	k.mTLSFailed = k.metric.Counter("sluice_tls_handshake_failures_total", "TLS handshakes that failed (or whose client certificate mapped to no principal).")
 	registerRuntimeMetrics(k.metric)
 	return k, nil
@@ -264,6 +300,17 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	k.authz = AllowAll{}
 	if a, ok := k.Module("auth").(Authorizer); ok {
 		k.authz = a
+	}
+	if a, ok := k.Module("auth").(Authenticator); ok {
+		k.authn = a
+		for _, c := range []Claim{k.saslHandshakeClaim(), k.saslAuthenticateClaim()} {
+			if err := k.claim("kernel", c.Key.Int16(), c.Min, c.Max, c.Handler); err != nil {
+				return fmt.Errorf("claim %s: %w", c.Key.Name(), err)
+			}
+		}
+	}
+	if err := k.checkSASLListeners(); err != nil {
+		return err
 	}
 	for _, r := range k.order {
 		s := k.modules[r]

@@ -36,7 +36,8 @@ func protocolTLS(p string) bool { return p == ProtocolSSL || p == ProtocolSASLSS
 // listenerProtocols resolves each listener's security protocol from
 // listener.security.protocol.map (NAME:PROTOCOL pairs, comma separated; unset maps
 // each protocol name to itself). A listener named in the map takes its protocol; one
-// that is not must be named after a protocol.
+// that is not must be named after a protocol. Names and protocols compare in upper
+// case, as in Kafka.
 func listenerProtocols(configs map[string]string, ls []ListenerConfig) ([]string, error) {
 	m := map[string]string{}
 	if v := strings.TrimSpace(configs["listener.security.protocol.map"]); v != "" {
@@ -46,7 +47,8 @@ func listenerProtocols(configs map[string]string, ls []ListenerConfig) ([]string
 				continue
 			}
 			name, proto, ok := strings.Cut(pair, ":")
-			name, proto = strings.TrimSpace(name), strings.TrimSpace(proto)
+			// Kafka compares listener names and protocols in upper case.
+			name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
 			if !ok || name == "" {
 				return nil, fmt.Errorf("config: listener.security.protocol.map: %q is not NAME:PROTOCOL", pair)
 			}
@@ -61,11 +63,11 @@ func listenerProtocols(configs map[string]string, ls []ListenerConfig) ([]string
 	}
 	out := make([]string, len(ls))
 	for i, l := range ls {
-		p, ok := m[l.Name]
+		p, ok := m[strings.ToUpper(l.Name)]
 		switch {
 		case ok:
-		case isProtocol(l.Name):
-			p = l.Name
+		case isProtocol(strings.ToUpper(l.Name)):
+			p = strings.ToUpper(l.Name)
 		default:
 			return nil, fmt.Errorf("config: listener %q has no security protocol: name it in listener.security.protocol.map (e.g. %s:SASL_SSL) or name it after a protocol", l.Name, l.Name)
 		}
@@ -119,7 +121,7 @@ func (k *Kernel) setupTLS() error {
 // tlsHandshakeTimeout, and sets ConnInfo.TLS and, on an SSL listener with a verified
 // client certificate, the principal. An error closes the connection.
 func (c *conn) handshake(ctx context.Context, tc *tls.Conn) error {
-	ctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.k.tlsTimeout)
 	defer cancel()
 	c.dmu.Lock()
 	if c.stopped {
@@ -127,7 +129,7 @@ func (c *conn) handshake(ctx context.Context, tc *tls.Conn) error {
 		return errStopped
 	}
 	// Under dmu, so a stopReading (shutdown) that follows is not undone.
-	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	_ = tc.SetDeadline(time.Now().Add(c.k.tlsTimeout))
 	c.dmu.Unlock()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.k.mTLSFailed.Add(1)

@@ -177,6 +177,11 @@ func TestListenerProtocolMap(t *testing.T) {
 			}
 		})
 	}
+	t.Run("names compare in upper case", func(t *testing.T) {
+		if _, _, err := buildSecure(t, reg, "configs: {listener.security.protocol.map: \"internal:plaintext\"}\n", "Internal", "plaintext"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("TLS listener without key store", func(t *testing.T) {
 		k, _, err := buildSecure(t, reg, "configs: {listener.security.protocol.map: \"EXTERNAL:SSL,PLAINTEXT:PLAINTEXT\"}\n", "PLAINTEXT", "EXTERNAL")
 		if err != nil {

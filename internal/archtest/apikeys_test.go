@@ -95,8 +95,11 @@ func TestAPIKeyFiles(t *testing.T) {
 			}
 		}
 	}
+	// The kernel serves SaslHandshake and SaslAuthenticate only when the auth module is
+	// a kernel.Authenticator, which the test broker's auth.none is not.
+	withAuthenticator := map[int16]bool{kmsg.SASLHandshake.Int16(): true, kmsg.SASLAuthenticate.Int16(): true}
 	for _, f := range files {
-		if _, ok := advertised[f.key]; !ok {
+		if _, ok := advertised[f.key]; !ok && !withAuthenticator[f.key] {
 			t.Errorf("%s: key %d is not advertised", f.path, f.key)
 		}
 		switch {
