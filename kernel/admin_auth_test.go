@@ -25,11 +25,11 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
-// fakeAuth is an auth module that authenticates (a user → password map) and authorizes
+// adminAuth is an auth module that authenticates (a user → password map) and authorizes
 // (principal → granted cluster operations, nothing else). It also serves an admin
 // route that echoes the request's admin principal, and a PUT route.
-type fakeAuth struct {
-	authn  bool // implements kernel.Authenticator (through fakeAuthn)
+type adminAuth struct {
+	authn  bool // implements kernel.Authenticator (through adminAuthn)
 	users  map[string]string
 	grants map[string][]kernel.Operation
 
@@ -37,7 +37,7 @@ type fakeAuth struct {
 	hosts []string // hosts Authorize was asked about
 }
 
-func (f *fakeAuth) Provision(ctx kernel.Context) error {
+func (f *adminAuth) Provision(ctx kernel.Context) error {
 	ctx.HandleHTTP("GET /v1/whoami", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := kernel.AdminPrincipal(r)
 		fmt.Fprintf(w, "%s %v", p, ok)
@@ -48,7 +48,7 @@ func (f *fakeAuth) Provision(ctx kernel.Context) error {
 	return nil
 }
 
-func (f *fakeAuth) Authorize(_ context.Context, p kernel.Principal, host string, op kernel.Operation, r kernel.Resource) bool {
+func (f *adminAuth) Authorize(_ context.Context, p kernel.Principal, host string, op kernel.Operation, r kernel.Resource) bool {
 	f.mu.Lock()
 	f.hosts = append(f.hosts, host)
 	f.mu.Unlock()
@@ -63,14 +63,14 @@ func (f *fakeAuth) Authorize(_ context.Context, p kernel.Principal, host string,
 	return false
 }
 
-// fakeAuthn is fakeAuth with the Authenticator methods.
-type fakeAuthn struct{ *fakeAuth }
+// adminAuthn is adminAuth with the Authenticator methods.
+type adminAuthn struct{ *adminAuth }
 
-func (fakeAuthn) Mechanisms() []string { return []string{"PLAIN"} }
-func (fakeAuthn) StartSASL(string, *kernel.ConnInfo) (kernel.SASLExchange, error) {
+func (adminAuthn) Mechanisms() []string { return []string{"PLAIN"} }
+func (adminAuthn) StartSASL(string, *kernel.ConnInfo) (kernel.SASLExchange, error) {
 	return nil, errors.New("no SASL here")
 }
-func (f fakeAuthn) CheckPassword(_ context.Context, user, password string) (kernel.Principal, bool) {
+func (f adminAuthn) CheckPassword(_ context.Context, user, password string) (kernel.Principal, bool) {
 	want, ok := f.users[user]
 	if !ok || want != password {
 		return kernel.Principal{}, false
@@ -79,18 +79,18 @@ func (f fakeAuthn) CheckPassword(_ context.Context, user, password string) (kern
 }
 
 var (
-	_ kernel.Authorizer    = (*fakeAuth)(nil)
-	_ kernel.Authenticator = fakeAuthn{}
+	_ kernel.Authorizer    = (*adminAuth)(nil)
+	_ kernel.Authenticator = adminAuthn{}
 )
 
 // adminKernel starts a kernel whose auth module is f (an Authenticator when f.authn),
 // with extra YAML config lines, logging into logs.
-func adminKernel(t *testing.T, f *fakeAuth, extra string, logs io.Writer) *kernel.Kernel {
+func adminKernel(t *testing.T, f *adminAuth, extra string, logs io.Writer) *kernel.Kernel {
 	t.Helper()
 	reg := kernel.NewRegistry()
 	reg.Register(kernel.ModuleInfo{ID: "auth.fake", New: func() kernel.Module {
 		if f.authn {
-			return fakeAuthn{f}
+			return adminAuthn{f}
 		}
 		return f
 	}})
@@ -115,8 +115,8 @@ func adminKernel(t *testing.T, f *fakeAuth, extra string, logs io.Writer) *kerne
 	return k
 }
 
-func newFakeAuth() *fakeAuth {
-	return &fakeAuth{
+func newFakeAuth() *adminAuth {
+	return &adminAuth{
 		authn: true,
 		users: map[string]string{"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw"},
 		grants: map[string][]kernel.Operation{
@@ -275,7 +275,7 @@ func TestAdminRefusesExposedListener(t *testing.T) {
 			reg := kernel.NewRegistry()
 			reg.Register(kernel.ModuleInfo{ID: "auth.fake", New: func() kernel.Module {
 				if f.authn {
-					return fakeAuthn{f}
+					return adminAuthn{f}
 				}
 				return f
 			}})

@@ -214,7 +214,13 @@ func (m twoStep) AsMech() sasl.Mechanism { return m }
 
 func scrape(t *testing.T, k *kernel.Kernel) string {
 	t.Helper()
-	resp, err := http.Get("http://" + k.AdminAddr().String() + "/metrics")
+	// The fake auth module authenticates the admin API too (HTTP Basic).
+	req, err := http.NewRequest(http.MethodGet, "http://"+k.AdminAddr().String()+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("alice", "alice-secret")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
