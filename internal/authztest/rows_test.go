@@ -381,6 +381,26 @@ func rows() []row {
 		codeRow("ConsumerGroupHeartbeat: Describe on each subscribed topic", kmsg.ConsumerGroupHeartbeat, d(topic(describe, topicT)), -1,
 			func(*fixture) kmsg.Request { return cgHeartbeatReq("cg-new") },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode }, taf, groupList),
+		{name: "ConsumerGroupHeartbeat: a regex matches only topics that may be described", key: kmsg.ConsumerGroupHeartbeat,
+			deny: d(topic(describe, topicT2)), maxV: -1,
+			req: func(*fixture) kmsg.Request {
+				r := cgHeartbeatReq("cg-regex").(*kmsg.ConsumerGroupHeartbeatRequest)
+				r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, strp("t2?")
+				return r
+			},
+			verify: func(t *testing.T, f *fixture, resp kmsg.Response) {
+				r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+				wantCode(t, "ConsumerGroupHeartbeat", r.ErrorCode, noErrE)
+				var ids [][16]byte
+				if r.Assignment != nil {
+					for _, tp := range r.Assignment.Topics {
+						ids = append(ids, tp.TopicID)
+					}
+				}
+				if len(ids) != 1 || ids[0] != f.topicID {
+					t.Errorf("regex t2? assigned topics %x, want only %s (%x)", ids, topicT, f.topicID)
+				}
+			}},
 		// DescribeGroups, ListGroups, DeleteGroups, OffsetDelete
 		codeRow("DescribeGroups: Describe on the group", kmsg.DescribeGroups, d(group(describe, groupG)), -1,
 			func(*fixture) kmsg.Request {
