@@ -371,6 +371,22 @@ func rows() []row {
 		codesRow("OffsetFetch: Describe on each topic", kmsg.OffsetFetch, d(topic(describe, topicT)), -1,
 			func(f *fixture) kmsg.Request { return offsetFetchReq(f, groupG) },
 			func(resp kmsg.Response) []int16 { _, p := offsetFetchCodes(resp); return p }, taf, nil),
+		{name: "OffsetFetch: all topics leaves out what may not be described", key: kmsg.OffsetFetch,
+			deny: d(topic(describe, topicT)), maxV: -1,
+			req: func(f *fixture) kmsg.Request {
+				r := offsetFetchReq(f, groupG).(*kmsg.OffsetFetchRequest)
+				r.Topics, r.Groups[0].Topics = nil, nil
+				return r
+			},
+			verify: func(t *testing.T, f *fixture, resp kmsg.Response) {
+				r := resp.(*kmsg.OffsetFetchResponse)
+				wantCode(t, "OffsetFetch", r.Groups[0].ErrorCode, noErrE)
+				for _, tp := range r.Groups[0].Topics {
+					if tp.Topic == topicT || tp.TopicID == f.topicID {
+						t.Errorf("OffsetFetch of all topics shows %s", topicT)
+					}
+				}
+			}},
 		codeRow("OffsetFetch (v7): Describe on the group", kmsg.OffsetFetch, d(group(describe, groupG)), 7,
 			func(f *fixture) kmsg.Request { return offsetFetchReq(f, groupG) },
 			func(resp kmsg.Response) int16 { c, _ := offsetFetchCodes(resp); return c }, gaf, nil),
