@@ -40,6 +40,7 @@ type options struct {
 	config  string
 	dataDir string
 	level   slog.Level
+	modules []kernel.ModuleInfo
 }
 
 // Option changes how a broker is started.
@@ -51,6 +52,12 @@ func WithConfig(yaml string) Option { return func(o *options) { o.config = yaml 
 
 // WithDataDir uses dir as the data dir instead of a fresh temporary one.
 func WithDataDir(dir string) Option { return func(o *options) { o.dataDir = dir } }
+
+// WithModules registers extra modules next to the standard ones (e.g. a test-only
+// auth module the config then selects with `use:`).
+func WithModules(mods ...kernel.ModuleInfo) Option {
+	return func(o *options) { o.modules = append(o.modules, mods...) }
+}
 
 // WithLogLevel sets the broker's log level (default: warn; SLUICE_TEST_DEBUG is not read).
 func WithLogLevel(l slog.Level) Option { return func(o *options) { o.level = l } }
@@ -73,7 +80,7 @@ func Start(t testing.TB, opts ...Option) *Broker {
 
 // newKernel builds, but does not start, a kernel with the standard modules from the
 // YAML config, on dataDir, its first listener on listen and the admin listener on admin.
-func newKernel(t testing.TB, yaml, dataDir, listen, admin string, log *slog.Logger) *kernel.Kernel {
+func newKernel(t testing.TB, yaml, dataDir, listen, admin string, log *slog.Logger, extra ...kernel.ModuleInfo) *kernel.Kernel {
 	t.Helper()
 	cfg, err := kernel.ParseConfig([]byte(yaml))
 	if err != nil {
@@ -87,6 +94,9 @@ func newKernel(t testing.TB, yaml, dataDir, listen, admin string, log *slog.Logg
 	cfg.AdminListen = admin
 	reg := kernel.NewRegistry()
 	standard.Register(reg)
+	for _, mi := range extra {
+		reg.Register(mi)
+	}
 	k, err := kernel.New(cfg, reg, log)
 	if err != nil {
 		t.Fatalf("testbroker: %v", err)
@@ -98,7 +108,7 @@ func (b *Broker) start(t testing.TB, listen, admin string) {
 	t.Helper()
 	b.logw = &tbWriter{t: t}
 	log := slog.New(slog.NewTextHandler(b.logw, &slog.HandlerOptions{Level: b.opts.level}))
-	k := newKernel(t, b.opts.config, b.DataDir, listen, admin, log)
+	k := newKernel(t, b.opts.config, b.DataDir, listen, admin, log, b.opts.modules...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := k.Start(ctx); err != nil {

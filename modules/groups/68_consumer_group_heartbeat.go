@@ -59,5 +59,28 @@ func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.R
 		return fail(e, msg)
 	}
 	client := consumer.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
-	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, m.topicView(), m.now())), nil
+	view := describableTopics{imageTopics: m.topicView(), ctx: ctx, req: req}
+	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, view, m.now())), nil
+}
+
+// describableTopics is the topic view of one heartbeat: regex subscriptions that the
+// heartbeat resolves (again) match only topics its principal may describe, as Kafka
+// 4.0 resolves them with the ACLs of the member whose heartbeat refreshes them
+// (KAFKA-18813). Every other lookup, and the optional views, are imageTopics'.
+type describableTopics struct {
+	imageTopics
+	ctx context.Context
+	req *kernel.Request
+}
+
+// TopicNames lists the topics the principal may describe.
+func (v describableTopics) TopicNames() []string {
+	names := v.imageTopics.TopicNames()
+	out := names[:0]
+	for _, n := range names {
+		if v.req.Allowed(v.ctx, kernel.OpDescribe, kernel.ResTopic, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

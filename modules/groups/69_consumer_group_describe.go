@@ -40,17 +40,51 @@ func (m *Module) handleConsumerGroupDescribe(ctx context.Context, req *kernel.Re
 			default:
 				d = g.consumer.Describe(topics, m.now())
 				d.AuthorizedOperations = -2147483648
+				if !describesTopics(ctx, req, &d) {
+					// As Kafka (KAFKA-18813): a group naming a topic the principal
+					// may not describe is not described at all.
+					d = kmsg.NewConsumerGroupDescribeResponseGroup()
+					d.Group, d.AuthorizedOperations = id, -2147483648
+					d.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					msg := "the group names topics this principal may not describe"
+					d.ErrorMessage = &msg
+				}
 			}
 		}
 		if r.IncludeAuthorizedOperations && d.ErrorCode == 0 {
-			d.AuthorizedOperations = 0
-			for _, op := range groupOps {
-				if req.Allowed(ctx, op, kernel.ResGroup, id) {
-					d.AuthorizedOperations |= 1 << op
-				}
-			}
+			d.AuthorizedOperations = groupAuthorizedOps(ctx, req, id)
 		}
 		resp.Groups = append(resp.Groups, d)
 	}
 	return kernel.Reply(resp), nil
+}
+
+// describesTopics reports whether the principal may describe every topic the described
+// group names: its members' subscriptions, assignments and target assignments.
+func describesTopics(ctx context.Context, req *kernel.Request, d *kmsg.ConsumerGroupDescribeResponseGroup) bool {
+	seen := map[string]bool{}
+	ok := func(topic string) bool {
+		allowed, asked := seen[topic]
+		if !asked {
+			allowed = req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, topic)
+			seen[topic] = allowed
+		}
+		return allowed
+	}
+	for i := range d.Members {
+		mb := &d.Members[i]
+		for _, t := range mb.SubscribedTopics {
+			if !ok(t) {
+				return false
+			}
+		}
+		for _, a := range [2]*kmsg.Assignment{&mb.Assignment, &mb.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				if !ok(tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -13,8 +13,24 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/offsets"
 )
 
-// Group operations DescribeGroups reports as authorized (KIP-430 bit field).
-var groupOps = []kernel.Operation{kernel.OpRead, kernel.OpDelete, kernel.OpDescribe}
+// groupOps are the operations DescribeGroups and ConsumerGroupDescribe report in
+// their authorized-operations bit field (KIP-430): Kafka's supported operations of a
+// group resource.
+func groupOps() []kernel.Operation {
+	return []kernel.Operation{kernel.OpRead, kernel.OpDescribe, kernel.OpDelete, kernel.OpDescribeConfigs, kernel.OpAlterConfigs}
+}
+
+// groupAuthorizedOps is the bit field (bit n = operation n) of groupOps the request's
+// principal may perform on group id.
+func groupAuthorizedOps(ctx context.Context, req *kernel.Request, id string) int32 {
+	var bits int32
+	for _, op := range groupOps() {
+		if req.Allowed(ctx, op, kernel.ResGroup, id) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
 
 func (m *Module) describeGroup(ctx context.Context, req *kernel.Request, r *kmsg.DescribeGroupsRequest, id string) kmsg.DescribeGroupsResponseGroup {
 	d := kmsg.NewDescribeGroupsResponseGroup()
@@ -47,13 +63,8 @@ func (m *Module) describeGroup(ctx context.Context, req *kernel.Request, r *kmsg
 		}
 	}
 	d.AuthorizedOperations = -2147483648
-	if r.IncludeAuthorizedOperations {
-		d.AuthorizedOperations = 0
-		for _, op := range groupOps {
-			if req.Allowed(ctx, op, kernel.ResGroup, id) {
-				d.AuthorizedOperations |= 1 << op
-			}
-		}
+	if r.IncludeAuthorizedOperations && d.ErrorCode == 0 { // as Kafka: not for a failed group
+		d.AuthorizedOperations = groupAuthorizedOps(ctx, req, id)
 	}
 	return d
 }

@@ -81,6 +81,12 @@ func (m *Module) createTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		if !r.ValidateOnly {
 			rt.TopicID = p.ID
 		}
+		if !req.Allowed(ctx, kernel.OpDescribeConfigs, kernel.ResTopic, rt.Topic) {
+			// As Kafka: the topic is created, but its partition count, replication
+			// factor and configs are shown only to who may describe its configs.
+			rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			continue
+		}
 		rt.NumPartitions, rt.ReplicationFactor = int32(len(p.Partitions)), int16(len(p.Partitions[0].Replicas))
 		for _, e := range m.node.describeTopicConfigs(im, p.Configs) {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
@@ -180,10 +186,18 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 			err = opErr(kerr.InvalidRequest, "topic appears more than once in the request")
 		case t == nil && w.Topic == nil:
 			err = opErr(kerr.UnknownTopicID, "")
-		case !req.Allowed(ctx, kernel.OpDelete, kernel.ResTopic, derefOr(rt.Topic, "")):
+		case w.Topic == nil && !mayDeleteTopic(ctx, req, t.Name):
+			// As Kafka: an id is not secret, its name is unless it may be described.
+			if !mayDescribeForDelete(ctx, req, t.Name) {
+				rt.Topic = nil
+			}
+			err = opErr(kerr.TopicAuthorizationFailed, "")
+		case w.Topic != nil && !mayDescribeForDelete(ctx, req, *w.Topic):
 			err = opErr(kerr.TopicAuthorizationFailed, "")
 		case t == nil:
 			err = opErr(kerr.UnknownTopicOrPartition, "")
+		case !mayDeleteTopic(ctx, req, t.Name):
+			err = opErr(kerr.TopicAuthorizationFailed, "")
 		case !settings.DeleteTopicEnable && r.Version >= 3:
 			err = opErr(kerr.TopicDeletionDisabled, "")
 		case !settings.DeleteTopicEnable:

@@ -34,8 +34,26 @@ func topicAuthorizedOps(ctx context.Context, req *kernel.Request, topic string) 
 	return authorizedOps(ctx, req, kernel.ResTopic, topic, topicOps())
 }
 
+// clusterAuthorizedOps is the cluster's bitfield, as Kafka reports it in Metadata and
+// DescribeCluster: 0 unless the principal may describe the cluster.
 func clusterAuthorizedOps(ctx context.Context, req *kernel.Request) int32 {
+	if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResCluster, kernel.ClusterResourceName) {
+		return 0
+	}
 	return authorizedOps(ctx, req, kernel.ResCluster, kernel.ClusterResourceName, clusterOps())
+}
+
+// mayDeleteTopic: DELETE on the cluster or on the topic (KRaft's controller rule).
+func mayDeleteTopic(ctx context.Context, req *kernel.Request, topic string) bool {
+	return req.Allowed(ctx, kernel.OpDelete, kernel.ResCluster, kernel.ClusterResourceName) ||
+		req.Allowed(ctx, kernel.OpDelete, kernel.ResTopic, topic)
+}
+
+// mayDescribeForDelete: DESCRIBE on the topic, or DELETE on the cluster (which lets
+// DeleteTopics see every topic it may delete).
+func mayDescribeForDelete(ctx context.Context, req *kernel.Request, topic string) bool {
+	return req.Allowed(ctx, kernel.OpDelete, kernel.ResCluster, kernel.ClusterResourceName) ||
+		req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, topic)
 }
 
 // mayCreateTopic: CREATE on the cluster or on the topic.

@@ -216,6 +216,10 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		}
 		return &image.AlterBrokerConfigsRecord{Node: key, ConfigChange: change}, nil
 	case kmsg.ConfigResourceTypeBrokerLogger:
+		// As Kafka: who may not alter the cluster's configs learns nothing more.
+		if !req.Allowed(ctx, kernel.OpAlterConfigs, kernel.ResCluster, kernel.ClusterResourceName) {
+			return nil, opErr(kerr.ClusterAuthorizationFailed, "")
+		}
 		return nil, opErr(kerr.InvalidRequest, "altering broker logger levels is not supported")
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return m.planGroupConfigEdit(ctx, req, im, name, ops, replace)

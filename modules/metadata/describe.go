@@ -120,8 +120,12 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 				switch {
 				case rt.TopicID == [16]byte{} || r.Version < 10:
 					add(topicError(rt.Topic, rt.TopicID, kerr.InvalidRequest.Code))
-				case t == nil || !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Name):
+				case t == nil:
 					add(topicError(nil, rt.TopicID, kerr.UnknownTopicID.Code))
+				case !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, t.Name):
+					// As Kafka: a topic id is not secret, so a denied one says so (but
+					// not its name).
+					add(topicError(nil, rt.TopicID, kerr.TopicAuthorizationFailed.Code))
 				default:
 					add(topicMetadata(im, t, listener, r.Version))
 				}

@@ -318,7 +318,8 @@ func TestDeleteTopicsHandler(t *testing.T) {
 			t.Errorf("duplicate: %d", rt.ErrorCode)
 		}
 	}
-	deny := denyAuthorizer{ops: map[kernel.Operation]bool{kernel.OpDelete: true}, topics: map[string]bool{"c": true}}
+	// Delete on the cluster would allow it (Kafka's rule): deny both.
+	deny := denyAuthorizer{ops: map[kernel.Operation]bool{kernel.OpDelete: true}, topics: map[string]bool{"c": true}, cluster: true}
 	old.TopicNames = []string{"c"}
 	if rt := call[*kmsg.DeleteTopicsResponse](t, fc, deny, old).Topics[0]; rt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
 		t.Errorf("denied: %d", rt.ErrorCode)

@@ -19,7 +19,7 @@ func writeTxnMarkersClaim(m *Module) kernel.Claim {
 }
 
 // handleWriteTxnMarkers writes COMMIT/ABORT markers for a transaction coordinator (a
-// broker-to-broker request). As Kafka: CLUSTER_ACTION on the cluster, else every
+// broker-to-broker request). As Kafka: ALTER or CLUSTER_ACTION on the cluster, else every
 // partition answers CLUSTER_AUTHORIZATION_FAILED; a partition missing from metadata
 // answers UNKNOWN_TOPIC_OR_PARTITION, one this node does not lead
 // NOT_LEADER_OR_FOLLOWER; the log's producer checks answer INVALID_PRODUCER_EPOCH (an
@@ -27,7 +27,10 @@ func writeTxnMarkersClaim(m *Module) kernel.Claim {
 // epoch older than the producer's last marker's).
 func (m *Module) handleWriteTxnMarkers(ctx context.Context, req *kernel.Request, r *kmsg.WriteTxnMarkersRequest) (kernel.Response, error) {
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	allowed := req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName)
+	// Alter on the cluster (an admin aborting a hanging transaction, KIP-664) or
+	// ClusterAction (a transaction coordinator).
+	allowed := req.Allowed(ctx, kernel.OpAlter, kernel.ResCluster, kernel.ClusterResourceName) ||
+		req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName)
 	im := m.meta.Image()
 	type slot struct{ mi, ti, pi int }
 	var ws []markerWrite

@@ -43,9 +43,10 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 	validAcks := acks == 0 || acks == 1 || acks == -1
 	// As Kafka: transactional batches need a transactional id the principal may write;
 	// without one the whole request is refused (else any client could store
-	// transactional batches around the transactional-id ACLs).
-	txnDenied := r.TransactionID != nil && !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, *r.TransactionID) ||
-		r.TransactionID == nil && hasTransactionalBatch(r)
+	// transactional batches around the transactional-id ACLs). A request of only
+	// non-transactional batches is not checked against its transactional id.
+	txnDenied := hasTransactionalBatch(r) &&
+		(r.TransactionID == nil || !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, *r.TransactionID))
 	budget := m.MaxProduceRecordsBytes
 	var waits []ackWait
 	failed := false

@@ -334,10 +334,12 @@ func writeMarkersReq(pid int64, epoch int16, coordEpoch int32, commit bool, topi
 }
 
 // denyCluster denies CLUSTER_ACTION.
+// denyCluster denies ClusterAction and Alter on the cluster (either lets
+// WriteTxnMarkers through).
 type denyCluster struct{}
 
 func (denyCluster) Authorize(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, r kernel.Resource) bool {
-	return !(r.Type == kernel.ResCluster && op == kernel.OpClusterAction)
+	return !(r.Type == kernel.ResCluster && (op == kernel.OpClusterAction || op == kernel.OpAlter))
 }
 
 func TestWriteTxnMarkersAPI(t *testing.T) {

@@ -79,13 +79,17 @@ func (m *Module) addPartitionsTxn(ctx context.Context, req *kernel.Request, tx *
 		}
 	}
 	verify := tx.VerifyOnly && req.Version >= 4
+	// As Kafka: v4+ comes from brokers, authorized by CLUSTER_ACTION on the whole
+	// request; only the client form (v0-3) needs WRITE on the transactional id and
+	// on each topic.
+	fromClient := req.Version < 4
 	switch {
-	case !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, tx.TransactionalID):
+	case fromClient && !req.Allowed(ctx, kernel.OpWrite, kernel.ResTransactionalID, tx.TransactionalID):
 		all(kerr.TransactionalIDAuthorizationFailed)
 	case tx.TransactionalID == "":
 		all(kerr.InvalidRequest)
 	default:
-		m.addPartitions(ctx, req, tx, verify, order, codes)
+		m.addPartitions(ctx, req, tx, verify, fromClient, order, codes)
 	}
 	byTopic := map[string]int{}
 	for _, tp := range order {
@@ -104,7 +108,7 @@ func (m *Module) addPartitionsTxn(ctx context.Context, req *kernel.Request, tx *
 	return out
 }
 
-func (m *Module) addPartitions(ctx context.Context, req *kernel.Request, tx *kmsg.AddPartitionsToTxnRequestTransaction, verify bool, order []kernel.TopicPartition, codes map[kernel.TopicPartition]int16) {
+func (m *Module) addPartitions(ctx context.Context, req *kernel.Request, tx *kmsg.AddPartitionsToTxnRequestTransaction, verify, fromClient bool, order []kernel.TopicPartition, codes map[kernel.TopicPartition]int16) {
 	set := func(e *kerr.Error) {
 		for _, tp := range order {
 			codes[tp] = e.Code
@@ -117,7 +121,8 @@ func (m *Module) addPartitions(ctx context.Context, req *kernel.Request, tx *kms
 		for _, tp := range order {
 			ok, seen := allowed[tp.Topic]
 			if !seen {
-				ok = req.Allowed(ctx, kernel.OpWrite, kernel.ResTopic, tp.Topic)
+				// As Kafka: a client may not add an internal topic, whatever its ACLs.
+				ok = !fromClient || !isInternal(im, tp.Topic) && req.Allowed(ctx, kernel.OpWrite, kernel.ResTopic, tp.Topic)
 				allowed[tp.Topic] = ok
 			}
 			switch {
@@ -160,4 +165,11 @@ func (m *Module) addPartitions(ctx context.Context, req *kernel.Request, tx *kms
 	}); e != nil {
 		set(e)
 	}
+}
+
+// isInternal reports whether topic is an internal topic (__consumer_offsets,
+// __transaction_state).
+func isInternal(im *kernel.Image, topic string) bool {
+	t := im.Topic(topic)
+	return t != nil && t.Internal
 }

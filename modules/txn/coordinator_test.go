@@ -964,3 +964,36 @@ func TestDescribeShowsUnmarkedPartitions(t *testing.T) {
 		t.Fatalf("complete: %+v", d.Topics)
 	}
 }
+
+// byTypeAuthz denies everything but answers "Write on some topic" with anyTopic.
+type byTypeAuthz struct{ anyTopic bool }
+
+func (byTypeAuthz) Authorize(context.Context, kernel.Principal, string, kernel.Operation, kernel.Resource) bool {
+	return false
+}
+
+func (a byTypeAuthz) AuthorizeByResourceType(_ context.Context, _ kernel.Principal, _ string, op kernel.Operation, typ kernel.ResourceType) bool {
+	return a.anyTopic && op == kernel.OpWrite && typ == kernel.ResTopic
+}
+
+// TestIdempotentInitByResourceType: without IDEMPOTENT_WRITE on the cluster, an
+// idempotent InitProducerId is allowed exactly when the authorizer says the principal
+// may write some topic (Kafka 3.0+).
+func TestIdempotentInitByResourceType(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		anyTopic bool
+		want     int16
+	}{{true, 0}, {false, kerr.ClusterAuthorizationFailed.Code}} {
+		r := e.req(kmsg.NewPtrInitProducerIDRequest(), 4)
+		r.Authorizer = byTypeAuthz{anyTopic: tc.anyTopic}
+		resp, err := kernel.Typed(e.m.handleInitProducerID)(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ir := resp.Msg.(*kmsg.InitProducerIDResponse)
+		if ir.ErrorCode != tc.want || (tc.want == 0) != (ir.ProducerID >= 0) {
+			t.Errorf("write on some topic %v: code %d, producer id %d; want code %d", tc.anyTopic, ir.ErrorCode, ir.ProducerID, tc.want)
+		}
+	}
+}
