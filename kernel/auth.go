@@ -73,6 +73,14 @@ type Authorizer interface {
 	Authorize(ctx context.Context, p Principal, host string, op Operation, r Resource) bool
 }
 
+// ResourceTypeAuthorizer is an optional interface of an Authorizer: whether the
+// principal may perform op on at least one resource of the type (Kafka's
+// Authorizer.authorizeByResourceType: some allowing binding that no deny binding
+// covers wholly). An idempotent InitProducerId asks it for Write on any topic.
+type ResourceTypeAuthorizer interface {
+	AuthorizeByResourceType(ctx context.Context, p Principal, host string, op Operation, typ ResourceType) bool
+}
+
 // AllowAll is the authorizer used when no auth module is configured.
 type AllowAll struct{}
 

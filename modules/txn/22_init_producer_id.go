@@ -73,22 +73,14 @@ func (m *Module) initProducerID(ctx context.Context, req *kernel.Request, r *kms
 	return pid, epoch, e
 }
 
-// ResourceTypeAuthorizer is an optional interface of a kernel.Authorizer: whether the
-// principal may perform op on at least one resource of the type (Kafka's
-// Authorizer.authorizeByResourceType: some allowing binding that no deny binding
-// covers wholly).
-type ResourceTypeAuthorizer interface {
-	AuthorizeByResourceType(ctx context.Context, p kernel.Principal, host string, op kernel.Operation, typ kernel.ResourceType) bool
-}
-
 // mayWriteIdempotently is Kafka's rule for an idempotent InitProducerId (since 2.8,
 // KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on any topic. An authorizer
-// that cannot answer "any topic" (no ResourceTypeAuthorizer) is asked only for
+// that cannot answer "any topic" (no kernel.ResourceTypeAuthorizer) is asked only for
 // IDEMPOTENT_WRITE on the cluster.
 func mayWriteIdempotently(ctx context.Context, req *kernel.Request) bool {
 	if req.Allowed(ctx, kernel.OpIdempotentWrite, kernel.ResCluster, kernel.ClusterResourceName) {
 		return true
 	}
-	a, ok := req.Authorizer.(ResourceTypeAuthorizer)
+	a, ok := req.Authorizer.(kernel.ResourceTypeAuthorizer)
 	return ok && a.AuthorizeByResourceType(ctx, req.Conn.Principal, req.Conn.Host(), kernel.OpWrite, kernel.ResTopic)
 }
