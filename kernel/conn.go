@@ -478,8 +478,54 @@ func (c *conn) writeBody(h header, flexible bool, body *Body) error {
 	}
 	hdr := appendResponseHeader(make([]byte, 0, 9), h.correlation, flexible && h.key != kmsg.ApiVersions.Int16())
 	setFrameSize(hdr, int64(len(hdr)-4)+body.Size())
-	return writeChunks(c.nc, hdr, body.Chunks, c.renewWriteDeadline, &c.k.inline)
+	if _, ok := c.nc.(*tls.Conn); !ok {
+		return writeChunks(c.nc, hdr, body.Chunks, c.renewWriteDeadline, &c.k.inline)
+	}
+	// Under TLS there is no sendfile, and every Write is at least one TLS record and
+	// one syscall: a fetch of many partitions would go out as a record per chunk. The
+	// chunks are gathered into tlsWriteBuffer-sized writes instead, and file ranges
+	// are read straight into the buffer (bufio.Writer.ReadFrom), with no copy buffer
+	// per range.
+	bw := c.k.tlsBufs.get(c.nc)
+	defer c.k.tlsBufs.put(bw)
+	if err := writeChunks(bufferedConn{Conn: c.nc, w: bw}, hdr, body.Chunks, c.renewWriteDeadline, &c.k.inline); err != nil {
+		return err
+	}
+	c.renewWriteDeadline()
+	return bw.Flush()
 }
+
+// tlsWriteBuffer is the size of the writes of a chunked response under TLS: four
+// full TLS records.
+const tlsWriteBuffer = 64 << 10
+
+// bufWriterPool lends the buffers of chunked responses under TLS (one per Kernel; the
+// zero value is ready).
+type bufWriterPool struct{ p sync.Pool }
+
+func (bp *bufWriterPool) get(w io.Writer) *bufio.Writer {
+	if bw, ok := bp.p.Get().(*bufio.Writer); ok {
+		bw.Reset(w)
+		return bw
+	}
+	return bufio.NewWriterSize(w, tlsWriteBuffer)
+}
+
+func (bp *bufWriterPool) put(bw *bufio.Writer) {
+	bw.Reset(nil) // drop the connection (and anything unflushed after an error)
+	bp.p.Put(bw)
+}
+
+// bufferedConn is a connection whose writes go through w.
+type bufferedConn struct {
+	net.Conn
+	w *bufio.Writer
+}
+
+func (b bufferedConn) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// ReadFrom lets io.Copy of a file range read into the buffer directly.
+func (b bufferedConn) ReadFrom(r io.Reader) (int64, error) { return b.w.ReadFrom(r) }
 
 // logRejected logs a refused handshake or authentication, rate limited (a scanner or a
 // misconfigured client fleet must not flood the log).

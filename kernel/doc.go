@@ -78,6 +78,10 @@
 // error. Handshakes pick up changed key and trust store files by themselves (tlsconf
 // checks them at most once per second).
 //
+// Zero-copy is lost under TLS (as in Kafka): a chunked response on a TLS connection is
+// gathered into 64 KiB writes, file ranges read straight into a pooled buffer, so a
+// fetch of many partitions costs a few TLS records, not one per chunk.
+//
 // SASL is split: the kernel owns each connection's SASL state (sasl.go draws the
 // machine) and serves SaslHandshake and SaslAuthenticate itself (17_sasl_handshake.go,
 // 36_sasl_authenticate.go, claimed only when the auth module is an Authenticator; a

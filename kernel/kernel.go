@@ -39,6 +39,8 @@ type Kernel struct {
 	metric *Metrics
 	frames framePool  // reused Produce request buffers (framepool.go)
 	inline inlinePool // buffers for small file ranges in responses (sendfile.go)
+	// tlsBufs: write buffers of chunked responses on TLS connections (conn.go)
+	tlsBufs bufWriterPool
 
 	sections map[string]moduleSection
 

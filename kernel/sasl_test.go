@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -169,7 +170,7 @@ func plainMech(user, pass string) kgo.Opt {
 func TestSASLPlain(t *testing.T) {
 	var fa *fakeAuth
 	p := newPKI(t)
-	yaml := strings.Replace(p.yaml(), "modules: {who: {use: ami}}", strings.TrimSpace(saslYAML), 1)
+	yaml := strings.Replace(p.yaml("ssl.client.auth: requested"), "modules: {who: {use: ami}}", strings.TrimSpace(saslYAML), 1)
 	b := startSecure(t, saslRegistry(&fa), yaml, "SASL_PLAINTEXT", "SASL_SSL", "PLAINTEXT")
 
 	who, msg, err := whoami(t, b.addr(t, "SASL_PLAINTEXT"), plainMech("alice", "alice-secret"))
@@ -179,6 +180,12 @@ func TestSASLPlain(t *testing.T) {
 	who, msg, err = whoami(t, b.addr(t, "SASL_SSL"), plainMech("bob", "bob-secret"), kgo.DialTLSConfig(p.clientTLS(t, nil)))
 	if err != nil || who != "User:bob" || msg != "SASL_SSL tls" {
 		t.Fatalf("SASL_SSL: %q %q %v", who, msg, err)
+	}
+	// On SASL_SSL the principal is SASL's, even with a verified client certificate.
+	carol := p.ca.Client(t, pkix.Name{CommonName: "carol"})
+	who, msg, err = whoami(t, b.addr(t, "SASL_SSL"), plainMech("alice", "alice-secret"), kgo.DialTLSConfig(p.clientTLS(t, carol)))
+	if err != nil || who != "User:alice" || msg != "SASL_SSL tls" {
+		t.Fatalf("SASL_SSL with a client certificate: %q %q %v", who, msg, err)
 	}
 	who, _, err = whoami(t, b.addr(t, "SASL_PLAINTEXT"), kgo.SASL(twoStep{"bob", "bob-secret"}.AsMech()))
 	if err != nil || who != "User:bob" {
@@ -202,7 +209,7 @@ func TestSASLPlain(t *testing.T) {
 		t.Fatalf("two-step wrong password: %v", err)
 	}
 	metrics := scrape(t, b.k)
-	for _, want := range []string{`sluice_sasl_authentications_total{result="success"} 3`, `sluice_sasl_authentications_total{result="failure"} 2`} {
+	for _, want := range []string{`sluice_sasl_authentications_total{result="success"} 4`, `sluice_sasl_authentications_total{result="failure"} 2`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -182,6 +182,18 @@ func TestListenerProtocolMap(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("bad principal mapping rules", func(t *testing.T) {
+		p := newPKI(t)
+		k, _, err := buildSecure(t, reg, p.yaml(`ssl.principal.mapping.rules: "RULE:^CN=(.*$/$1/"`), "SSL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = k.Start(context.Background())
+		defer k.Shutdown(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "ssl.principal.mapping.rules") {
+			t.Fatalf("start: %v", err)
+		}
+	})
 	t.Run("TLS listener without key store", func(t *testing.T) {
 		k, _, err := buildSecure(t, reg, "configs: {listener.security.protocol.map: \"EXTERNAL:SSL,PLAINTEXT:PLAINTEXT\"}\n", "PLAINTEXT", "EXTERNAL")
 		if err != nil {

@@ -36,7 +36,7 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 	return a.(*net.TCPConn), b.(*net.TCPConn)
 }
 
-func tempFile(t *testing.T, data []byte) *os.File {
+func tempFile(t testing.TB, data []byte) *os.File {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, data, 0o644); err != nil {

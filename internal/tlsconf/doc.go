@@ -22,6 +22,10 @@
 //   - trust store: ssl.truststore.location or inline ssl.truststore.certificates, one or
 //     more CERTIFICATE blocks. Without one, the system roots verify peers.
 //
+// Inline values may have lost their line breaks, as a server.properties value written
+// with line continuations does ("-----BEGIN CERTIFICATE-----MIIB...-----END
+// CERTIFICATE-----"); Kafka reads those, and so does New.
+//
 // ssl.client.auth none/requested/required maps to tls.NoClientCert,
 // VerifyClientCertIfGiven and RequireAndVerifyClientCert. ssl.enabled.protocols takes
 // TLSv1.2 and TLSv1.3 (older versions are refused); the cipher suites are Go's

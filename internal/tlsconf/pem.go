@@ -17,10 +17,34 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"regexp"
+	"strings"
 )
 
 // ErrKeyPassword: ssl.key.password is missing or does not decrypt the key.
 var ErrKeyPassword = errors.New("ssl.key.password does not decrypt the private key")
+
+// pemBlock is one armoured block with its lines run together.
+var pemBlock = regexp.MustCompile(`(?s)-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END ([A-Z0-9 ]+)-----`)
+
+// inlinePEM returns an inline PEM config value ready for pem.Decode. A value pasted
+// from a server.properties file written with line continuations has lost its line
+// breaks ("-----BEGIN CERTIFICATE-----MIIB...-----END CERTIFICATE-----"), which Kafka
+// accepts; such a value gets its armour lines back.
+func inlinePEM(v string) []byte {
+	if blk, _ := pem.Decode([]byte(v)); blk != nil {
+		return []byte(v)
+	}
+	var out []byte
+	for _, m := range pemBlock.FindAllStringSubmatch(v, -1) {
+		body := strings.Join(strings.Fields(m[2]), "")
+		out = fmt.Appendf(out, "-----BEGIN %s-----\n%s\n-----END %s-----\n", m[1], body, m[3])
+	}
+	if out == nil {
+		return []byte(v)
+	}
+	return out
+}
 
 // parseKeyStore reads a PEM key store: one private key block and the certificate
 // chain, leaf first, in any order relative to each other.

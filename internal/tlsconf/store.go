@@ -107,7 +107,7 @@ func New(configs map[string]string, log *slog.Logger) (*Store, error) {
 	case (ik == "") != (ic == ""):
 		return nil, errors.New("ssl.keystore.key and ssl.keystore.certificate.chain go together; one is missing")
 	case ik != "":
-		s.inlineKey = []byte(ik + "\n" + ic)
+		s.inlineKey = append(append(inlinePEM(ik), '\n'), inlinePEM(ic)...)
 	}
 	s.hasKey = s.keyFile != "" || s.inlineKey != nil
 
@@ -117,7 +117,7 @@ func New(configs map[string]string, log *slog.Logger) (*Store, error) {
 		return nil, errors.New("ssl.truststore.location and ssl.truststore.certificates are both set; choose one")
 	}
 	if it != "" {
-		s.inlineTrust = []byte(it)
+		s.inlineTrust = inlinePEM(it)
 	}
 	m, err := s.load(nil)
 	if err != nil {

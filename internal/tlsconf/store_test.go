@@ -236,6 +236,26 @@ func encryptPKCS8(t *testing.T, der []byte, password string) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: out})
 }
 
+// Inline PEM values that lost their line breaks (a server.properties value written
+// with line continuations) are read as Kafka reads them.
+func TestInlinePEMOnOneLine(t *testing.T) {
+	ca := tlstest.NewCA(t, "ca")
+	p := ca.Server(t, "b")
+	oneLine := func(b []byte) string { return strings.ReplaceAll(string(b), "\n", "") }
+	key, chain := oneLine(p.KeyPEM), oneLine(p.CertPEM)
+	if strings.Contains(key, "\n") || !strings.HasPrefix(key, "-----BEGIN PRIVATE KEY-----MI") {
+		t.Fatalf("test value %q", key[:40])
+	}
+	st, err := tlsconf.New(map[string]string{"ssl.keystore.key": key, "ssl.keystore.certificate.chain": chain,
+		"ssl.truststore.certificates": oneLine(ca.PEM)}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Certificate().Leaf.Equal(p.Cert) || len(st.Certificate().Certificate) != 2 {
+		t.Fatal("wrong key pair")
+	}
+}
+
 func TestEncryptedKey(t *testing.T) {
 	ca := tlstest.NewCA(t, "ca")
 	p := ca.Server(t, "b")
