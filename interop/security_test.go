@@ -284,3 +284,33 @@ func runExit(t *testing.T, timeout time.Duration, stdin, name string, args ...st
 	}
 	return stdout.String(), stderr.String(), err
 }
+
+// TestFranzSCRAMSuite runs franz-go's own SCRAM tests (pkg/kgo TestSCRAMAuth and
+// TestSCRAMAuthBadCredentials, from the module cache) against a broker with a PLAINTEXT
+// listener for their setup and a SASL_PLAINTEXT one for the logins.
+func TestFranzSCRAMSuite(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		need(t, "the go command is not on PATH")
+	}
+	saslAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	b := startBrokerConfig(t, fmt.Sprintf(`
+listeners:
+  - {name: PLAINTEXT, address: 127.0.0.1:0}
+  - {name: SASL_PLAINTEXT, address: %s}
+configs:
+  sasl.enabled.mechanisms: "SCRAM-SHA-256,SCRAM-SHA-512"
+  super.users: "User:admin;User:ANONYMOUS"
+modules:
+  auth: {use: acl, users: [{name: admin, password: %s}]}
+`, saslAddr, secAdminPass))
+	out := runCmd(t, runOpts{timeout: 5 * time.Minute, env: []string{
+		"KGO_SEEDS=" + b.addr, "KGO_TEST_SCRAM=admin:" + secAdminPass, "KGO_TEST_SCRAM_SEEDS=" + saslAddr,
+	}}, goBin, "test", "-count=1", "-run", "^TestSCRAMAuth", "-v", "github.com/twmb/franz-go/pkg/kgo")
+	t.Logf("franz-go's SCRAM tests:\n%s", tail(out, 20))
+	for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials"} {
+		if !strings.Contains(out, "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass", name)
+		}
+	}
+}
