@@ -26,7 +26,8 @@ func header(r *kgo.Record, key string) (string, bool) {
 // produced over a real socket with the connection's principal (ANONYMOUS: this
 // listener does not authenticate) and the client id kgo sent, replacing a forged
 // header; deployed in derived mode on the same topic it sees no source and stamps
-// empty values.
+// empty values. Then the seam is called directly with a principal the kernel of this
+// branch cannot authenticate yet (SASL is elsewhere).
 func TestStampProducer(t *testing.T) {
 	b := testbroker.Start(t)
 	createTopic(t, b, "events", 1)
@@ -68,23 +69,22 @@ func TestStampProducer(t *testing.T) {
 			t.Errorf("derived record %q: principal %q, client id %q", r.Value, p, c)
 		}
 	}
+	checkSeamSource(t, b, "events")
 }
 
-// TestTransformProduceSource calls the seam directly with a principal the kernel of
-// this branch cannot authenticate yet (SASL is elsewhere): the transform sees it.
-func TestTransformProduceSource(t *testing.T) {
-	b := testbroker.Start(t)
-	createTopic(t, b, "orders", 1)
-	mustDeploy(t, b, "stamp", "stamp-producer", url.Values{"input": {"orders"}})
+// checkSeamSource calls TransformProduce of b's transforms module for topic, whose
+// inline transform is stamp-producer, with chosen sources: the transform sees them.
+func checkSeamSource(t *testing.T, b *testbroker.Broker, topic string) {
+	t.Helper()
 	pt, ok := b.Kernel.Module("transforms").(kernel.ProduceTransformer)
-	if !ok || !pt.Bound("orders") {
-		t.Fatal("the transforms module is not a ProduceTransformer bound to orders")
+	if !ok || !pt.Bound(topic) {
+		t.Fatalf("the transforms module is not a ProduceTransformer bound to %s", topic)
 	}
 	in := recordbatch.Build(recordbatch.Options{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
 		recordbatch.Record{Value: []byte("a")}, recordbatch.Record{Value: []byte("b"), TimestampDelta: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tp := kernel.TopicPartition{Topic: "orders"}
+	tp := kernel.TopicPartition{Topic: topic}
 	for _, tc := range []struct {
 		src                       kernel.ProduceSource
 		wantPrincipal, wantClient string
