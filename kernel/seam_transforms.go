@@ -24,8 +24,20 @@ type ProduceTransformer interface {
 	// (leader epoch, LogAppendTime): the transformer must not reuse it. records is
 	// the produce request's buffer, which the kernel reuses once the request is
 	// answered: nothing (no goroutine left running on a timeout either) may read it
-	// after TransformProduce returns.
-	TransformProduce(ctx context.Context, tp TopicPartition, records []byte) ([]byte, error)
+	// after TransformProduce returns. src is who produced records: the principal and
+	// client id of the Produce request that carried them.
+	TransformProduce(ctx context.Context, tp TopicPartition, src ProduceSource, records []byte) ([]byte, error)
+}
+
+// ProduceSource is who produced a batch, as a transform sees it: the principal the
+// connection acts as when the Produce request is served (Anonymous without
+// authentication) and the request's client id ("" when the client sent none). Kafka
+// bounds a client id to 32767 bytes; principal names come from the auth module. The
+// zero ProduceSource means "not known": derived transforms read stored records,
+// whose producer the log does not keep, and see it.
+type ProduceSource struct {
+	Principal Principal
+	ClientID  string
 }
 
 // TransformHook is implemented by the replication module: the transforms module finds

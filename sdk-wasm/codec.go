@@ -399,3 +399,35 @@ func (in *interner) get(b []byte) string {
 	}
 	return s
 }
+
+// Source encoding (ABI.md, batch_source): three fields, each a u16
+// little-endian length and that many bytes: principal type, principal name,
+// client id. A later minor version may append fields; bytes after the three
+// are ignored.
+const (
+	// minSourceSize is the encoding of three empty fields; a -len from
+	// batch_source is at most -minSourceSize, below every errno.
+	minSourceSize = 6
+	// maxSourceSize bounds the encoding of the three fields.
+	maxSourceSize = 3 * (2 + 0xFFFF)
+	// initialSourceSize fits the usual principal and client id.
+	initialSourceSize = 256
+)
+
+// decodeSource decodes the source encoding.
+func decodeSource(p []byte) (Source, error) {
+	var f [3]string
+	for i := range f {
+		if len(p) < 2 {
+			return Source{}, errShort
+		}
+		n := int(binary.LittleEndian.Uint16(p))
+		p = p[2:]
+		if n > len(p) {
+			return Source{}, errShort
+		}
+		f[i] = string(p[:n])
+		p = p[n:]
+	}
+	return Source{PrincipalType: f[0], PrincipalName: f[1], ClientID: f[2]}, nil
+}

@@ -47,6 +47,23 @@
 // its records. A panic traps the module, which fails the batch too and ends
 // the instance.
 //
+// # Who produced
+//
+// Record.Source and Batch.Source tell an inline transform who produced the
+// batch: the producer's principal and the client id of its Produce request.
+// This one stamps them into a header, so consumers can trust where a record
+// came from (examples/transforms/stamp-producer does the same, and replaces
+// headers of that name the client set):
+//
+//	sdk.OnRecord(func(r sdk.Record, w sdk.Writer) error {
+//		src := r.Source() // e.g. User:alice, or User:ANONYMOUS
+//		r.Headers = append(r.Headers, sdk.Header{Key: "producer", Value: []byte(src.Principal())})
+//		return w.Write(r)
+//	})
+//
+// Derived transforms read stored records, whose producer is not known: they
+// get the zero Source. Test such a function natively with Record.WithSource.
+//
 // # Sandbox
 //
 // A transform has no filesystem or network, and its clock and random numbers

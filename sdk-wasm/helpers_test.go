@@ -185,6 +185,12 @@ type fakeHost struct {
 	nextCalls int
 	bufSizes  []int // len(buf) of each next_batch call
 
+	// sources[i] is batch i's source (the zero Source past the end);
+	// sourceRC, if not 0, is what batch_source returns instead.
+	sources        []Source
+	sourceRC       int32
+	sourceBufSizes []int // len(buf) of each batch_source call
+
 	results []batchResult // one per batch served
 }
 
@@ -236,6 +242,25 @@ func (h *fakeHost) fail(msg []byte) {
 	h.results[h.cur].fails = append(h.results[h.cur].fails, string(msg))
 }
 
+func (h *fakeHost) batchSource(buf []byte) int32 {
+	h.sourceBufSizes = append(h.sourceBufSizes, len(buf))
+	if h.cur < 0 || h.cur >= len(h.batches) {
+		return -4
+	}
+	if h.sourceRC != 0 {
+		return h.sourceRC
+	}
+	var s Source
+	if h.cur < len(h.sources) {
+		s = h.sources[h.cur]
+	}
+	enc := appendSource(nil, s)
+	if len(buf) < len(enc) {
+		return -int32(len(enc))
+	}
+	return int32(copy(buf, enc))
+}
+
 // outputs decodes everything emitted for batch i.
 func (h *fakeHost) outputs(t *testing.T, i int) []outRecord {
 	t.Helper()
@@ -251,3 +276,14 @@ func (h *fakeHost) outputs(t *testing.T, i int) []outRecord {
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// appendSource appends the source encoding of s (fields longer than 65535
+// bytes are cut: the host refuses such sources, and tests build them).
+func appendSource(b []byte, s Source) []byte {
+	for _, f := range [...]string{s.PrincipalType, s.PrincipalName, s.ClientID} {
+		f = f[:min(len(f), 0xFFFF)]
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}

@@ -17,3 +17,4 @@ func (nativeHost) checkABI(int32) int32           { panic(nativeMsg) }
 func (nativeHost) nextBatch([]byte) (int32, bool) { panic(nativeMsg) }
 func (nativeHost) emit([]byte) int32              { panic(nativeMsg) }
 func (nativeHost) fail([]byte)                    { panic(nativeMsg) }
+func (nativeHost) batchSource([]byte) int32       { panic(nativeMsg) }

@@ -21,6 +21,12 @@ func abiEmit(buf unsafe.Pointer, length int32) int32
 //go:wasmimport sluice_transform_v1 fail
 func abiFail(msg unsafe.Pointer, length int32)
 
+// batch_source is minor version 2 of the ABI: a module imports it only if
+// the transform calls Source (see batchSource).
+//
+//go:wasmimport sluice_transform_v1 batch_source
+func abiBatchSource(buf unsafe.Pointer, capacity int32) int32
+
 type wasmHost struct{}
 
 func defaultHost() host { return wasmHost{} }
@@ -42,4 +48,10 @@ func (wasmHost) emit(buf []byte) int32 {
 func (wasmHost) fail(msg []byte) {
 	abiFail(unsafe.Pointer(unsafe.SliceData(msg)), int32(len(msg)))
 	runtime.KeepAlive(msg)
+}
+
+func (wasmHost) batchSource(buf []byte) int32 {
+	n := abiBatchSource(unsafe.Pointer(unsafe.SliceData(buf)), int32(len(buf)))
+	runtime.KeepAlive(buf)
+	return n
 }

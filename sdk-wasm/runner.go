@@ -23,6 +23,9 @@ type host interface {
 	emit(buf []byte) int32
 	// fail is fail.
 	fail(msg []byte)
+	// batchSource is batch_source into buf: the source's length, -len if
+	// buf is too small, or a negative errno.
+	batchSource(buf []byte) int32
 }
 
 const (
@@ -37,6 +40,7 @@ type runner struct {
 	in  []byte
 	dec decoder
 	w   writer
+	src batchSource // the current batch's, fetched on first use
 }
 
 func newRunner(h host) *runner {
@@ -45,6 +49,7 @@ func newRunner(h host) *runner {
 	}
 	r := &runner{h: h, in: make([]byte, initialInputSize)}
 	r.w.outputs = numOutputs()
+	r.src.h = h
 	return r
 }
 
@@ -65,6 +70,11 @@ func (r *runner) step(fn func(*Batch, *writer) error) bool {
 	if err != nil {
 		r.fail("sluice sdk: malformed input batch: " + err.Error())
 		return true
+	}
+	r.src.reset()
+	b.src = &r.src
+	for i := range b.Records {
+		b.Records[i].src = &r.src
 	}
 	r.w.reset(b)
 	if err := fn(b, &r.w); err != nil {
@@ -175,4 +185,64 @@ func (w *writer) WriteTo(output int, r Record) error {
 	out, err := appendOutput(w.out, output, &r, ts.UnixMilli()-w.baseTS)
 	w.out = out
 	return err
+}
+
+// batchSource is the source of the batch being served, asked of the host on
+// the first Source call of each batch (so a transform that never asks does not
+// link batch_source in), or a fixed value (WithSource). A nil *batchSource is
+// the zero Source.
+type batchSource struct {
+	h      host // nil: fixed
+	buf    []byte
+	loaded bool
+	val    Source
+}
+
+func fixedSource(s Source) *batchSource { return &batchSource{loaded: true, val: s} }
+
+func (s *batchSource) reset() {
+	s.loaded = false
+	s.val = Source{}
+}
+
+func (s *batchSource) get() Source {
+	if s == nil {
+		return Source{}
+	}
+	if !s.loaded && s.h != nil {
+		s.val = s.fetch()
+		s.loaded = true
+	}
+	return s.val
+}
+
+// fetch calls batch_source, growing the buffer when the host asks for it. The
+// host's errors (outside a batch, a field too large) cannot happen inside a
+// callback on a conforming broker: they panic, which fails the batch.
+func (s *batchSource) fetch() Source {
+	if s.buf == nil {
+		s.buf = make([]byte, initialSourceSize)
+	}
+	for {
+		n := s.h.batchSource(s.buf)
+		switch {
+		case n >= 0:
+			if int(n) > len(s.buf) {
+				panic(fmt.Sprintf("sluice sdk: batch_source returned %d for a %d-byte buffer", n, len(s.buf)))
+			}
+			src, err := decodeSource(s.buf[:n])
+			if err != nil {
+				panic("sluice sdk: batch_source: " + err.Error())
+			}
+			return src
+		case n <= -minSourceSize:
+			need := -int64(n)
+			if need <= int64(len(s.buf)) || need > maxSourceSize {
+				panic(fmt.Sprintf("sluice sdk: batch_source asked for %d bytes with a %d-byte buffer", need, len(s.buf)))
+			}
+			s.buf = make([]byte, need)
+		default:
+			panic(fmt.Sprintf("sluice sdk: batch_source failed (%d)", n))
+		}
+	}
 }

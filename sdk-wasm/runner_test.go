@@ -277,8 +277,9 @@ func (h *loopHost) nextBatch(buf []byte) (int32, bool) {
 	}
 	return int32(copy(buf, h.batch)), true
 }
-func (h *loopHost) emit(buf []byte) int32 { h.emitted += len(buf); return 0 }
-func (*loopHost) fail([]byte)             { panic("fail") }
+func (h *loopHost) emit(buf []byte) int32  { h.emitted += len(buf); return 0 }
+func (*loopHost) fail([]byte)              { panic("fail") }
+func (*loopHost) batchSource([]byte) int32 { panic("batch_source") }
 
 // TestNoAllocations checks that, once warm, the loop allocates nothing per
 // batch for a transform that passes records through or rewrites their values.

@@ -31,6 +31,21 @@ type Record struct {
 	// Offset is the record's offset in derived mode, and -1 in inline mode
 	// (the record is not appended yet). Ignored in written records.
 	Offset int64
+
+	src *batchSource // see Source
+}
+
+// Source returns who produced the record's batch (see Source); the zero
+// Source for a record the SDK did not pass in (unless set with WithSource).
+// Valid only during the callback, like the record. A written record's
+// source is ignored: output records carry no producer.
+func (r Record) Source() Source { return r.src.get() }
+
+// WithSource returns a copy of r whose Source is s: for tests of a transform
+// function that reads it, outside the broker.
+func (r Record) WithSource(s Source) Record {
+	r.src = fixedSource(s)
+	return r
 }
 
 // Batch is one input batch: the records of one produce request for one
@@ -54,6 +69,51 @@ type Batch struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
+
+	src *batchSource
+}
+
+// Source returns who produced the batch (see Source). Valid only during the
+// callback, like the batch.
+func (b *Batch) Source() Source { return b.src.get() }
+
+// WithSource sets the Source of b and of its Records to s and returns b: for
+// tests of a batch function that reads it, outside the broker.
+func (b *Batch) WithSource(s Source) *Batch {
+	b.src = fixedSource(s)
+	for i := range b.Records {
+		b.Records[i].src = b.src
+	}
+	return b
+}
+
+// Source is who produced a batch: the principal the producer authenticated as
+// and the client id it sent with the Produce request (ABI.md, batch_source).
+//
+// Inline transforms see the producer of every batch: PrincipalType "User"
+// and PrincipalName "ANONYMOUS" for a client that did not authenticate, its
+// user name (or mapped certificate name) for one that did. Derived
+// transforms read records already stored, whose producer is not known: they
+// see the zero Source.
+//
+// The SDK asks the broker the first time Source is called for a batch, so a
+// transform that never calls it does not import batch_source and also runs
+// on brokers older than the function.
+type Source struct {
+	PrincipalType string // "User"; "" when unknown
+	PrincipalName string // "alice", "ANONYMOUS"; "" when unknown
+	// ClientID is the Produce request's client id ("" if the client sent
+	// none, or unknown).
+	ClientID string
+}
+
+// Principal returns the principal in Kafka's form, "User:alice", or "" when
+// it is unknown (derived mode).
+func (s Source) Principal() string {
+	if s.PrincipalType == "" && s.PrincipalName == "" {
+		return ""
+	}
+	return s.PrincipalType + ":" + s.PrincipalName
 }
 
 // Inline reports whether the batch comes from an inline transform (records

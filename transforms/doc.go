@@ -62,6 +62,16 @@
 // (extension namespace "transforms.pos", at most once a second, and on stop); a crash
 // between an append and the position write repeats those records.
 //
+// # Who produced
+//
+// TransformProduce gets the kernel.ProduceSource of the request (the principal of its
+// connection, Anonymous without authentication, and its client id) and hands it to
+// every batch of that request (wasm.Batch.Source). Guests read it with batch_source
+// (sdk-wasm/ABI.md; Record.Source in the Go SDK) or Redpanda's read_batch_metadata
+// (keys principal_name, principal_type, client_id). Derived workers read stored
+// batches, whose producer the log does not keep: their batches have the zero source,
+// which guests see as empty fields. Dead-letter records do not carry the source.
+//
 // # Deployments
 //
 // A deployment (deploy.go: settings, the sha256 and the zstd-compressed binary) is a

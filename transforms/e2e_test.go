@@ -30,6 +30,7 @@ var modules = map[string]string{
 	"redact-json":        "../examples/transforms/redact-json",
 	"filter-by-header":   "../examples/transforms/filter-by-header",
 	"route-by-key":       "../examples/transforms/route-by-key",
+	"stamp-producer":     "../examples/transforms/stamp-producer",
 	"redpanda-uppercase": "../examples/transforms/redpanda-uppercase",
 	"identity":           "./wasm/testdata/guests/identity",
 	"sdk-identity":       "../examples/transforms/identity",

@@ -250,7 +250,7 @@ func (m *Module) Bound(topic string) bool {
 }
 
 // TransformProduce implements kernel.ProduceTransformer.
-func (m *Module) TransformProduce(ctx context.Context, tp kernel.TopicPartition, records []byte) ([]byte, error) {
+func (m *Module) TransformProduce(ctx context.Context, tp kernel.TopicPartition, src kernel.ProduceSource, records []byte) ([]byte, error) {
 	p := m.inline.Load()
 	if p == nil {
 		return records, nil
@@ -259,7 +259,7 @@ func (m *Module) TransformProduce(ctx context.Context, tp kernel.TopicPartition,
 	if t == nil {
 		return records, nil
 	}
-	return t.transformProduce(ctx, tp, records)
+	return t.transformProduce(ctx, tp, src, records)
 }
 
 // inlineOwner returns the name of the inline transform of topic, or "".

@@ -210,8 +210,9 @@ func (t *transform) state() (string, string) {
 }
 
 // transformProduce is the inline path: each data batch of records goes through the
-// transform; control batches pass through.
-func (t *transform) transformProduce(ctx context.Context, tp kernel.TopicPartition, records []byte) ([]byte, error) {
+// transform, which sees src as the batch's source; control batches pass through.
+func (t *transform) transformProduce(ctx context.Context, tp kernel.TopicPartition, src kernel.ProduceSource, records []byte) ([]byte, error) {
+	source := wasm.Source{PrincipalType: src.Principal.Type, PrincipalName: src.Principal.Name, ClientID: src.ClientID}
 	dec := t.decoders.Get().(*recordbatch.Decoder)
 	defer t.decoders.Put(dec)
 	bld := t.builders.Get().(*recordbatch.Builder)
@@ -231,6 +232,7 @@ func (t *transform) transformProduce(ctx context.Context, tp kernel.TopicPartiti
 			BaseOffset: -1, BaseTimestamp: h.BaseTimestamp, MaxTimestamp: h.MaxTimestamp,
 			Attributes: h.Attributes, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
 			BaseSequence: h.BaseSequence, RecordCount: h.RecordCount, Records: sec,
+			Source: source,
 		}
 		// The outputs are consumed inside the callback (the instance reuses their
 		// memory for its next batch): the batch is built before it returns.

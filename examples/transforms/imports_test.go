@@ -24,9 +24,11 @@ func TestExamplesBuildForWasip1(t *testing.T) {
 		module string
 		funcs  []string
 	}{
-		"redact-json":        {"sluice_transform_v1", sluice},
-		"filter-by-header":   {"sluice_transform_v1", sluice},
-		"route-by-key":       {"sluice_transform_v1", sluice},
+		"redact-json":      {"sluice_transform_v1", sluice},
+		"filter-by-header": {"sluice_transform_v1", sluice},
+		"route-by-key":     {"sluice_transform_v1", sluice},
+		// Only a transform that calls Source imports batch_source.
+		"stamp-producer":     {"sluice_transform_v1", []string{"batch_source", "check_abi", "emit", "fail", "next_batch"}},
 		"redpanda-uppercase": {"redpanda_transform", nil},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -103,9 +103,10 @@
 // kernel.ProduceTransformer with SetProduceTransformer at its Provision (nil unsets;
 // the transformer sits behind an atomic pointer, loaded once per Produce request).
 // For each partition of a Produce whose topic is Bound (never an internal topic), the
-// input is validated as usual, then TransformProduce(ctx, tp, records) runs with the
-// request's context, and its output is validated again with the same checks
-// (max.message.bytes, framing, CRC, timestamps, LogAppendTime stamping) before it is
+// input is validated as usual, then TransformProduce(ctx, tp, src, records) runs with
+// the request's context and source (its connection's principal, its client id), and
+// its output is validated again with the same checks (max.message.bytes, framing,
+// CRC, timestamps, LogAppendTime stamping) before it is
 // appended in place of the input; the stored bytes, which fetches serve unmodified,
 // are the output, and sluice_produce_bytes_total counts them. acks=all waits for the
 // output's last offset. An error wrapping a *kerr.Error answers that code (its text as

@@ -53,7 +53,7 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 	// The transformer is loaded once per request: one registered or unset mid-request
 	// applies from the next request.
 	pc := produceCtx{ctx: ctx, m: m, version: v, now: m.now().UnixMilli(), txnID: r.TransactionID,
-		transformer: m.transformer.get()}
+		transformer: m.transformer.get(), source: kernel.ProduceSource{Principal: req.Conn.Principal, ClientID: req.ClientID}}
 
 	for tIdx := range r.Topics {
 		t := &r.Topics[tIdx]
@@ -140,6 +140,8 @@ type produceCtx struct {
 	// transformer is the registered kernel.ProduceTransformer (nil: none), loaded
 	// once per request.
 	transformer kernel.ProduceTransformer
+	// source is who produced the request's records, for the transformer.
+	source kernel.ProduceSource
 	// txnID is the request's transactional id (nil: none).
 	txnID *string
 
@@ -346,7 +348,7 @@ func (pc *produceCtx) transform(tp kernel.TopicPartition, p *Partition, cfg *kco
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, err := pc.transformer.TransformProduce(ctx, tp, records)
+	res, err := pc.transformer.TransformProduce(ctx, tp, pc.source, records)
 	if err != nil {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {

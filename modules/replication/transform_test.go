@@ -37,7 +37,7 @@ func (f *fakeTransformer) Bound(topic string) bool {
 	return f.bound[topic]
 }
 
-func (f *fakeTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, records []byte) ([]byte, error) {
+func (f *fakeTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, _ kernel.ProduceSource, records []byte) ([]byte, error) {
 	f.calls.Add(1)
 	if f.err != nil {
 		return nil, f.err
@@ -279,7 +279,7 @@ func TestTransformOutputValidated(t *testing.T) {
 type corruptingTransformer struct{}
 
 func (corruptingTransformer) Bound(string) bool { return true }
-func (corruptingTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, records []byte) ([]byte, error) {
+func (corruptingTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, _ kernel.ProduceSource, records []byte) ([]byte, error) {
 	out := bytes.Clone(records)
 	out[len(out)-1] ^= 0xff
 	return out, nil

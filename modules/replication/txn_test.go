@@ -567,7 +567,7 @@ func TestTransformBreaksProducerBatch(t *testing.T) {
 type rewritingTransformer struct{}
 
 func (rewritingTransformer) Bound(string) bool { return true }
-func (rewritingTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, records []byte) ([]byte, error) {
+func (rewritingTransformer) TransformProduce(_ context.Context, _ kernel.TopicPartition, _ kernel.ProduceSource, records []byte) ([]byte, error) {
 	return testBatch(1, "z"), nil
 }
 

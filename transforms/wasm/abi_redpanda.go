@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"math"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -11,6 +12,7 @@ import (
 // registry module.
 //
 // Mapping to our batches:
+//
 //   - read_batch_header completes the previous batch, waits for the next one
 //     and writes its header fields with the widths Redpanda's host writes:
 //     base_offset i64, record_count i32, partition_leader_epoch i32 (always 0:
@@ -19,15 +21,28 @@ import (
 //     base_sequence i32. (The Go SDK declares some of these as int, 64 bits on
 //     wasm; it zero-initialises them and the values are non-negative, so its
 //     upper halves stay zero.) It returns the largest record payload.
+//
 //   - read_next_record writes the record's attributes (u8), absolute
 //     timestamp (i64 ms, base_timestamp + timestampDelta) and offset (i64:
 //     base_offset + offsetDelta; inline, where base_offset is -1 because the
 //     offsets are not assigned yet, the offsetDelta alone), then the payload
 //     (key, value, headers in Kafka encoding), and returns its length.
+//
 //   - write_record and write_record_with_options parse a payload and add it to
 //     the batch's output, with the timestamp of the last record read, and
 //     return the number of bytes consumed. Option 0x01 names the output topic:
 //     one of Config.OutputTopics (derived), or the input topic (inline).
+//
+//   - check_abi_version_3 and read_batch_metadata(key, buf, buf_len) are
+//     Redpanda's ABI v3 (its SDKs for Redpanda 25.2 and later): the value of
+//     one metadata field of the current batch, as a string, is written to buf
+//     and its length returned; 0 when the field is not present (empty, an
+//     unknown key, or one we do not have). Keys (Redpanda's numbering):
+//     1 principal_name, 2 principal_type, 3 client_id, from Batch.Source;
+//     4 client_host, 5 client_port, 6 tls_enabled are never present. Outside a
+//     batch it returns rpErrNoBatch; with buf_len shorter than the value,
+//     rpErrShortBuf, writing nothing (a truncated principal would be a wrong
+//     one).
 //
 // Errors return these codes (and, for writes, fail the batch as KindMalformed);
 // buffers out of bounds in read_batch_header and read_next_record trap.
@@ -43,6 +58,8 @@ const (
 
 var redpandaFuncs = []hostFunc{
 	{"check_abi_version_2", nil, nil, func(context.Context, api.Module, []uint64) {}},
+	{"check_abi_version_3", nil, nil, func(context.Context, api.Module, []uint64) {}},
+	{"read_batch_metadata", types(i32, i32, i32), types(i32), rpReadBatchMetadata},
 	{"read_batch_header", types(i32, i32, i32, i32, i32, i32, i32, i32, i32, i32), types(i32), rpReadBatchHeader},
 	{"read_next_record", types(i32, i32, i32, i32, i32), types(i32), rpReadNextRecord},
 	{"write_record", types(i32, i32), types(i32), rpWriteRecord},
@@ -110,6 +127,44 @@ func rpReadBatchHeader(ctx context.Context, mod api.Module, stack []uint64) {
 	inst.next = 0
 	inst.tsDelta = 0
 	stack[0] = api.EncodeI32(int32(maxPayload))
+}
+
+// Redpanda's read_batch_metadata keys (ABI v3).
+const (
+	rpMetaPrincipalName = 1
+	rpMetaPrincipalType = 2
+	rpMetaClientID      = 3
+)
+
+// read_batch_metadata(key, buf: pointer, buf_len) -> value length, 0 if absent
+func rpReadBatchMetadata(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := instanceOf(ctx)
+	if inst.cur == nil || !inst.delivered {
+		stack[0] = api.EncodeI32(rpErrNoBatch)
+		return
+	}
+	key, ptr, n := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeI32(stack[2])
+	src := &inst.cur.batch.Source
+	var v string
+	switch key {
+	case rpMetaPrincipalName:
+		v = src.PrincipalName
+	case rpMetaPrincipalType:
+		v = src.PrincipalType
+	case rpMetaClientID:
+		v = src.ClientID
+	}
+	switch {
+	case v == "":
+		stack[0] = 0
+	case int64(n) < int64(len(v)) || len(v) > math.MaxInt32:
+		stack[0] = api.EncodeI32(rpErrShortBuf)
+	default:
+		if !mod.Memory().WriteString(ptr, v) {
+			panic(trapf("read_batch_metadata: buffer [%d, +%d) out of bounds", ptr, len(v)))
+		}
+		stack[0] = api.EncodeI32(int32(len(v)))
+	}
 }
 
 // read_next_record(attributes, timestamp, offset, buf: pointers, len) -> payload length

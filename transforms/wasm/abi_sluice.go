@@ -25,20 +25,73 @@ const (
 	maxFailMsg      = 1024
 )
 
+// batch_source errnos (ABI.md); -len (at most -sourceMinSize) asks for a larger
+// buffer.
+const (
+	errnoSourceTooLarge = -2 // a field longer than the encoding's u16 length
+	errnoSourceNoBatch  = -4 // outside a batch
+)
+
+// sourceMinSize is the length of the source encoding with three empty fields.
+const sourceMinSize = 6
+
+// abiMinor is the highest minor version check_abi accepts: 1, plus batch_source
+// in 2.
+const abiMinor = 2
+
 var sluiceFuncs = []hostFunc{
 	{"check_abi", types(i32), types(i32), sluiceCheckABI},
 	{"next_batch", types(i32, i32), types(i32), sluiceNextBatch},
 	{"emit", types(i32, i32), types(i32), sluiceEmit},
 	{"fail", types(i32, i32), nil, sluiceFail},
+	{"batch_source", types(i32, i32), types(i32), sluiceBatchSource},
 }
 
 // check_abi(version i32) -> i32
 func sluiceCheckABI(_ context.Context, _ api.Module, stack []uint64) {
-	if api.DecodeI32(stack[0]) == 1 {
+	if v := api.DecodeI32(stack[0]); v >= 1 && v <= abiMinor {
 		stack[0] = 0
 	} else {
 		stack[0] = api.EncodeI32(-1)
 	}
+}
+
+// batch_source(buf i32, cap i32) -> i32: writes the current batch's source
+// (principal type, principal name, client id; each a u16 length and its bytes)
+// and returns its length; -len if cap is too small (nothing written),
+// errnoSourceNoBatch outside a batch, errnoSourceTooLarge if a field does not
+// fit its u16 length. A buffer out of bounds traps the guest.
+func sluiceBatchSource(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := instanceOf(ctx)
+	ptr, capacity := api.DecodeU32(stack[0]), api.DecodeI32(stack[1])
+	if inst.cur == nil || !inst.delivered {
+		stack[0] = api.EncodeI32(errnoSourceNoBatch)
+		return
+	}
+	src := &inst.cur.batch.Source
+	fields := [3]string{src.PrincipalType, src.PrincipalName, src.ClientID}
+	need := sourceMinSize
+	for _, f := range fields {
+		if len(f) > math.MaxUint16 {
+			stack[0] = api.EncodeI32(errnoSourceTooLarge)
+			return
+		}
+		need += len(f)
+	}
+	if int64(capacity) < int64(need) {
+		stack[0] = api.EncodeI32(-int32(need))
+		return
+	}
+	b := inst.scratch[:0]
+	for _, f := range fields {
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(f)))
+		b = append(b, f...)
+	}
+	inst.scratch = b
+	if !mod.Memory().Write(ptr, b) {
+		panic(trapf("batch_source: buffer [%d, +%d) out of bounds", ptr, need))
+	}
+	stack[0] = api.EncodeI32(int32(need))
 }
 
 // next_batch(buf i32, cap i32) -> i32: completes the previous batch, waits for

@@ -1,8 +1,9 @@
 // Package wasm runs WebAssembly record transforms on the produce path, on
 // wazero. It implements the host side of two guest ABIs: ours,
 // sluice_transform_v1 (sdk-wasm/ABI.md), and Redpanda's redpanda_transform
-// (as used by its Go SDK v1.1.0, with a redpanda_schema_registry whose lookups
-// fail as unsupported).
+// (as used by its Go SDK v1.1.0, plus ABI v3's check_abi_version_3 and
+// read_batch_metadata, with a redpanda_schema_registry whose lookups fail as
+// unsupported).
 //
 // Usage:
 //
@@ -34,6 +35,11 @@
 // each record's payload on read_next_record; see abi_redpanda.go for the field
 // mapping (inline, where base_offset is -1, read_next_record reports the
 // offsetDelta as the offset).
+//
+// Batch.Source (who produced the batch) is read by batch_source (ours: three
+// u16-length fields into the guest's buffer, -len if it is too small) and
+// read_batch_metadata (Redpanda's: one field per call); both answer only
+// while a batch is delivered and keep nothing after the call.
 //
 // Output is parsed into a few flat buffers per batch; the []Output returned
 // slices into one buffer, header keys into one string.
@@ -70,8 +76,9 @@
 //     instance that has ended is treated as empty.
 //   - Guest-provided pointers and lengths are bounds-checked: emit and write
 //     errors return an errno to the guest and fail the batch (KindMalformed)
-//     without ending the instance; a bad buffer in next_batch,
-//     read_batch_header or read_next_record traps the guest. The host never
+//     without ending the instance; a bad buffer in next_batch, batch_source,
+//     read_batch_header, read_next_record or read_batch_metadata traps the
+//     guest. The host never
 //     keeps a view of guest memory after a call returns.
 //   - fail and malformed output fail only their batch (KindFailed,
 //     KindMalformed); the instance serves the next one.

@@ -20,7 +20,7 @@ import (
 // TestMain for GOOS=wasip1 GOARCH=wasm.
 var guests = []string{
 	"identity", "upper", "filter", "expand", "fail", "trap", "loop", "memhog",
-	"bademit", "env", "rpupper", "rptopic", "bench", "sdkidentity",
+	"bademit", "env", "rpupper", "rptopic", "bench", "sdkidentity", "source", "rpsource",
 }
 
 var (

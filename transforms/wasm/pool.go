@@ -61,6 +61,16 @@ type Batch struct {
 	// Records is the batch's uncompressed records section (Kafka v2 record
 	// encoding, back to back).
 	Records []byte
+	// Source is who produced the batch (inline mode); the zero Source in
+	// derived mode, where the producer is not known.
+	Source Source
+}
+
+// Source is who produced a batch: the principal of the Produce request's
+// connection (type and name, e.g. "User" and "alice") and its client id.
+// Empty fields are unknown (or, for ClientID, not sent).
+type Source struct {
+	PrincipalType, PrincipalName, ClientID string
 }
 
 // Header is an output record header.

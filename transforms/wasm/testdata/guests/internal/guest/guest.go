@@ -22,6 +22,19 @@ func emit(buf uint32, n int32) int32
 //go:wasmimport sluice_transform_v1 fail
 func fail(msg uint32, n int32)
 
+//go:wasmimport sluice_transform_v1 batch_source
+func batchSource(buf uint32, capacity int32) int32
+
+// CheckABI calls check_abi.
+func CheckABI(version int32) int32 { return checkABI(version) }
+
+// SourceRaw calls batch_source with a caller-chosen buffer (possibly bogus). Only
+// the guests that call it import batch_source.
+func SourceRaw(buf uint32, capacity int32) int32 { return batchSource(buf, capacity) }
+
+// Ptr is the guest address of b's first byte (0 for an empty b).
+func Ptr(b []byte) uint32 { return ptr(b) }
+
 func ptr(b []byte) uint32 {
 	if len(b) == 0 {
 		return 0
