@@ -31,7 +31,7 @@ set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
 FUZZTIME=${SLUICE_FUZZTIME:-4s}
-APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler)
+APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler openssl)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
@@ -89,6 +89,7 @@ install_apt() {
 	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 	dpkg -s python3-confluent-kafka >/dev/null 2>&1 || missing+=(python3-confluent-kafka)
 	command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler) # the proto freshness check
+	command -v openssl >/dev/null 2>&1 || missing+=(openssl)          # bench-security.sh's certificates
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		missing+=(nodejs npm)
 	fi
@@ -321,6 +322,7 @@ fi
 step "interop suite" interop
 step "scripts/bench.sh --quick" ./scripts/bench.sh --quick
 step "scripts/bench-compaction.sh --quick" ./scripts/bench-compaction.sh --quick
+step "scripts/bench-security.sh --quick" ./scripts/bench-security.sh --quick
 
 summary
 [ "$FAILED" -eq 0 ]

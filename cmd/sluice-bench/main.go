@@ -8,6 +8,7 @@
 //	                     [--producers N] [--rate R (at most R records/s; default no limit)]
 //	sluice-bench consume [--records N | --duration D] [--group G] [--members N]
 //	sluice-bench e2e     --rate R [--duration D] [--warmup D] [producer flags]
+//	sluice-bench acls    [--allow-user U] [--count N] (ACLs for a run on a broker with ACLs)
 //
 // and, for every subcommand, --brokers, --topic (created if missing with --partitions,
 // --replication-factor and any --topic-config KEY=VALUE), --broker-pid PID, --progress,
@@ -49,6 +50,7 @@ commands:
   produce   produce records as fast as the client can (or for --duration)
   consume   consume a topic from the start: one consumer, or a group of --members
   e2e       produce at a fixed --rate and consume at once: produce-to-consume latency
+  acls      create ACLs for a run against a broker with ACLs (--allow-user, --count)
 
 Run sluice-bench <command> -h for its flags.
 `
@@ -83,6 +85,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c, err = parseE2E(args[1:], stderr); err == nil {
 			res, err = withTimeout(ctx, c.timeout, func(ctx context.Context) (*result, error) {
 				return runE2E(ctx, c, stderr)
+			})
+		}
+	case "acls":
+		var c *aclsConfig
+		if c, err = parseACLs(args[1:], stderr); err == nil {
+			res, err = withTimeout(ctx, c.timeout, func(ctx context.Context) (*result, error) {
+				return runACLs(ctx, c, stderr)
 			})
 		}
 	case "help", "-h", "--help":
