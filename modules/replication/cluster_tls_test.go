@@ -1,6 +1,7 @@
 package replication_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/testbroker"
 	"github.com/sluicehq/sluice/internal/tlsconf/tlstest"
 )
 
@@ -111,4 +114,54 @@ func probeRaftPort(t *testing.T, addr string, cfg *tls.Config) error {
 		return errors.New("unexpected answer")
 	}
 	return err
+}
+
+// TestClusterSASLSSLBetweenBrokers: the inter-broker listener is SASL_SSL; followers
+// log in with SCRAM-SHA-512 as the bootstrap user "broker" (a super user) from
+// listener.name.internal.scram-sha-512.sasl.jaas.config. It needs the kernel's SASL
+// server side and skips while the kernel does not serve SaslHandshake.
+func TestClusterSASLSSLBetweenBrokers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-broker cluster test")
+	}
+	probe := testbroker.Start(t)
+	cl := probe.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrApiVersionsRequest()
+	r, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := false
+	for _, k := range r.ApiKeys {
+		served = served || k.ApiKey == kmsg.SASLHandshake.Int16()
+	}
+	if !served {
+		t.Skip("the kernel does not serve SaslHandshake yet")
+	}
+	probe.Stop()
+
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "cluster-ca")
+	keystore := tlstest.WriteFile(t, dir, "broker.pem", ca.Server(t, "broker").KeyStore())
+	truststore := tlstest.WriteFile(t, dir, "ca.pem", ca.PEM)
+	c := startClusterWith(t, 3, "memory", map[string]string{
+		"listener.security.protocol.map":                        "CLIENT:PLAINTEXT,INTERNAL:SASL_SSL",
+		"inter.broker.listener.name":                            "INTERNAL",
+		"sasl.enabled.mechanisms":                               "SCRAM-SHA-512",
+		"sasl.mechanism.inter.broker.protocol":                  "SCRAM-SHA-512",
+		"listener.name.internal.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+		"ssl.keystore.location":                                 keystore,
+		"ssl.truststore.location":                               truststore,
+		// ANONYMOUS: the test's clients on the PLAINTEXT listener.
+		"super.users": "User:broker;User:ANONYMOUS",
+	}, clusterOpts{
+		listeners: `[{name: CLIENT, address: "127.0.0.1:0"}, {name: INTERNAL, address: "127.0.0.1:0"}]`,
+		modules:   "  auth: {use: acl, users: [{name: broker, password: broker-secret}]}\n",
+	})
+	tp, leader := c.syncedTopic("sasl-secure", 200)
+	if v, _ := c.repl(leader).Replica(tp); len(v.ISR) != 3 || v.Log.LogEndOffset() != 200 {
+		t.Fatalf("ISR %v, log end %d", v.ISR, v.Log.LogEndOffset())
+	}
 }
