@@ -124,7 +124,12 @@ func TestClusterSASLSSLBetweenBrokers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-broker cluster test")
 	}
-	probe := testbroker.Start(t)
+	// The kernel claims the SASL keys when the auth module is an Authenticator.
+	probe := testbroker.Start(t, testbroker.WithConfig(`
+configs: {super.users: "User:ANONYMOUS"}
+modules:
+  auth: {use: acl, users: [{name: u, password: p}]}
+`))
 	cl := probe.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
