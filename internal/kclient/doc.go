@@ -2,12 +2,23 @@
 // requests (a follower's Fetch and ListOffsets to its leader): dial with a timeout,
 // send one kmsg.Request at a time with the right request header, read its response
 // with a correlation-id check and a bounded frame size, and honour context deadlines.
-// It has no retries, no connection pooling, no SASL/TLS and no pipelining: one request
-// is in flight per Conn, which is all a fetcher needs.
+// It has no retries, no connection pooling and no pipelining: one request is in flight
+// per Conn, which is all a fetcher needs.
+//
+// Options.TLS runs a TLS handshake and Options.SASL a SASL login (KIP-152) as part of
+// Dial, both within the dial's deadline (DialTimeout and ctx): ApiVersions, then
+// SaslHandshake v1 naming the mechanism, then SaslAuthenticate (the highest version
+// both sides have) carrying the franz-go sasl.Mechanism's messages until its session is
+// done, at most eight steps. A refused login is an error wrapping ErrSASL (and the
+// broker's *kerr.Error when it answered one); nothing is retried, so a caller that
+// dials in a loop must back off. When the broker announces a session lifetime
+// (connections.max.reauth.ms), ReauthAfter says when to replace the Conn.
 //
 // Usage:
 //
-//	c, err := kclient.Dial(ctx, "127.0.0.1:9092", kclient.Options{ClientID: "broker-2-fetcher"})
+//	c, err := kclient.Dial(ctx, "127.0.0.1:9092", kclient.Options{ClientID: "broker-2-fetcher",
+//		TLS:  store.ClientConfig("broker-1.example"),                             // optional
+//		SASL: scram.Auth{User: "broker", Pass: "secret"}.AsSha512Mechanism()}) // optional
 //	if err != nil { ... }
 //	defer c.Close()
 //	vers, err := c.APIVersions(ctx)       // negotiate: min(ours, theirs)

@@ -2,10 +2,12 @@ package kclient
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -27,6 +30,13 @@ var (
 	ErrBroken = errors.New("kclient: connection broken by an earlier error")
 	// ErrClosed: the Conn was closed.
 	ErrClosed = errors.New("kclient: connection closed")
+	// ErrTLS: the TLS handshake failed (a certificate the other side refused, or
+	// one we could not verify).
+	ErrTLS = errors.New("kclient: TLS handshake failed")
+	// ErrSASL: SASL authentication failed: the broker refused the mechanism or the
+	// credentials, or the exchange broke off. Dialling again with the same options
+	// fails the same way; callers back off.
+	ErrSASL = errors.New("kclient: SASL authentication failed")
 )
 
 // Defaults of Options.
@@ -44,6 +54,13 @@ type Options struct {
 	DialTimeout time.Duration
 	// MaxResponseBytes bounds a response frame (default DefaultMaxResponseBytes).
 	MaxResponseBytes int32
+	// TLS, when set, runs a TLS handshake on the new connection (within the dial's
+	// deadline). An empty ServerName is filled in with addr's host.
+	TLS *tls.Config
+	// SASL, when set, authenticates the connection after the TLS handshake (within
+	// the dial's deadline): ApiVersions, SaslHandshake v1 naming the mechanism, then
+	// SaslAuthenticate until the mechanism is done.
+	SASL sasl.Mechanism
 }
 
 // Conn is one client connection to a Kafka-protocol broker.
@@ -59,10 +76,15 @@ type Conn struct {
 	rbuf   []byte
 	broken error // non-nil: the stream is unusable
 
+	// Set by Dial, read-only after.
+	versions    map[int16]int16 // from the ApiVersions a SASL dial sent; nil otherwise
+	reauthAfter time.Time       // zero: the SASL session does not expire
+
 	closeOnce sync.Once
 }
 
-// Dial connects to addr (host:port).
+// Dial connects to addr (host:port), runs the TLS handshake and SASL authentication
+// the options ask for, all bounded by DialTimeout and ctx.
 func Dial(ctx context.Context, addr string, o Options) (*Conn, error) {
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = DefaultDialTimeout
@@ -70,13 +92,44 @@ func Dial(ctx context.Context, addr string, o Options) (*Conn, error) {
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
-	d := net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kclient: dial %s: %w", addr, err)
 	}
-	return &Conn{addr: addr, clientID: o.ClientID, maxResp: o.MaxResponseBytes, nc: nc}, nil
+	if o.TLS != nil {
+		cfg := o.TLS
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(nc, cfg)
+		if dl, ok := ctx.Deadline(); ok {
+			_ = tc.SetDeadline(dl)
+		}
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("%w: %s: %w", ErrTLS, addr, err)
+		}
+		_ = tc.SetDeadline(time.Time{})
+		nc = tc
+	}
+	c := &Conn{addr: addr, clientID: o.ClientID, maxResp: o.MaxResponseBytes, nc: nc}
+	if o.SASL != nil {
+		if err := c.authenticate(ctx, o.SASL); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
 }
+
+// ReauthAfter is when the connection should be replaced: a little before the SASL
+// session lifetime the broker announced (connections.max.reauth.ms, KIP-368) ends,
+// after which the broker closes it. Zero: never.
+func (c *Conn) ReauthAfter() time.Time { return c.reauthAfter }
 
 // Addr is the address the Conn was dialled to.
 func (c *Conn) Addr() string { return c.addr }
@@ -228,6 +281,9 @@ func skipTags(b []byte) ([]byte, error) {
 // maximum. It sends ApiVersions v3 (falling back to v0 when the broker answers
 // UNSUPPORTED_VERSION, as KIP-511 asks).
 func (c *Conn) APIVersions(ctx context.Context) (map[int16]int16, error) {
+	if c.versions != nil {
+		return maps.Clone(c.versions), nil // asked during a SASL dial
+	}
 	for _, v := range []int16{3, 0} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(v)

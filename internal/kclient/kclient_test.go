@@ -20,6 +20,12 @@ func fakeServer(t *testing.T, fn func(key, version int16, corr int32, clientID s
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveFake(t, ln, fn)
+}
+
+// serveFake is fakeServer on a listener of the caller's (a TLS one).
+func serveFake(t *testing.T, ln net.Listener, fn func(key, version int16, corr int32, clientID string, flexTags bool, body []byte) []byte) string {
+	t.Helper()
 	done := make(chan struct{})
 	t.Cleanup(func() { ln.Close(); <-done })
 	go func() {

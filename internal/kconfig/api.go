@@ -2,7 +2,9 @@ package kconfig
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // Source is where a described value comes from (kmsg DescribeConfigs ConfigSource values).
@@ -84,6 +86,9 @@ func ValidateBroker(name, value string) error {
 	if d := cat.brokerBy[name]; d != nil {
 		return validate(&d.def, "broker", name, value, !d.dynamic)
 	}
+	if _, _, ok := splitListenerJAAS(name); ok {
+		return &ConfigError{Err: ErrReadOnly, Resource: "broker", Name: name, Value: "[hidden]"}
+	}
 	return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
 }
 
@@ -109,7 +114,49 @@ func DescribeBroker(static, dynDefault, dynNode map[string]string) []Entry {
 func IsTopicConfig(name string) bool { return cat.topicByName[name] != nil }
 
 // IsBrokerConfig reports whether name is a broker config.
-func IsBrokerConfig(name string) bool { return cat.brokerBy[name] != nil }
+// That includes the listener-prefixed SASL credentials (ListenerJAASConfig), which
+// only the config file sets and which DescribeBroker never lists.
+func IsBrokerConfig(name string) bool {
+	_, _, jaas := splitListenerJAAS(name)
+	return cat.brokerBy[name] != nil || jaas
+}
+
+// ListenerJAASConfig is the name of the config holding this broker's own SASL
+// credentials for mechanism mech on listener, Kafka's
+// listener.name.<listener lower-case>.<mechanism lower-case>.sasl.jaas.config, e.g.
+// listener.name.internal.scram-sha-512.sasl.jaas.config. Its value (ParseJAAS) is a
+// password: static only, never described.
+func ListenerJAASConfig(listener, mech string) string {
+	return "listener.name." + strings.ToLower(listener) + "." + strings.ToLower(mech) + ".sasl.jaas.config"
+}
+
+// splitListenerJAAS splits a ListenerJAASConfig name; ok is false for any other name,
+// and for mechanisms other than PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+func splitListenerJAAS(name string) (listener, mech string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return "", "", false
+	}
+	rest, ok = strings.CutSuffix(rest, ".sasl.jaas.config")
+	if !ok {
+		return "", "", false
+	}
+	listener, mech, ok = strings.Cut(rest, ".")
+	if !ok || listener == "" {
+		return "", "", false
+	}
+	for i := 0; i < len(listener); i++ {
+		c := listener[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return "", "", false
+		}
+	}
+	switch mech {
+	case "plain", "scram-sha-256", "scram-sha-512":
+		return listener, mech, true
+	}
+	return "", "", false
+}
 
 // IsDynamicBrokerConfig reports whether name is a broker config that can be changed at
 // runtime (for one node or as the cluster-wide default).
@@ -131,6 +178,9 @@ func TopicConfigType(name string) (Type, bool) {
 func BrokerConfigType(name string) (Type, bool) {
 	if d := cat.brokerBy[name]; d != nil {
 		return d.typ, true
+	}
+	if _, _, ok := splitListenerJAAS(name); ok {
+		return TypePassword, true
 	}
 	return TypeUnknown, false
 }
@@ -158,6 +208,20 @@ func BrokerConfigNames() []string {
 func ValidateStaticBroker(name, value string) error {
 	if d := cat.brokerBy[name]; d != nil {
 		return validate(&d.def, "broker", name, value, false)
+	}
+	if _, mech, ok := splitListenerJAAS(name); ok {
+		j, err := ParseJAAS(value)
+		reason := ""
+		switch {
+		case err != nil:
+			reason = err.Error()
+		case !j.Mechanism(mech):
+			reason = fmt.Sprintf("login module %s does not serve %s", j.LoginModule, strings.ToUpper(mech))
+		}
+		if reason != "" {
+			return &ConfigError{Err: ErrInvalidValue, Resource: "broker", Name: name, Value: "[hidden]", Reason: reason}
+		}
+		return nil
 	}
 	return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
 }

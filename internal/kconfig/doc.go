@@ -42,6 +42,10 @@
 //   - A broker synonym in the topic config's units accepts exactly what the topic config
 //     accepts (Kafka leaves log.retention.ms, log.roll.ms and a few others unchecked).
 //   - listeners and advertised.listeners are read-only.
+//   - Of Kafka's listener-prefixed configs only a broker's own SASL credentials are
+//     known: listener.name.<listener>.<mechanism>.sasl.jaas.config (ListenerJAASConfig;
+//     PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), static only, a password that DescribeBroker
+//     never lists, whose value is the one JAAS shape ParseJAAS reads.
 //   - remote.storage.enable and local.retention.* are accepted and reported but have no
 //     effect.
 //   - log.dir is not a config; log.dirs is (the kernel fills it from data_dir).

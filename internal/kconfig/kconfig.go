@@ -130,6 +130,9 @@ func MergeBroker(static, dynDefault, dynNode map[string]string) map[string]strin
 	}
 	for _, m := range []map[string]string{dynDefault, dynNode} {
 		for k, v := range m {
+			if _, _, jaas := splitListenerJAAS(k); jaas {
+				continue // static only
+			}
 			if d := cat.brokerBy[k]; d != nil {
 				if !d.dynamic {
 					continue

@@ -389,7 +389,7 @@ func TestClusterStopAllAtOnce(t *testing.T) {
 func TestDuplicateRegistrationRefused(t *testing.T) {
 	c := newCluster(t, 3)
 	l, f := c.leader(), c.follower()
-	rc := rpc.NewClient(ErrNotRunning)
+	rc := rpc.NewClient(ErrNotRunning, nil)
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -84,8 +84,12 @@
 // controller RPC connection starts with the 4 bytes "SLC" 0x01 (first byte 'S', 0x53).
 // Multiplexing keeps one port per voter (no second address to configure, advertise and
 // firewall); the cost is a goroutine per new connection until its first byte arrives
-// (10 s at most). After the preamble a connection carries Kafka frames, one request at
-// a time:
+// (10 s at most). When the inter-broker listener's protocol uses TLS (SSL, SASL_SSL;
+// internal/interbroker) the raft port is mutual TLS: each accepted connection
+// completes a TLS handshake first (on its goroutine, 10 s at most) and must present a
+// certificate of the trust store's CA; raft's and the controller RPC's dialers present
+// the broker's certificate (docs/cluster-security.md). After the preamble a connection
+// carries Kafka frames, one request at a time:
 //
 //	request:  | size i32 | api_key i16 | api_version i16 | correlation_id i32 |
 //	            client_id str16 | tagged fields (uvarint 0) | body |

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/metadata/rpc"
@@ -84,6 +85,36 @@ type Module struct {
 
 	// groupConfigsMu serialises writes of group configs (groupconfigs.go).
 	groupConfigsMu sync.Mutex
+
+	// raftTLS is the raft port's mutual TLS when brokers talk TLS to each other
+	// (SSL or SASL_SSL inter-broker listener); nil: plaintext. Set in Provision.
+	raftTLS *rpc.TLS
+}
+
+// setupSecurity resolves the inter-broker security (package interbroker): with a TLS
+// inter-broker listener the raft port (raft and the controller RPC) is mutual TLS; a
+// broker of a cluster on a SASL inter-broker listener must have its credentials.
+func (m *Module) setupSecurity(bi kernel.BrokerInfo) error {
+	sec, err := interbroker.New(bi, m.node.log.With("component", "tls"))
+	if err != nil {
+		return fmt.Errorf("inter-broker security: %w", err)
+	}
+	if len(m.node.voters) > 1 || !m.node.isVoter() {
+		// A single node never dials another broker: it may run a SASL listener
+		// without credentials of its own.
+		if err := sec.CheckCredentials(); err != nil {
+			return err
+		}
+	}
+	if !sec.TLS() {
+		return nil
+	}
+	srv, err := sec.RaftServerTLS()
+	if err != nil {
+		return err
+	}
+	m.raftTLS = &rpc.TLS{Server: srv, Client: sec.ClientTLS}
+	return nil
 }
 
 // voter is one member of the static voter set.
@@ -116,13 +147,16 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.node.hub = newHub()
 	m.fsm = &fsm{log: m.node.log, hub: m.node.hub}
 	m.shutdown = make(chan struct{})
-	m.node.rpc = rpc.NewClient(ErrNotRunning)
 	m.ctl = newController(&m.node)
 	m.node.wakeController = m.ctl.wake
 	m.life = newLifecycle(&m.node, m.ctl)
 	if err := m.parseVoters(); err != nil {
 		return err
 	}
+	if err := m.setupSecurity(bi); err != nil {
+		return err
+	}
+	m.node.rpc = rpc.NewClient(ErrNotRunning, m.raftTLS)
 	// The config file's `configs:` section holds Kafka broker configs: an unknown name
 	// or a bad value is a startup error, not a silently ignored setting.
 	for _, name := range slices.Sorted(maps.Keys(bi.StaticConfigs)) {
@@ -314,7 +348,7 @@ func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 			return nil, fmt.Errorf("raft transport on %s: the address is not advertisable (give a host): %w", bind, ErrConfig)
 		}
 	}
-	mux := rpc.NewMux(ln, advertise, m.node.log, func(c net.Conn) { rpc.ServeConn(ctx, c, m.node.log, m.ctl.handleRPC) })
+	mux := rpc.NewMux(ln, advertise, m.node.log, func(c net.Conn) { rpc.ServeConn(ctx, c, m.node.log, m.ctl.handleRPC) }, m.raftTLS)
 	m.node.mux = mux
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  mux,

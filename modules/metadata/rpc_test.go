@@ -42,7 +42,7 @@ func TestRPCRefusesGarbage(t *testing.T) {
 		conn.Close()
 	}
 	// A good request on a new connection is served, and raft still works.
-	rc := rpc.NewClient(ErrNotRunning)
+	rc := rpc.NewClient(ErrNotRunning, nil)
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -117,7 +117,7 @@ func TestCreateTopicsAfterRegistration(t *testing.T) {
 			t.Fatalf("grow %s through %d right after creating it through %d: code %d", name, b.id, a.id, resp.Topics[0].ErrorCode)
 		}
 	}
-	rc := rpc.NewClient(ErrNotRunning)
+	rc := rpc.NewClient(ErrNotRunning, nil)
 	defer rc.Close()
 	// The barrier itself: an empty forward answers the controller's applied index.
 	l := c.leader()

@@ -47,6 +47,8 @@ type rcluster struct {
 type clusterOpts struct {
 	racks       []string // racks[i] is broker i+1's rack
 	replication string   // extra keys of the replication module's section ("k: v, k: v")
+	listeners   string   // the YAML listeners list (default one PLAINTEXT listener)
+	modules     string   // extra lines of the modules section ("  auth: {use: acl}\n")
 }
 
 // clusterConfigs are the broker configs every test cluster gets; a test adds its own.
@@ -128,17 +130,21 @@ func (c *rcluster) start(nd *cnode) error {
 	if c.opts.replication != "" {
 		repl = ", " + c.opts.replication
 	}
+	listeners := c.opts.listeners
+	if listeners == "" {
+		listeners = `[{name: PLAINTEXT, address: "127.0.0.1:0"}]`
+	}
 	yaml := fmt.Sprintf(`node_id: %d
 data_dir: %q
 rack: %q
-listeners: [{name: PLAINTEXT, address: "127.0.0.1:0"}]
+listeners: %s
 admin_listen: "127.0.0.1:0"
 configs:
 %smodules:
   storage: {use: %s}
   metadata: {use: raft, raft_listen: %q, voters: [%s], commit_timeout: 10ms}
   replication: {use: isr%s}
-`, nd.id, nd.dir, rack, cfgs.String(), c.storage, nd.raft, strings.Join(quoted, ", "), repl)
+%s`, nd.id, nd.dir, rack, listeners, cfgs.String(), c.storage, nd.raft, strings.Join(quoted, ", "), repl, c.opts.modules)
 	cfg, err := kernel.ParseConfig([]byte(yaml))
 	if err != nil {
 		return err

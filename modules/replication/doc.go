@@ -13,7 +13,9 @@
 //
 //   - Follower fetch (fetcher.go, follower.go): one fetcher goroutine per source
 //     broker and num.replica.fetchers shard, over one internal/kclient connection to
-//     the leader's inter.broker.listener.name listener (the first listener when unset),
+//     the leader's inter-broker listener (internal/interbroker: inter.broker.listener.name,
+//     else security.inter.broker.protocol's first listener, else the first listener;
+//     TLS and SASL as that listener's protocol says, docs/cluster-security.md),
 //     sends one Fetch for all its partitions each round (ReplicaState.ID = this node
 //     from v15, ReplicaID before; FetchOffset = the log end; LastFetchedEpoch = the
 //     log's latest epoch from v12; replica.fetch.max.bytes, .response.max.bytes,

@@ -64,6 +64,13 @@ type follow struct {
 	delayUntil time.Time
 }
 
+// errAuth marks a connect that failed at the TLS handshake or the SASL login (or has
+// no credentials): retrying soon would fail the same way.
+var errAuth = errors.New("inter-broker authentication failed")
+
+// authBackoff is the least wait after errAuth.
+const authBackoff = 5 * time.Second
+
 // fetcherKey names a fetcher: its source broker and shard.
 type fetcherKey struct {
 	leader int32
@@ -295,11 +302,23 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
+		if conn != nil && !conn.ReauthAfter().IsZero() && time.Now().After(conn.ReauthAfter()) {
+			// The SASL session ends soon (connections.max.reauth.ms at the leader):
+			// log in again on a new connection before the leader closes this one.
+			_ = conn.Close()
+			conn = nil
+		}
 		if conn == nil {
 			var err error
 			conn, vers, err = f.connect(cfg)
 			if err != nil {
-				if !f.backOff(&failing, "replica fetcher cannot reach the leader", err, cfg.backoff) {
+				d := cfg.backoff
+				if errors.Is(err, errAuth) {
+					// Refused credentials or certificates stay refused until an
+					// operator acts: retry slowly.
+					d = max(d, authBackoff)
+				}
+				if !f.backOff(&failing, "replica fetcher cannot reach the leader", err, d) {
 					return
 				}
 				continue
@@ -359,21 +378,38 @@ func (f *fetcher) connect(cfg *replicaConfig) (*kclient.Conn, map[int16]int16, e
 	if b == nil {
 		return nil, nil, fmt.Errorf("broker %d is not in the metadata image", f.key.leader)
 	}
-	ep, ok := b.Endpoint(cfg.listener)
+	listener := cfg.listener
+	if f.m.sec != nil {
+		listener = f.m.sec.Listener
+	}
+	ep, ok := b.Endpoint(listener)
 	if !ok {
-		return nil, nil, fmt.Errorf("broker %d has no listener %q", f.key.leader, cfg.listener)
+		return nil, nil, fmt.Errorf("broker %d has no listener %q", f.key.leader, listener)
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	ctx, cancel := context.WithTimeout(f.ctx, cfg.socketTimout)
-	defer cancel()
-	conn, err := kclient.Dial(ctx, addr, kclient.Options{
+	opts := kclient.Options{
 		ClientID:    fmt.Sprintf("sluice-replica-fetcher-%d-%d", f.m.broker.NodeID, f.key.shard),
 		DialTimeout: 10 * time.Second,
 		// A fetch answer is bounded by replica.fetch.response.max.bytes, except that
 		// the first batch is returned whole (KIP-74) whatever its size.
 		MaxResponseBytes: max(2*cfg.respMax, kclient.DefaultMaxResponseBytes),
-	})
+	}
+	if f.m.sec != nil {
+		// TLS checks the leader's certificate against its advertised host; SASL logs
+		// in with this broker's own credentials (the principal needs ClusterAction).
+		opts.TLS = f.m.sec.ClientTLS(ep.Host)
+		var err error
+		if opts.SASL, err = f.m.sec.Mechanism(); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errAuth, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, cfg.socketTimout)
+	defer cancel()
+	conn, err := kclient.Dial(ctx, addr, opts)
 	if err != nil {
+		if errors.Is(err, kclient.ErrSASL) || errors.Is(err, kclient.ErrTLS) {
+			err = fmt.Errorf("%w: %w", errAuth, err)
+		}
 		return nil, nil, err
 	}
 	vers, err := conn.APIVersions(ctx)

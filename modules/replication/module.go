@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -47,6 +48,7 @@ type Module struct {
 
 	log     *slog.Logger
 	broker  kernel.BrokerInfo
+	sec     *interbroker.Security // the inter-broker listener's security (fetcher.connect); nil in unit tests: plaintext
 	storage kernel.Storage
 	meta    kernel.Metadata
 	now     func() time.Time
@@ -125,6 +127,10 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("replication: %w", err)
 	}
 	m.changer, _ = m.meta.(kernel.PartitionChanger)
+	// How followers reach leaders: the inter-broker listener's TLS and SASL.
+	if m.sec, err = interbroker.New(m.broker, m.log.With("component", "tls")); err != nil {
+		return fmt.Errorf("replication: %w", err)
+	}
 	m.pg = newPurgatory()
 	m.env = &partitionEnv{self: m.broker.NodeID, pg: m.pg, log: m.log, alter: m.changer != nil}
 	m.fetchers = newFetcherSet(m)

@@ -88,14 +88,16 @@ func NewCA(t testing.TB, cn string) *CA {
 	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// Server makes a server certificate for 127.0.0.1, ::1 and localhost named cn.
+// Server makes a server certificate for 127.0.0.1, ::1 and localhost named cn. It
+// allows client authentication too, as a broker's certificate must: the broker presents
+// it when it connects to other brokers (mutual TLS on the raft port, SSL listeners).
 func (ca *CA) Server(t testing.TB, cn string) *Pair {
 	t.Helper()
 	return ca.issue(t, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: cn},
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	})
 }
 

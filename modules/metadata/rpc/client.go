@@ -37,6 +37,7 @@ type Client struct {
 	// errClosed is what a call after close wraps (with errRPCNotSent).
 	errClosed error
 	corr      int32
+	tls       *TLS // nil: plaintext; read-only
 }
 
 type conn struct {
@@ -46,9 +47,9 @@ type conn struct {
 }
 
 // NewClient returns a client whose calls after close fail with an error wrapping
-// errRPCNotSent and errClosed.
-func NewClient(errClosed error) *Client {
-	return &Client{idle: map[string][]*conn{}, errClosed: errClosed}
+// errRPCNotSent and errClosed. sec, when not nil, dials with mutual TLS (sec.Client).
+func NewClient(errClosed error, sec *TLS) *Client {
+	return &Client{idle: map[string][]*conn{}, errClosed: errClosed, tls: sec}
 }
 
 func (c *Client) get(ctx context.Context, addr string) (*conn, int32, error) {
@@ -75,8 +76,7 @@ func (c *Client) get(ctx context.Context, addr string) (*conn, int32, error) {
 		}
 		_ = rc.c.Close()
 	}
-	d := net.Dialer{Timeout: rpcDialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dial(ctx, addr, rpcDialTimeout, c.tls)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: dial %s: %w", ErrNotSent, addr, err)
 	}

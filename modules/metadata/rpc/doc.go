@@ -4,7 +4,9 @@
 // of the server side (server.go: ServeConn, which hands each decoded request to the
 // metadata module), and Mux (mux.go), the raft.StreamLayer that shares the raft port
 // between raft's NetworkTransport and the controller RPC by the first byte of each
-// connection.
+// connection. Given a *TLS (NewMux, NewClient), the port is mutual TLS: Mux completes
+// each accepted connection's handshake before the sniff, and Mux.Dial and the Client
+// dial with the broker's certificate; nil is plaintext.
 //
 // What the messages mean (which controller answers, forwarding, retries) is the
 // metadata package's; the message layouts are drawn next to their types in wire.go and
@@ -16,6 +18,8 @@
 //
 //   - A connection accepted by Mux is raft's or the RPC server's, never both, and is
 //     closed by its owner (raft, ServeConn, or Mux.Close while it is sniffed or queued).
+//   - With TLS, no byte of a connection is sniffed or served before its handshake
+//     verified the peer's certificate; a handshake takes at most handshakeTimeout.
 //   - A Client call that fails with ErrNotSent wrote nothing whole: the caller may
 //     retry it elsewhere. Any other failure may follow a request that was executed.
 //   - Key numbers, versions and Magic are frozen.
