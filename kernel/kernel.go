@@ -259,7 +259,7 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 			_, bound, _ := net.SplitHostPort(ln.Addr().String())
 			port, _ = strconv.Atoi(bound)
 		}
-		k.info.Listeners = append(k.info.Listeners, ListenerInfo{Name: lc.Name, Host: host, Port: int32(port)})
+		k.info.Listeners = append(k.info.Listeners, ListenerInfo{Name: lc.Name, Host: host, Port: int32(port), Protocol: l.protocol})
 	}
 	// Describe the settings the config file holds outside `configs:` by their Kafka
 	// names, so DescribeConfigs shows them (read-only).

@@ -140,6 +140,10 @@ type ListenerInfo struct {
 	Name string
 	Host string
 	Port int32
+	// Protocol is the listener's security protocol (listener.security.protocol.map) in
+	// this broker's BrokerInfo; empty in the metadata image, which does not carry it
+	// (every broker resolves a listener name the same way from its own configs).
+	Protocol string
 }
 
 // LookupAs looks up the module of role and asserts that it implements T (a role or

@@ -39,6 +39,17 @@ func protocolTLS(p string) bool { return p == ProtocolSSL || p == ProtocolSASLSS
 // that is not must be named after a protocol. Names and protocols compare in upper
 // case, as in Kafka.
 func listenerProtocols(configs map[string]string, ls []ListenerConfig) ([]string, error) {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Name
+	}
+	return ListenerProtocols(configs, names)
+}
+
+// ListenerProtocols is the security protocol of each named listener under the broker
+// configs (listenerProtocols' rule; BrokerInfo.Listeners carries the result). Tests of
+// modules that build a BrokerInfo by hand use it to fill ListenerInfo.Protocol.
+func ListenerProtocols(configs map[string]string, names []string) ([]string, error) {
 	m := map[string]string{}
 	if v := strings.TrimSpace(configs["listener.security.protocol.map"]); v != "" {
 		for _, pair := range strings.Split(v, ",") {
@@ -61,15 +72,15 @@ func listenerProtocols(configs map[string]string, ls []ListenerConfig) ([]string
 			m[name] = proto
 		}
 	}
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		p, ok := m[strings.ToUpper(l.Name)]
+	out := make([]string, len(names))
+	for i, name := range names {
+		p, ok := m[strings.ToUpper(name)]
 		switch {
 		case ok:
-		case isProtocol(strings.ToUpper(l.Name)):
-			p = strings.ToUpper(l.Name)
+		case isProtocol(strings.ToUpper(name)):
+			p = strings.ToUpper(name)
 		default:
-			return nil, fmt.Errorf("config: listener %q has no security protocol: name it in listener.security.protocol.map (e.g. %s:SASL_SSL) or name it after a protocol", l.Name, l.Name)
+			return nil, fmt.Errorf("config: listener %q has no security protocol: name it in listener.security.protocol.map (e.g. %s:SASL_SSL) or name it after a protocol", name, name)
 		}
 		out[i] = p
 	}

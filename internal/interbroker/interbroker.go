@@ -47,14 +47,16 @@ type Security struct {
 func New(bi kernel.BrokerInfo, log *slog.Logger) (*Security, error) {
 	cfg := bi.StaticConfigs
 	s := &Security{Protocol: kernel.ProtocolPlaintext}
+	// The kernel resolved each listener's protocol (listener.security.protocol.map).
 	names := make([]string, len(bi.Listeners))
+	protos := make([]string, len(bi.Listeners))
 	for i, l := range bi.Listeners {
-		names[i] = l.Name
+		names[i], protos[i] = l.Name, l.Protocol
+		if protos[i] == "" { // a BrokerInfo built by hand (tests) before protocols existed
+			protos[i] = kernel.ProtocolPlaintext
+		}
 	}
-	protos, err := protocols(cfg["listener.security.protocol.map"], names)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	ibl := strings.TrimSpace(cfg["inter.broker.listener.name"])
 	sibp := strings.TrimSpace(cfg["security.inter.broker.protocol"])
 	switch {
@@ -113,45 +115,6 @@ func indexOf(l []string, s string) int {
 		}
 	}
 	return -1
-}
-
-// protocols maps each listener to its protocol as the kernel does
-// (listener.security.protocol.map, then a listener named after a protocol).
-func protocols(pm string, names []string) ([]string, error) {
-	m := map[string]string{}
-	for _, pair := range strings.Split(pm, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		name, proto, ok := strings.Cut(pair, ":")
-		name, proto = strings.TrimSpace(name), strings.TrimSpace(proto)
-		if !ok || name == "" || !isProtocol(proto) {
-			return nil, fmt.Errorf("%w: listener.security.protocol.map: %q is not NAME:PROTOCOL", ErrConfig, pair)
-		}
-		m[name] = proto
-	}
-	out := make([]string, len(names))
-	for i, n := range names {
-		p, ok := m[n]
-		switch {
-		case ok:
-		case isProtocol(n):
-			p = n
-		default:
-			return nil, fmt.Errorf("%w: listener %q has no security protocol in listener.security.protocol.map", ErrConfig, n)
-		}
-		out[i] = p
-	}
-	return out, nil
-}
-
-func isProtocol(p string) bool {
-	switch p {
-	case kernel.ProtocolPlaintext, kernel.ProtocolSSL, kernel.ProtocolSASLPlaintext, kernel.ProtocolSASLSSL:
-		return true
-	}
-	return false
 }
 
 func (s *Security) usesTLS() bool {

@@ -14,10 +14,15 @@ import (
 	"github.com/sluicehq/sluice/kernel"
 )
 
+// info is the BrokerInfo the kernel would give: listeners with their protocols.
 func info(configs map[string]string, listeners ...string) kernel.BrokerInfo {
 	bi := kernel.BrokerInfo{NodeID: 1, StaticConfigs: configs}
-	for _, l := range listeners {
-		bi.Listeners = append(bi.Listeners, kernel.ListenerInfo{Name: l, Host: "127.0.0.1", Port: 9092})
+	protos, err := kernel.ListenerProtocols(configs, listeners)
+	if err != nil {
+		panic(err)
+	}
+	for i, l := range listeners {
+		bi.Listeners = append(bi.Listeners, kernel.ListenerInfo{Name: l, Host: "127.0.0.1", Port: 9092, Protocol: protos[i]})
 	}
 	return bi
 }
@@ -57,7 +62,6 @@ func TestResolve(t *testing.T) {
 		{name: "both set", bi: info(map[string]string{"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"}, "PLAINTEXT"), err: "only one"},
 		{name: "unknown listener", bi: info(map[string]string{"inter.broker.listener.name": "NOPE"}, "PLAINTEXT"), err: "not one of the listeners"},
 		{name: "no listener of protocol", bi: info(map[string]string{"security.inter.broker.protocol": "SSL"}, "PLAINTEXT"), err: "no listener has that protocol"},
-		{name: "unmapped listener", bi: info(map[string]string{}, "INTERNAL"), err: "no security protocol"},
 		{name: "gssapi", bi: info(map[string]string{"sasl.mechanism.inter.broker.protocol": "GSSAPI"}, "SASL_PLAINTEXT"), err: "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"},
 		{name: "module mismatch", bi: info(map[string]string{"sasl.mechanism.inter.broker.protocol": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": scramJAAS}, "SASL_PLAINTEXT"), err: "does not serve PLAIN"},
 		{name: "bad jaas", bi: info(map[string]string{"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": `x required;`}, "SASL_PLAINTEXT"), err: "sasl.jaas.config"},
