@@ -399,7 +399,9 @@ func TestReplicationPartitionedLeader(t *testing.T) {
 	// follower fetches to broker j+1 (its REPLICATION listener, advertised at the proxy).
 	var raft raftLinks
 	var repl [3]*tcpProxy
-	cfgs := withReplConfigs(map[string]string{"inter.broker.listener.name": "REPLICATION"})
+	// A listener not named after a protocol is mapped to one (Kafka's rule).
+	cfgs := withReplConfigs(map[string]string{"inter.broker.listener.name": "REPLICATION",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT"})
 	c := newClusterWith(t, 3, 3, raft.voters(t), clusterOpt{configs: cfgs, listeners: func(id int32) string {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		repl[id-1] = newTCPProxy(t, addr)
