@@ -20,8 +20,9 @@
 # Environment:
 #   SLUICE_SKIP_INSTALL=1   skip every install step (local iteration)
 #   SLUICE_QUICK=1          skip the fuzz runs
-#   SLUICE_FUZZTIME=4s      time per fuzz target (22 targets: 4s keeps the suite near
-#                           20 minutes on 2 cores; set more for a deeper local run)
+#   SLUICE_FUZZTIME=2s      time per fuzz target (32 targets, each also compiled with
+#                           fuzz instrumentation: about 3 minutes on 2 cores; set more
+#                           for a deeper local run)
 #   SLUICE_INTEROP_BUILDFLAGS   go build flags for the broker the interop suite runs
 #                           (default -race; set it empty for a faster run)
 #
@@ -30,7 +31,7 @@
 set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
-FUZZTIME=${SLUICE_FUZZTIME:-4s}
+FUZZTIME=${SLUICE_FUZZTIME:-2s}
 APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler openssl)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
