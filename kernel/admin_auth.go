@@ -42,7 +42,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -114,7 +113,7 @@ type adminGate struct {
 	// certPrincipal maps a verified client certificate to a principal.
 	certPrincipal func(*x509.Certificate) (Principal, error)
 
-	failLog, denyLog rateLog
+	failLog, denyLog *logLimiter
 }
 
 // newAdminGate builds the gate for k's admin API (after the modules are provisioned,
@@ -127,6 +126,8 @@ func (k *Kernel) newAdminGate(next http.Handler) *adminGate {
 		delay:         delay,
 		log:           k.log.With("component", "admin"),
 		certPrincipal: k.certificatePrincipal,
+		failLog:       &logLimiter{n: 1, every: adminLogEvery},
+		denyLog:       &logLimiter{n: 1, every: adminLogEvery},
 	}
 	if a, ok := k.Module("auth").(Authenticator); ok {
 		g.authn = a
@@ -218,7 +219,7 @@ func (g *adminGate) authenticate(r *http.Request) (p Principal, reason, user str
 
 // fail answers 401 after the failed-authentication delay.
 func (g *adminGate) fail(w http.ResponseWriter, r *http.Request, host, reason, user string) {
-	if n, ok := g.failLog.allow(time.Now()); ok {
+	if ok, n := g.failLog.allow(time.Now()); ok {
 		g.log.Warn("admin API: authentication failed", "remote", host, "user", user, "reason", reason,
 			"method", r.Method, "path", r.URL.Path, "suppressed", n)
 	}
@@ -241,7 +242,7 @@ func (g *adminGate) deny(w http.ResponseWriter, r *http.Request, p Principal, ho
 	if op == OpAlter {
 		need = "Alter"
 	}
-	if n, ok := g.denyLog.allow(time.Now()); ok {
+	if ok, n := g.denyLog.allow(time.Now()); ok {
 		g.log.Info("admin API: request denied", "principal", p.String(), "remote", host,
 			"method", r.Method, "path", r.URL.Path, "needs", need+" on cluster", "suppressed", n)
 	}
@@ -262,27 +263,6 @@ func remoteHost(addr string) string {
 		return ""
 	}
 	return host
-}
-
-// rateLog lets one log line through per adminLogEvery and counts the ones it held back.
-type rateLog struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
-}
-
-// allow reports whether a line may be logged now, and how many were held back since the
-// last one.
-func (l *rateLog) allow(now time.Time) (suppressed int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < adminLogEvery {
-		l.suppressed++
-		return 0, false
-	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	return n, true
 }
 
 // adminTLSConfig is the admin listener's TLS configuration (admin_tls), nil for plain

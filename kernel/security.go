@@ -183,11 +183,13 @@ func (k *Kernel) certificatePrincipal(cert *x509.Certificate) (Principal, error)
 	return Principal{Type: "User", Name: name}, nil
 }
 
-// logLimiter lets through at most n lines per second; the rest are counted and the
-// count is reported with the next line let through.
+// logLimiter lets through at most n lines per window (every, default one second); the
+// rest are counted and the count is reported with the next line let through. The
+// connection refusals and the admin API's failures share it.
 type logLimiter struct {
 	mu      sync.Mutex
 	n       int
+	every   time.Duration
 	window  time.Time
 	used    int
 	dropped int
@@ -197,7 +199,11 @@ type logLimiter struct {
 func (l *logLimiter) allow(now time.Time) (bool, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.window) >= time.Second {
+	every := l.every
+	if every <= 0 {
+		every = time.Second
+	}
+	if now.Sub(l.window) >= every {
 		l.window, l.used = now, 0
 	}
 	if l.used >= l.n {
