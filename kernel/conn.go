@@ -106,7 +106,7 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
 		c := &conn{
 			k:     k,
 			nc:    nc,
-			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Protocol: l.protocol, Remote: remote, Principal: Anonymous},
+			info:  &ConnInfo{ID: k.connID.Add(1), Listener: name, Protocol: l.protocol, Remote: remote, Principal: Anonymous, host: hostOf(remote)},
 			stop:  make(chan struct{}),
 			freed: make(chan struct{}, 1),
 			quit:  make(chan struct{}),

@@ -49,18 +49,28 @@ type ConnInfo struct {
 	// TLS is the connection's TLS state after the handshake; nil on a plaintext
 	// listener.
 	TLS *tls.ConnectionState
+	// host caches Host() (set by the kernel when it accepts the connection).
+	host string
 }
 
 // Host is the remote IP address without the port, as ACLs name hosts ("" when the
-// connection has no IP address).
+// connection has no IP address). Every authorization asks it, so the kernel computes
+// it once per connection (host); a ConnInfo built elsewhere computes it per call.
 func (c *ConnInfo) Host() string {
-	switch a := c.Remote.(type) {
+	if c.host != "" {
+		return c.host
+	}
+	return hostOf(c.Remote)
+}
+
+func hostOf(remote net.Addr) string {
+	switch a := remote.(type) {
 	case *net.TCPAddr:
 		return a.IP.String()
 	case nil:
 		return ""
 	}
-	host, _, err := net.SplitHostPort(c.Remote.String())
+	host, _, err := net.SplitHostPort(remote.String())
 	if err != nil {
 		return ""
 	}
