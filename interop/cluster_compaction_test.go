@@ -30,6 +30,7 @@ import (
 // from their data dirs, hold the same latest value per key (each replica cleans on its
 // own; consumers of any replica see the same values).
 func TestClusterCompaction(t *testing.T) {
+	t.Parallel()
 	const topic, keys = "compacted", 40
 	c := newReplCluster(t, map[string]string{"log.cleaner.backoff.ms": "50"})
 	c.node(1).mustCreateTopic(30*time.Second, topic, 1, 3, map[string]string{

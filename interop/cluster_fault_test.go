@@ -36,6 +36,7 @@ import (
 // broker catches up on what it missed, is unfenced and leads its partitions again, and
 // topics can be created through it.
 func TestClusterNetworkPartition(t *testing.T) {
+	t.Parallel()
 	for _, cutController := range []bool{true, false} {
 		name := "follower"
 		if cutController {

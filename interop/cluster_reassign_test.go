@@ -21,6 +21,7 @@ import (
 // acknowledged record is readable once, and the three new replicas hold the same
 // batches.
 func TestClusterReassignment(t *testing.T) {
+	t.Parallel()
 	const topic = "moving"
 	c := newClusterWith(t, 4, 3, nil, clusterOpt{configs: withReplConfigs(nil)})
 	c.startAll()
@@ -136,6 +137,7 @@ func TestClusterReassignment(t *testing.T) {
 // preferred are led by others; kadm's ElectLeaders (preferred) moves them back once it
 // is in their ISRs, and a second call answers ELECTION_NOT_NEEDED.
 func TestClusterPreferredLeaderElection(t *testing.T) {
+	t.Parallel()
 	const topic = "preferred"
 	c := newReplCluster(t, nil)
 	c.node(1).mustCreateAssigned(30*time.Second, topic, [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, nil)

@@ -75,6 +75,7 @@ func leadsAgain(v *view, id int32, topic string, parts []int32) bool {
 // each, every broker tells clients the same leaders, and producing and consuming through
 // each broker as the only bootstrap server reaches every partition.
 func TestClusterLeadersSpread(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	c.waitAllSeeAll(20*time.Second, allThree)
@@ -180,6 +181,7 @@ func alterErr(rs kadm.AlterConfigsResponses) error {
 // and every broker sees the same topic id; a second create through the third broker is
 // TOPIC_ALREADY_EXISTS.
 func TestClusterCreateTopicViaNonController(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)
@@ -240,6 +242,7 @@ func configValue(rcs kadm.ResourceConfigs, resource, key string) string {
 // fenced after its session timeout, and it restarts on its data, catches up, is
 // unfenced and can create topics too.
 func TestClusterControllerKill(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)
@@ -285,6 +288,7 @@ func TestClusterControllerKill(t *testing.T) {
 // brokers, while the others keep theirs. Restarted, it is unfenced and leads its RF=1
 // partitions again, with the records they held.
 func TestClusterBrokerStopFencing(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)
@@ -376,6 +380,7 @@ func TestClusterBrokerStopFencing(t *testing.T) {
 // back with its id, partitions and leaders, its configs (set at creation and altered
 // later), the cluster-wide broker config, and its records.
 func TestClusterFullRestart(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	c.waitAllSeeAll(20*time.Second, allThree)
@@ -446,6 +451,7 @@ func TestClusterFullRestart(t *testing.T) {
 // three; every broker lists it, a new 12-partition topic puts three leaders on each of
 // the four, records go through it, and DescribeQuorum shows it as an observer.
 func TestClusterFourthBroker(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	c.waitAllSeeAll(20*time.Second, allThree)
@@ -513,6 +519,7 @@ func replicaIDs(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []in
 // every voter caught up to it once idle) and no observers; asked directly, each broker
 // gives the same leader.
 func TestClusterDescribeQuorum(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, 3, nil)
 	c.startAll()
 	ctrl := c.agreedController(20 * time.Second)

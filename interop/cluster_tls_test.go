@@ -15,6 +15,7 @@ import (
 // restarted, catches up over TLS and rejoins the ISR with a log identical to the
 // others', and every acknowledged record is there once.
 func TestClusterTLSBrokerKill(t *testing.T) {
+	t.Parallel()
 	const topic = "tls"
 	needBroker(t)
 	dir := t.TempDir()

@@ -26,6 +26,7 @@ import (
 // named step of the swap in-process; this is the same with a real process and real
 // timing.)
 func TestCompactionSIGKILL(t *testing.T) {
+	t.Parallel()
 	const topic, keys = "compact-crash", 64
 	b := startBrokerConfig(t, `configs:
   log.cleaner.backoff.ms: "50"

@@ -49,6 +49,7 @@ func waitCompacted(t *testing.T, addr, topic, prefix string, keys int) {
 // read back a log with each key once at its latest value (tombstones as null),
 // offsets increasing across the gaps compaction left, and the log start still 0.
 func TestCompactionClients(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, cleanerConfig)
 	t.Run("librdkafka", func(t *testing.T) {
 		needLibrdkafka(t)

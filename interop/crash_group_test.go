@@ -20,6 +20,7 @@ import (
 // one sent, with the metadata sent with it. ListGroups and DescribeGroups must still know
 // the group. Then a second kill, with the broker idle, and the same check.
 func TestCrashGroupCommits(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, groupBrokerConfig)
 	const (
 		topic      = "crash-commits"

@@ -48,6 +48,7 @@ func crashParse(p int32, v []byte) (int64, bool) {
 // SIGTERM round, all under load, on a topic with 64 KiB segments; then an idle graceful
 // restart and the same check.
 func TestCrashAcks1(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, os.Getenv("SLUICE_INTEROP_CRASH_CONFIG"))
 	// Small segments and indexes: the kills land in a log of many rolled segments.
 	createTopicConfigs(t, b.addr, crashTopic, crashPartitions,

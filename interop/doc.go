@@ -102,6 +102,15 @@
 //
 // # Concurrency
 //
-// Tests do not call t.Parallel: brokers are cheap to start and serial runs keep failures
-// easy to attribute on a 2-core CI machine.
+// Every test but TestReadmeFirstCommand (fixed default ports), TestClusterRun3Script (a
+// range of consecutive ports that freePort does not know about) and the TestTransform*
+// tests (compiling WASM in a -race broker is CPU-bound: three at once on two cores ran
+// past the CLI's deadline) calls t.Parallel:
+// most of a test's time is spent waiting on the brokers' timeouts (sessions, elections,
+// transaction and fetch waits), so running a few at once (scripts/test.sh passes
+// -parallel) cuts the suite's wall time without loading the CPU much more. A test must
+// therefore own everything it starts: fresh ports from freePort, its own data dirs, no
+// t.Setenv, no process-wide state. The two serial tests run first, alone (Go resumes
+// parallel tests only after the serial ones finish). Each test names its broker's
+// address in its failure output, so interleaved logs stay attributable.
 package interop

@@ -17,6 +17,7 @@ import (
 // IncrementalAlterConfigs (set and delete), DescribeCluster, DeleteRecords (and the new
 // log start offset seen by ListOffsets and Fetch), and OffsetForLeaderEpoch.
 func TestFranzAdmin(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t)
 	const topic = "kadm-admin"
 	createTopic(t, b.addr, topic, 2)

@@ -136,6 +136,7 @@ func (p *rawProducer) produceNoFatal(batch []byte) (int64, error) {
 // appended once and all four get its offset. The partition then holds each record
 // exactly once, in order.
 func TestIdempotentDuplicateSends(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic    = "idem-dups"
@@ -259,6 +260,7 @@ func TestIdempotentDuplicateSends(t *testing.T) {
 // was given was acknowledged, and each partition holds every one exactly once, in order,
 // at the offset it was acknowledged with.
 func TestIdempotentProducerBrokerKills(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		partitions = 2

@@ -24,6 +24,7 @@ type kafkajsGroupReport struct {
 // kafkajs's admin client lists, describes, fetches the offsets of, sets offsets for and
 // deletes the Empty group (its setOffsets alone takes 5s, client-side).
 func TestKafkajsGroup(t *testing.T) {
+	t.Parallel()
 	node := needKafkajs(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	const (

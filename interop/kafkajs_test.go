@@ -49,6 +49,7 @@ func runNodeReport(t *testing.T, timeout time.Duration, rep any, node, script st
 // messages with headers), then reads the topic back with franz-go and compares every
 // partition, offset, key, value and header with what kafkajs says it wrote.
 func TestKafkajs(t *testing.T) {
+	t.Parallel()
 	node := needKafkajs(t)
 	b := startBroker(t)
 

@@ -14,6 +14,7 @@ import (
 // every assigned partition at the beginning whatever the group committed, so a second run
 // rereads everything; auto.offset.reset=earliest only applies where nothing is committed.)
 func TestKcatGroup(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	const (
 		topic      = "kcat-group"

@@ -51,6 +51,7 @@ func needKcat(t *testing.T) string {
 // TestKcatMetadata: `kcat -L` lists broker 1 at the listener address and the topics with
 // their partitions, leader and replicas.
 func TestKcatMetadata(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	b := startBroker(t)
 	createTopic(t, b.addr, "kcat-meta-one", 1)
@@ -109,6 +110,7 @@ func TestKcatMetadata(t *testing.T) {
 // (one lz4-compressed), consumed back by kcat from the beginning with exact
 // key/value/headers/offset.
 func TestKcatProduceConsume(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	b := startBroker(t)
 	const topic = "kcat-keyed"
@@ -161,6 +163,7 @@ func TestKcatProduceConsume(t *testing.T) {
 // TestKcatAutoCreate: producing to a topic nobody created works (the README promises
 // auto.create.topics.enable on by default) and the records read back.
 func TestKcatAutoCreate(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	b := startBroker(t)
 	const topic = "kcat-auto-created"
@@ -176,6 +179,7 @@ func TestKcatAutoCreate(t *testing.T) {
 // records franz-go wrote with explicit create times), relative to the end (-o -N), and
 // the end itself (nothing to read).
 func TestKcatOffsets(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	b := startBroker(t)
 	const topic = "kcat-offsets"

@@ -22,6 +22,7 @@ type librdkafkaGroupReport struct {
 // the group is Empty and lags by the 60 records produced next; a restarted consumer in
 // the group gets exactly those 60 (no committed record again) and commits them.
 func TestLibrdkafkaGroup(t *testing.T) {
+	t.Parallel()
 	needLibrdkafka(t)
 	b := startBrokerConfig(t, groupBrokerConfig)
 	adm := kadm.NewClient(newClient(t, b.addr))
@@ -62,6 +63,7 @@ func TestLibrdkafkaGroup(t *testing.T) {
 // its commits keep succeeding, it gets the 40 records produced after the restart, and
 // no record is delivered twice.
 func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
+	t.Parallel()
 	needLibrdkafka(t)
 	const (
 		topic      = "lrk-group-restart"
@@ -120,6 +122,7 @@ func TestLibrdkafkaGroupBrokerRestart(t *testing.T) {
 // partitions, consumes the records produced after the kill from every partition and
 // commits them.
 func TestLibrdkafkaGroupMemberKilled(t *testing.T) {
+	t.Parallel()
 	needLibrdkafka(t)
 	const (
 		topic      = "lrk-group-kill"

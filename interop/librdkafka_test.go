@@ -53,6 +53,7 @@ func runPythonOK(t *testing.T, timeout time.Duration, ok, script string, args ..
 // (acks=all), consume back with assign() at OFFSET_BEGINNING checking every key, value and
 // header exactly once in order, then the AdminClient calls the installed version has.
 func TestLibrdkafka(t *testing.T) {
+	t.Parallel()
 	needLibrdkafka(t)
 	b := startBroker(t)
 

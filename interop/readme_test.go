@@ -56,6 +56,7 @@ func firstReadmeCommand(readme []byte) (string, bool) {
 }
 
 func TestFirstReadmeCommandParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, readme, want string
 		ok                 bool

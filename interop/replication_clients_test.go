@@ -23,6 +23,7 @@ import (
 // must be stored exactly once at the offset its delivery report gave, in sequence order
 // (the partition holds nothing else), and the three replicas must hold the same batches.
 func TestReplicationClientsBrokerKills(t *testing.T) {
+	t.Parallel()
 	t.Run("librdkafka", func(t *testing.T) {
 		needLibrdkafka(t)
 		replClientKills(t, "lrk", func(seeds, topic string, partitions int32) *lineProc {

@@ -43,6 +43,7 @@ func durabilityRun(t *testing.T) time.Duration {
 // consumer saw during the run is still there at the same offset, and the three
 // replicas' segment files hold the same batches.
 func TestReplicationDurability(t *testing.T) {
+	t.Parallel()
 	const (
 		topic      = "durable"
 		partitions = 6
@@ -184,6 +185,7 @@ func TestReplicationDurability(t *testing.T) {
 // SIGKILLed mid-stream. Every acks=all acknowledgement must survive; acks=1 may lose
 // what the leader had not replicated (the test reports how much).
 func TestReplicationLeaderLossAcks(t *testing.T) {
+	t.Parallel()
 	const topic = "acks"
 	c := newReplCluster(t, nil)
 	c.node(1).mustCreateTopic(30*time.Second, topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
@@ -309,6 +311,7 @@ func TestReplicationLeaderLossAcks(t *testing.T) {
 // Five brokers, voters 1-3; the partition's replicas are 3 (leader), 4 and 5, so the
 // metadata quorum survives killing all three of them one after the other.
 func TestReplicationUncleanElection(t *testing.T) {
+	t.Parallel()
 	const topic = "unclean"
 	c := newClusterWith(t, 5, 3, nil, clusterOpt{configs: withReplConfigs(nil)})
 	c.startAll()
@@ -393,6 +396,7 @@ func head(s []string) []string { return s[:min(len(s), 3)] }
 // truncates what it appended alone (acks=1 writes, which are lost as documented, and the
 // unacknowledged acks=all ones) and its log ends up identical to the new leader's.
 func TestReplicationPartitionedLeader(t *testing.T) {
+	t.Parallel()
 	const topic = "cut"
 	needBroker(t)
 	// raft[i][j] carries raft traffic from broker i+1 to broker j+1; repl[j] carries

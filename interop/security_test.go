@@ -76,6 +76,7 @@ func (e *secureEnv) client(t *testing.T, user, pass string, opts ...kgo.Opt) *kg
 // writes nothing; a wrong password is refused; a plaintext client on the TLS port is
 // closed. At the end the admin reads back exactly what alice wrote.
 func TestSecureClients(t *testing.T) {
+	t.Parallel()
 	e := startSecureBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -290,6 +291,7 @@ func runExit(t *testing.T, timeout time.Duration, stdin, name string, args ...st
 // TestSCRAMAuthBadCredentials, from the module cache) against a broker with a PLAINTEXT
 // listener for their setup and a SASL_PLAINTEXT one for the logins.
 func TestFranzSCRAMSuite(t *testing.T) {
+	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		need(t, "the go command is not on PATH")
@@ -323,6 +325,7 @@ modules:
 // read_committed; her produce to a topic she holds no ACL for is refused, and a client
 // without a certificate does not get in.
 func TestSecureMTLSKgo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "sluice-interop-ca")
 	keystore := tlstest.WriteFile(t, dir, "server.pem", ca.Server(t, "sluice-broker").KeyStore())

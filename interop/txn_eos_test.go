@@ -191,6 +191,7 @@ func (r *eosRun) finish() {
 // pipeline's open transaction is aborted when its successor initialises, and the
 // successor resumes from the offsets committed in the last committed transaction.
 func TestEOSPipelineClientKills(t *testing.T) {
+	t.Parallel()
 	runEOSPipeKills(t, "eos-client-kills", "pipeline", func(r *eosRun) {
 		r.pipe.kill()
 		r.start()
@@ -203,6 +204,7 @@ func TestEOSPipelineClientKills(t *testing.T) {
 // coordinator, the group coordinator and the partitions must recover in-flight
 // transactions so that the output still holds each input record's output exactly once.
 func TestEOSPipelineBrokerKills(t *testing.T) {
+	t.Parallel()
 	runEOSPipeKills(t, "eos-broker-kills", "broker", func(r *eosRun) {
 		r.b.kill()
 		r.b.start()
@@ -231,6 +233,7 @@ func runEOSPipeKills(t *testing.T, name, victim string, kill func(r *eosRun)) {
 // three quarters (the pipeline exits on any failure and is started again). The output,
 // read with read_committed, must hold each input record's output exactly once.
 func TestKafkajsEOSKills(t *testing.T) {
+	t.Parallel()
 	node := needKafkajs(t)
 	r := newEOSRun(t, "kjs-eos", 900, 10, func(r *eosRun) *lineProc {
 		return startNode(r.t, node, "txn_kafkajs_eos_test.js", r.b.addr, r.group, r.in, r.out, r.group+"-txn")

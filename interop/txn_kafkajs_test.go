@@ -38,6 +38,7 @@ type kafkajsTxnReport struct {
 // would fail it), read_uncommitted the aborted ones too; kadm shows the group's offsets
 // from the committed transaction, not the aborted one.
 func TestKafkajsTransactions(t *testing.T) {
+	t.Parallel()
 	node := needKafkajs(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
 	var rep kafkajsTxnReport

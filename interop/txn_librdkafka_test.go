@@ -15,6 +15,7 @@ import (
 // read_uncommitted ones see the aborted records too, and the group's committed offsets
 // are the committed transaction's, not the aborted one's.
 func TestLibrdkafkaTransactions(t *testing.T) {
+	t.Parallel()
 	needLibrdkafka(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
 
@@ -29,6 +30,7 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 // exactly the transactions the script saw commit, in order, and the idempotent topic
 // holds every delivered record exactly once at its reported offset, none undelivered.
 func TestLibrdkafkaTransactionsBrokerKills(t *testing.T) {
+	t.Parallel()
 	needLibrdkafka(t)
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (

@@ -161,6 +161,7 @@ func checkLedger(t *testing.T, what string, got map[int32][]*kgo.Record, want ma
 // read_committed consumer reads exactly the committed and plain records (per producer
 // and partition, in order), a read_uncommitted one reads the aborted ones too.
 func TestTxnAbortedInvisible(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic      = "txn-aborts"
@@ -251,6 +252,7 @@ func TestTxnAbortedInvisible(t *testing.T) {
 // INVALID_PRODUCER_EPOCH; read_committed sees only the second producer's records, and
 // even read_uncommitted sees none of the first one's records written after the fencing.
 func TestTxnZombieFenced(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic      = "txn-zombie"
@@ -332,6 +334,7 @@ func TestTxnZombieFenced(t *testing.T) {
 // looks for expired transactions every 10s), a late commit from the stalled producer
 // fails, and read_committed sees only the plain records while read_uncommitted sees all.
 func TestTxnTimeoutAborts(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic   = "txn-timeout"
@@ -411,6 +414,7 @@ func TestTxnTimeoutAborts(t *testing.T) {
 // read_committed sees exactly the committed records (per producer and partition, in
 // order), read_uncommitted all of them.
 func TestTxnConcurrentProducers(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic      = "txn-concurrent"
@@ -462,6 +466,7 @@ func TestTxnConcurrentProducers(t *testing.T) {
 // ListTransactions (with and without a state filter) and DescribeProducers (the open
 // transaction's first offset, then -1).
 func TestTxnAdminViews(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic = "txn-admin"
@@ -564,6 +569,7 @@ func TestTxnAdminViews(t *testing.T) {
 // reach the high watermarks), and read_committed sees exactly the first and third
 // transactions' records, read_uncommitted all three.
 func TestTxnSurvivesBrokerKill(t *testing.T) {
+	t.Parallel()
 	b := startBrokerConfig(t, txnBrokerConfig)
 	const (
 		topic      = "txn-kill"

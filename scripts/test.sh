@@ -306,7 +306,7 @@ fuzz_all() {
 
 interop() {
 	SLUICE_INTEROP_REQUIRED=1 SLUICE_INTEROP_BUILDFLAGS="${SLUICE_INTEROP_BUILDFLAGS--race}" \
-		go test -race -count=1 -v -timeout=20m ./interop/
+		go test -race -count=1 -v -parallel="${SLUICE_INTEROP_PARALLEL:-3}" -timeout=20m ./interop/
 }
 
 step "gofmt -l" check_gofmt
