@@ -101,7 +101,7 @@ func txnEnds(t *testing.T, b *testbroker.Broker, committed map[string]bool, ends
 // once each, also across a broker restart in the middle of the stream; its position
 // is the offsets of the group __sluice-transform-<name>, which reach the input's end.
 func TestDerivedExactlyOnce(t *testing.T) {
-	b := testbroker.Start(t, testbroker.WithConfig(eosConfig))
+	b := startBroker(t, eosConfig, "")
 	createTopic(t, b, "in", 2)
 	createTopic(t, b, "a-to-m", 1)
 	createTopic(t, b, "n-to-z", 2)
@@ -183,7 +183,7 @@ func consumeCommitted(t *testing.T, b *testbroker.Broker, topic string) []*kgo.R
 // TestDerivedExactlyOnceMigratesPosition: a transform whose group has no offset yet
 // starts from the position the at-least-once worker stored in the metadata log.
 func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
-	b := testbroker.Start(t, testbroker.WithConfig(eosConfig))
+	b := startBroker(t, eosConfig, "")
 	createTopic(t, b, "in", 1)
 	createTopic(t, b, "a-to-m", 1)
 	createTopic(t, b, "n-to-z", 1)
@@ -240,7 +240,7 @@ func TestDerivedExactlyOnceMigratesPosition(t *testing.T) {
 // position passes it; under reject, the batches before a failing one are committed
 // and the position (the group's lag) stops at it, with nothing after it written.
 func TestDerivedExactlyOncePolicies(t *testing.T) {
-	b := testbroker.Start(t, testbroker.WithConfig(eosConfig+"modules:\n  transforms: {breaker_failures: 100, breaker_pause_ms: 100}\n"))
+	b := startBroker(t, eosConfig, "breaker_failures: 100, breaker_pause_ms: 100")
 	for _, topic := range []string{"din", "dout", "rin", "rout"} {
 		createTopic(t, b, topic, 1)
 	}

@@ -29,7 +29,7 @@ func header(r *kgo.Record, key string) (string, bool) {
 // empty values. Then the seam is called directly with a principal the kernel of this
 // branch cannot authenticate yet (SASL is elsewhere).
 func TestStampProducer(t *testing.T) {
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, "events", 1)
 	createTopic(t, b, "events-copy", 1)
 	mustDeploy(t, b, "stamp", "stamp-producer", url.Values{"input": {"events"}})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,21 @@ func buildModules(dir string) error {
 	return nil
 }
 
+// startBroker starts an in-process broker with configYAML and the transforms module
+// options given (a YAML flow-mapping body, "" for none). Every broker of this package
+// shares one compilation cache under wasmDir: compiling a Go-built module in a -race
+// binary takes seconds, and the tests deploy the same few modules again and again.
+// Tests that check a broker's own cache (restarts) still see it: the cache is as
+// persistent as a data dir's.
+func startBroker(t *testing.T, configYAML, transformsOpts string) *testbroker.Broker {
+	t.Helper()
+	opts := "cache_dir: " + strconv.Quote(filepath.Join(wasmDir, "cache"))
+	if transformsOpts != "" {
+		opts += ", " + transformsOpts
+	}
+	return testbroker.Start(t, testbroker.WithConfig(configYAML+"modules:\n  transforms: {"+opts+"}\n"))
+}
+
 func module(t *testing.T, name string) []byte {
 	t.Helper()
 	if buildErr != nil {
@@ -123,7 +139,7 @@ func deployBytes(t *testing.T, b *testbroker.Broker, name string, body []byte, q
 // example deployed inline on it as name, and returns the broker and a client of it.
 func startHeaderFilter(t *testing.T, name, topic string) (*testbroker.Broker, *kgo.Client) {
 	t.Helper()
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, topic, 1)
 	mustDeploy(t, b, name, "filter-by-header", url.Values{"input": {topic}})
 	return b, b.Client(t)
@@ -190,7 +206,7 @@ func consume(t *testing.T, b *testbroker.Broker, topic string, n int) []*kgo.Rec
 }
 
 func TestInlineRedactJSON(t *testing.T) {
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, "orders", 1)
 	mustDeploy(t, b, "redact", "redact-json", url.Values{"input": {"orders"}})
 	cl := b.Client(t, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
@@ -276,7 +292,7 @@ func TestInlineFilterByHeader(t *testing.T) {
 }
 
 func TestDerivedRouteByKey(t *testing.T) {
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, "in", 2)
 	createTopic(t, b, "a-to-m", 1)
 	createTopic(t, b, "n-to-z", 1)
@@ -315,7 +331,7 @@ func TestDerivedRouteByKey(t *testing.T) {
 }
 
 func TestRedpandaSDKModule(t *testing.T) {
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, "rp-in", 1)
 	createTopic(t, b, "rp-out", 1)
 	mustDeploy(t, b, "rp-inline", "redpanda-uppercase", url.Values{"input": {"rp-in"}})
@@ -336,7 +352,7 @@ func TestRedpandaSDKModule(t *testing.T) {
 }
 
 func TestFailurePolicies(t *testing.T) {
-	b := testbroker.Start(t, testbroker.WithConfig("modules:\n  transforms: {timeout_ms: 500, breaker_failures: 3, breaker_pause_ms: 60000}\n"))
+	b := startBroker(t, "", "timeout_ms: 500, breaker_failures: 3, breaker_pause_ms: 60000")
 	for _, topic := range []string{"rej", "drp", "dlq", "loop", "mem"} {
 		createTopic(t, b, topic, 1)
 	}
@@ -403,7 +419,7 @@ func TestFailurePolicies(t *testing.T) {
 }
 
 func TestDeployValidation(t *testing.T) {
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, "t1", 1)
 	for _, tc := range []struct {
 		name string
@@ -429,7 +445,7 @@ func TestDeployValidation(t *testing.T) {
 }
 
 func TestRestartRedeployDelete(t *testing.T) {
-	b := testbroker.Start(t)
+	b := startBroker(t, "", "")
 	createTopic(t, b, "docs", 1)
 	mustDeploy(t, b, "up", "redpanda-uppercase", url.Values{"input": {"docs"}})
 	b.Restart(t)
