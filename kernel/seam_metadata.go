@@ -1,14 +1,23 @@
 package kernel
 
-import "context"
+import (
+	"context"
+	"iter"
+
+	"github.com/sluicehq/sluice/kernel/pmap"
+)
 
 // Metadata is the role interface of the metadata module: it owns the cluster metadata log
 // and publishes immutable images of it.
 type Metadata interface {
 	// Image returns the current image. Never nil after Start. Callers must not modify it.
 	Image() *Image
-	// Subscribe calls fn with every new image, in order, from one goroutine, starting with
-	// the current one. The returned func unsubscribes (and waits for a running fn).
+	// Subscribe calls fn from one goroutine with the current image (or a newer one) and
+	// then with the latest image each time it changes: images published while fn runs are coalesced
+	// into the newest, so fn sees versions in increasing order (never an older image
+	// after a newer one) but not necessarily every version. Use DiffTopics(prev, im) for
+	// what changed since the image fn saw last. The returned func unsubscribes (and
+	// waits for a running fn).
 	Subscribe(fn func(*Image)) (cancel func())
 	// Readier: Ready reports whether the metadata log has a leader and this broker is
 	// registered.
@@ -18,13 +27,21 @@ type Metadata interface {
 // Image is an immutable, versioned view of cluster metadata: the result of applying the
 // metadata log up to Version. Modules read it without locks; a change publishes a new
 // image (copy on write), so a pointer to an image stays valid and unchanged.
+//
+// Invariant: once an image is published (returned by Metadata.Image or passed to a
+// subscriber) neither it nor anything it points to (topics, partitions, maps, slices)
+// is modified again. The applier builds the next image from a shallow copy and
+// replaces, never edits, what changes: a changed topic is a new *TopicImage, an
+// unchanged one is the same pointer in both images. Topics are held in persistent
+// maps (kernel/pmap), so a change costs O(log n) however many topics there are, and
+// DiffTopics finds what changed between two images by skipping what they share.
 type Image struct {
 	Version      uint64 // index of the last applied metadata log entry
 	ClusterID    string
 	ControllerID int32 // -1 when unknown
 	Brokers      map[int32]*BrokerImage
-	Topics       map[string]*TopicImage
-	TopicsByID   map[[16]byte]*TopicImage
+	topics       pmap.Map[string, *TopicImage]
+	topicsByID   pmap.Map[[16]byte, *TopicImage]
 	// BrokerConfigs are dynamic broker configs: key "" is the cluster-wide default,
 	// otherwise the node id in decimal.
 	BrokerConfigs map[string]map[string]string
@@ -72,7 +89,88 @@ func (im *Image) Topic(name string) *TopicImage {
 	if im == nil {
 		return nil
 	}
-	return im.Topics[name]
+	t, _ := im.topics.Get(name)
+	return t
+}
+
+// TopicByID returns the topic by id, or nil.
+func (im *Image) TopicByID(id [16]byte) *TopicImage {
+	if im == nil {
+		return nil
+	}
+	t, _ := im.topicsByID.Get(id)
+	return t
+}
+
+// NumTopics returns the number of topics.
+func (im *Image) NumTopics() int {
+	if im == nil {
+		return 0
+	}
+	return im.topics.Len()
+}
+
+// Topics yields every topic by name, in no particular order.
+func (im *Image) Topics() iter.Seq2[string, *TopicImage] {
+	return func(yield func(string, *TopicImage) bool) {
+		if im == nil {
+			return
+		}
+		for name, t := range im.topics.All() {
+			if !yield(name, t) {
+				return
+			}
+		}
+	}
+}
+
+// TopicNames yields every topic name, in no particular order
+// (slices.Sorted(im.TopicNames()) for a sorted list).
+func (im *Image) TopicNames() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for name := range im.Topics() {
+			if !yield(name) {
+				return
+			}
+		}
+	}
+}
+
+// PutTopic adds or replaces t (by name; a replaced topic's id no longer resolves).
+// Only for an image being built, never one already published (see Image): it edits im
+// in place, sharing nothing it changes with the image im was copied from.
+func (im *Image) PutTopic(t *TopicImage) {
+	if old, ok := im.topics.Get(t.Name); ok && old.ID != t.ID {
+		im.topicsByID = im.topicsByID.Delete(old.ID)
+	}
+	im.topics = im.topics.Set(t.Name, t)
+	im.topicsByID = im.topicsByID.Set(t.ID, t)
+}
+
+// RemoveTopic removes the topic named name (and its id). Like PutTopic, only for an
+// image being built.
+func (im *Image) RemoveTopic(name string) {
+	if old, ok := im.topics.Get(name); ok {
+		im.topicsByID = im.topicsByID.Delete(old.ID)
+		im.topics = im.topics.Delete(name)
+	}
+}
+
+// DiffTopics calls fn for every topic name whose topic differs between old and new
+// (by pointer: the applier replaces a topic it changes): before is nil for a topic
+// new created, after nil for one deleted; a name deleted and created again has both,
+// with different IDs. old may be nil (every topic of new is reported). For images of
+// one metadata log the cost is proportional to the topics changed between them, not
+// to the number of topics.
+func DiffTopics(old, new *Image, fn func(before, after *TopicImage)) {
+	var a, b pmap.Map[string, *TopicImage]
+	if old != nil {
+		a = old.topics
+	}
+	if new != nil {
+		b = new.topics
+	}
+	pmap.Diff(a, b, func(_ string, before, after *TopicImage, _, _ bool) { fn(before, after) })
 }
 
 // Partition returns a partition of a topic, or nil.

@@ -34,7 +34,8 @@ type fakeLog struct {
 
 func newFakeLog(partitions int) *fakeLog {
 	f := &fakeLog{parts: map[int32][][]byte{}, next: map[int32]int64{}, leader: map[int32]int32{}, fail: map[int32]error{}}
-	f.image = &kernel.Image{Topics: map[string]*kernel.TopicImage{topic: {Name: topic, Partitions: make([]kernel.PartitionImage, partitions)}}}
+	f.image = &kernel.Image{}
+	f.image.PutTopic(&kernel.TopicImage{Name: topic, Partitions: make([]kernel.PartitionImage, partitions)})
 	for p := range partitions {
 		f.leader[int32(p)] = 1
 	}

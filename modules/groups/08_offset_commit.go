@@ -29,7 +29,7 @@ func (m *Module) handleOffsetCommit(ctx context.Context, req *kernel.Request, r 
 		codes[i] = make([]int16, len(t.Partitions))
 		name := t.Topic
 		if r.Version >= 10 {
-			if ti := im.TopicsByID[t.TopicID]; ti != nil {
+			if ti := im.TopicByID(t.TopicID); ti != nil {
 				name = ti.Name
 			} else {
 				name = ""

@@ -36,7 +36,7 @@ func (m *Module) fetchOffsets(ctx context.Context, req *kernel.Request, fg *fetc
 			name := t.Topic
 			if byID {
 				name = ""
-				if ti := im.TopicsByID[t.TopicID]; ti != nil {
+				if ti := im.TopicByID(t.TopicID); ti != nil {
 					name = ti.Name
 				}
 			}

@@ -79,7 +79,7 @@ func (v imageTopics) PartitionStats(group string, id assignor.TopicID, partition
 	if v.m == nil || v.m.poffs == nil || partitions <= 0 {
 		return nil, nil, false
 	}
-	t := v.im.TopicsByID[id]
+	t := v.im.TopicByID(id)
 	if t == nil {
 		return nil, nil, false
 	}
@@ -104,7 +104,7 @@ func (v imageTopics) PartitionStats(group string, id assignor.TopicID, partition
 // partition's replicas' broker racks, brokers without a rack (or unknown to the
 // image) skipped. ok is false when no replica of the topic has a rack.
 func (v imageTopics) PartitionRacks(id assignor.TopicID, partitions int32) (racks [][]string, ok bool) {
-	t := v.im.TopicsByID[id]
+	t := v.im.TopicByID(id)
 	if t == nil || partitions <= 0 || int(partitions) != len(t.Partitions) {
 		return nil, false
 	}
@@ -134,7 +134,7 @@ func (v imageTopics) TopicByName(name string) (assignor.TopicID, int32, bool) {
 }
 
 func (v imageTopics) TopicByID(id assignor.TopicID) (string, int32, bool) {
-	t := v.im.TopicsByID[id]
+	t := v.im.TopicByID(id)
 	if t == nil {
 		return "", 0, false
 	}
@@ -142,8 +142,8 @@ func (v imageTopics) TopicByID(id assignor.TopicID) (string, int32, bool) {
 }
 
 func (v imageTopics) TopicNames() []string {
-	out := make([]string, 0, len(v.im.Topics))
-	for name := range v.im.Topics {
+	out := make([]string, 0, v.im.NumTopics())
+	for name := range v.im.Topics() {
 		out = append(out, name)
 	}
 	return out
@@ -167,7 +167,7 @@ func (m *Module) describeConsumerAsClassic(g *group, d kmsg.DescribeGroupsRespon
 		dm.ClientID, dm.ClientHost = mb.ClientID, mb.ClientHost
 		var a kmsg.ConsumerMemberAssignment
 		for id, ps := range mb.Assigned {
-			t := im.TopicsByID[id]
+			t := im.TopicByID(id)
 			if t == nil {
 				continue
 			}

@@ -31,14 +31,13 @@ func TestImageTopicsStatsAndGroupAssignor(t *testing.T) {
 	id := assignor.TopicID{7}
 	topic := &kernel.TopicImage{Name: "t", ID: id, Partitions: make([]kernel.PartitionImage, 3)}
 	im := &kernel.Image{
-		Topics:     map[string]*kernel.TopicImage{"t": topic},
-		TopicsByID: map[[16]byte]*kernel.TopicImage{id: topic},
 		Extensions: map[string]map[string][]byte{GroupConfigsNamespace: {
 			"g":    []byte(`{"sluice.consumer.assignor":"range","other":"x"}`),
 			"bad":  []byte(`{"sluice.consumer.assignor":"sticky"}`),
 			"junk": []byte(`not json`),
 		}},
 	}
+	im.PutTopic(topic)
 	m := New()
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
@@ -89,9 +88,9 @@ func TestImageTopicsPartitionRacks(t *testing.T) {
 		Brokers: map[int32]*kernel.BrokerImage{
 			1: {ID: 1, Rack: "r1"}, 2: {ID: 2, Rack: "r2"}, 3: {ID: 3}, 4: {ID: 4, Rack: "r2"},
 		},
-		Topics:     map[string]*kernel.TopicImage{"t": topic, "bare": noRacks},
-		TopicsByID: map[[16]byte]*kernel.TopicImage{id: topic, bare: noRacks},
 	}
+	im.PutTopic(topic)
+	im.PutTopic(noRacks)
 	var v consumer.TopicView = imageTopics{im, nil}
 	tr, ok := v.(consumer.TopicRacks)
 	if !ok {

@@ -114,12 +114,10 @@ func testImage() *kernel.Image {
 	}
 	ts := []*kernel.TopicImage{topic(OffsetsTopic, 1), topic("t", 4), topic("__transaction_state", 2)}
 	im := &kernel.Image{
-		Brokers:    map[int32]*kernel.BrokerImage{1: {ID: 1, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "h1", Port: 9001}}}},
-		Topics:     map[string]*kernel.TopicImage{},
-		TopicsByID: map[[16]byte]*kernel.TopicImage{},
+		Brokers: map[int32]*kernel.BrokerImage{1: {ID: 1, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "h1", Port: 9001}}}},
 	}
 	for _, t := range ts {
-		im.Topics[t.Name], im.TopicsByID[t.ID] = t, t
+		im.PutTopic(t)
 	}
 	return im
 }

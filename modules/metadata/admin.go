@@ -158,9 +158,9 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 			continue
 		}
 		if w.Topic != nil {
-			topics[i], keys[i] = im.Topics[*w.Topic], "n:"+*w.Topic
+			topics[i], keys[i] = im.Topic(*w.Topic), "n:"+*w.Topic
 		} else {
-			topics[i], keys[i] = im.TopicsByID[w.TopicID], "i:"+image.UUID(w.TopicID).String()
+			topics[i], keys[i] = im.TopicByID(w.TopicID), "i:"+image.UUID(w.TopicID).String()
 		}
 		if topics[i] != nil {
 			keys[i] = "n:" + topics[i].Name
@@ -273,7 +273,7 @@ func (m *Module) planCreatePartitions(ctx context.Context, req *kernel.Request, 
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		var err error
-		topic := im.Topics[t.Topic]
+		topic := im.Topic(t.Topic)
 		switch {
 		case dups[t.Topic] > 1:
 			err = opErr(kerr.InvalidRequest, "topic %q appears more than once in the request", t.Topic)

@@ -59,7 +59,7 @@ func configTopic(ctx context.Context, req *kernel.Request, im *kernel.Image, op 
 	if err := validateTopicName(name); err != nil {
 		return nil, err
 	}
-	t := im.Topics[name]
+	t := im.Topic(name)
 	if t == nil {
 		return nil, opErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}

@@ -97,9 +97,9 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 	}
 
 	if r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0) {
-		for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
+		for _, name := range slices.Sorted(im.TopicNames()) {
 			if req.Allowed(ctx, kernel.OpDescribe, kernel.ResTopic, name) {
-				add(topicMetadata(im, im.Topics[name], listener, r.Version))
+				add(topicMetadata(im, im.Topic(name), listener, r.Version))
 			}
 		}
 	} else {
@@ -116,7 +116,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 					}
 					seenID[rt.TopicID] = true
 				}
-				t := im.TopicsByID[rt.TopicID]
+				t := im.TopicByID(rt.TopicID)
 				switch {
 				case rt.TopicID == [16]byte{} || r.Version < 10:
 					add(topicError(rt.Topic, rt.TopicID, kerr.InvalidRequest.Code))
@@ -140,7 +140,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 				add(topicError(strPtr(name), [16]byte{}, kerr.TopicAuthorizationFailed.Code))
 				continue
 			}
-			if t := im.Topics[name]; t != nil {
+			if t := im.Topic(name); t != nil {
 				add(topicMetadata(im, t, listener, r.Version))
 				continue
 			}
@@ -169,7 +169,7 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 			cancel()
 			for i, tr := range create {
 				mt := topicError(strPtr(tr.Name), [16]byte{}, 0)
-				if t := im.Topics[tr.Name]; t != nil { // created, by us or concurrently
+				if t := im.Topic(tr.Name); t != nil { // created, by us or concurrently
 					mt = topicMetadata(im, t, listener, r.Version)
 				} else {
 					mt.ErrorCode, _ = errCode(errs[i])

@@ -3,7 +3,6 @@ package metadata
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -92,7 +91,7 @@ func (c *controller) planPartitions(ctx context.Context, ms int32, denied error,
 	defer cancel()
 	return c.proposePlanned(ctx, n, func(im *kernel.Image, i int) (image.Record, error) {
 		topic, partition := where(i)
-		t := im.Topics[topic]
+		t := im.Topic(topic)
 		if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
 			return nil, opErr(kerr.UnknownTopicOrPartition, "")
 		}
@@ -158,8 +157,8 @@ func (c *controller) electLeadersResp(ctx context.Context, req *kernel.Request, 
 	var items []item
 	all := r.Topics == nil
 	if all {
-		for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
-			for _, p := range im.Topics[name].Partitions {
+		for _, name := range slices.Sorted(im.TopicNames()) {
+			for _, p := range im.Topic(name).Partitions {
 				items = append(items, item{name, p.Partition})
 			}
 		}
@@ -253,7 +252,7 @@ func electionName(typ int8) string {
 func imbalancedLeaders(im *kernel.Image, pct int32) []image.Record {
 	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced }
 	total, notLed := map[int32]int{}, map[int32]int{}
-	for _, t := range im.Topics {
+	for _, t := range im.Topics() {
 		for _, p := range t.Partitions {
 			pref := p.Replicas[0]
 			total[pref]++
@@ -263,8 +262,8 @@ func imbalancedLeaders(im *kernel.Image, pct int32) []image.Record {
 		}
 	}
 	var out []image.Record
-	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
-		t := im.Topics[name]
+	for _, name := range slices.Sorted(im.TopicNames()) {
+		t := im.Topic(name)
 		for _, p := range t.Partitions {
 			pref := p.Replicas[0]
 			// notLed/total > pct/100, in integers.

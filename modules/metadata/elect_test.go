@@ -41,7 +41,7 @@ func TestPlanElection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := electState(t, tc.fenced, tc.p)
-			tp := im.Topics["e"]
+			tp := im.Topic("e")
 			rec, err := planElection(im, tp, &tp.Partitions[0], tc.typ)
 			if tc.want != nil && !tc.fenceIt {
 				if !errors.Is(err, tc.want) || rec != nil {

@@ -167,7 +167,7 @@ func TestMetadataHandler(t *testing.T) {
 	im := m.Image()
 
 	all := call[*kmsg.MetadataResponse](t, fc, nil, metadataReq(12))
-	if len(all.Topics) != 2 || *all.Topics[0].Topic != "a" || all.Topics[0].TopicID != im.Topics["a"].ID {
+	if len(all.Topics) != 2 || *all.Topics[0].Topic != "a" || all.Topics[0].TopicID != im.Topic("a").ID {
 		t.Fatalf("all topics: %+v", all.Topics)
 	}
 	if *all.ClusterID != im.ClusterID || all.ControllerID != 1 || len(all.Brokers) != 1 || all.Brokers[0].Port != 9092 {
@@ -193,7 +193,7 @@ func TestMetadataHandler(t *testing.T) {
 	// By id, unknown id, invalid name, no auto-creation.
 	req := metadataReq(12, "bad name", "b")
 	byID := kmsg.NewMetadataRequestTopic()
-	byID.TopicID = im.Topics["a"].ID
+	byID.TopicID = im.Topic("a").ID
 	unknownID := kmsg.NewMetadataRequestTopic()
 	unknownID.TopicID = [16]byte{1}
 	req.Topics = append(req.Topics, byID, unknownID)
@@ -275,7 +275,7 @@ func TestDeleteTopicsHandler(t *testing.T) {
 	createTopic(t, fc, "a", 1, nil)
 	createTopic(t, fc, "b", 1, nil)
 	createTopic(t, fc, "__consumer_offsets", 1, nil)
-	bID := m.Image().Topics["b"].ID
+	bID := m.Image().Topic("b").ID
 
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
@@ -304,8 +304,8 @@ func TestDeleteTopicsHandler(t *testing.T) {
 		t.Errorf("by id: name %v", resp.Topics[3].Topic)
 	}
 	im := m.Image()
-	if im.Topic("a") != nil || im.Topic("b") != nil || im.Topic("__consumer_offsets") == nil || len(im.TopicsByID) != 1 {
-		t.Errorf("topics after delete: %v", im.Topics)
+	if im.Topic("a") != nil || im.Topic("b") != nil || im.Topic("__consumer_offsets") == nil || im.NumTopics() != 1 {
+		t.Errorf("topics after delete: %v", slices.Sorted(im.TopicNames()))
 	}
 
 	// v0-v5 by name; a duplicate is refused.
@@ -440,8 +440,8 @@ func TestCreateTopicsHammer(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if len(wins) != names || len(m.Image().Topics) != names {
-		t.Fatalf("wins %v, topics %d", wins, len(m.Image().Topics))
+	if len(wins) != names || m.Image().NumTopics() != names {
+		t.Fatalf("wins %v, topics %d", wins, m.Image().NumTopics())
 	}
 	for name, n := range wins {
 		if n != 1 {

@@ -9,8 +9,21 @@ import (
 	"github.com/sluicehq/sluice/modules/metadata/image"
 )
 
-// hub holds the current state and hands every new image to subscribers. publish never
-// blocks: each subscriber has its own queue drained by its own goroutine.
+// hub holds the current state and hands new images to subscribers. publish never
+// blocks: each subscriber has a one-image mailbox drained by its own goroutine.
+//
+// Guarantees to a subscriber (kernel.Metadata.Subscribe):
+//   - its first call has the image current at subscribe time, or a newer one;
+//   - later calls have the latest image at the time the previous call returned: images
+//     published while fn runs are coalesced (a slow subscriber skips versions and so
+//     holds at most one pending image, never a queue of every version);
+//   - versions only increase from one call to the next (publish runs under mu in log
+//     order, and the mailbox keeps the newest), so it never sees an older image after
+//     a newer one;
+//   - calls are sequential, from one goroutine; cancel waits for a running call.
+//
+// A subscriber finds what changed since its previous call with kernel.DiffTopics, at a
+// cost proportional to the change.
 type hub struct {
 	cur atomic.Pointer[image.State]
 
@@ -30,7 +43,7 @@ func (h *hub) state() *image.State { return h.cur.Load() }
 
 func (h *hub) image() *kernel.Image { return h.cur.Load().Image }
 
-// publish makes s current and queues its image for every subscriber.
+// publish makes s current and hands its image to every subscriber's mailbox.
 func (h *hub) publish(s *image.State) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -59,8 +72,8 @@ func (h *hub) waitFor(ctx context.Context, ok func(*kernel.Image) bool) error {
 	}
 }
 
-// subscribe starts a goroutine calling fn with the current image and then each new one.
-// After closeAll it does nothing.
+// subscribe starts a goroutine calling fn with the current image and then the latest
+// one each time it changes. After closeAll it does nothing.
 func (h *hub) subscribe(fn func(*kernel.Image)) (cancel func()) {
 	s := &subscriber{fn: fn, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.mu.Lock()
@@ -97,17 +110,21 @@ func (h *hub) closeAll() {
 
 type subscriber struct {
 	fn   func(*kernel.Image)
-	wake chan struct{} // capacity 1: "the queue is not empty"
+	wake chan struct{} // capacity 1: "the mailbox may be full"
 	done chan struct{} // closed when run returns
 
 	mu      sync.Mutex
-	queue   []*kernel.Image
+	pending *kernel.Image // newest image not yet handed to fn; nil when none
+	last    *kernel.Image // the image fn was last called with
 	stopped bool
 }
 
+// push puts im in the mailbox, replacing an older pending image.
 func (s *subscriber) push(im *kernel.Image) {
 	s.mu.Lock()
-	s.queue = append(s.queue, im)
+	if s.pending == nil || im.Version >= s.pending.Version {
+		s.pending = im
+	}
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -124,13 +141,17 @@ func (s *subscriber) run() {
 				s.mu.Unlock()
 				return
 			}
-			if len(s.queue) == 0 {
+			im := s.pending
+			s.pending = nil
+			if im == nil {
 				s.mu.Unlock()
 				break
 			}
-			im := s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
+			if s.last != nil && (im == s.last || im.Version < s.last.Version) {
+				s.mu.Unlock()
+				continue // nothing newer than what fn has seen
+			}
+			s.last = im
 			s.mu.Unlock()
 			s.fn(im)
 		}
@@ -142,7 +163,7 @@ func (s *subscriber) run() {
 func (s *subscriber) stop() {
 	s.mu.Lock()
 	s.stopped = true
-	s.queue = nil
+	s.pending = nil
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:

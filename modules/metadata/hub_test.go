@@ -2,6 +2,8 @@ package metadata
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,11 +31,96 @@ func TestSubscribeInOrder(t *testing.T) {
 	})
 	defer cancel()
 	publishN(h, 1, 100)
-	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 101 })
-	for i, v := range got {
-		if v != uint64(i) {
-			t.Fatalf("image %d has version %d (got %v)", i, v, got)
+	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 && got[len(got)-1] == 100 })
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("versions not increasing: %v", got)
 		}
+	}
+}
+
+// TestSubscribeCoalesces: a subscriber busy while 1,000 images are published is next
+// called once, with the newest, not 1,000 times.
+func TestSubscribeCoalesces(t *testing.T) {
+	h := newHub()
+	inFn, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var got []uint64
+	cancel := h.subscribe(func(im *kernel.Image) {
+		mu.Lock()
+		got = append(got, im.Version)
+		first := len(got) == 1
+		mu.Unlock()
+		if first {
+			close(inFn)
+			<-release
+		}
+	})
+	defer cancel()
+	<-inFn
+	publishN(h, 1, 1000)
+	close(release)
+	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if got[0] != 0 || got[1] != 1000 {
+		t.Fatalf("calls with versions %v, want [0 1000]", got)
+	}
+}
+
+// TestSubscribeDiffTopics: a subscriber that keeps its previous image sees, through
+// kernel.DiffTopics, exactly the topics changed since then, however many images were
+// coalesced in between.
+func TestSubscribeDiffTopics(t *testing.T) {
+	h := newHub()
+	st := image.EmptyState()
+	apply := func(r image.Record) {
+		t.Helper()
+		next, err := st.Apply(st.Image.Version+1, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = next
+		h.publish(st)
+	}
+	for i := range 200 {
+		apply(&image.CreateTopicRecord{Name: fmt.Sprint("t", i), ID: image.UUID{byte(i), 1},
+			Partitions: []image.PartitionAssignment{{Replicas: []int32{1}, Leader: 1, ISR: []int32{1}}}})
+	}
+	var mu sync.Mutex
+	var prev *kernel.Image
+	changed := map[string]int{} // name -> times reported
+	cancel := h.subscribe(func(im *kernel.Image) {
+		mu.Lock()
+		defer mu.Unlock()
+		if prev != nil {
+			kernel.DiffTopics(prev, im, func(before, after *kernel.TopicImage) {
+				switch {
+				case after != nil:
+					changed[after.Name]++
+				default:
+					changed[before.Name]++
+				}
+			})
+		}
+		prev = im
+	})
+	defer cancel()
+	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return prev != nil })
+	apply(&image.DeleteTopicRecord{Name: "t3", ID: image.UUID{3, 1}})
+	apply(&image.CreateTopicRecord{Name: "new", ID: image.UUID{9, 9},
+		Partitions: []image.PartitionAssignment{{Replicas: []int32{1}, Leader: 1, ISR: []int32{1}}}})
+	isr := []int32{1}
+	apply(&image.PartitionChangeRecord{Topic: "t7", ID: image.UUID{7, 1}, Partition: 0, PartitionEpoch: -1, ISR: isr})
+	last := st.Image.Version
+	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return prev.Version == last })
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"t3": 1, "new": 1, "t7": 1}
+	if !maps.Equal(changed, want) {
+		t.Fatalf("changes seen %v, want %v", changed, want)
 	}
 }
 

@@ -422,7 +422,7 @@ func (m *Module) Start(ctx context.Context) error {
 		return ErrNotRunning
 	}
 	im := m.node.hub.image()
-	m.node.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", len(im.Topics))
+	m.node.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", im.NumTopics())
 	return nil
 }
 

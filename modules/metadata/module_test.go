@@ -72,8 +72,8 @@ func TestRestartKeepsMetadata(t *testing.T) {
 	if after.Version <= before.Version {
 		t.Errorf("version %d, was %d", after.Version, before.Version)
 	}
-	for name, t0 := range before.Topics {
-		t1 := after.Topics[name]
+	for name, t0 := range before.Topics() {
+		t1 := after.Topic(name)
 		if t1 == nil || t1.ID != t0.ID || len(t1.Partitions) != len(t0.Partitions) || !maps.Equal(t1.Configs, t0.Configs) {
 			t.Errorf("topic %s: %+v, was %+v", name, t1, t0)
 		}

@@ -39,11 +39,11 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 	var t *kernel.TopicImage
 	if req.TopicID != ([16]byte{}) {
 		what = fmt.Sprintf("alter partition %s (%s)-%d", req.Topic, image.UUID(req.TopicID), req.Partition)
-		t = im.TopicsByID[req.TopicID]
+		t = im.TopicByID(req.TopicID)
 		if t == nil || (req.Topic != "" && t.Name != req.Topic) {
 			return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, kerr.UnknownTopicID)
 		}
-	} else if t = im.Topics[req.Topic]; t == nil {
+	} else if t = im.Topic(req.Topic); t == nil {
 		return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, kerr.UnknownTopicOrPartition)
 	}
 	switch {
@@ -69,7 +69,7 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 		m.node.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", errs[0])
 		return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, err)
 	}
-	nt := im.Topics[t.Name]
+	nt := im.Topic(t.Name)
 	if nt == nil || nt.ID != t.ID {
 		return kernel.PartitionImage{}, fmt.Errorf("%s: topic deleted after the change: %w", what, kerr.UnknownTopicOrPartition)
 	}

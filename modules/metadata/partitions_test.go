@@ -124,7 +124,7 @@ func electState(t *testing.T, fenced []int32, parts ...kernel.PartitionImage) *k
 		parts[i].Partition = int32(i)
 	}
 	tp := &kernel.TopicImage{Name: "e", ID: id(30), Partitions: parts}
-	im.Topics["e"], im.TopicsByID[tp.ID] = tp, tp
+	im.PutTopic(tp)
 	return im
 }
 
@@ -263,7 +263,7 @@ func TestTopicMetadataReplicas(t *testing.T) {
 		AddingReplicas: []int32{3}, RemovingReplicas: []int32{2}})
 	im.Brokers[1].Endpoints = []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "h", Port: 1}}
 	for _, v := range []int16{4, 5, 12} {
-		mt := topicMetadata(im, im.Topics["e"], "", v)
+		mt := topicMetadata(im, im.Topic("e"), "", v)
 		p := mt.Partitions[0]
 		var offline []int32
 		if v >= 5 {

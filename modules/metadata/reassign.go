@@ -2,7 +2,6 @@ package metadata
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -120,8 +119,8 @@ func firstLive(im *kernel.Image, replicas, isr []int32) int32 {
 // checked against the partition epoch.
 func completeReassignments(im *kernel.Image) []image.Record {
 	var out []image.Record
-	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
-		t := im.Topics[name]
+	for _, name := range slices.Sorted(im.TopicNames()) {
+		t := im.Topic(name)
 		for i := range t.Partitions {
 			p := &t.Partitions[i]
 			if !reassigning(p) {
@@ -234,8 +233,8 @@ func (c *controller) listReassignmentsResp(ctx context.Context, req *kernel.Requ
 		}
 	}
 	if r.Topics == nil {
-		for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
-			t := im.Topics[name]
+		for _, name := range slices.Sorted(im.TopicNames()) {
+			t := im.Topic(name)
 			all := make([]int32, len(t.Partitions))
 			for i := range all {
 				all[i] = int32(i)
@@ -245,7 +244,7 @@ func (c *controller) listReassignmentsResp(ctx context.Context, req *kernel.Requ
 		return resp
 	}
 	for _, rt := range r.Topics {
-		if t := im.Topics[rt.Topic]; t != nil {
+		if t := im.Topic(rt.Topic); t != nil {
 			add(t, rt.Partitions)
 		}
 	}

@@ -83,7 +83,7 @@ func TestPlanReassignment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := electState(t, tc.fenced, tc.p)
-			tp := im.Topics["e"]
+			tp := im.Topic("e")
 			if tc.unclean == nil {
 				tc.unclean = never
 			}

@@ -255,7 +255,7 @@ func (c *controller) ctlAddObserver(ctx context.Context, req *rpc.AddObserverReq
 
 // leadsAny reports whether node leads a partition.
 func leadsAny(im *kernel.Image, node int32) bool {
-	for _, t := range im.Topics {
+	for _, t := range im.Topics() {
 		for _, p := range t.Partitions {
 			if p.Leader == node {
 				return true
@@ -379,8 +379,8 @@ func electLeaders(im *kernel.Image, unclean func(*kernel.TopicImage) bool) []ima
 func electLeadersWithout(im *kernel.Image, unclean func(*kernel.TopicImage) bool, node int32) []image.Record {
 	alive := func(id int32) bool { b := im.Brokers[id]; return b != nil && !b.Fenced && id != node }
 	var out []image.Record
-	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
-		t := im.Topics[name]
+	for _, name := range slices.Sorted(im.TopicNames()) {
+		t := im.Topic(name)
 		for _, p := range t.Partitions {
 			isr := slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
 			if len(isr) == 0 {

@@ -98,7 +98,7 @@ func collidingTopic(im *kernel.Image, name string) string {
 		return ""
 	}
 	n := norm(name)
-	for other := range im.Topics {
+	for other := range im.Topics() {
 		if other != name && norm(other) == n {
 			return other
 		}
@@ -186,7 +186,7 @@ func (m *Module) planTopic(im *kernel.Image, tr topicRequest) (*image.CreateTopi
 	if err := validateTopicName(tr.Name); err != nil {
 		return nil, err
 	}
-	if im.Topics[tr.Name] != nil {
+	if im.Topic(tr.Name) != nil {
 		return nil, opErr(kerr.TopicAlreadyExists, "topic %q already exists", tr.Name)
 	}
 	if other := collidingTopic(im, tr.Name); other != "" {

@@ -220,7 +220,7 @@ func (op *fetchOp) fromRequest(r *kmsg.FetchRequest, s *fetchSession) {
 func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset int64, maxBytes, curEpoch, lastFetchedEpoch int32) *fetchPart {
 	if op.version >= 13 {
 		topic = ""
-		if t := op.image.TopicsByID[id]; t != nil {
+		if t := op.image.TopicByID(id); t != nil {
 			topic = t.Name
 		}
 	} else if t := op.image.Topic(topic); t != nil {

@@ -32,7 +32,7 @@ func epochBatch(base int64, n int, epoch int32, value string) []byte {
 // followerImage makes node 1 a follower of node 2 for "t" (leader epoch epoch).
 func followerImage(version uint64, epoch int32) *kernel.Image {
 	im := image(version, topicSpec{name: "t", id: 1, leader: 2})
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.LeaderEpoch, pi.Replicas, pi.ISR = epoch, []int32{2, 1}, []int32{2, 1}
 	return im
 }
@@ -182,12 +182,12 @@ func TestFollowerOutOfRange(t *testing.T) {
 func TestFetchDivergingEpoch(t *testing.T) {
 	h := newHarness(t, nil)
 	im := image(2, topicSpec{name: "t", id: 1})
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.Replicas = []int32{1, 2}
 	h.meta.publish(im)
 	h.produce(9, 1, "t", 0, testBatch(3, "a"))
 	im = image(3, topicSpec{name: "t", id: 1})
-	pi = &im.Topics["t"].Partitions[0]
+	pi = &im.Topic("t").Partitions[0]
 	pi.LeaderEpoch, pi.Replicas = 7, []int32{1, 2}
 	h.meta.publish(im)
 	h.produce(9, 1, "t", 0, testBatch(2, "b"))
@@ -294,7 +294,7 @@ func TestAcksAllFailsOnLeaderLoss(t *testing.T) {
 			tp := kernel.TopicPartition{Topic: "t"}
 			got := h.waitingProduce(produceReq(-1, "t", 1, 0, testBatch(1, "x")))
 			im := twoReplicas(3, 1, 2)
-			pi := &im.Topics["t"].Partitions[0]
+			pi := &im.Topic("t").Partitions[0]
 			pi.LeaderEpoch = 6
 			if tc == "leader moved" {
 				pi.Leader = 2
@@ -353,7 +353,7 @@ func isrHarness(t *testing.T, reply func(req kernel.AlterPartitionRequest) (kern
 	h := newHarnessMeta(t, cm, meta, nil, func(m *Module) { m.now = clock.Now })
 	h.m.pauseFetching(true)
 	im := image(2, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.Replicas, pi.ISR, pi.PartitionEpoch = []int32{1, 2, 3}, []int32{1, 2, 3}, 10
 	h.meta.publish(im)
 	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
@@ -600,7 +600,7 @@ func TestStopLeavesNoFetchers(t *testing.T) {
 	}
 	// Node 1 leads now: the fetcher stops.
 	lead := followerImage(3, 4)
-	lead.Topics["t"].Partitions[0].Leader = 1
+	lead.Topic("t").Partitions[0].Leader = 1
 	h.meta.publish(lead)
 	waitFor(t, func() bool { return !fetcherRunning() })
 	// Follower again, then Stop while it waits for the silent leader.
@@ -647,7 +647,7 @@ func TestISRHammer(t *testing.T) {
 			epoch++
 		}
 		im := image(version, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
-		pi := &im.Topics["t"].Partitions[0]
+		pi := &im.Topic("t").Partitions[0]
 		pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = leader, epoch, []int32{1, 2, 3}, []int32{1, 2, 3}
 		if p := h.m.partition(kernel.TopicPartition{Topic: "t"}); p != nil {
 			pl := p.place.Load()
@@ -787,7 +787,7 @@ func TestFollowerReadsLeader(t *testing.T) {
 		h := newHarness(t, func(m *Module) { m.FollowerReads = on })
 		h.m.pauseFetching(true)
 		im := racks(image(2, topicSpec{name: "t", id: 1}))
-		pi := &im.Topics["t"].Partitions[0]
+		pi := &im.Topic("t").Partitions[0]
 		pi.Replicas, pi.ISR = []int32{1, 2, 3}, []int32{1, 2, 3}
 		h.meta.publish(im)
 		h.produce(9, 1, "t", 0, testBatch(3, "a"))
@@ -877,7 +877,7 @@ func TestFollowerReadsFollower(t *testing.T) {
 func TestReplicaFetchLearnsHW(t *testing.T) {
 	h := newHarness(t, nil)
 	im := image(2, topicSpec{name: "t", id: 1})
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.Replicas, pi.ISR = []int32{1, 2, 3}, []int32{1, 2, 3}
 	h.meta.publish(im)
 	tp := kernel.TopicPartition{Topic: "t"}

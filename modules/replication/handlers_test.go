@@ -450,7 +450,7 @@ func TestListOffsetsDeleteRecordsEpochs(t *testing.T) {
 	}
 	// A new leader epoch starts a new cache entry at the log end.
 	im := image(2, topicSpec{name: "t", id: 1})
-	im.Topics["t"].Partitions[0].LeaderEpoch = 7
+	im.Topic("t").Partitions[0].LeaderEpoch = 7
 	h.meta.publish(im)
 	h.produce(9, 1, "t", 0, testBatch(1, "x"))
 	if got := ofle(7, 5); got.LeaderEpoch != 5 || got.EndOffset != 6 {

@@ -105,8 +105,6 @@ type topicSpec struct {
 func image(version uint64, topics ...topicSpec) *kernel.Image {
 	im := &kernel.Image{
 		Version:       version,
-		Topics:        map[string]*kernel.TopicImage{},
-		TopicsByID:    map[[16]byte]*kernel.TopicImage{},
 		Brokers:       map[int32]*kernel.BrokerImage{1: {ID: 1, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}}, 2: {ID: 2, Endpoints: []kernel.ListenerInfo{{Name: "PLAINTEXT", Host: "127.0.0.2", Port: 9092}}}},
 		BrokerConfigs: map[string]map[string]string{},
 	}
@@ -119,8 +117,7 @@ func image(version uint64, topics ...topicSpec) *kernel.Image {
 		for i := 0; i < max(ts.parts, 1); i++ {
 			t.Partitions = append(t.Partitions, kernel.PartitionImage{Partition: int32(i), Leader: leader, LeaderEpoch: 5, Replicas: []int32{leader}, ISR: []int32{leader}})
 		}
-		im.Topics[t.Name] = t
-		im.TopicsByID[t.ID] = t
+		im.PutTopic(t)
 	}
 	return im
 }

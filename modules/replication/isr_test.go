@@ -22,7 +22,7 @@ func (p *Partition) updateFollower(replica int32, leo int64) {
 // twoReplicas returns an image where node 1 leads "t" with ISR isr and min.insync.replicas 2.
 func twoReplicas(version uint64, isr ...int32) *kernel.Image {
 	im := image(version, topicSpec{name: "t", id: 1, configs: map[string]string{"min.insync.replicas": "2"}})
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.Replicas, pi.ISR = []int32{1, 2}, isr
 	return im
 }
@@ -112,7 +112,7 @@ func TestLeaderChangeCompletesWaitingFetch(t *testing.T) {
 	go func() { got <- h.fetch(context.Background(), 12, r) }()
 	waitFor(t, func() bool { return h.m.pg.watching(tp) == 1 })
 	im := image(2, topicSpec{name: "t", id: 1})
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.Leader, pi.LeaderEpoch, pi.Replicas, pi.ISR = 2, 6, []int32{1, 2}, []int32{2}
 	h.meta.publish(im)
 	resp := receive(t, got, 10*time.Second, "leader change did not complete the waiting fetch")

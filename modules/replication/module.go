@@ -286,7 +286,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 
 	bcfg := m.brokerConfigs(im)
 	m.setBrokerLimits(bcfg)
-	for _, t := range im.Topics {
+	for _, t := range im.Topics() {
 		var cfg *kconfig.Topic
 		for i := range t.Partitions {
 			pi := &t.Partitions[i]
@@ -318,7 +318,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 	if m.applied == im.Version && m.parts != nil {
 		// (A newer image acted on meanwhile by a lazy open decides removals later.)
 		for tp, p := range m.parts {
-			t := im.Topics[tp.Topic]
+			t := im.Topic(tp.Topic)
 			if t != nil && t.ID == p.topicID && int(tp.Partition) < len(t.Partitions) && m.hosts(&t.Partitions[tp.Partition]) {
 				continue
 			}

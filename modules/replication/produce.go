@@ -63,7 +63,7 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 		name := t.Topic
 		var timg *kernel.TopicImage
 		if v >= 13 {
-			if timg = im.TopicsByID[t.TopicID]; timg != nil {
+			if timg = im.TopicByID(t.TopicID); timg != nil {
 				name = timg.Name
 			}
 		} else {

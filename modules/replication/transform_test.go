@@ -291,7 +291,7 @@ func TestTransformUnboundAndInternal(t *testing.T) {
 	ft := &fakeTransformer{bound: map[string]bool{"t": true, "__internal": true}, fn: upper}
 	h := transformHarness(t, ft, topicSpec{name: "t", id: 1}, topicSpec{name: "plain", id: 2}, topicSpec{name: "__internal", id: 3})
 	im := h.meta.Image()
-	im.Topics["__internal"].Internal = true
+	im.Topic("__internal").Internal = true
 	h.meta.publish(im)
 
 	if res := h.produce(9, 1, "plain", 0, testBatch(1, "abc")); res.ErrorCode != 0 {
@@ -426,7 +426,7 @@ func TestTransformAcks(t *testing.T) {
 	// acks=-1 with a follower in the ISR: the produce waits until the follower has
 	// the output's last offset (5), not the input's (4).
 	im := h.meta.Image()
-	pi := &im.Topics["t"].Partitions[0]
+	pi := &im.Topic("t").Partitions[0]
 	pi.Replicas, pi.ISR = []int32{1, 2}, []int32{1, 2}
 	im.Version++
 	h.meta.publish(im)

@@ -54,7 +54,7 @@ func newFakeCluster() *fakeCluster {
 		epochs:     map[kernel.TopicPartition]int32{},
 		notLead:    map[kernel.TopicPartition]bool{},
 		markerErrs: map[kernel.TopicPartition][]error{},
-		image:      &kernel.Image{Topics: map[string]*kernel.TopicImage{}, Brokers: map[int32]*kernel.BrokerImage{1: {ID: 1}}},
+		image:      &kernel.Image{Brokers: map[int32]*kernel.BrokerImage{1: {ID: 1}}},
 	}
 	c.addTopic("t", 3)
 	c.addTopic("u", 2)
@@ -65,15 +65,11 @@ func (c *fakeCluster) addTopic(name string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	im := *c.image
-	im.Topics = map[string]*kernel.TopicImage{}
-	for k, v := range c.image.Topics {
-		im.Topics[k] = v
-	}
-	t := &kernel.TopicImage{Name: name}
+	t := &kernel.TopicImage{Name: name, ID: [16]byte{byte(len(name)), name[0]}}
 	for p := range n {
 		t.Partitions = append(t.Partitions, kernel.PartitionImage{Partition: int32(p), Leader: 1})
 	}
-	im.Topics[name] = t
+	im.PutTopic(t)
 	c.image = &im
 }
 
@@ -81,12 +77,7 @@ func (c *fakeCluster) deleteTopic(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	im := *c.image
-	im.Topics = map[string]*kernel.TopicImage{}
-	for k, v := range c.image.Topics {
-		if k != name {
-			im.Topics[k] = v
-		}
-	}
+	im.RemoveTopic(name)
 	c.image = &im
 }
 

@@ -100,8 +100,13 @@ func EncodeSnapshot(s *State) ([]byte, error) {
 		}
 		snap.Brokers = append(snap.Brokers, sb)
 	}
-	for _, name := range slices.Sorted(maps.Keys(im.Topics)) {
-		t := im.Topics[name]
+	names := make([]string, 0, im.NumTopics())
+	for name := range im.Topics() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t := im.Topic(name)
 		st := snapTopic{Name: t.Name, ID: t.ID, Configs: t.Configs, Partitions: []snapPartition{}}
 		for _, p := range t.Partitions {
 			st.Partitions = append(st.Partitions, snapPartition{
@@ -158,8 +163,7 @@ func DecodeSnapshot(r io.Reader) (*State, error) {
 			}
 			t.Partitions = append(t.Partitions, pi)
 		}
-		im.Topics[t.Name] = t
-		im.TopicsByID[t.ID] = t
+		im.PutTopic(t)
 	}
 	for k, v := range snap.BrokerConfigs {
 		if len(v) > 0 {

@@ -58,8 +58,6 @@ func EmptyState() *State {
 		Image: &kernel.Image{
 			ControllerID:  -1,
 			Brokers:       map[int32]*kernel.BrokerImage{},
-			Topics:        map[string]*kernel.TopicImage{},
-			TopicsByID:    map[[16]byte]*kernel.TopicImage{},
 			BrokerConfigs: map[string]map[string]string{},
 			Extensions:    map[string]map[string][]byte{},
 		},
@@ -220,18 +218,13 @@ func IsInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
 }
 
-func (s *State) putTopic(t *kernel.TopicImage) {
-	s.Image.Topics = maps.Clone(s.Image.Topics)
-	s.Image.TopicsByID = maps.Clone(s.Image.TopicsByID)
-	s.Image.Topics[t.Name] = t
-	s.Image.TopicsByID[t.ID] = t
-}
+func (s *State) putTopic(t *kernel.TopicImage) { s.Image.PutTopic(t) }
 
 func (s *State) createTopic(r *CreateTopicRecord) error {
-	if _, ok := s.Image.Topics[r.Name]; ok {
+	if s.Image.Topic(r.Name) != nil {
 		return fmt.Errorf("%s: %w", r.Name, ErrTopicExists)
 	}
-	if _, ok := s.Image.TopicsByID[r.ID]; ok || r.ID == (UUID{}) {
+	if s.Image.TopicByID(r.ID) != nil || r.ID == (UUID{}) {
 		return fmt.Errorf("%s: id %s: %w", r.Name, r.ID, ErrTopicExists)
 	}
 	if r.Name == "" || len(r.Partitions) == 0 {
@@ -252,8 +245,8 @@ func (s *State) createTopic(r *CreateTopicRecord) error {
 
 // topic returns the topic named name with id id.
 func (s *State) topic(name string, id UUID) (*kernel.TopicImage, error) {
-	t, ok := s.Image.Topics[name]
-	if !ok || t.ID != id {
+	t := s.Image.Topic(name)
+	if t == nil || t.ID != id {
 		return nil, fmt.Errorf("%s (%s): %w", name, id, ErrUnknownTopic)
 	}
 	return t, nil
@@ -263,10 +256,7 @@ func (s *State) deleteTopic(r *DeleteTopicRecord) error {
 	if _, err := s.topic(r.Name, r.ID); err != nil {
 		return err
 	}
-	s.Image.Topics = maps.Clone(s.Image.Topics)
-	s.Image.TopicsByID = maps.Clone(s.Image.TopicsByID)
-	delete(s.Image.Topics, r.Name)
-	delete(s.Image.TopicsByID, r.ID)
+	s.Image.RemoveTopic(r.Name)
 	return nil
 }
 
