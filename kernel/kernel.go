@@ -63,6 +63,7 @@ type Kernel struct {
 	failDelay   time.Duration // connection.failed.authentication.delay.ms
 	adminLn     net.Listener
 	adminMux    *http.ServeMux
+	adminLimit  http.Handler // adminMux behind the body limits (adminlimit.go)
 	adminSrv    *http.Server
 	maxReq      int32
 	idle        time.Duration
@@ -237,6 +238,9 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 			return nil, err
 		}
 		k.modules[role] = &moduleSlot{info: mi, mod: m}
+	}
+	if k.adminLimit, err = k.newAdminLimiter(k.adminMux); err != nil {
+		return nil, err
 	}
 	if err := k.checkAdminExposure(); err != nil {
 		return nil, err
