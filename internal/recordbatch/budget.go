@@ -1,10 +1,14 @@
 package recordbatch
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/klauspost/compress/snappy"
 )
 
 // ErrBudget: a batch waited for room in its DecompressBudget until its context ended.
@@ -105,23 +109,51 @@ func ValidateBudget(ctx context.Context, batch []byte, b *DecompressBudget) (Inf
 		return info(&h, res, len(data)), nil
 	}
 	limit := min(int64(limitFor(batch, 0)), b.limit-1)
+	if h.Codec() == CodecZstd {
+		limit = min(limit, max(b.limit/2-1, zstdMaxWindow)) // output and history (below)
+	}
 	// Records compress a few times at most in practice; start at 4x the input.
 	want := min(max(budgetGrowth*int64(len(data)), budgetFirstGuess), limit+1)
-	for {
-		if err := b.acquire(ctx, want); err != nil {
+	if n := sizeHint(h.Codec(), data, limit); n > 0 {
+		// One byte over, so the decoder sees the end with room left and does not
+		// grow the buffer for nothing.
+		want = min(n+1, limit+1)
+	}
+	for retry := false; ; retry = true {
+		// A zstd decoder keeps a history as large as the frame's window, which for a
+		// single-segment frame is its whole content: a large zstd output costs twice
+		// its size, and its decoder is dropped afterwards rather than pooled with it.
+		reserve, bigZstd := want, h.Codec() == CodecZstd && want > zstdMaxWindow
+		if bigZstd {
+			reserve = 2 * want
+		}
+		if err := b.acquire(ctx, reserve); err != nil {
 			return Info{Header: h}, err
 		}
 		d := getDecompressor()
+		release := func() {
+			if bigZstd && d.zs != nil {
+				d.zs.Close()
+				d.zs = nil
+			}
+			putDecompressor(d)
+			b.release(reserve)
+		}
 		buf := d.buf
-		if int64(cap(buf)) > want {
+		switch {
+		case retry:
+			// The output is known to pass want/4: one buffer of the reservation, not a
+			// doubling series (measured: the series' spans of every size, held until
+			// collected and hard to reuse, cost the broker twice the resident set).
+			buf = make([]byte, 0, want)
+		case int64(cap(buf)) > want:
 			buf = nil // a pooled buffer larger than the reservation would break the bound
 		}
 		out, err := d.decompress(h.Codec(), data, buf, int(want-1))
 		if errors.Is(err, ErrTooLarge) && want <= limit {
 			// Outgrew the reservation, not the limit: retry with a larger one.
 			d.buf = nil
-			putDecompressor(d)
-			b.release(want)
+			release()
 			want = min(want*budgetGrowth, limit+1)
 			continue
 		}
@@ -138,8 +170,28 @@ func ValidateBudget(ctx context.Context, batch []byte, b *DecompressBudget) (Inf
 			out = nil // do not pool what a bomb made us allocate
 		}
 		d.buf = out
-		putDecompressor(d)
-		b.release(want)
+		release()
 		return in, err
 	}
+}
+
+// sizeHint returns the output size a records section declares for itself, or 0: the
+// sum of zstd frames' content sizes, a raw snappy block's length, gzip's ISIZE trailer
+// (the last member's size, modulo 2^32). It is only where the first reservation
+// starts: a section that lies is still bounded, by a retry or by the limit.
+func sizeHint(codec int, src []byte, limit int64) int64 {
+	var n uint64
+	switch codec {
+	case CodecZstd:
+		n, _ = zstdDeclared(src, int(limit))
+	case CodecSnappy:
+		if m, err := snappy.DecodedLen(src); err == nil && !bytes.HasPrefix(src, xerialMagic[:]) {
+			n = uint64(m)
+		}
+	case CodecGzip:
+		if len(src) >= 18 {
+			n = uint64(binary.LittleEndian.Uint32(src[len(src)-4:]))
+		}
+	}
+	return int64(min(n, uint64(limit)))
 }
