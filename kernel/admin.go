@@ -13,6 +13,8 @@ import (
 // their own admin API routes with Context.HandleHTTP. With admin_pprof: true it also
 // serves Go's profiler under /debug/pprof/.
 //
+// Request bodies are bounded in size and in number at once (adminlimit.go).
+//
 // Every request but the two probes passes the admin gate (admin_auth.go): with an
 // authenticating auth module it needs HTTP Basic or a verified client certificate, then
 // Describe on the cluster to read (GET, HEAD) or Alter on the cluster for anything else.
@@ -38,7 +40,7 @@ func (k *Kernel) startAdmin() {
 		k.adminMux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		k.adminMux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	k.adminSrv = &http.Server{Handler: k.newAdminGate(k.adminMux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	k.adminSrv = &http.Server{Handler: k.newAdminGate(k.adminLimit), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ln := k.adminLn
 	if tc := k.adminTLSConfig(); tc != nil {
 		ln = tls.NewListener(ln, tc)

@@ -37,6 +37,11 @@ type Config struct {
 	// AdminTLS serves the admin HTTP listener over TLS with the client listeners' key
 	// and trust stores (the ssl.* configs, ssl.client.auth included).
 	AdminTLS bool `yaml:"admin_tls"`
+	// AdminMaxBodyBytes bounds an admin request's body (413 over it; default 64 MiB, a
+	// transform module's maximum) and AdminMaxConcurrentUploads the requests with a
+	// body served at once (429 over it; default 2). adminlimit.go says why.
+	AdminMaxBodyBytes         int64 `yaml:"admin_max_body_bytes"`
+	AdminMaxConcurrentUploads int   `yaml:"admin_max_concurrent_uploads"`
 	// Configs are static broker configs by Kafka name. Values are strings as in
 	// server.properties.
 	Configs map[string]string `yaml:"configs"`

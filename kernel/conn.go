@@ -75,14 +75,33 @@ type conn struct {
 	// closeAfter: the processor closes the connection once the current response is
 	// written (a failed authentication).
 	closeAfter bool
+	// reserved: the broker-wide budget the frame being read holds, set by admitFrame;
+	// reader goroutine only. It passes to the frame once read.
+	reserved int64
+	// onClose runs once when the connection ends: it gives back its connection-limit
+	// slots (connlimit.go).
+	onClose func()
 }
 
-func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
+func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 	name := l.name
 	defer k.acceptWG.Done()
 	var delay time.Duration
+	blocked := func(reason string) {
+		k.mConnThrottled.Add(1)
+		if ok, dropped := k.limitLog.allow(time.Now()); ok {
+			k.log.Warn("connection accept delayed", "listener", name, "limit", reason, "dropped_similar", dropped)
+		}
+	}
 	for {
+		// max.connections and the creation rate: wait before accepting (connlimit.go).
+		if !k.limits.waitSlot(ll, k.acceptStop, blocked) {
+			return
+		}
 		nc, err := ln.Accept()
+		if err != nil {
+			k.limits.putSlot(ll)
+		}
 		if err != nil {
 			if k.stopping.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -94,11 +113,23 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
 			continue
 		}
 		delay = 0
+		remote := nc.RemoteAddr()
+		ip, ok := k.limits.addIP(remote)
+		if !ok {
+			// max.connections.per.ip: closed at once, as Kafka does.
+			nc.Close()
+			k.limits.putSlot(ll)
+			k.mConnRefused.Add(1)
+			if ok, dropped := k.limitLog.allow(time.Now()); ok {
+				k.log.Warn("connection refused: too many from one address (max.connections.per.ip)",
+					"listener", name, "remote", remote.String(), "limit", k.limits.limitFor(ip), "dropped_similar", dropped)
+			}
+			continue
+		}
 		k.mConns.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		remote := nc.RemoteAddr()
 		if l.tls != nil {
 			// No I/O here: the handshake runs on the connection's goroutine.
 			nc = tls.Server(nc, l.tls)
@@ -110,6 +141,10 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener) {
 			stop:  make(chan struct{}),
 			freed: make(chan struct{}, 1),
 			quit:  make(chan struct{}),
+			onClose: func() {
+				k.limits.dropIP(ip)
+				k.limits.putSlot(ll)
+			},
 		}
 		if l.protocol == ProtocolSASLPlaintext || l.protocol == ProtocolSASLSSL {
 			c.sasl = &saslConn{}
@@ -199,7 +234,35 @@ func (c *conn) admitFrame(n int) error {
 		// about one sasl.server.max.receive.size, not pipelineDepth of them.
 		limit = int(c.k.saslMaxRecv)
 	}
-	return c.admit(n, limit)
+	if err := c.admit(n, limit); err != nil {
+		return err
+	}
+	// Then by the broker-wide budget (queued.max.request.bytes, reqbudget.go).
+	if b := c.k.reqBudget; b != nil {
+		blocked := func() {
+			c.k.mBudgetWaits.Add(1)
+			if ok, dropped := c.k.budgetLog.allow(time.Now()); ok {
+				c.log.Info("request budget spent; pausing reads (queued.max.request.bytes)",
+					"frame_bytes", n, "in_use", b.inUse(), "limit", b.limit, "dropped_similar", dropped)
+			}
+		}
+		if err := b.acquire(int64(n), c.stop, c.quit, blocked); err != nil {
+			c.release(n)
+			if errors.Is(err, errBudgetCancelled) {
+				return errStopped
+			}
+			return err
+		}
+		c.reserved = int64(n)
+	}
+	return nil
+}
+
+// releaseGlobal returns a frame's reservation to the broker-wide budget.
+func (c *conn) releaseGlobal(n int64) {
+	if c.k.reqBudget != nil && n > 0 {
+		c.k.reqBudget.release(n)
+	}
 }
 
 // release returns a frame's bytes to the budget.
@@ -219,10 +282,15 @@ type frame struct {
 	// produce: a Produce request, whose buffer goes back to the pool once answered
 	// (framepool.go).
 	produce bool
+	// reserved: the bytes this frame holds of the broker-wide budget.
+	reserved int64
 }
 
 func (c *conn) serve() {
 	defer c.k.connWG.Done()
+	if c.onClose != nil {
+		defer c.onClose()
+	}
 	defer c.k.conns.Delete(c)
 	defer c.nc.Close()
 
@@ -252,6 +320,7 @@ func (c *conn) serve() {
 		recycle := f.produce && !c.preAuth.Load()
 		err := c.process(ctx, f.buf)
 		c.release(len(f.buf))
+		c.releaseGlobal(f.reserved)
 		if recycle {
 			c.k.frames.put(f.buf)
 		}
@@ -266,7 +335,8 @@ func (c *conn) serve() {
 			c.closed.Store(true)
 			close(c.quit)
 			c.nc.Close() // unblocks the reader
-			for range frames {
+			for f := range frames {
+				c.releaseGlobal(f.reserved)
 			}
 			break
 		}
@@ -290,8 +360,12 @@ func (c *conn) readLoop(out chan<- frame) {
 		if produce {
 			buf = c.k.frames.get()
 		}
+		c.reserved = 0
 		buf, err := ReadFrame(br, buf, c.k.maxReq, c.admitFrame)
 		if err != nil {
+			// A frame cut short (or a closed connection) gives its reservation back.
+			c.releaseGlobal(c.reserved)
+			c.reserved = 0
 			switch {
 			case errors.Is(err, errStopped):
 			case errors.Is(err, ErrFrameSize):
@@ -313,9 +387,12 @@ func (c *conn) readLoop(out chan<- frame) {
 		}
 		c.addInflight(1)
 		produce = isProduceFrame(buf)
+		f := frame{buf: buf, produce: produce, reserved: c.reserved}
+		c.reserved = 0
 		select {
-		case out <- frame{buf: buf, produce: produce}:
+		case out <- f:
 		case <-c.stop:
+			c.releaseGlobal(f.reserved)
 			return
 		}
 	}

@@ -122,6 +122,14 @@
 //     single request is larger, no more unanswered request bytes than
 //     socket.request.max.bytes; a frame's buffer grows as its bytes arrive, so a peer
 //     that announces a large frame and sends nothing costs nothing.
+//   - All connections together hold at most queued.max.request.bytes of requests read
+//     and not answered (reqbudget.go): a frame reserves its size when its prefix is
+//     read and gives it back when answered or dropped; at the limit readers stop
+//     reading (back-pressure), and large frames never take the part of the budget kept
+//     for small ones, so stalled big uploads cannot stop ordinary traffic.
+//   - max.connections (broker and per listener) and max.connection.creation.rate hold
+//     the accept loop back; max.connections.per.ip closes the new connection at once
+//     (connlimit.go).
 //   - A Go error from a handler, a malformed frame or header, and a handler panic close
 //     that connection only; per-resource failures are Kafka error codes inside the
 //     response. Nothing a client sends may take the broker down.

@@ -63,6 +63,7 @@ type Kernel struct {
 	failDelay   time.Duration // connection.failed.authentication.delay.ms
 	adminLn     net.Listener
 	adminMux    *http.ServeMux
+	adminLimit  http.Handler // adminMux behind the body limits (adminlimit.go)
 	adminSrv    *http.Server
 	maxReq      int32
 	idle        time.Duration
@@ -90,7 +91,30 @@ type Kernel struct {
 	mSASLFail  *Counter
 	// connLog bounds the warnings of failed handshakes and authentications.
 	connLog logLimiter
+
+	// reqBudget: queued.max.request.bytes across all connections (reqbudget.go); nil
+	// when unbounded (-1).
+	reqBudget *requestBudget
+	// limits: max.connections and friends (connlimit.go); lnLimits parallel to lns.
+	limits   *connLimits
+	lnLimits []*listenerLimits
+	// acceptStop closes when accepting ends (Shutdown or teardown), waking an accept
+	// loop that waits for a connection slot.
+	acceptStop     chan struct{}
+	acceptStopOnce sync.Once
+	budgetLog      logLimiter // request budget waits
+	limitLog       logLimiter // refused and throttled connections
+	mBudgetWaits   *Counter
+	mConnRefused   *Counter
+	mConnThrottled *Counter
 }
+
+// DefaultQueuedMaxRequestBytes is the default of queued.max.request.bytes (Kafka's is
+// -1, unbounded): 256 MiB, over twice the default socket.request.max.bytes so a
+// maximum-size request never waits for an empty budget, and small enough that a
+// flood of large or stalled requests cannot push a broker with a 1 GiB memory limit
+// out of memory (Go's heap may reach about twice its live size between collections).
+const DefaultQueuedMaxRequestBytes = 256 << 20
 
 const maxAPIKey = 128
 
@@ -158,7 +182,36 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 			return nil, fmt.Errorf("config: %s %d out of range", name, v)
 		}
 	}
+	queued, err := cfg.brokerInt("queued.max.request.bytes", DefaultQueuedMaxRequestBytes)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case queued == 0 || queued < -1:
+		return nil, fmt.Errorf("config: queued.max.request.bytes %d: want -1 (unbounded) or a positive size", queued)
+	case queued > 0 && queued < maxReq:
+		// Kafka's rule too: a request of socket.request.max.bytes must fit.
+		return nil, fmt.Errorf("config: queued.max.request.bytes %d is smaller than socket.request.max.bytes %d", queued, maxReq)
+	}
+	limits, err := newConnLimits(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var lnLimits []*listenerLimits
+	for _, l := range cfg.Listeners {
+		ll, err := newListenerLimits(cfg, l.Name)
+		if err != nil {
+			return nil, err
+		}
+		lnLimits = append(lnLimits, ll)
+	}
 	k := &Kernel{
+		limits:     limits,
+		lnLimits:   lnLimits,
+		acceptStop: make(chan struct{}),
+		budgetLog:  logLimiter{n: 1},
+		limitLog:   logLimiter{n: 1},
+
 		cfg:       cfg,
 		protocols: protocols,
 		connLog:   logLimiter{n: 5},
@@ -186,6 +239,9 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		}
 		k.modules[role] = &moduleSlot{info: mi, mod: m}
 	}
+	if k.adminLimit, err = k.newAdminLimiter(k.adminMux); err != nil {
+		return nil, err
+	}
 	if err := k.checkAdminExposure(); err != nil {
 		return nil, err
 	}
@@ -195,6 +251,14 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mSASLOK = k.metric.Counter(`sluice_sasl_authentications_total{result="success"}`, "SASL authentications (and re-authentications) by result.")
 	k.mSASLFail = k.metric.Counter(`sluice_sasl_authentications_total{result="failure"}`, "SASL authentications (and re-authentications) by result.")
 	k.mTLSFailed = k.metric.Counter("sluice_tls_handshake_failures_total", "TLS handshakes that failed (or whose client certificate mapped to no principal).")
+	if queued > 0 {
+		k.reqBudget = newRequestBudget(queued)
+		k.metric.Gauge("sluice_request_budget_bytes", "Bytes of requests read and not yet answered, reserved from queued.max.request.bytes.",
+			func() float64 { return float64(k.reqBudget.inUse()) })
+	}
+	k.mBudgetWaits = k.metric.Counter("sluice_request_budget_waits_total", "Frames whose reading waited for queued.max.request.bytes.")
+	k.mConnRefused = k.metric.Counter("sluice_connections_refused_total", "Connections closed at once for max.connections.per.ip.")
+	k.mConnThrottled = k.metric.Counter("sluice_connection_accept_waits_total", "Accepts delayed by max.connections or max.connection.creation.rate.")
 	registerRuntimeMetrics(k.metric)
 	return k, nil
 }
@@ -329,7 +393,7 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	k.startAdmin()
 	for i, ln := range k.lns {
 		k.acceptWG.Add(1)
-		go k.acceptLoop(ln, k.listeners[i])
+		go k.acceptLoop(ln, k.listeners[i], k.lnLimits[i])
 	}
 	k.started.Store(true)
 	k.log.Info("broker started", "node_id", k.info.NodeID, "listeners", k.Addrs(), "admin", k.adminLn.Addr().String(), "data_dir", k.cfg.DataDir)
@@ -381,6 +445,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	k.log.Info("broker shutting down")
+	k.stopAccepting()
 	for _, ln := range k.lns {
 		ln.Close()
 	}
@@ -408,6 +473,7 @@ func (k *Kernel) teardown(ctx context.Context) error {
 	if !k.tornDown.CompareAndSwap(false, true) {
 		return nil
 	}
+	k.stopAccepting()
 	if k.cancelAll != nil {
 		k.cancelAll()
 	}
@@ -460,6 +526,11 @@ func (k *Kernel) teardown(ctx context.Context) error {
 		k.log.Error("shutdown", "err", e)
 	}
 	return errors.Join(errs...)
+}
+
+// stopAccepting wakes accept loops waiting for a connection slot, for good.
+func (k *Kernel) stopAccepting() {
+	k.acceptStopOnce.Do(func() { close(k.acceptStop) })
 }
 
 func copyMap(m map[string]string) map[string]string {

@@ -25,7 +25,9 @@ import (
 //	DELETE /v1/transforms/{name}
 //
 // Errors are JSON {"error": "..."} with 400 (bad settings or module), 404 (no such
-// transform), 413 (module too large) or 503 (metadata not writable here). The kernel
+// transform), 413 (module over max_upload_bytes) or 503 (metadata not writable here);
+// the kernel answers 413 over admin_max_body_bytes and 429 past
+// admin_max_concurrent_uploads before the handler runs. The kernel
 // authenticates and authorizes every request before it gets here (kernel/admin_auth.go:
 // with an authenticating auth module, GET needs Describe and PUT/DELETE Alter on the
 // cluster; 401 and 403 come from there); deploys and deletes are logged with the
@@ -73,6 +75,42 @@ func (m *Module) httpHandler() http.Handler {
 			httpError(w, http.StatusMethodNotAllowed, "use GET /v1/transforms, PUT or DELETE /v1/transforms/{name}")
 		}
 	})
+}
+
+// maxUpload is the effective bound on a deployed module's size.
+func (m *Module) maxUpload() int64 {
+	if m.MaxUploadBytes <= 0 || m.MaxUploadBytes > MaxBinaryBytes {
+		return MaxBinaryBytes
+	}
+	return m.MaxUploadBytes
+}
+
+// errUploadTooLarge: the module's bytes passed the upload bound.
+var errUploadTooLarge = errors.New("module too large")
+
+// readUpload reads a request body of at most limit bytes. With a Content-Length it
+// checks the length first and reads into one buffer of exactly that size (no doubling
+// growth, whose copies made a 64 MiB upload cost several times that); without, it reads
+// in growing steps and stops one byte past the limit.
+func readUpload(r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 {
+		if n > limit {
+			return nil, errUploadTooLarge
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	bin, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(bin)) > limit {
+		return nil, errUploadTooLarge
+	}
+	return bin, nil
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
@@ -159,13 +197,15 @@ func (m *Module) serveDeploy(w http.ResponseWriter, r *http.Request, name string
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	bin, err := io.ReadAll(io.LimitReader(r.Body, MaxBinaryBytes+1))
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "reading the module: "+err.Error())
+	maxBin := m.maxUpload()
+	bin, err := readUpload(r, maxBin)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge) || errors.Is(err, errUploadTooLarge):
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the module is larger than %d bytes", maxBin))
 		return
-	}
-	if len(bin) > MaxBinaryBytes {
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the module is larger than %d bytes", MaxBinaryBytes))
+	case err != nil:
+		httpError(w, http.StatusBadRequest, "reading the module: "+err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)

@@ -41,6 +41,10 @@ type Module struct {
 	// (doubling while it keeps failing after a pause, up to 10 minutes).
 	BreakerFailures int   `yaml:"breaker_failures"`
 	BreakerPauseMs  int64 `yaml:"breaker_pause_ms"`
+	// MaxUploadBytes bounds a deployed module's size (413 over it); 0 or more than
+	// MaxBinaryBytes means MaxBinaryBytes. The kernel's admin_max_body_bytes and
+	// admin_max_concurrent_uploads bound every admin upload too.
+	MaxUploadBytes int64 `yaml:"max_upload_bytes"`
 
 	log     *slog.Logger
 	broker  kernel.BrokerInfo

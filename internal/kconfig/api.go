@@ -89,6 +89,9 @@ func ValidateBroker(name, value string) error {
 	if _, _, ok := splitListenerJAAS(name); ok {
 		return &ConfigError{Err: ErrReadOnly, Resource: "broker", Name: name, Value: "[hidden]"}
 	}
+	if splitListenerScoped(name) != nil {
+		return &ConfigError{Err: ErrReadOnly, Resource: "broker", Name: name, Value: value}
+	}
 	return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
 }
 
@@ -118,7 +121,7 @@ func IsTopicConfig(name string) bool { return cat.topicByName[name] != nil }
 // only the config file sets and which DescribeBroker never lists.
 func IsBrokerConfig(name string) bool {
 	_, _, jaas := splitListenerJAAS(name)
-	return cat.brokerBy[name] != nil || jaas
+	return cat.brokerBy[name] != nil || jaas || splitListenerScoped(name) != nil
 }
 
 // ListenerJAASConfig is the name of the config holding this broker's own SASL
@@ -182,6 +185,9 @@ func BrokerConfigType(name string) (Type, bool) {
 	if _, _, ok := splitListenerJAAS(name); ok {
 		return TypePassword, true
 	}
+	if d := splitListenerScoped(name); d != nil {
+		return d.typ, true
+	}
 	return TypeUnknown, false
 }
 
@@ -203,10 +209,33 @@ func BrokerConfigNames() []string {
 	return out
 }
 
+// listenerScoped are the broker configs a listener may set for itself as
+// listener.name.<listener lower-case>.<config>.
+var listenerScoped = []string{"max.connections", "max.connection.creation.rate"}
+
+// splitListenerScoped returns the catalogue entry a listener.name.<l>.<config> name
+// refines (max.connections, max.connection.creation.rate), or nil.
+func splitListenerScoped(name string) *brokerDef {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return nil
+	}
+	for _, base := range listenerScoped {
+		if l, ok := strings.CutSuffix(rest, "."+base); ok && l != "" && !strings.Contains(l, ".") {
+			return cat.brokerBy[base]
+		}
+	}
+	return nil
+}
+
 // ValidateStaticBroker checks one broker config from the config file: the name must be
-// known and the value valid; read-only configs are fine.
+// known and the value valid; read-only configs are fine. Listener-scoped limits
+// (listener.name.<l>.max.connections, ...) are checked like the config they refine.
 func ValidateStaticBroker(name, value string) error {
 	if d := cat.brokerBy[name]; d != nil {
+		return validate(&d.def, "broker", name, value, false)
+	}
+	if d := splitListenerScoped(name); d != nil {
 		return validate(&d.def, "broker", name, value, false)
 	}
 	if _, mech, ok := splitListenerJAAS(name); ok {

@@ -163,6 +163,8 @@ type Broker struct {
 	ConnectionsMaxIdleMs  int64 // connections.max.idle.ms
 	MessageMaxBytes       int32 // message.max.bytes
 
+	QueuedMaxDecompressedBytes int64 // queued.max.decompressed.bytes
+
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
@@ -239,6 +241,8 @@ func ResolveBroker(merged map[string]string) Broker {
 		SocketRequestMaxBytes: int32(n("socket.request.max.bytes")),
 		ConnectionsMaxIdleMs:  n("connections.max.idle.ms"),
 		MessageMaxBytes:       int32(n("message.max.bytes")),
+
+		QueuedMaxDecompressedBytes: n("queued.max.decompressed.bytes"),
 
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),

@@ -157,6 +157,14 @@ func atLeast(min int64) check {
 	}
 }
 
+// queuedBytes accepts -1 (Kafka's unbounded) or a positive size.
+func queuedBytes(v value) string {
+	if v.n == -1 || v.n > 0 {
+		return ""
+	}
+	return "Value must be -1 or at least 1"
+}
+
 func between(lo, hi int64) check {
 	return func(v value) string {
 		if v.n < lo {

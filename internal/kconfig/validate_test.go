@@ -207,6 +207,11 @@ func TestValidateStaticBroker(t *testing.T) {
 		{"socket.request.max.bytes", "socket.request.max.bytes", "0", ErrInvalidValue, "at least 1"},
 		{"auto.create.topics.enable", "auto.create.topics.enable", "no", ErrInvalidValue, "true or false"},
 		{"password", "ssl.keystore.password", "s3cret", nil, ""},
+		{"queued.max.request.bytes unbounded", "queued.max.request.bytes", "-1", nil, ""},
+		{"queued.max.request.bytes zero", "queued.max.request.bytes", "0", ErrInvalidValue, "-1 or at least 1"},
+		{"listener max.connections", "listener.name.internal.max.connections", "10", nil, ""},
+		{"listener creation rate checked", "listener.name.internal.max.connection.creation.rate", "-1", ErrInvalidValue, "at least 0"},
+		{"listener scoped other config", "listener.name.internal.max.connections.per.ip", "1", ErrUnknownConfig, ""},
 	}
 	runValidateCases(t, tests, ValidateStaticBroker)
 }

@@ -231,12 +231,19 @@ func snappyBlock(block, dst []byte, limit int) ([]byte, error) {
 //
 // Structural errors found here are ErrCodec: the decoder would fail on them too.
 func zstdPrecheck(src []byte, limit int) error {
+	_, err := zstdDeclared(src, limit)
+	return err
+}
+
+// zstdDeclared is zstdPrecheck returning the content sizes the frames declare, added up
+// (frames that declare none count 0).
+func zstdDeclared(src []byte, limit int) (uint64, error) {
 	const (
 		frameMagic     = 0xFD2FB528
 		skippableMask  = 0xFFFFFFF0
 		skippableMagic = 0x184D2A50
 	)
-	bad := func(what string) error { return fmt.Errorf("%w: zstd: %s", ErrCodec, what) }
+	bad := func(what string) (uint64, error) { return 0, fmt.Errorf("%w: zstd: %s", ErrCodec, what) }
 	total := uint64(0)
 	for p := 0; p < len(src); {
 		if len(src)-p < 4 {
@@ -289,7 +296,7 @@ func zstdPrecheck(src []byte, limit int) error {
 				size = binary.LittleEndian.Uint64(b)
 			}
 			if size > uint64(limit) || total+size > uint64(limit) {
-				return fmt.Errorf("%w: zstd frames declare over %d bytes", ErrTooLarge, limit)
+				return 0, fmt.Errorf("%w: zstd frames declare over %d bytes", ErrTooLarge, limit)
 			}
 			total += size
 		}
@@ -320,5 +327,5 @@ func zstdPrecheck(src []byte, limit int) error {
 			p += 4
 		}
 	}
-	return nil
+	return total, nil
 }

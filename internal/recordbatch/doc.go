@@ -63,6 +63,13 @@
 //     not claim more than 22 x its size (more than snappy can encode); zstd frames are
 //     walked before decoding and rejected if their declared content sizes add up to more
 //     than the limit, and zstd windows are capped at 8 MiB.
+//   - Across batches, ValidateBudget bounds the output held at once by everyone sharing
+//     a DecompressBudget (budget.go; the broker's queued.max.decompressed.bytes, which
+//     Kafka has no equivalent of): a batch reserves before it decodes, restarts with a
+//     larger reservation (never waiting while holding one) when it outgrows it, and
+//     waits only as long as its context allows (ErrBudget, not ErrCorrupt). The
+//     transient copy when a buffer doubles, and buffers the decompressor pool keeps
+//     (at most 8 MiB each), are outside the count.
 //   - No allocation per record. Validate and a reused Decoder allocate nothing in the
 //     steady state; headers go into a slice reused across records.
 //   - Builder writes offset delta i for the i-th record and MaxTimestamp as the largest
@@ -70,8 +77,8 @@
 //
 // # Concurrency
 //
-// Validate, ValidateWithLimit, Records, ParseHeader, CheckCRC and Split are safe for
-// concurrent use. They draw decompressors from a package-level sync.Pool; each pooled
+// Validate, ValidateWithLimit, ValidateBudget, Records, ParseHeader, CheckCRC, Split
+// and a DecompressBudget are safe for concurrent use. They draw decompressors from a package-level sync.Pool; each pooled
 // value holds decoders whose configuration is fixed at creation and is used by one
 // goroutine at a time, so the pool holds no shared mutable state beyond reuse. A Decoder
 // and a Builder belong to one goroutine at a time. Nothing here starts goroutines (the

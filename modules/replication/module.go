@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -69,6 +70,9 @@ type Module struct {
 	// fetchMaxBytes is the broker's fetch.max.bytes (caps a Fetch's max_bytes),
 	// refreshed from every image.
 	fetchMaxBytes atomic.Int64
+	// dbudget bounds decompressed output across produce requests
+	// (queued.max.decompressed.bytes); set once by the first setBrokerLimits.
+	dbudget atomic.Pointer[recordbatch.DecompressBudget]
 	// rcfg is the replica.* configuration, refreshed from every image.
 	rcfg atomic.Pointer[replicaConfig]
 
@@ -261,6 +265,7 @@ func (m *Module) setBrokerLimits(bcfg map[string]string) {
 	m.fetchMaxBytes.Store(n)
 	b := kconfig.ResolveBroker(bcfg)
 	m.rcfg.Store(newReplicaConfig(&b))
+	m.dbudget.CompareAndSwap(nil, recordbatch.NewDecompressBudget(b.QueuedMaxDecompressedBytes)) // static: set once
 }
 
 func (m *Module) hosts(pi *kernel.PartitionImage) bool {

@@ -409,7 +409,7 @@ func (pc *produceCtx) validate(tp kernel.TopicPartition, records []byte, cfg *kc
 			code, msg = kerr.MessageTooLarge.Code, fmt.Sprintf("batch %d is %d bytes, max.message.bytes is %d", idx, len(batch), cfg.MaxMessageBytes)
 			return errStopSplit
 		}
-		info, err := recordbatch.Validate(batch)
+		info, err := pc.validateBatch(&h, batch)
 		if err != nil {
 			code, msg = batchErrorCode(err), fmt.Sprintf("batch %d: %v", idx, err)
 			return errStopSplit
@@ -480,6 +480,27 @@ func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
 	return false
 }
 
+// decompressWait bounds how long a batch waits for room in the broker's decompression
+// budget (queued.max.decompressed.bytes) before it fails REQUEST_TIMED_OUT (retriable).
+const decompressWait = 10 * time.Second
+
+// validateBatch validates one batch, its decompressed output reserved from the
+// broker-wide budget, waiting for room with the request's context (bounded by
+// decompressWait).
+func (pc *produceCtx) validateBatch(h *recordbatch.Header, batch []byte) (recordbatch.Info, error) {
+	b := pc.m.dbudget.Load()
+	if b == nil || h.Codec() == recordbatch.CodecNone {
+		return recordbatch.Validate(batch)
+	}
+	ctx := pc.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, decompressWait)
+	defer cancel()
+	return recordbatch.ValidateBudget(ctx, batch, b)
+}
+
 // errStopSplit stops recordbatch.Split after a batch failed validation.
 var errStopSplit = errors.New("stop")
 
@@ -490,6 +511,10 @@ var errStopSplit = errors.New("stop")
 // CORRUPT_MESSAGE is retriable, so a producer would resend a malformed batch until its
 // delivery timeout instead of failing it at once.
 func batchErrorCode(err error) int16 {
+	if errors.Is(err, recordbatch.ErrBudget) {
+		// No room in the decompression budget in time: the batch is fine, retry.
+		return kerr.RequestTimedOut.Code
+	}
 	if errors.Is(err, recordbatch.ErrMagic) || errors.Is(err, recordbatch.ErrRecords) {
 		return kerr.InvalidRecord.Code
 	}
