@@ -332,4 +332,8 @@ var (
 	ErrLogClosed = errors.New("log closed")
 	// ErrInvalidOffset: AppendFollower batches start below the log end.
 	ErrInvalidOffset = errors.New("invalid offset")
+	// ErrLogOffline: the log found a corrupt batch among bytes it had stored (a failing
+	// disk, not bad input): it refuses reads and appends until Truncate cuts the damage
+	// off (KAFKA_STORAGE_ERROR).
+	ErrLogOffline = errors.New("log offline: corrupt stored batch")
 )

@@ -61,6 +61,8 @@ func errorCode(err error) int16 {
 		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code
+	case errors.Is(err, kernel.ErrLogOffline):
+		return kerr.KafkaStorageError.Code // stored bytes are damaged, not the request's
 	case errors.Is(err, kernel.ErrCorrupt):
 		return kerr.CorruptMessage.Code
 	default:

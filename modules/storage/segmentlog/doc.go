@@ -238,6 +238,32 @@
 // cleaner-offset-checkpoint (Kafka's checkpoint format); a lost one only means the
 // next pass maps from the log start again.
 //
+// # Verification
+//
+// Every batch a Read returns has had its framing (magic 2, a length inside the range,
+// offsets increasing) and CRC-32C checked once since its segment was opened, not once
+// per read (verify.go). Bytes appended by this process were validated on produce (or
+// by the follower's fetch) and bytes a recovery scan kept were checked by it; both are
+// trusted. What is left are the bytes a clean open loaded without reading them: each
+// segment keeps the position they end at (trusted: its size at open) and the spans
+// below it checked since. A Read that reaches unchecked bytes checks them (streaming
+// each batch through the CRC in 64 KiB preads, after releasing mu: the segment is
+// pinned) before it returns, and records the span; later reads of it cost two atomic
+// loads and stay zero-copy. A truncation that keeps a prefix of a segment re-scans it
+// (recoverSegment), which checks it; a segment the cleaner wrote is trusted.
+//
+// A batch that fails takes the whole Log offline: Read and every Append return an
+// error wrapping kernel.ErrLogOffline (and a *Damage naming the file, position and the
+// base offset its header claims), logged once at Error when the log goes offline.
+// This is Kafka's log-dir failure, narrowed to one partition: the other partitions of
+// the dir keep serving. Truncate (any offset) first cuts the damaged segment at the
+// bad batch (copying its prefix when a reader pins it), deletes every later segment,
+// re-scans what is left and brings the log back online; the caller (a follower) then
+// refetches from its leader. A segment holding the damage that leaves the log
+// otherwise (retention, DeleteRecords, Reset) also ends the offline state. Nothing is
+// checked at a clean open, so a restart of a large log costs no reads. Offline,
+// `sluice log verify DIR` checks every batch and index of a data dir.
+//
 // # Invariants
 //
 //   - Offsets strictly increase within and across segments; segments are sorted by base
@@ -274,8 +300,10 @@
 //
 // # Concurrency
 //
-// Lock order: Store.ckptMu, then Store.mu, then Log.flushMu, then Log.mu. segment.refs
-// and segment.deleted are atomic and need no lock.
+// Lock order: Store.ckptMu, then Store.mu, then Log.flushMu, then Log.mu, then
+// segment.ver.mu (a Read's checks take it without mu; recovery and truncation under
+// mu). segment.refs, segment.deleted, segment.ver.trusted/prefix and Log.offline are
+// atomic and need no lock.
 //
 // Log.mu guards the segment list, sizes and indexes. Appends, roll, truncation and
 // deletion take it exclusively; Read, OffsetForTimestamp and MaxTimestamp take it shared

@@ -67,6 +67,10 @@ type Log struct {
 	// Mirrors of the offsets for lock-free readers, written under mu.
 	logStart atomic.Int64
 	leo      atomic.Int64
+
+	// offline is the first corrupt batch a read found (verify.go): while set, reads and
+	// appends fail with kernel.ErrLogOffline; Truncate cuts it off.
+	offline atomic.Pointer[damage]
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -100,6 +104,9 @@ func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqR
 	leader := mode != producers.Follower
 	if l.closed {
 		return res, false, kernel.ErrLogClosed
+	}
+	if err := l.offlineErr(); err != nil {
+		return res, false, err
 	}
 	if len(records) == 0 {
 		return res, false, batches.Corrupt(recordbatch.ErrShort)
@@ -275,19 +282,35 @@ func (h *readHandle) release() {
 func noRelease() {}
 
 // Read implements kernel.Log. It returns file ranges of the pinned segments; no record
-// bytes are copied.
+// bytes are copied. Bytes not verified since the segment was opened are checked
+// (verify.go) after the lock is released, before the result is returned.
 func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.ReadResult, error) {
 	l.mu.RLock()
-	defer l.mu.RUnlock()
+	rr, h, err := l.readLocked(offset, maxBytes, maxOffset, minOneBatch)
+	l.mu.RUnlock()
+	if err == nil && h != nil {
+		if err := l.verifyRead(h, rr); err != nil {
+			h.release()
+			return kernel.ReadResult{Release: noRelease}, err
+		}
+	}
+	return rr, err
+}
+
+// readLocked is Read under mu (shared); h is nil when rr pins nothing.
+func (l *Log) readLocked(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.ReadResult, *readHandle, error) {
 	if l.closed {
-		return kernel.ReadResult{Release: noRelease}, kernel.ErrLogClosed
+		return kernel.ReadResult{Release: noRelease}, nil, kernel.ErrLogClosed
+	}
+	if err := l.offlineErr(); err != nil {
+		return kernel.ReadResult{Release: noRelease}, nil, err
 	}
 	start, leo := l.logStart.Load(), l.leo.Load()
 	if offset < start || offset > leo {
-		return kernel.ReadResult{Release: noRelease}, fmt.Errorf("%w: %d not in [%d, %d]", kernel.ErrOffsetOutOfRange, offset, start, leo)
+		return kernel.ReadResult{Release: noRelease}, nil, fmt.Errorf("%w: %d not in [%d, %d]", kernel.ErrOffsetOutOfRange, offset, start, leo)
 	}
 	if offset == leo {
-		return kernel.ReadResult{Release: noRelease}, nil
+		return kernel.ReadResult{Release: noRelease}, nil, nil
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	if i < 0 {
@@ -300,7 +323,12 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.
 		pos, n, full, err := s.scan(h.buf[:], offset, maxOffset, maxBytes-rr.Size, minOneBatch && rr.Size == 0)
 		if err != nil {
 			h.release()
-			return kernel.ReadResult{Release: noRelease}, fmt.Errorf("read %v at %d: %w", l.tp, offset, err)
+			if errors.Is(err, kernel.ErrCorrupt) {
+				err = l.scanDamage(s, offset, err)
+			} else {
+				err = fmt.Errorf("read %v at %d: %w", l.tp, offset, err)
+			}
+			return kernel.ReadResult{Release: noRelease}, nil, err
 		}
 		if n > 0 {
 			h.pin(s)
@@ -312,10 +340,10 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.
 		}
 	}
 	if rr.Size == 0 {
-		return kernel.ReadResult{Release: noRelease}, nil
+		return kernel.ReadResult{Release: noRelease}, nil, nil
 	}
 	rr.Release = h.release
-	return rr, nil
+	return rr, h, nil
 }
 
 // LogStartOffset implements kernel.Log.
@@ -568,6 +596,9 @@ func (l *Log) Truncate(offset int64) error {
 func (l *Log) truncateLocked(offset int64) error {
 	if l.closed {
 		return kernel.ErrLogClosed
+	}
+	if err := l.cutDamage(); err != nil {
+		return err
 	}
 	if offset >= l.leo.Load() {
 		return nil

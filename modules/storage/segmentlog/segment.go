@@ -44,6 +44,9 @@ type segment struct {
 	// deleted, when it drops to zero.
 	refs    atomic.Int64
 	deleted atomic.Bool
+
+	// ver is what was checked of the bytes that were on disk at open (verify.go).
+	ver verifyState
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -84,6 +87,7 @@ func openSegmentFiles(dir string, base int64, extra string, create bool, indexBy
 		return nil, fmt.Errorf("stat segment %d: %w", base, err)
 	}
 	s.size = st.Size()
+	s.ver.trust(s.size) // bytes on disk at open are unchecked; appends are validated
 	if !create {
 		s.createdMs = st.ModTime().UnixMilli()
 	}
@@ -543,6 +547,7 @@ func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bo
 		pos += int64(h.Size())
 	}
 	s.size = pos
+	s.ver.trust(0) // every batch kept was checked above
 	if pos < fileSize {
 		if err := s.log.Truncate(pos); err != nil {
 			return false, fmt.Errorf("truncate segment %d: %w", s.base, err)
