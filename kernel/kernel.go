@@ -10,7 +10,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,6 +74,7 @@ type Kernel struct {
 	started    atomic.Bool
 	stopping   atomic.Bool
 	tornDown   atomic.Bool // teardown ran (a failed Start, or Shutdown)
+	dataDir    *dataDir    // datadir.go
 	connID     atomic.Uint64
 	conns      sync.Map // *conn → struct{}
 	connWG     sync.WaitGroup
@@ -295,10 +295,10 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 			k.teardown(context.Background())
 		}
 	}()
-	if err := os.MkdirAll(k.cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
+	if err := k.openDataDir(); err != nil { // datadir.go: lock, free-space guard
+		return err
 	}
-	k.info = BrokerInfo{NodeID: k.cfg.NodeID, DataDir: k.cfg.DataDir, Rack: k.cfg.Rack, StaticConfigs: copyMap(k.cfg.Configs)}
+	k.info = BrokerInfo{NodeID: k.cfg.NodeID, DataDir: k.cfg.DataDir, Rack: k.cfg.Rack, StaticConfigs: copyMap(k.cfg.Configs), Disk: k.diskSpace()}
 	if err := k.setupTLS(); err != nil {
 		return err
 	}
@@ -522,6 +522,7 @@ func (k *Kernel) teardown(ctx context.Context) error {
 	for role := range k.modules {
 		cleanup(role)
 	}
+	k.closeDataDir()
 	for _, e := range errs {
 		k.log.Error("shutdown", "err", e)
 	}

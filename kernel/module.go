@@ -133,6 +133,9 @@ type BrokerInfo struct {
 	// StaticConfigs are the broker configs from the config file's `configs:` section,
 	// by Kafka name (e.g. "auto.create.topics.enable": "true"). Read-only.
 	StaticConfigs map[string]string
+	// Disk is the data dir's free-space guard (datadir.go); nil in modules built by
+	// hand (BrokerInfo.AdmitWrite and DiskCritical then allow everything).
+	Disk DiskSpace
 }
 
 // ListenerInfo is one client listener.

@@ -447,6 +447,9 @@ var brokerOnlyDefs = []brokerDef{
 		"segment.bytes of __transaction_state, kept small so that it is compacted and loaded quickly; applies when the topic is created."}},
 	{def: def{"transactional.id.expiration.ms", TypeInt, ptr("604800000"), atLeast(1),
 		"How long the coordinator keeps a transactional id it has not heard from."}},
+	// Sluice's own: not a Kafka config (Kafka lets a full disk take the log dir offline).
+	{def: def{"sluice.data.dir.reserve.bytes", TypeLong, ptr("1073741824"), atLeast(0),
+		"Free space the broker keeps on its data dir's file system. Below it, produce answers KAFKA_STORAGE_ERROR and offset commits NOT_COORDINATOR, while reads, DeleteTopics and DeleteRecords keep working; writes resume by themselves when space returns. Below half of it the broker does not start. 0 turns the check off. The default covers a second of writes, the metadata log and the offsets store's files."}},
 }
 
 const math16 = 1<<15 - 1

@@ -49,6 +49,8 @@
 //   - remote.storage.enable and local.retention.* are accepted and reported but have no
 //     effect.
 //   - log.dir is not a config; log.dirs is (the kernel fills it from data_dir).
+//   - sluice.data.dir.reserve.bytes is Sluice's own (static): the free space kept on
+//     the data dir (kernel/diskguard); Kafka has no such config.
 //   - A broker entry's value and source are those of the config itself, and its
 //     synonyms are its own values followed by the lower-precedence forms
 //     (log.retention.ms: log.retention.minutes, log.retention.hours); Kafka also lists

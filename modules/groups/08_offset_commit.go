@@ -42,6 +42,9 @@ func (m *Module) handleOffsetCommit(ctx context.Context, req *kernel.Request, r 
 	if e == nil {
 		e = m.validateCommit(s, r)
 	}
+	if e == nil {
+		e = m.commitSpace()
+	}
 	if e != nil {
 		codes.failUnanswered(e)
 	}

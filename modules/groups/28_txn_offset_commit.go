@@ -49,6 +49,9 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 	if e == nil {
 		e = m.validateTxnCommit(s, r)
 	}
+	if e == nil {
+		e = m.commitSpace()
+	}
 	if e != nil {
 		if e != kerr.TransactionalIDAuthorizationFailed && e != kerr.GroupAuthorizationFailed && m.log.Enabled(ctx, slog.LevelDebug) {
 			m.log.Debug("TxnOffsetCommit refused", "group", r.Group, "transactional_id", r.TransactionalID, "producer_id", r.ProducerID, "err", e)

@@ -62,6 +62,18 @@ func (codes commitCodes) commits(i, j int, topicCode int16, ti *kernel.TopicImag
 	return false
 }
 
+// commitSpace is the data dir's free-space check of a commit (kernel/diskguard): below
+// the reserve a commit is refused with NOT_COORDINATOR, the code Kafka's coordinator
+// gives a commit whose append failed with KAFKA_STORAGE_ERROR (retriable: the client
+// looks the coordinator up again and retries, and succeeds once space is back). The
+// guard logs the state; a refusal is not logged.
+func (m *Module) commitSpace() *kerr.Error {
+	if m.broker.AdmitWrite(0) != nil {
+		return kerr.NotCoordinator
+	}
+	return nil
+}
+
 // commitRecord is the __consumer_offsets record committing c to group's topic
 // partition, with the request's metadata when it has one.
 func commitRecord(group, topic string, partition int32, c offsets.Committed, metadata *string) kv {

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"fmt"
 	"log/slog"
 	"path/filepath"
 
@@ -29,7 +30,20 @@ func (g *badgerOffsets) OpenOffsets(b kernel.BrokerInfo, log *slog.Logger) (offs
 	if dir == "" {
 		dir = filepath.Join(b.DataDir, "groups", "offsets")
 	}
-	return offsets.Open(dir, logWith(log, "component", "badger"))
+	// Opening badger writes through mmap (a new memtable file at once): on a full
+	// file system that faults instead of failing, so below the data dir's critical
+	// level (half its free-space reserve, kernel/diskguard) the store is not opened,
+	// and later writes fail there too. (The kernel refuses to start below it. A
+	// custom dir is judged by the data dir's free space.)
+	if err := b.DiskCritical(); err != nil {
+		return nil, fmt.Errorf("open offsets store %s: %w", dir, err)
+	}
+	s, err := offsets.Open(dir, logWith(log, "component", "badger"))
+	if err != nil {
+		return nil, err
+	}
+	s.SetWriteCheck(b.DiskCritical)
+	return s, nil
 }
 
 // memoryOffsets is groups.offsets.memory: offsets.Memory, nothing on disk; every start

@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,13 +232,15 @@ func (p *pluginAssignor) start(log *slog.Logger) {
 	p.log = log
 	p.state = PluginStarting
 	p.mu.Unlock()
-	err := p.launch()
-	go p.supervise(err)
+	first := make(chan struct{})
+	go p.supervise(first)
+	<-first
 }
 
 // launch starts the process and connects; on success the plugin is running.
 func (p *pluginAssignor) launch() error {
 	cmd := exec.Command(p.cfg.Plugin, p.cfg.Args...)
+	dieWithBroker(cmd)
 	cmd.Env = os.Environ()
 	for k, v := range p.cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -389,10 +392,18 @@ func (p *pluginAssignor) checkName(impl assignor.Assignor) {
 	}
 }
 
-// supervise watches the running plugin and relaunches it after it exits. err is
-// the first launch's result.
-func (p *pluginAssignor) supervise(err error) {
+// supervise launches the plugin (closing first after the first attempt), watches it
+// and relaunches it after it exits. Every launch happens here, on one OS thread locked
+// for the supervisor's life: the plugin's parent-death signal (dieWithBroker) fires
+// when the thread that started it exits, and an unlocked goroutine's thread may be one
+// the runtime lets go. The thread is unlocked (not ended) at return, so shutdown's
+// graceful kill, which follows, still finds the plugin alive.
+func (p *pluginAssignor) supervise(first chan<- struct{}) {
 	defer close(p.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	err := p.launch()
+	close(first)
 	backoff := pluginBackoffMin
 	failures := 0
 	var upSince time.Time

@@ -134,6 +134,9 @@ func (s *shard) Replay(b coordinator.Batch) error {
 	}
 	s.supersedePlain(recs)
 	if err := s.m.store.Reapply(s.tp.Partition, recs); err != nil {
+		if errors.Is(err, kernel.ErrDiskFull) {
+			return err // nothing applied: the load fails, a later one replays it all
+		}
 		// A record the store cannot decode: skip it (logged) rather than wedge
 		// the partition; the rest of the batch still applies.
 		s.m.log.Warn("applying replayed batch failed; applying record by record", "partition", s.tp.Partition, "err", err)

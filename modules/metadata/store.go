@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -34,7 +35,8 @@ var (
 // boltStore is raft's LogStore and StableStore on one bbolt file. Every write is one
 // fsync'd bbolt transaction.
 type boltStore struct {
-	db *bolt.DB
+	db   *bolt.DB
+	path string
 }
 
 // openBoltStore opens (creating if needed) the store at path.
@@ -43,10 +45,15 @@ func openBoltStore(path string) (*boltStore, error) {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		// The kernel's data-dir lock normally says this first, naming the pid.
+		return nil, fmt.Errorf("open %s: in use by another process (%w)", path, err)
+	case err != nil:
+		return nil, storeErr("open", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	s := &boltStore{db: db, path: path}
+	err = s.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketLogs, bucketStable} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -56,9 +63,26 @@ func openBoltStore(path string) (*boltStore, error) {
 	})
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("init %s: %w", path, err)
+		return nil, err
 	}
-	return &boltStore{db: db}, nil
+	return s, nil
+}
+
+// update is one bbolt write transaction, its error naming the file (and, when the file
+// system is full, what to do: raft cannot go on without its log).
+func (s *boltStore) update(fn func(tx *bolt.Tx) error) error {
+	if err := s.db.Update(fn); err != nil {
+		return storeErr("write", s.path, err)
+	}
+	return nil
+}
+
+// storeErr wraps err of op on the raft store at path.
+func storeErr(op, path string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("metadata store %s: %s: the file system is full; free space on the data dir and restart: %w", path, op, err)
+	}
+	return fmt.Errorf("metadata store %s: %s: %w", path, op, err)
 }
 
 // Close closes the file.
@@ -108,7 +132,7 @@ func (s *boltStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log
 
 // StoreLogs stores entries in one transaction: all or none.
 func (s *boltStore) StoreLogs(logs []*raft.Log) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogs)
 		for _, l := range logs {
 			if err := b.Put(indexKey(l.Index), encodeLog(l)); err != nil {
@@ -121,7 +145,7 @@ func (s *boltStore) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange deletes entries with min <= index <= max.
 func (s *boltStore) DeleteRange(minIdx, maxIdx uint64) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogs)
 		var keys [][]byte
 		c := b.Cursor()
@@ -139,7 +163,7 @@ func (s *boltStore) DeleteRange(minIdx, maxIdx uint64) error {
 
 // Set stores a stable value.
 func (s *boltStore) Set(key, val []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketStable).Put(key, val)
 	})
 }

@@ -161,6 +161,13 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		out.ErrorCode = code
 		return nil
 	}
+	// The data dir's free-space reserve (kernel/diskguard): below it client writes
+	// are refused before any work; the guard logs the state, not each refusal.
+	if err := m.broker.AdmitWrite(int64(len(records))); err != nil {
+		out.ErrorCode = kerr.KafkaStorageError.Code
+		pc.setMessage(out, err.Error())
+		return nil
+	}
 	cfg := p.Config()
 	size := int64(len(records))
 	if size > *budget || size > cfg.SegmentBytes {

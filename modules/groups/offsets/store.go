@@ -81,6 +81,26 @@ type Store struct {
 	applied   map[int32]int64
 	// txnStart mirrors the 'r' keys (see TxnReplayStart); guarded by appliedMu.
 	txnStart map[int32]int64
+	// mayWrite, when set (SetWriteCheck, before first use), is asked before every
+	// write: badger writes its memtable, value log and tables through mmap, so on a
+	// full file system a write faults (SIGBUS) instead of failing. Its error is
+	// returned instead of writing.
+	mayWrite func() error
+}
+
+// SetWriteCheck makes every later write ask fn first and fail with its error (see
+// Store.mayWrite). Call it before the store is used.
+func (s *Store) SetWriteCheck(fn func() error) { s.mayWrite = fn }
+
+// writable is mayWrite's answer, nil without one.
+func (s *Store) writable() error {
+	if s.mayWrite == nil {
+		return nil
+	}
+	if err := s.mayWrite(); err != nil {
+		return fmt.Errorf("offsets store: %w", err)
+	}
+	return nil
 }
 
 // Open opens (creating if needed) the store in dir. log receives badger's own
@@ -206,6 +226,9 @@ func (s *Store) with(fn func(db *badger.DB) error) error {
 }
 
 func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	return s.with(func(db *badger.DB) error { return db.Update(fn) })
 }
 
@@ -363,6 +386,9 @@ func (s *Store) DeleteGroup(group string) error {
 				return nil
 			})
 			if err != nil {
+				return err
+			}
+			if err = s.writable(); err != nil {
 				return err
 			}
 			err = db.Update(func(txn *badger.Txn) error {
