@@ -164,6 +164,7 @@ type Broker struct {
 	MessageMaxBytes       int32 // message.max.bytes
 
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
+	SluiceLogOpenFilesMax       int32 // sluice.log.open.files.max (0: half of RLIMIT_NOFILE)
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
 	// The log cleaner (compaction); all but LogCleanerEnable are dynamic cluster-wide.
@@ -241,6 +242,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		MessageMaxBytes:       int32(n("message.max.bytes")),
 
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
+		SluiceLogOpenFilesMax:       int32(n("sluice.log.open.files.max")),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
 
 		LogCleanerEnable:              eff["log.cleaner.enable"].bool(),

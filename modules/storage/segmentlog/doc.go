@@ -256,9 +256,18 @@
 //     everything below it is on stable storage. Truncate moves it down (under flushMu,
 //     so a concurrent Flush cannot move it back up past the cut) and writes the
 //     checkpoints before returning.
-//   - A sealed segment holds one descriptor, its .log (for reads); its index files are
-//     closed once on stable storage (after the flush that follows a roll, and at open)
-//     and reopened only by Truncate. Only the active segment has all three open.
+//   - Segment files are opened through the Store's file-handle cache (fdcache.go),
+//     which keeps at most sluice.log.open.files.max of them open (default: half the
+//     soft RLIMIT_NOFILE) and closes the least recently used; any operation reopens
+//     what it needs. A descriptor in a ReadResult is pinned in the cache until Release,
+//     so sendfile never meets a closed (or reused) descriptor. One Read pins at most
+//     max(budget/8, 64) files and returns a prefix beyond that. A sealed segment's index
+//     files are closed for good once on stable storage (after the flush that follows a
+//     roll, and at open): lookups use the in-memory copy, 8 bytes per offset entry and
+//     12 per time entry, grown as entries are added (never preallocated in memory);
+//     only Truncate reopens them. Running out of descriptors (EMFILE, ENFILE) fails
+//     that operation with an I/O error (errFDExhausted; KAFKA_STORAGE_ERROR at the
+//     response edge) and one log line per 10 s.
 //   - Producer state (Log.prod) changes only after an append's bytes are written; all
 //     batches of an append are checked first (all or nothing). It always describes the
 //     log up to the log end: every append, truncation and head deletion updates it
@@ -274,7 +283,9 @@
 //
 // # Concurrency
 //
-// Lock order: Store.ckptMu, then Store.mu, then Log.flushMu, then Log.mu. segment.refs
+// Lock order: Store.ckptMu, then Store.mu, then Log.flushMu, then Log.mu, then
+// fileCache.mu, then a cfile's mu (the one being opened, then an eviction victim's; see
+// fdcache.go). segment.refs
 // and segment.deleted are atomic and need no lock.
 //
 // Log.mu guards the segment list, sizes and indexes. Appends, roll, truncation and
