@@ -44,13 +44,17 @@
 //
 // A partition directory whose partition.metadata names another (non-zero) topic id than
 // the one Open is given is from an older incarnation of the topic, whose deletion this
-// broker missed: it is renamed to "<topic>-<partition>.<old id, 32 hex digits>-stray"
-// (kept for the operator, never read again) and the partition starts empty.
+// broker missed: it is renamed to "<old id, 32 hex digits>-<partition>-stray", e.g.
+// "0a1b...9f-3-stray" (kept for the operator, never read again) and the partition
+// starts empty.
 //
-// Remove renames a partition directory to "<topic>-<partition>.<16 hex digits>-delete"
-// and syncs the log dir before deleting it; a leftover of a crash part way through is
-// deleted at the next open. A partition whose directory does not exist starts empty at
-// offset 0 whatever the checkpoints say (their entry is from a removed incarnation).
+// Remove renames a partition directory to "<16 hex digits>-delete", e.g.
+// "5c0e2f9a11d4b7e3-delete", and syncs the log dir before deleting it. Neither name
+// holds the topic: "<topic>-<partition>" of a 249-character topic (Kafka's longest)
+// already fills most of NAME_MAX (255), so a suffix after it could not be renamed to;
+// a leftover of a crash part way through is deleted at the next open. A partition
+// whose directory does not exist starts empty at offset 0 whatever the checkpoints say
+// (their entry is from a removed incarnation).
 //
 // Segment files are named by their base offset, zero-padded to 20 digits: base 0 is
 // "00000000000000000000.log", base 368769 is "00000000000000368769.log". A .log file is

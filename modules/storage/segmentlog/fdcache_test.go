@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -273,5 +275,49 @@ func TestFileCacheHammer(t *testing.T) {
 	}
 	if n := s.OpenFiles(); n > budget {
 		t.Fatalf("%d files open at rest, budget %d", n, budget)
+	}
+}
+
+// TestLongTopicNameRemoveAndRecreate: a 249-character topic (Kafka's longest) is
+// removed and re-created, and re-created while this store missed the deletion.
+func TestLongTopicNameRemoveAndRecreate(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	tp := kernel.TopicPartition{Topic: string(bytes.Repeat([]byte("t"), 249)), Partition: 1}
+	cfg := storagetest.DefaultConfig()
+	l := mustOpen(t, s, tp, [16]byte{1}, cfg)
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 3, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(tp); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tp.String())); !os.IsNotExist(err) {
+		t.Fatalf("partition directory still there: %v", err)
+	}
+	l = mustOpen(t, s, tp, [16]byte{2}, cfg)
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("re-created topic starts at %d", l.LogEndOffset())
+	}
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 2, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Re-created again while the store was down: the old directory is moved aside.
+	s = openTestStore(t, dir)
+	l = mustOpen(t, s, tp, [16]byte{3}, cfg)
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("topic re-created while down starts at %d", l.LogEndOffset())
+	}
+	if _, err := os.Stat(filepath.Join(dir, strayDirName([16]byte{2}, tp.Partition))); err != nil {
+		t.Fatalf("old incarnation not kept aside: %v", err)
+	}
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(tp); err != nil {
+		t.Fatalf("remove again: %v", err)
 	}
 }

@@ -212,7 +212,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	// deletion leaves no partial partition directory to be taken for the partition
 	// (or for a re-created topic of the same name); leftovers go at the next open.
 	dir := filepath.Join(s.dir, tp.String())
-	gone := fmt.Sprintf("%s.%016x%s", dir, rand.Uint64(), deleteDirSuffix)
+	gone := filepath.Join(s.dir, fmt.Sprintf("%016x%s", rand.Uint64(), deleteDirSuffix))
 	err := os.Rename(dir, gone)
 	if errors.Is(err, os.ErrNotExist) {
 		err, gone = nil, ""
