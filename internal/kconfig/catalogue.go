@@ -321,6 +321,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Comma-separated directories that hold partition data."}},
 	{def: def{"log.retention.check.interval.ms", TypeLong, ptr("300000"), atLeast(1),
 		"How often the broker looks for segments to delete under the retention limits."}},
+	{def: def{"sluice.log.open.files.max", TypeInt, ptr("0"), atLeast(0),
+		"Segment files (.log, .index, .timeindex) the storage keeps open at most; the least recently used are closed and reopened on demand. 0: half the soft RLIMIT_NOFILE, the rest left to sockets."}},
 	{def: def{"node.id", TypeInt, ptr("-1"), nil,
 		"This node's id in the cluster."}},
 	{def: def{"num.partitions", TypeInt, ptr("1"), atLeast(1),

@@ -192,6 +192,7 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"sasl.server.max.receive.size", TypeInt, "524288", false},
 		{"security.inter.broker.protocol", TypeString, "PLAINTEXT", false},
 		{"sluice.data.dir.reserve.bytes", TypeLong, "1073741824", false},
+		{"sluice.log.open.files.max", TypeInt, "0", false},
 		{"socket.request.max.bytes", TypeInt, "104857600", false},
 		{"ssl.client.auth", TypeString, "none", false},
 		{"ssl.enabled.protocols", TypeList, "TLSv1.2,TLSv1.3", false},

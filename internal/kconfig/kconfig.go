@@ -166,6 +166,7 @@ type Broker struct {
 	QueuedMaxDecompressedBytes int64 // queued.max.decompressed.bytes
 
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
+	SluiceLogOpenFilesMax       int32 // sluice.log.open.files.max (0: half of RLIMIT_NOFILE)
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
 	// The log cleaner (compaction); all but LogCleanerEnable are dynamic cluster-wide.
@@ -245,6 +246,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		QueuedMaxDecompressedBytes: n("queued.max.decompressed.bytes"),
 
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
+		SluiceLogOpenFilesMax:       int32(n("sluice.log.open.files.max")),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
 
 		LogCleanerEnable:              eff["log.cleaner.enable"].bool(),

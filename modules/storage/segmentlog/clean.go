@@ -172,7 +172,7 @@ const (
 // firstDirty, when not -1, becomes the log's first dirty offset with the swap.
 func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filter, g []*segment, p cleanPlan, firstDirty int64) error {
 	base := g[0].base
-	ns, err := createSegmentFiles(l.dir, base, cleanedSuffix, p.cfg.SegmentIndexBytes, env.NowMs, l.logger)
+	ns, err := createSegmentFiles(l.store.files, l.dir, base, cleanedSuffix, p.cfg.SegmentIndexBytes, env.NowMs, l.logger)
 	if err != nil {
 		return err
 	}
@@ -310,6 +310,7 @@ func (l *Log) swap(g []*segment, ns *segment, end int64, removedAborts map[int64
 		if err := renameCleaned(l.dir, base); err != nil {
 			errs = append(errs, err)
 		}
+		ns.renamedTo()
 		segs = append(segs, ns)
 	} else {
 		ns.unref()

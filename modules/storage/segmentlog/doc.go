@@ -44,13 +44,17 @@
 //
 // A partition directory whose partition.metadata names another (non-zero) topic id than
 // the one Open is given is from an older incarnation of the topic, whose deletion this
-// broker missed: it is renamed to "<topic>-<partition>.<old id, 32 hex digits>-stray"
-// (kept for the operator, never read again) and the partition starts empty.
+// broker missed: it is renamed to "<old id, 32 hex digits>-<partition>-stray", e.g.
+// "0a1b...9f-3-stray" (kept for the operator, never read again) and the partition
+// starts empty.
 //
-// Remove renames a partition directory to "<topic>-<partition>.<16 hex digits>-delete"
-// and syncs the log dir before deleting it; a leftover of a crash part way through is
-// deleted at the next open. A partition whose directory does not exist starts empty at
-// offset 0 whatever the checkpoints say (their entry is from a removed incarnation).
+// Remove renames a partition directory to "<16 hex digits>-delete", e.g.
+// "5c0e2f9a11d4b7e3-delete", and syncs the log dir before deleting it. Neither name
+// holds the topic: "<topic>-<partition>" of a 249-character topic (Kafka's longest)
+// already fills most of NAME_MAX (255), so a suffix after it could not be renamed to;
+// a leftover of a crash part way through is deleted at the next open. A partition
+// whose directory does not exist starts empty at offset 0 whatever the checkpoints say
+// (their entry is from a removed incarnation).
 //
 // Segment files are named by their base offset, zero-padded to 20 digits: base 0 is
 // "00000000000000000000.log", base 368769 is "00000000000000368769.log". A .log file is
@@ -282,9 +286,18 @@
 //     everything below it is on stable storage. Truncate moves it down (under flushMu,
 //     so a concurrent Flush cannot move it back up past the cut) and writes the
 //     checkpoints before returning.
-//   - A sealed segment holds one descriptor, its .log (for reads); its index files are
-//     closed once on stable storage (after the flush that follows a roll, and at open)
-//     and reopened only by Truncate. Only the active segment has all three open.
+//   - Segment files are opened through the Store's file-handle cache (fdcache.go),
+//     which keeps at most sluice.log.open.files.max of them open (default: half the
+//     soft RLIMIT_NOFILE) and closes the least recently used; any operation reopens
+//     what it needs. A descriptor in a ReadResult is pinned in the cache until Release,
+//     so sendfile never meets a closed (or reused) descriptor. One Read pins at most
+//     max(budget/8, 64) files and returns a prefix beyond that. A sealed segment's index
+//     files are closed for good once on stable storage (after the flush that follows a
+//     roll, and at open): lookups use the in-memory copy, 8 bytes per offset entry and
+//     12 per time entry, grown as entries are added (never preallocated in memory);
+//     only Truncate reopens them. Running out of descriptors (EMFILE, ENFILE) fails
+//     that operation with an I/O error (errFDExhausted; KAFKA_STORAGE_ERROR at the
+//     response edge) and one log line per 10 s.
 //   - Producer state (Log.prod) changes only after an append's bytes are written; all
 //     batches of an append are checked first (all or nothing). It always describes the
 //     log up to the log end: every append, truncation and head deletion updates it
@@ -302,8 +315,9 @@
 //
 // Lock order: Store.ckptMu, then Store.mu, then Log.flushMu, then Log.mu, then
 // segment.ver.mu (a Read's checks take it without mu; recovery and truncation under
-// mu). segment.refs, segment.deleted, segment.ver.trusted/prefix and Log.offline are
-// atomic and need no lock.
+// mu), then fileCache.mu, then a cfile's mu (the one being opened, then an eviction
+// victim's; see fdcache.go). segment.refs, segment.deleted, segment.ver.trusted/prefix
+// and Log.offline are atomic and need no lock.
 //
 // Log.mu guards the segment list, sizes and indexes. Appends, roll, truncation and
 // deletion take it exclusively; Read, OffsetForTimestamp and MaxTimestamp take it shared

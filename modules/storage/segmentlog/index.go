@@ -3,7 +3,6 @@ package segmentlog
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"sort"
 )
 
@@ -12,7 +11,7 @@ import (
 // preallocated (Truncate, sparse) to the maximum size while the segment is active and
 // trimmed to the real entries when it is sealed.
 type offsetIndex struct {
-	f          *os.File
+	f          *cfile // nil once sealed and on stable storage (closeIndexFiles)
 	base       int64
 	rel        []uint32 // relative last offset of the indexed batch
 	pos        []uint32 // file position of that batch
@@ -22,7 +21,7 @@ type offsetIndex struct {
 
 // timeIndex is a segment's time index; see offsetIndex.
 type timeIndex struct {
-	f          *os.File
+	f          *cfile
 	base       int64
 	ts         []int64  // max timestamp so far (strictly increasing)
 	rel        []uint32 // relative offset of the batch that first reached it
@@ -136,7 +135,7 @@ func (x *timeIndex) cut(n int) {
 
 // resizeFile sets an index file's length: the preallocated size while active, the used
 // size when sealed. A shrink below the used entries is a bug.
-func resizeFile(f *os.File, size int64) error {
+func resizeFile(f *cfile, size int64) error {
 	if err := f.Truncate(size); err != nil {
 		return fmt.Errorf("resize %s: %w", f.Name(), err)
 	}

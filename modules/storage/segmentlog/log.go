@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -226,7 +227,7 @@ func (l *Log) roll(base int64) error {
 	if err := old.seal(); err != nil {
 		return err
 	}
-	s, err := openSegment(l.dir, base, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
+	s, err := openSegment(l.store.files, l.dir, base, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
 	if err != nil {
 		return err
 	}
@@ -244,8 +245,11 @@ func (l *Log) roll(base int64) error {
 	return nil
 }
 
-// readHandle pins the segments of one ReadResult; its scratch buffer serves the header
-// reads of that Read, so a Read allocates the handle and its Release func only.
+// readHandle pins the segments of one ReadResult, and their .log descriptors in the
+// file-handle cache: a kernel.Chunk's File is written with sendfile after Read returns,
+// so it must stay open (and its number must not be reused) until the response is
+// written and Release is called. Its scratch buffer serves the header reads of that
+// Read, so a Read allocates the handle and its Release func only.
 type readHandle struct {
 	pinned   [2]*segment
 	more     []*segment
@@ -254,7 +258,12 @@ type readHandle struct {
 	released atomic.Bool
 }
 
-func (h *readHandle) pin(s *segment) {
+// pin pins s and its log file and returns the descriptor to hand out.
+func (h *readHandle) pin(s *segment) (*os.File, error) {
+	f, err := s.log.acquire()
+	if err != nil {
+		return nil, err
+	}
 	s.pin()
 	if h.pinned[0] == nil {
 		h.pinned[0] = s
@@ -263,18 +272,22 @@ func (h *readHandle) pin(s *segment) {
 	} else {
 		h.more = append(h.more, s)
 	}
+	return f, nil
 }
 
 func (h *readHandle) release() {
 	if h.released.Swap(true) {
 		return
 	}
+	// The descriptor pin goes before the segment's: the last unref closes the file.
 	for _, s := range h.pinned {
 		if s != nil {
+			s.log.release()
 			s.unref()
 		}
 	}
 	for _, s := range h.more {
+		s.log.release()
 		s.unref()
 	}
 }
@@ -318,7 +331,8 @@ func (l *Log) readLocked(offset, maxBytes, maxOffset int64, minOneBatch bool) (k
 	}
 	h := &readHandle{}
 	rr := kernel.ReadResult{Chunks: h.chunks[:0]}
-	for ; i < len(l.segs); i++ {
+	maxChunks := l.store.files.maxPinned()
+	for ; i < len(l.segs) && len(rr.Chunks) < maxChunks; i++ {
 		s := l.segs[i]
 		pos, n, full, err := s.scan(h.buf[:], offset, maxOffset, maxBytes-rr.Size, minOneBatch && rr.Size == 0)
 		if err != nil {
@@ -331,8 +345,12 @@ func (l *Log) readLocked(offset, maxBytes, maxOffset int64, minOneBatch bool) (k
 			return kernel.ReadResult{Release: noRelease}, nil, err
 		}
 		if n > 0 {
-			h.pin(s)
-			rr.Chunks = append(rr.Chunks, kernel.Chunk{File: s.log, Off: pos, N: n})
+			f, err := h.pin(s)
+			if err != nil {
+				h.release()
+				return kernel.ReadResult{Release: noRelease}, nil, fmt.Errorf("read %v at %d: %w", l.tp, offset, err)
+			}
+			rr.Chunks = append(rr.Chunks, kernel.Chunk{File: f, Off: pos, N: n})
 			rr.Size += n
 		}
 		if full {
@@ -661,11 +679,11 @@ func (l *Log) copyPrefix(s *segment, cut int64) (*segment, error) {
 	if err := s.markDeleted(); err != nil {
 		return nil, err
 	}
-	ns, err := openSegment(l.dir, s.base, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
+	ns, err := openSegment(l.store.files, l.dir, s.base, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := io.Copy(ns.log, io.NewSectionReader(s.log, 0, cut)); err != nil {
+	if _, err := io.Copy(io.NewOffsetWriter(ns.log, 0), io.NewSectionReader(s.log, 0, cut)); err != nil {
 		ns.unref()
 		return nil, fmt.Errorf("copy segment %d: %w", s.base, err)
 	}
@@ -708,7 +726,7 @@ func (l *Log) truncateFully(offset int64) error {
 		}
 	}
 	l.segs = nil
-	s, err := openSegment(l.dir, offset, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
+	s, err := openSegment(l.store.files, l.dir, offset, true, l.cfg.SegmentIndexBytes, l.nowMs(), l.logger)
 	if err != nil {
 		l.closed = true // no segment to append to: the log is unusable until reopened
 		return err

@@ -72,6 +72,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.store, err = OpenStore(m.Dir, m.logger); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
+	m.store.SetOpenFilesBudget(int(b.SluiceLogOpenFilesMax))
+	m.logger.Info("segment file handle budget", "open_files_max", m.store.files.budget)
 	if err := kernel.ClaimAll(ctx, describeLogDirsClaim(m)); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}

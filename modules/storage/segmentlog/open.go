@@ -39,7 +39,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		// The directory is left from an older incarnation of the topic (deleted and
 		// re-created while this broker missed the deletion). The caller's id wins: the
 		// old data is moved aside, never served as the new topic's, never deleted.
-		stray := filepath.Join(s.dir, fmt.Sprintf("%s.%x%s", tp, stored, straySuffix))
+		stray := filepath.Join(s.dir, strayDirName(stored, tp.Partition))
 		if err := os.Rename(dir, stray); err != nil {
 			return nil, fmt.Errorf("open %v: move aside the log of topic id %x: %w", tp, stored, err)
 		}
@@ -75,7 +75,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 	}()
 	for _, b := range bases {
-		sg, err := openSegment(dir, b, false, cfg.SegmentIndexBytes, nowMs, logger)
+		sg, err := openSegment(s.files, dir, b, false, cfg.SegmentIndexBytes, nowMs, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open %v: %w", tp, err)
 		}
@@ -124,7 +124,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New()}
 	l.hw.Store(ckptHW)
 	if len(segs) == 0 {
-		sg, err := openSegment(dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
+		sg, err := openSegment(s.files, dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
 		if err != nil {
 			return nil, fmt.Errorf("open %v: %w", tp, err)
 		}

@@ -3,7 +3,6 @@ package segmentlog
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -488,7 +487,7 @@ func TestOlderTopicIDMovedAside(t *testing.T) {
 	if id, ok, err := readPartitionMetadata(filepath.Join(dir, rtp.String())); err != nil || !ok || id != newID {
 		t.Fatalf("partition.metadata = %x %v %v, want %x", id, ok, err, newID)
 	}
-	stray := filepath.Join(dir, fmt.Sprintf("%s.%x%s", rtp, [16]byte{1, 2, 3}, straySuffix))
+	stray := filepath.Join(dir, strayDirName([16]byte{1, 2, 3}, rtp.Partition))
 	if got := segFiles(t, stray, logSuffix); len(got) == 0 {
 		t.Fatalf("old segments not kept in %s", stray)
 	}

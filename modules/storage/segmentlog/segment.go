@@ -23,7 +23,10 @@ type segment struct {
 	dir    string
 	logger *slog.Logger
 
-	log  *os.File
+	// fc is the Store's file-handle cache; log and the index files (while not nil)
+	// are opened through it on demand (fdcache.go).
+	fc   *fileCache
+	log  *cfile
 	oidx offsetIndex
 	tidx timeIndex
 
@@ -57,49 +60,46 @@ func (s *segment) path(suffix string) string {
 
 // openSegment opens (or, with create, creates empty) the files of the segment at base.
 // The indexes are loaded but not checked; see Log.loadSegments.
-func openSegment(dir string, base int64, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
-	return openSegmentFiles(dir, base, "", create, indexBytes, nowMs, logger)
+func openSegment(fc *fileCache, dir string, base int64, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
+	return openSegmentFiles(fc, dir, base, "", create, indexBytes, nowMs, logger)
 }
 
 // createSegmentFiles creates the empty files of a segment at base under its final
 // names plus extra (the cleaner's ".cleaned"); path() names the final files, so once
 // they are renamed to those the segment is like any other.
-func createSegmentFiles(dir string, base int64, extra string, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
-	return openSegmentFiles(dir, base, extra, true, indexBytes, nowMs, logger)
+func createSegmentFiles(fc *fileCache, dir string, base int64, extra string, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
+	return openSegmentFiles(fc, dir, base, extra, true, indexBytes, nowMs, logger)
 }
 
-func openSegmentFiles(dir string, base int64, extra string, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
-	s := &segment{base: base, dir: dir, logger: logger, maxTs: -1, firstTs: -1, next: base, createdMs: nowMs}
+// An existing segment takes no descriptor here: its files are opened through the
+// cache when first used. A created one has all three open (it is about to be written).
+func openSegmentFiles(fc *fileCache, dir string, base int64, extra string, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
+	s := &segment{fc: fc, base: base, dir: dir, logger: logger, maxTs: -1, firstTs: -1, next: base, createdMs: nowMs}
 	s.oidx.base, s.tidx.base = base, base
 	s.oidx.maxEntries = maxEntriesFor(indexBytes, offsetEntrySize)
 	s.tidx.maxEntries = maxEntriesFor(indexBytes, timeEntrySize)
-	flag := os.O_RDWR
-	if create {
-		flag |= os.O_CREATE | os.O_TRUNC
+	if !create {
+		st, err := os.Stat(s.path(logSuffix) + extra)
+		if err != nil {
+			return nil, fmt.Errorf("open segment %d: %w", base, err)
+		}
+		s.size, s.createdMs = st.Size(), st.ModTime().UnixMilli()
+		s.ver.trust(s.size) // bytes on disk at open are unchecked; appends are validated
+		s.log = fc.lazyFile(s.path(logSuffix)+extra, os.O_RDWR)
+		s.oidx.f = fc.lazyFile(s.path(indexSuffix)+extra, os.O_RDWR|os.O_CREATE)
+		s.tidx.f = fc.lazyFile(s.path(timeIndexSuffix)+extra, os.O_RDWR|os.O_CREATE)
+		s.refs.Store(1)
+		return s, nil
 	}
 	var err error
-	if s.log, err = os.OpenFile(s.path(logSuffix)+extra, flag, 0o644); err != nil {
+	if s.log, err = fc.newFile(s.path(logSuffix)+extra, os.O_RDWR|os.O_CREATE|os.O_TRUNC, os.O_RDWR); err != nil {
 		return nil, fmt.Errorf("open segment %d: %w", base, err)
 	}
-	st, err := s.log.Stat()
-	if err != nil {
-		s.closeFiles()
-		return nil, fmt.Errorf("stat segment %d: %w", base, err)
-	}
-	s.size = st.Size()
-	s.ver.trust(s.size) // bytes on disk at open are unchecked; appends are validated
-	if !create {
-		s.createdMs = st.ModTime().UnixMilli()
-	}
-	idxFlag := os.O_RDWR | os.O_CREATE
-	if create {
-		idxFlag |= os.O_TRUNC
-	}
-	if s.oidx.f, err = os.OpenFile(s.path(indexSuffix)+extra, idxFlag, 0o644); err != nil {
+	if s.oidx.f, err = fc.newFile(s.path(indexSuffix)+extra, os.O_RDWR|os.O_CREATE|os.O_TRUNC, os.O_RDWR|os.O_CREATE); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("open offset index %d: %w", base, err)
 	}
-	if s.tidx.f, err = os.OpenFile(s.path(timeIndexSuffix)+extra, idxFlag, 0o644); err != nil {
+	if s.tidx.f, err = fc.newFile(s.path(timeIndexSuffix)+extra, os.O_RDWR|os.O_CREATE|os.O_TRUNC, os.O_RDWR|os.O_CREATE); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("open time index %d: %w", base, err)
 	}
@@ -109,9 +109,9 @@ func openSegmentFiles(dir string, base int64, extra string, create bool, indexBy
 
 func (s *segment) closeFiles() error {
 	var errs []error
-	for _, f := range []*os.File{s.log, s.oidx.f, s.tidx.f} {
+	for _, f := range []*cfile{s.log, s.oidx.f, s.tidx.f} {
 		if f != nil {
-			if err := f.Close(); err != nil {
+			if err := f.close(); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -146,7 +146,14 @@ func (s *segment) unref() {
 func (s *segment) markDeleted() error {
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		if err := os.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		var err error
+		switch cf := s.file(suf); {
+		case cf != nil:
+			err = cf.rename(s.path(suf) + deletedSuffix) // a reopen finds the new name
+		default:
+			err = os.Rename(s.path(suf), s.path(suf)+deletedSuffix)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -156,6 +163,29 @@ func (s *segment) markDeleted() error {
 		return fmt.Errorf("delete segment %d: %w", s.base, err)
 	}
 	return nil
+}
+
+// file returns the cfile of a segment file with that suffix, nil if none is held.
+func (s *segment) file(suffix string) *cfile {
+	switch suffix {
+	case logSuffix:
+		return s.log
+	case indexSuffix:
+		return s.oidx.f
+	case timeIndexSuffix:
+		return s.tidx.f
+	}
+	return nil
+}
+
+// renamedTo tells the segment's cfiles that their files were renamed to the final
+// names (the cleaner's .cleaned files, renameCleaned).
+func (s *segment) renamedTo() {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if cf := s.file(suf); cf != nil {
+			cf.setPath(s.path(suf))
+		}
+	}
 }
 
 // seal writes the final time index entry and trims both index files to their entries.
@@ -184,16 +214,9 @@ func (s *segment) openIndexFiles() error {
 	if s.oidx.f != nil {
 		return nil
 	}
-	o, err := os.OpenFile(s.path(indexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("open offset index %d: %w", s.base, err)
-	}
-	t, err := os.OpenFile(s.path(timeIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		o.Close()
-		return fmt.Errorf("open time index %d: %w", s.base, err)
-	}
-	s.oidx.f, s.tidx.f = o, t
+	// Opened through the cache at their first write.
+	s.oidx.f = s.fc.lazyFile(s.path(indexSuffix), os.O_RDWR|os.O_CREATE)
+	s.tidx.f = s.fc.lazyFile(s.path(timeIndexSuffix), os.O_RDWR|os.O_CREATE)
 	return nil
 }
 
@@ -206,7 +229,7 @@ func (s *segment) closeIndexFiles() error {
 	if s.oidx.f == nil {
 		return nil
 	}
-	err := errors.Join(s.oidx.f.Close(), s.tidx.f.Close())
+	err := errors.Join(s.oidx.f.close(), s.tidx.f.close())
 	s.oidx.f, s.tidx.f = nil, nil
 	if err != nil {
 		return fmt.Errorf("close indexes of segment %d: %w", s.base, err)
@@ -233,7 +256,7 @@ func (s *segment) activate(indexBytes int64) error {
 
 // sync fsyncs the segment's open files (closed index files were synced before closing).
 func (s *segment) sync() error {
-	for _, f := range []*os.File{s.log, s.oidx.f, s.tidx.f} {
+	for _, f := range []*cfile{s.log, s.oidx.f, s.tidx.f} {
 		if f == nil {
 			continue
 		}
@@ -564,11 +587,11 @@ func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bo
 // error wrapping errRecover; an I/O failure returns it as is.
 func (s *segment) load() error {
 	var hdr [recordbatch.HeaderSize]byte
-	ob, err := os.ReadFile(s.path(indexSuffix))
+	ob, err := readIndexFile(s.path(indexSuffix))
 	if err != nil {
 		return fmt.Errorf("read offset index %d: %w", s.base, err)
 	}
-	tb, err := os.ReadFile(s.path(timeIndexSuffix))
+	tb, err := readIndexFile(s.path(timeIndexSuffix))
 	if err != nil {
 		return fmt.Errorf("read time index %d: %w", s.base, err)
 	}
@@ -637,6 +660,15 @@ func (s *segment) load() error {
 	}
 	s.bytesSinceIndex = s.size - s.oidx.lastPos()
 	return nil
+}
+
+// readIndexFile reads an index file; a missing one is created empty and reads empty.
+func readIndexFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, os.WriteFile(path, nil, 0o644)
+	}
+	return b, err
 }
 
 func (s *segment) recoverable(err error) error {

@@ -32,6 +32,9 @@ type Store struct {
 
 	ckptMu sync.Mutex // serializes checkpoint writes; taken before mu
 
+	// files bounds the descriptors of the segment files (fdcache.go).
+	files *fileCache
+
 	mu     sync.Mutex
 	logs   map[kernel.TopicPartition]*Log
 	closed bool
@@ -74,6 +77,7 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, logger: logger, now: time.Now,
+		files:   newFileCache(0, logger),
 		logs:    map[kernel.TopicPartition]*Log{},
 		unclean: map[kernel.TopicPartition]bool{},
 	}
@@ -129,6 +133,13 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	}
 	return s, nil
 }
+
+// SetOpenFilesBudget sets how many segment files the store keeps open at most
+// (sluice.log.open.files.max); n <= 0 means half the soft RLIMIT_NOFILE.
+func (s *Store) SetOpenFilesBudget(n int) { s.files.setBudget(n) }
+
+// OpenFiles is how many segment files hold a descriptor now.
+func (s *Store) OpenFiles() int { return s.files.openCount() }
 
 // Open implements kernel.Storage.
 func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
@@ -201,7 +212,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	// deletion leaves no partial partition directory to be taken for the partition
 	// (or for a re-created topic of the same name); leftovers go at the next open.
 	dir := filepath.Join(s.dir, tp.String())
-	gone := fmt.Sprintf("%s.%016x%s", dir, rand.Uint64(), deleteDirSuffix)
+	gone := filepath.Join(s.dir, fmt.Sprintf("%016x%s", rand.Uint64(), deleteDirSuffix))
 	err := os.Rename(dir, gone)
 	if errors.Is(err, os.ErrNotExist) {
 		err, gone = nil, ""
