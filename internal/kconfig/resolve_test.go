@@ -301,6 +301,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		SocketRequestMaxBytes:                    104857600,
 		ConnectionsMaxIdleMs:                     600000,
 		MessageMaxBytes:                          1048588,
+		QueuedMaxDecompressedBytes:               256 << 20,
 		LogRetentionCheckIntervalMs:              300000,
 		ReplicaLagTimeMaxMs:                      30000,
 		LogCleanerEnable:                         true,
