@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bucket names inside raft.db. Frozen: renaming one orphans existing data.
@@ -46,7 +47,7 @@ func openBoltStore(path string) (*boltStore, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	switch {
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, bolterrors.ErrTimeout):
 		// The kernel's data-dir lock normally says this first, naming the pid.
 		return nil, fmt.Errorf("open %s: in use by another process (%w)", path, err)
 	case err != nil:
