@@ -762,7 +762,7 @@ func (l *Log) Flush() error {
 	for i, s := range l.segs {
 		// Below the recovery point: synced already; taken again only to sync and
 		// close index files still open (a roll sealed it after its last flush).
-		// oidx.f is only written under flushMu, which we hold.
+		// oidx.f is only written under flushMu (held) and mu.
 		if i+1 < len(l.segs) && l.segs[i+1].base <= rp && s.oidx.f == nil {
 			continue
 		}
@@ -777,7 +777,11 @@ func (l *Log) Flush() error {
 		}
 		// All but the last were sealed (rolled) and stay so while flushMu is held.
 		if err == nil && i+1 < len(segs) {
+			// mu too: deletion (retention, cleaning, truncation) reads the index
+			// cfiles under mu alone to rename them.
+			l.mu.Lock()
 			err = s.closeIndexFiles()
+			l.mu.Unlock()
 		}
 		s.unref()
 	}

@@ -223,8 +223,9 @@ func (s *segment) openIndexFiles() error {
 // closeIndexFiles closes the index files of a sealed segment whose indexes are on
 // stable storage: lookups use the in-memory copy, so a sealed segment needs only its
 // .log descriptor (as Kafka, one descriptor per segment). Truncate reopens them
-// (activate, recoverSegment). Called with the Log's flushMu held and the segment not
-// active, so nothing else uses the descriptors meanwhile.
+// (activate, recoverSegment). Called with the Log's flushMu and mu held and the segment
+// not active, so nothing else uses the descriptors meanwhile (markDeleted reads the
+// fields under mu alone).
 func (s *segment) closeIndexFiles() error {
 	if s.oidx.f == nil {
 		return nil
