@@ -40,8 +40,8 @@ type connLimits struct {
 	mu    sync.Mutex
 	total int64
 	byIP  map[netip.Addr]int64
-	// changed is closed and replaced when a connection closes.
-	changed chan struct{}
+	// changed wakes accept loops waiting for a slot when a connection closes.
+	changed broadcast
 }
 
 // listenerLimits are one listener's own limits and state.
@@ -78,7 +78,7 @@ func newConnLimits(cfg *Config) (*connLimits, error) {
 	return &connLimits{
 		max: maxConns, perIP: perIP, overrides: ov,
 		unlimitedIP: perIP >= kafkaUnlimited && len(ov) == 0,
-		byIP:        map[netip.Addr]int64{}, changed: make(chan struct{}),
+		byIP:        map[netip.Addr]int64{},
 	}, nil
 }
 
@@ -177,7 +177,7 @@ func (cl *connLimits) waitSlot(l *listenerLimits, stop <-chan struct{}, blocked 
 			cl.mu.Unlock()
 			return true
 		}
-		ch := cl.changed
+		ch := cl.changed.wait()
 		if !logged {
 			l.waits++
 		}
@@ -199,8 +199,7 @@ func (cl *connLimits) putSlot(l *listenerLimits) {
 	cl.mu.Lock()
 	cl.total--
 	l.n--
-	close(cl.changed)
-	cl.changed = make(chan struct{})
+	cl.changed.wake()
 	cl.mu.Unlock()
 }
 

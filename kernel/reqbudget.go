@@ -42,8 +42,8 @@ type requestBudget struct {
 	// waiters are the large frames waiting, oldest first; each is woken (its channel
 	// closed) once admitted.
 	waiters []*budgetWaiter
-	// changed is closed and replaced when budget is released, to wake small frames.
-	changed chan struct{}
+	// changed wakes small frames waiting when budget is released.
+	changed broadcast
 }
 
 type budgetWaiter struct {
@@ -57,7 +57,7 @@ type budgetWaiter struct {
 var errBudgetCancelled = errors.New("request budget wait cancelled")
 
 func newRequestBudget(limit int64) *requestBudget {
-	return &requestBudget{limit: limit, reserve: limit / 4, smallN: limit / 16, changed: make(chan struct{})}
+	return &requestBudget{limit: limit, reserve: limit / 4, smallN: limit / 16}
 }
 
 // clamp bounds a reservation to the whole budget.
@@ -111,7 +111,7 @@ func (b *requestBudget) acquireSmall(n int64, stop, quit <-chan struct{}, blocke
 			b.mu.Unlock()
 			return nil
 		}
-		ch := b.changed
+		ch := b.changed.wait()
 		b.mu.Unlock()
 		if !waited && blocked != nil {
 			waited = true
@@ -169,8 +169,7 @@ func (b *requestBudget) admitLocked() {
 }
 
 func (b *requestBudget) wakeSmallLocked() {
-	close(b.changed)
-	b.changed = make(chan struct{})
+	b.changed.wake()
 }
 
 // release returns n bytes (as given to acquire) to the budget.
@@ -201,4 +200,26 @@ func removeWaiter(ws []*budgetWaiter, w *budgetWaiter) []*budgetWaiter {
 		}
 	}
 	return ws
+}
+
+// broadcast wakes every goroutine waiting for a change of the state its owner's mutex
+// guards. The channel is made only when someone waits, so a change with no waiter (the
+// common case: every request's release) allocates nothing. Guarded by the owner's
+// mutex; the zero value is ready.
+type broadcast struct{ ch chan struct{} }
+
+// wait returns a channel closed at the next wake.
+func (b *broadcast) wait() <-chan struct{} {
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+// wake wakes the waiters, if any.
+func (b *broadcast) wake() {
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/snappy"
 )
@@ -30,17 +31,26 @@ var ErrBudget = errors.New("decompression budget busy")
 // Invariant: used <= limit. Safe for concurrent use.
 type DecompressBudget struct {
 	limit int64
+	// maxWait bounds one acquire's wait for room (besides its context); the timer
+	// exists only while a batch waits, so the common case costs one lock.
+	maxWait time.Duration
 
 	mu   sync.Mutex
 	used int64
-	// changed is closed and replaced on every release, waking waiters.
+	// changed is closed on a release to wake waiters; made only when someone waits
+	// (nil otherwise), so a release with nobody waiting allocates nothing.
 	changed chan struct{}
 }
 
+// DefaultDecompressWait is how long a batch waits for room in a DecompressBudget
+// before it fails ErrBudget (REQUEST_TIMED_OUT at the broker: retriable).
+const DefaultDecompressWait = 10 * time.Second
+
 // NewDecompressBudget returns a budget of limit bytes (limit <= 0: 1 byte, which
-// admits one batch at a time; callers pass a validated size).
+// admits one batch at a time; callers pass a validated size) whose waits are bounded
+// by DefaultDecompressWait.
 func NewDecompressBudget(limit int64) *DecompressBudget {
-	return &DecompressBudget{limit: max(limit, 1), changed: make(chan struct{})}
+	return &DecompressBudget{limit: max(limit, 1), maxWait: DefaultDecompressWait}
 }
 
 // Limit returns the budget's size in bytes.
@@ -53,9 +63,11 @@ func (b *DecompressBudget) InUse() int64 {
 	return b.used
 }
 
-// acquire reserves n bytes (at most the limit), waiting until they fit or ctx ends.
+// acquire reserves n bytes (at most the limit), waiting until they fit, ctx ends or
+// maxWait passes.
 func (b *DecompressBudget) acquire(ctx context.Context, n int64) error {
 	n = min(n, b.limit)
+	var timeout <-chan time.Time
 	for {
 		b.mu.Lock()
 		if b.used+n <= b.limit {
@@ -63,10 +75,20 @@ func (b *DecompressBudget) acquire(ctx context.Context, n int64) error {
 			b.mu.Unlock()
 			return nil
 		}
+		if b.changed == nil {
+			b.changed = make(chan struct{})
+		}
 		ch := b.changed
 		b.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(b.maxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
 		select {
 		case <-ch:
+		case <-timeout:
+			return fmt.Errorf("%w: %d of %d bytes in use after waiting %s", ErrBudget, b.InUse(), b.limit, b.maxWait)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %d of %d bytes in use: %v", ErrBudget, b.InUse(), b.limit, context.Cause(ctx))
 		}
@@ -77,8 +99,10 @@ func (b *DecompressBudget) release(n int64) {
 	n = min(n, b.limit)
 	b.mu.Lock()
 	b.used -= n
-	close(b.changed)
-	b.changed = make(chan struct{})
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 	b.mu.Unlock()
 }
 
@@ -90,7 +114,8 @@ const (
 )
 
 // ValidateBudget is Validate with its decompression output reserved from b (see
-// DecompressBudget), waiting for room until ctx ends (then ErrBudget). The output is
+// DecompressBudget), waiting for room until ctx ends or DefaultDecompressWait passes
+// (then ErrBudget). The output is
 // bounded by DefaultMaxUncompressed(len(batch)) and by b's size. A nil b is Validate.
 func ValidateBudget(ctx context.Context, batch []byte, b *DecompressBudget) (Info, error) {
 	if b == nil {

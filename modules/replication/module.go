@@ -265,7 +265,9 @@ func (m *Module) setBrokerLimits(bcfg map[string]string) {
 	m.fetchMaxBytes.Store(n)
 	b := kconfig.ResolveBroker(bcfg)
 	m.rcfg.Store(newReplicaConfig(&b))
-	m.dbudget.CompareAndSwap(nil, recordbatch.NewDecompressBudget(b.QueuedMaxDecompressedBytes)) // static: set once
+	if m.dbudget.Load() == nil { // static: set once, not rebuilt per image
+		m.dbudget.CompareAndSwap(nil, recordbatch.NewDecompressBudget(b.QueuedMaxDecompressedBytes))
+	}
 }
 
 func (m *Module) hosts(pi *kernel.PartitionImage) bool {

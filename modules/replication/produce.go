@@ -487,13 +487,10 @@ func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
 	return false
 }
 
-// decompressWait bounds how long a batch waits for room in the broker's decompression
-// budget (queued.max.decompressed.bytes) before it fails REQUEST_TIMED_OUT (retriable).
-const decompressWait = 10 * time.Second
-
 // validateBatch validates one batch, its decompressed output reserved from the
-// broker-wide budget, waiting for room with the request's context (bounded by
-// decompressWait).
+// broker-wide budget (queued.max.decompressed.bytes), waiting for room with the
+// request's context, at most recordbatch.DefaultDecompressWait (then
+// REQUEST_TIMED_OUT, retriable).
 func (pc *produceCtx) validateBatch(h *recordbatch.Header, batch []byte) (recordbatch.Info, error) {
 	b := pc.m.dbudget.Load()
 	if b == nil || h.Codec() == recordbatch.CodecNone {
@@ -503,8 +500,6 @@ func (pc *produceCtx) validateBatch(h *recordbatch.Header, batch []byte) (record
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, decompressWait)
-	defer cancel()
 	return recordbatch.ValidateBudget(ctx, batch, b)
 }
 
