@@ -103,8 +103,8 @@ func TestLogVerifyRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc, out, errs := runLog("verify", "--repair", p.DataDir)
-	if rc != 2 || !strings.Contains(errs, fmt.Sprintf("pid %d", p.PID())) {
-		t.Fatalf("--repair beside a running broker: rc %d, stderr %q", rc, errs)
+	if rc != 2 || !strings.Contains(errs, fmt.Sprintf("pid %d", p.PID())) || out != "" {
+		t.Fatalf("--repair beside a running broker: rc %d, stdout %q, stderr %q", rc, out, errs)
 	}
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
