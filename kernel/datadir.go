@@ -169,3 +169,14 @@ func lockDataDir(dir string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// LockDataDir takes the data dir lock a running broker holds (dir/.lock, created
+// when missing), for offline tools that must not run beside a broker: held by a
+// broker, it fails naming that broker's pid. unlock releases it.
+func LockDataDir(dir string) (unlock func() error, err error) {
+	f, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return f.Close, nil
+}

@@ -3,6 +3,7 @@
 //	sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
 //	sluice transform deploy|list|delete ...   (see sluice transform help)
 //	sluice plugin list [--admin HOST:PORT] [--user NAME --password PW] [--json]   (see sluice plugin help)
+//	sluice log verify [--repair] DIR   (see sluice log help)
 //	sluice version
 //
 // Flags override the config file; with neither, serve runs a single-node broker on
@@ -38,6 +39,7 @@ commands:
   serve      run a broker
   transform  deploy, list and delete WASM record transforms
   plugin     list assignor plugins and their state
+  log        check (and repair) a data dir's segment logs offline
   version    print the version
 `
 
@@ -46,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		{[]string{"serve"}, func(args []string, _, stderr io.Writer) int { return serve(args, stderr) }},
 		{[]string{"transform", "transforms"}, transformCmd},
 		{[]string{"plugin", "plugins"}, pluginCmd},
+		{[]string{"log"}, logCmd},
 		{[]string{"version", "--version", "-v"}, func(_ []string, stdout, _ io.Writer) int {
 			fmt.Fprintf(stdout, "sluice %s\n", version())
 			return 0

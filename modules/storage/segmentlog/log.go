@@ -46,6 +46,10 @@ type Log struct {
 	// .txnindex got entries since the last snapshot (synced before the next one).
 	prod        *producers.State
 	txnUnsynced []int64
+	// snaps are the offsets of the producer snapshot files in dir, ascending
+	// (guarded by mu): listed by loadProducers, then kept by writeSnapshot and
+	// removeSnapshot, so a roll never lists the directory.
+	snaps []int64
 
 	// epochs is the leader-epoch cache, guarded by mu. epochsDirty: the
 	// leader-epoch-checkpoint file is behind it (a failed write, or a head truncation,
@@ -558,12 +562,8 @@ func (l *Log) deleteOldest(n int) error {
 	l.prod.TruncateHead(l.logStart.Load())
 	l.truncateEpochsHead()
 	// Snapshots below the first segment are of no use: a replay starts there anyway.
-	if offs, err := listSnapshots(l.dir); err == nil {
-		for _, off := range offs {
-			if off < l.segs[0].base {
-				l.removeSnapshot(off)
-			}
-		}
+	for len(l.snaps) > 0 && l.snaps[0] < l.segs[0].base {
+		l.removeSnapshot(l.snaps[0])
 	}
 	var errs []error
 	for _, s := range gone {

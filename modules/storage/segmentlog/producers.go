@@ -42,7 +42,11 @@ func listSnapshots(dir string) ([]int64, error) {
 	return offs, nil
 }
 
+// removeSnapshot removes the snapshot at off, file and entry in l.snaps. mu held.
 func (l *Log) removeSnapshot(off int64) {
+	if i, ok := slices.BinarySearch(l.snaps, off); ok {
+		l.snaps = slices.Delete(l.snaps, i, i+1)
+	}
 	if err := os.Remove(filepath.Join(l.dir, snapshotName(off))); err != nil && !errors.Is(err, os.ErrNotExist) {
 		l.logger.Warn("remove producer snapshot", "offset", off, "err", err)
 	}
@@ -51,6 +55,9 @@ func (l *Log) removeSnapshot(off int64) {
 // writeSnapshot writes the producer state as the snapshot at the log end offset and
 // keeps the newest snapshotsKept. The .txnindex entries written since the previous
 // snapshot are synced first: recovery trusts the .txnindex below a snapshot's offset.
+// The offsets of the snapshot files are kept in l.snaps (listed once by
+// loadProducers), not listed here: a roll must cost the same whatever the number of
+// segments in the directory.
 func (l *Log) writeSnapshot(offset int64) error {
 	for _, base := range l.txnUnsynced {
 		if err := syncFile(filepath.Join(l.dir, segmentName(base)+txnIndexSuffix)); err != nil {
@@ -61,13 +68,11 @@ func (l *Log) writeSnapshot(offset int64) error {
 	if err := writeFileNoDirSync(filepath.Join(l.dir, snapshotName(offset)), producers.EncodeSnapshot(l.prod, offset)); err != nil {
 		return fmt.Errorf("write producer snapshot %d: %w", offset, err)
 	}
-	offs, err := listSnapshots(l.dir)
-	if err != nil {
-		return err
+	if i, ok := slices.BinarySearch(l.snaps, offset); !ok {
+		l.snaps = slices.Insert(l.snaps, i, offset)
 	}
-	for len(offs) > snapshotsKept {
-		l.removeSnapshot(offs[0])
-		offs = offs[1:]
+	for len(l.snaps) > snapshotsKept {
+		l.removeSnapshot(l.snaps[0])
 	}
 	return nil
 }
@@ -178,6 +183,7 @@ func (l *Log) loadProducers() (replayed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("list producer snapshots: %w", err)
 	}
+	l.snaps = slices.Clone(offs)
 	from := first
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]

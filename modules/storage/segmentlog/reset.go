@@ -70,14 +70,11 @@ func (l *Log) resetLocked(offset int64) error {
 		return err
 	}
 	l.epochsDirty = true
-	offs, err := listSnapshots(l.dir)
-	if err != nil {
-		return err
-	}
-	for _, off := range offs {
-		if err := os.Remove(filepath.Join(l.dir, snapshotName(off))); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for len(l.snaps) > 0 {
+		if err := os.Remove(filepath.Join(l.dir, snapshotName(l.snaps[0]))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+		l.snaps = l.snaps[1:]
 	}
 	if err := l.truncateFully(offset); err != nil {
 		return err

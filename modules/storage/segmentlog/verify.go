@@ -163,6 +163,12 @@ func claimedOffset(f io.ReaderAt, pos int64) int64 {
 // its position and an error wrapping kernel.ErrCorrupt; a failed read returns the
 // read's error (not corruption: the caller must not cut the log for it).
 func VerifyBatches(r io.ReaderAt, from, to, after int64, buf []byte) (pos, last int64, err error) {
+	return walkBatches(r, from, to, after, buf, nil)
+}
+
+// walkBatches is VerifyBatches calling fn (when not nil) with each good batch; an
+// error from fn (wrapping kernel.ErrCorrupt) makes that batch the bad one.
+func walkBatches(r io.ReaderAt, from, to, after int64, buf []byte, fn func(pos int64, h *recordbatch.Header) error) (pos, last int64, err error) {
 	var hdr [recordbatch.HeaderSize]byte
 	pos, last = from, after
 	for pos < to {
@@ -196,6 +202,11 @@ func VerifyBatches(r io.ReaderAt, from, to, after int64, buf []byte) (pos, last 
 		}
 		if crc != h.CRC {
 			return pos, last, fmt.Errorf("%w: %w (stored %08x, computed %08x)", kernel.ErrCorrupt, recordbatch.ErrCRC, h.CRC, crc)
+		}
+		if fn != nil {
+			if err := fn(pos, &h); err != nil {
+				return pos, last, err
+			}
 		}
 		last = h.LastOffset()
 		pos += size
