@@ -109,6 +109,7 @@ func TestProcSingleReplicaOffline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	waitOfflineLine(t, p)
 	if out := sinceLastStart(p); strings.Count(out, offlineLine) != 1 || strings.Contains(out, "fetch read") {
 		t.Fatalf("broker output: %d %q lines (want 1), fetch read errors: %v:\n%s", strings.Count(out, offlineLine), offlineLine, strings.Contains(out, "fetch read"), out)
 	}
@@ -224,8 +225,20 @@ func TestProcUncleanShutdownOffline(t *testing.T) {
 	if got != base || !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("from 0: %d records then %v; want %d then KAFKA_STORAGE_ERROR", got, err, base)
 	}
+	waitOfflineLine(t, p)
+}
+
+// waitOfflineLine waits until the broker's output of its last start has the offline
+// line (the output is copied from a pipe: it may lag the answer) and checks it is
+// there once.
+func waitOfflineLine(t *testing.T, p *brokerproc.Proc) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(sinceLastStart(p), offlineLine) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if c := strings.Count(sinceLastStart(p), offlineLine); c != 1 {
-		t.Fatalf("%d %q lines after the read, want 1", c, offlineLine)
+		t.Fatalf("%d %q lines in the broker output, want 1", c, offlineLine)
 	}
 }
 
