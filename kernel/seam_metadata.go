@@ -263,4 +263,8 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	// Resign: the leader's log is offline (ErrLogOffline) and it leaves the partition:
+	// ISR omits it and the change sets the leader to -1 (leader epoch + 1), so that the
+	// controller elects a live ISR member.
+	Resign bool
 }

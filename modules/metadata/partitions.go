@@ -63,6 +63,11 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 		ISR:               slices.Clone(req.ISR),
 		PartitionChangeV2: image.PartitionChangeV2{ExpectLeader: &leader, ExpectLeaderEpoch: &leaderEpoch, Validate: true},
 	}
+	if req.Resign {
+		// The leader's log is offline: no leader (the controller elects a live ISR member).
+		none := int32(-1)
+		rec.Leader = &none
+	}
 	im, errs := m.node.proposeAll(ctx, []image.Record{rec})
 	if errs[0] != nil {
 		err := partitionChangeError(ctx, errs[0])

@@ -376,7 +376,7 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	res, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), bound, minOne)
 	if err != nil {
 		fp.errorCode = errorCode(err)
-		if fp.errorCode == kerr.KafkaStorageError.Code {
+		if !op.m.storageFailed(p, err) && fp.errorCode == kerr.KafkaStorageError.Code {
 			op.m.log.Error("fetch read", "topic", fp.topic, "partition", fp.partition, "err", err)
 		}
 		return

@@ -51,6 +51,12 @@ func (p *Partition) appendFetchedLocked(leader, epoch int32, offset int64, recor
 	if !p.followsLocked(leader, epoch, offset) {
 		return 0, false, nil
 	}
+	if cut, err := p.cutDamageLocked(); err != nil {
+		return 0, false, err
+	} else if cut {
+		// The answer was for the old log end: ask again from the cut (offline.go).
+		return 0, true, errRefetch
+	}
 	valid, first, verr := wholeBatches(records)
 	if valid > 0 && first < offset {
 		// The leader's batch holding our log end starts below it.
@@ -62,12 +68,13 @@ func (p *Partition) appendFetchedLocked(leader, epoch int32, offset int64, recor
 			if err := p.log.Reset(first); err != nil {
 				return 0, false, fmt.Errorf("restart %s at %d: %w", p.tp, first, err)
 			}
+			p.repairedLocked() // every old segment went
 		} else {
 			// Our last batch is not the leader's (a divergence the epochs did not
 			// show): cut ours back to the leader's boundary.
 			p.env.log.Warn("follower log ends inside a leader batch; truncating", "topic", p.tp.Topic, "partition", p.tp.Partition, "log_end", offset, "leader_batch", first)
-			if err := p.log.Truncate(first); err != nil {
-				return 0, false, fmt.Errorf("truncate %s to %d: %w", p.tp, first, err)
+			if err := p.truncateLocked(first); err != nil {
+				return 0, false, err
 			}
 		}
 		if leo := p.log.LogEndOffset(); p.hw.Load() > leo {
@@ -83,6 +90,9 @@ func (p *Partition) appendFetchedLocked(leader, epoch int32, offset int64, recor
 	}
 	if valid > 0 {
 		if _, err := p.log.AppendFollower(records[:valid]); err != nil {
+			if errors.Is(err, kernel.ErrLogOffline) {
+				p.offline.Store(true) // cut at the next answer
+			}
 			return 0, false, fmt.Errorf("append fetched records to %s: %w", p.tp, err)
 		}
 		n, changed = valid, true
@@ -146,6 +156,7 @@ func (p *Partition) truncateLocked(offset int64) error {
 	if err := p.log.Truncate(offset); err != nil {
 		return fmt.Errorf("truncate %s to %d: %w", p.tp, offset, err)
 	}
+	p.repairedLocked() // Truncate cuts any damage first
 	if leo := p.log.LogEndOffset(); p.hw.Load() > leo {
 		p.setHWLocked(leo)
 	}
@@ -189,6 +200,8 @@ func (p *Partition) truncateDiverging(leader, epoch int32, offset int64, div kms
 	}
 	target = max(target, 0)
 	err := p.truncateLocked(target)
+	// An offline log is cut at its damage first (offline.go): possibly below target.
+	target = min(target, p.log.LogEndOffset())
 	p.mu.Unlock()
 	p.pg.wake(p.tp)
 	if err != nil {
@@ -223,6 +236,7 @@ func (p *Partition) fixOutOfRange(leader, epoch int32, offset, leaderStart, lead
 	case offset < leaderStart:
 		what = "reset"
 		if err = p.log.Reset(leaderStart); err == nil {
+			p.repairedLocked()
 			p.setHWLocked(leaderStart)
 		}
 	}

@@ -130,6 +130,10 @@ func (m *Module) shrinkISRs(nowMs, lagMs int64) {
 	m.mu.RUnlock()
 	for _, p := range parts {
 		if req := p.maybeShrink(nowMs, lagMs); req != nil {
+			if req.Resign { // an offline leader's resignation, logged by itself
+				m.proposeISR(p, req)
+				continue
+			}
 			m.log.Info("shrinking ISR", "topic", req.Topic, "partition", req.Partition, "from", p.ISR(), "to", req.ISR,
 				"replica_lag_time_max_ms", lagMs)
 			m.proposeISR(p, req)

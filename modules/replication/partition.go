@@ -109,6 +109,11 @@ type Partition struct {
 	// partition's markers in log order (see deliverMarkers).
 	markers   []queuedMarker
 	deliverMu sync.Mutex
+
+	// offline: a Log call answered kernel.ErrLogOffline and no truncation repaired the
+	// log since (offline.go). offlineNoted (under mu): the resignation was logged.
+	offline      atomic.Bool
+	offlineNoted bool
 }
 
 // queuedMarker is a marker waiting for its listeners' call.
@@ -422,6 +427,9 @@ func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs
 	p.advanceHWLocked()
 	moved := p.hw.Load() != old
 	prop = p.maybeExpandLocked(pl, replica, rs, nowMs)
+	if prop == nil {
+		prop = p.shrinkBehindLocked(pl, replica, fetchOffset)
+	}
 	hwNews = p.hw.Load() > rs.lastSentHW
 	p.mu.Unlock()
 	if moved {
@@ -452,6 +460,20 @@ func (p *Partition) maybeExpandLocked(pl *placement, replica int32, rs *replicaS
 	return p.proposeLocked(pl, append(slices.Clone(pl.isr), replica))
 }
 
+// shrinkBehindLocked proposes removing ISR member replica at once when its fetch
+// offset is below the HW: it lost committed records (its log was cut at a damaged
+// batch, or an unclean restart dropped an unsynced tail) and must not be elected
+// before it has them again; it rejoins as any follower that caught up. mu held.
+func (p *Partition) shrinkBehindLocked(pl *placement, replica int32, fetchOffset int64) *kernel.AlterPartitionRequest {
+	if !p.env.alter || p.pending != nil || fetchOffset >= p.hw.Load() || !slices.Contains(pl.isr, replica) {
+		return nil
+	}
+	keep := slices.DeleteFunc(slices.Clone(pl.isr), func(id int32) bool { return id == replica })
+	p.env.log.Warn("ISR member fetches below the high watermark; removing it from the ISR", "topic", p.tp.Topic, "partition", p.tp.Partition,
+		"replica", replica, "fetch_offset", fetchOffset, "high_watermark", p.hw.Load())
+	return p.proposeLocked(pl, keep)
+}
+
 // maybeShrink proposes removing the ISR followers that were not caught up within
 // lagMs (replica.lag.time.max.ms), as Kafka's periodic ISR expiration does. nil when
 // nothing changes, a change is in flight, or this node does not lead.
@@ -461,6 +483,10 @@ func (p *Partition) maybeShrink(nowMs, lagMs int64) *kernel.AlterPartitionReques
 	pl := p.place.Load()
 	if p.closed || pl.leader != p.self || !p.env.alter || p.pending != nil || nowMs < p.isrRetryMs {
 		return nil
+	}
+	if p.offline.Load() {
+		// Not a shrink: the leader's own log is offline (offline.go).
+		return p.resignLocked(pl, nowMs)
 	}
 	var keep []int32
 	for _, r := range pl.isr {

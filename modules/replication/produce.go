@@ -229,7 +229,7 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 	}
 	if err != nil {
 		out.ErrorCode = errorCode(err)
-		if out.ErrorCode == kerr.KafkaStorageError.Code {
+		if !m.storageFailed(p, err) && out.ErrorCode == kerr.KafkaStorageError.Code {
 			m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 		} else if producer && m.log.Enabled(pc.ctxOrBackground(), slog.LevelDebug) {
 			m.log.Debug("producer batch rejected", "topic", tp.Topic, "partition", tp.Partition, "producer_id", in.ProducerID, "epoch", in.ProducerEpoch, "base_sequence", in.BaseSequence, "err", err)
@@ -310,7 +310,7 @@ func (pc *produceCtx) appendDropped(tp kernel.TopicPartition, p *Partition, seq 
 	if err != nil {
 		out.ErrorCode = errorCode(err)
 		out.BaseOffset, out.LogStartOffset = -1, -1
-		if out.ErrorCode == kerr.KafkaStorageError.Code {
+		if !pc.m.storageFailed(p, err) && out.ErrorCode == kerr.KafkaStorageError.Code {
 			pc.m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 		}
 		return
