@@ -548,8 +548,11 @@ func (m *Module) openSucceeded(tp kernel.TopicPartition) {
 	f := m.failed[tp]
 	delete(m.failed, tp)
 	m.mu.Unlock()
-	if f != nil {
-		m.log.Info("partition opened after failure", "topic", tp.Topic, "partition", tp.Partition)
+	if f == nil {
+		return
+	}
+	if ok, dropped := m.openLog.allow(m.now()); ok {
+		m.log.Info("partition opened after failure", "topic", tp.Topic, "partition", tp.Partition, "suppressed", dropped)
 	}
 }
 
@@ -603,15 +606,18 @@ func (m *Module) retryLoop(ctx context.Context) {
 		var due []kernel.TopicPartition
 		now := m.now()
 		next := time.Duration(-1)
-		m.mu.RLock()
+		m.mu.Lock()
 		for tp, f := range m.failed {
 			if d := f.next.Sub(now); d <= 0 {
+				// Not due again before its backoff, whatever the attempt does (the
+				// image may no longer host it until our apply of that image).
+				f.next = now.Add(f.backoff)
 				due = append(due, tp)
 			} else if next < 0 || d < next {
 				next = d
 			}
 		}
-		m.mu.RUnlock()
+		m.mu.Unlock()
 		for _, tp := range due {
 			if ctx.Err() != nil {
 				return
@@ -657,7 +663,7 @@ func (m *Module) openFromImage(tp kernel.TopicPartition, retry bool) *Partition 
 		m.mu.Unlock()
 		return nil
 	}
-	if f := m.failed[tp]; f != nil && f.id == t.ID && (!retry || m.now().Before(f.next)) {
+	if f := m.failed[tp]; f != nil && f.id == t.ID && !retry {
 		m.mu.Unlock()
 		return nil // KAFKA_STORAGE_ERROR until the retry
 	}
