@@ -56,7 +56,7 @@ func (m *Module) handleListOffsets(ctx context.Context, req *kernel.Request, r *
 func (m *Module) listOffset(tp kernel.TopicPartition, in *kmsg.ListOffsetsRequestTopicPartition, r *kmsg.ListOffsetsRequest, out *kmsg.ListOffsetsResponseTopicPartition) {
 	p := m.partition(tp)
 	if p == nil {
-		out.ErrorCode = notHostedCode(m.meta.Image(), tp)
+		out.ErrorCode = m.absentCode(m.meta.Image(), tp)
 		return
 	}
 	if _, err := p.leaderFor(in.CurrentLeaderEpoch); err != nil {

@@ -47,7 +47,7 @@ func (m *Module) handleOffsetForLeaderEpoch(ctx context.Context, req *kernel.Req
 			tp := kernel.TopicPartition{Topic: t.Topic, Partition: in.Partition}
 			switch p := m.partition(tp); {
 			case p == nil:
-				out.ErrorCode = notHostedCode(m.meta.Image(), tp)
+				out.ErrorCode = m.absentCode(m.meta.Image(), tp)
 			default:
 				if fromAnyReplica {
 					if err := checkEpoch(p.place.Load(), in.CurrentLeaderEpoch); err != nil {

@@ -24,7 +24,7 @@ func (m *Module) ledPartition(im *kernel.Image, tp kernel.TopicPartition) (*Part
 	p := m.partition(tp)
 	switch {
 	case p == nil:
-		return nil, notHostedCode(im, tp)
+		return nil, m.absentCode(im, tp)
 	case !p.IsLeader():
 		return nil, kerr.NotLeaderForPartition.Code
 	}

@@ -295,6 +295,10 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	}
 	tp := kernel.TopicPartition{Topic: fp.topic, Partition: fp.partition}
 	p := op.m.partition(tp)
+	if p == nil && op.m.openFailed(tp) {
+		fp.errorCode = kerr.KafkaStorageError.Code
+		return
+	}
 	if p == nil {
 		if pi := op.image.Partition(fp.topic, fp.partition); pi != nil {
 			fp.errorCode = kerr.NotLeaderForPartition.Code

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -94,15 +95,36 @@ type Module struct {
 	bgStopped bool
 	bg        sync.WaitGroup
 
-	// openMu serialises opening logs and dropping partitions (taken before mu, held
-	// across Storage.Open and Storage.Remove): Storage.Open hands back the open Log of
-	// a name, so an open of a re-created topic racing the removal of the old
-	// incarnation would otherwise get the old Log, about to be deleted.
-	openMu sync.Mutex
+	// openLocks serialise opening logs and dropping partitions, per partition (the
+	// stripe openLock picks; taken before mu, held across Storage.Open and
+	// Storage.Remove): Storage.Open hands back the open Log of a name, so an open of a
+	// re-created topic racing the removal of the old incarnation would otherwise get
+	// the old Log, about to be deleted. Different partitions open in parallel.
+	openLocks [64]sync.Mutex
+	lockSeed  maphash.Seed
 
-	mu       sync.RWMutex
-	parts    map[kernel.TopicPartition]*Partition
-	applied  uint64 // newest image version acted on (subscription or lazy open)
+	// Subscription goroutine only (apply.go): the last image applied whole and the
+	// broker configs it resolved against, the followed partitions and the shard count
+	// they were assigned with.
+	last      *kernel.Image
+	lastBcfg  map[string]string
+	follows   map[kernel.TopicPartition]*follow
+	followN   int
+	forceFull bool // test hook: walk every image whole (the cost before diffs)
+	// applyVisited counts partitions applyImage looked at (tests, benchmarks).
+	applyVisited atomic.Int64
+	// retryWake (cap 1) wakes retryLoop when an open fails; openLog rate-limits the
+	// open failure log lines.
+	retryWake chan struct{}
+	openLog   rateLimit
+
+	mu      sync.RWMutex
+	parts   map[kernel.TopicPartition]*Partition
+	applied uint64 // newest image version acted on (subscription or lazy open)
+	// adhoc are the partitions opened outside the subscription since its last apply
+	// (checked against the next image); failed are the partitions whose open failed.
+	adhoc    map[kernel.TopicPartition]adhocOpen
+	failed   map[kernel.TopicPartition]*openFailure
 	unsub    func()
 	stopping bool
 }
@@ -140,6 +162,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.fetchers = newFetcherSet(m)
 	m.setBrokerLimits(m.brokerConfigs(nil))
 	m.parts = make(map[kernel.TopicPartition]*Partition)
+	m.follows = map[kernel.TopicPartition]*follow{}
+	m.lockSeed = maphash.MakeSeed()
+	m.retryWake = make(chan struct{}, 1)
 	slots := m.FetchSessionCacheSlots
 	if m.MaxIncrementalFetchSessionCacheSlots > 0 {
 		slots = m.MaxIncrementalFetchSessionCacheSlots
@@ -185,6 +210,7 @@ func (m *Module) Start(context.Context) error {
 	if m.changer != nil {
 		m.goBG(m.isrLoop)
 	}
+	m.goBG(m.retryLoop)
 	unsub := m.meta.Subscribe(m.applyImage)
 	m.mu.Lock()
 	m.unsub = unsub
@@ -274,89 +300,6 @@ func (m *Module) hosts(pi *kernel.PartitionImage) bool {
 	return pi.Leader == m.broker.NodeID || slices.Contains(pi.Replicas, m.broker.NodeID)
 }
 
-// applyImage makes the local partitions match an image. Called by the metadata
-// subscription, one image at a time, in order. Logs are opened and removed without
-// holding Module.mu, so creating or deleting topics does not stall the request path.
-func (m *Module) applyImage(im *kernel.Image) {
-	if im == nil {
-		return
-	}
-	m.mu.Lock()
-	if m.stopping || m.parts == nil || im.Version < m.applied {
-		// A lazy open already acted on a newer image; that one (or a later one) is
-		// still to come and will be applied whole.
-		m.mu.Unlock()
-		return
-	}
-	m.applied = im.Version
-	m.mu.Unlock()
-
-	bcfg := m.brokerConfigs(im)
-	m.setBrokerLimits(bcfg)
-	for _, t := range im.Topics() {
-		var cfg *kconfig.Topic
-		for i := range t.Partitions {
-			pi := &t.Partitions[i]
-			if !m.hosts(pi) {
-				continue
-			}
-			if cfg == nil {
-				c := kconfig.ResolveTopic(t.Configs, bcfg)
-				cfg = &c
-			}
-			tp := kernel.TopicPartition{Topic: t.Name, Partition: int32(i)}
-			p, err := m.open(tp, t.ID, im.Version, pi, cfg)
-			if err != nil {
-				if !errors.Is(err, errStopped) {
-					m.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-				}
-				continue
-			}
-			if p.update(im.Version, pi, cfg, m.now().UnixMilli()) {
-				m.pg.wake(tp)
-			}
-		}
-	}
-
-	var remove []*Partition
-	m.openMu.Lock()
-	defer m.openMu.Unlock()
-	m.mu.Lock()
-	if m.applied == im.Version && m.parts != nil {
-		// (A newer image acted on meanwhile by a lazy open decides removals later.)
-		for tp, p := range m.parts {
-			t := im.Topic(tp.Topic)
-			if t != nil && t.ID == p.topicID && int(tp.Partition) < len(t.Partitions) && m.hosts(&t.Partitions[tp.Partition]) {
-				continue
-			}
-			delete(m.parts, tp)
-			remove = append(remove, p)
-		}
-	}
-	m.mu.Unlock()
-	for _, p := range remove {
-		m.drop(p)
-	}
-	m.retarget()
-}
-
-// retarget makes the fetchers follow every local partition that this broker
-// replicates and does not lead, from its current leader (none while it is offline).
-// Called after each image is applied (from the subscription goroutine only, so
-// assignments are made in image order).
-func (m *Module) retarget() {
-	want := map[kernel.TopicPartition]*follow{}
-	m.mu.RLock()
-	for tp, p := range m.parts {
-		pl := p.place.Load()
-		if pl.leader >= 0 && pl.leader != m.broker.NodeID && slices.Contains(pl.replicas, m.broker.NodeID) {
-			want[tp] = &follow{p: p, leader: pl.leader, epoch: pl.epoch}
-		}
-	}
-	m.mu.RUnlock()
-	m.fetchers.assign(want, m.rcfg.Load().fetchers)
-}
-
 // drop closes a partition that left this node (or its topic) and deletes its data.
 func (m *Module) drop(p *Partition) {
 	p.close()
@@ -377,8 +320,9 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, version uint64, pi 
 	if p != nil && p.topicID == id {
 		return p, nil
 	}
-	m.openMu.Lock()
-	defer m.openMu.Unlock()
+	l := m.openLock(tp)
+	l.Lock()
+	defer l.Unlock()
 	m.mu.RLock()
 	p = m.parts[tp]
 	m.mu.RUnlock()
@@ -396,11 +340,14 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, version uint64, pi 
 			m.drop(p)
 		}
 	}
-	l, err := m.storage.Open(tp, id, cfg.LogConfig)
+	lg, err := m.storage.Open(tp, id, cfg.LogConfig)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", tp, err)
+		err = fmt.Errorf("open %s: %w", tp, err)
+		m.openFailedErr(tp, id, err)
+		return nil, err
 	}
-	p = newPartition(tp, id, l, m.env)
+	m.openSucceeded(tp)
+	p = newPartition(tp, id, lg, m.env)
 	p.update(version, pi, cfg, m.now().UnixMilli())
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -416,7 +363,8 @@ func (m *Module) open(tp kernel.TopicPartition, id [16]byte, version uint64, pi 
 
 // partition returns the local partition tp, opening it from the current image when
 // the subscription has not caught up with a just-created topic yet. nil when the image
-// has no such partition on this node.
+// has no such partition on this node, or when its log failed to open (absentCode
+// tells the two apart).
 func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	m.mu.RLock()
 	p := m.parts[tp]
@@ -424,30 +372,7 @@ func (m *Module) partition(tp kernel.TopicPartition) *Partition {
 	if p != nil {
 		return p
 	}
-	im := m.meta.Image()
-	pi := im.Partition(tp.Topic, tp.Partition)
-	if pi == nil || !m.hosts(pi) {
-		return nil
-	}
-	m.mu.Lock()
-	if m.stopping || m.parts == nil {
-		m.mu.Unlock()
-		return nil
-	}
-	// Images older than this one must no longer remove what we open now.
-	m.applied = max(m.applied, im.Version)
-	m.mu.Unlock()
-	t := im.Topic(tp.Topic)
-	cfg := kconfig.ResolveTopic(t.Configs, m.brokerConfigs(im))
-	p, err := m.open(tp, t.ID, im.Version, pi, &cfg)
-	if err != nil {
-		if !errors.Is(err, errStopped) {
-			m.log.Error("open partition on demand", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-		}
-		return nil
-	}
-	p.update(im.Version, pi, &cfg, m.now().UnixMilli())
-	return p
+	return m.openFromImage(tp, false)
 }
 
 // hookSlot holds a hook another module registers (an interface value, nil: none)

@@ -425,10 +425,10 @@ func TestTransformAcks(t *testing.T) {
 
 	// acks=-1 with a follower in the ISR: the produce waits until the follower has
 	// the output's last offset (5), not the input's (4).
-	im := h.meta.Image()
+	// (A new image: published images are never modified, and applying diffs them.)
+	im := image(h.meta.Image().Version+1, topicSpec{name: "t", id: 1})
 	pi := &im.Topic("t").Partitions[0]
 	pi.Replicas, pi.ISR = []int32{1, 2}, []int32{1, 2}
-	im.Version++
 	h.meta.publish(im)
 	p := h.m.partition(kernel.TopicPartition{Topic: "t"})
 	p.updateFollower(2, 4)
