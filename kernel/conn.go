@@ -106,10 +106,19 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 			if k.stopping.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// Temporary failures (EMFILE): back off instead of spinning.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			k.log.Warn("accept failed", "listener", name, "err", err, "retry_in", delay)
-			time.Sleep(delay)
+			// Out of descriptors (EMFILE, ENFILE) or another failure: the pending
+			// connection stays in the backlog, so retrying at once would spin. Back
+			// off (5 ms doubling to 1 s, as net/http does), log at most one line per
+			// acceptLogEvery, and retry until it works again.
+			delay = acceptBackoff(delay)
+			k.mAcceptErrors.Add(1)
+			if ok, dropped := k.acceptLog.allow(time.Now()); ok {
+				k.log.Warn("accept failed; backing off", "listener", name, "err", err, "retry_in", delay, "dropped_similar", dropped,
+					"hint", "out of file descriptors? raise the broker's RLIMIT_NOFILE (ulimit -n) or lower max.connections")
+			}
+			if !k.acceptPause(delay) {
+				return
+			}
 			continue
 		}
 		delay = 0
@@ -154,6 +163,28 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 		k.conns.Store(c, struct{}{})
 		k.connWG.Add(1)
 		go c.serve()
+	}
+}
+
+// acceptBackoff is the wait after a failed accept, given the last one (0 after a
+// success): 5 ms, doubling, at most 1 s.
+func acceptBackoff(last time.Duration) time.Duration {
+	return min(max(2*last, 5*time.Millisecond), time.Second)
+}
+
+// acceptLogEvery bounds "accept failed" lines: one per window per broker, with the
+// count of those dropped.
+const acceptLogEvery = 10 * time.Second
+
+// acceptPause waits d after a failed accept; false when accepting stopped meanwhile.
+func (k *Kernel) acceptPause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-k.acceptStop:
+		return false
 	}
 }
 

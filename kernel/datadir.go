@@ -36,6 +36,22 @@ type DiskSpace interface {
 	Critical() error
 }
 
+// DiskWatcher is DiskSpace's optional side: Watch adds a directory outside the data
+// dir that the broker writes too (the offsets store's dir: option, maybe another file
+// system); the guard samples it as well, the reserve applies to it as to the data dir,
+// and Admit and Critical refuse when either is low.
+type DiskWatcher interface {
+	Watch(dir string) error
+}
+
+// WatchDisk is b.Disk's Watch(dir), nil without a guard or without Watch.
+func (b BrokerInfo) WatchDisk(dir string) error {
+	if w, ok := b.Disk.(DiskWatcher); ok {
+		return w.Watch(dir)
+	}
+	return nil
+}
+
 // AdmitWrite is b.Disk.Admit(n), nil without a guard (modules built by hand in tests).
 func (b BrokerInfo) AdmitWrite(n int64) error {
 	if b.Disk == nil {

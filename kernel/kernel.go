@@ -104,9 +104,11 @@ type Kernel struct {
 	acceptStopOnce sync.Once
 	budgetLog      logLimiter // request budget waits
 	limitLog       logLimiter // refused and throttled connections
+	acceptLog      logLimiter // failed accepts (conn.go)
 	mBudgetWaits   *Counter
 	mConnRefused   *Counter
 	mConnThrottled *Counter
+	mAcceptErrors  *Counter
 }
 
 // DefaultQueuedMaxRequestBytes is the default of queued.max.request.bytes (Kafka's is
@@ -211,6 +213,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		acceptStop: make(chan struct{}),
 		budgetLog:  logLimiter{n: 1},
 		limitLog:   logLimiter{n: 1},
+		acceptLog:  logLimiter{n: 1, every: acceptLogEvery},
 
 		cfg:       cfg,
 		protocols: protocols,
@@ -257,6 +260,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 			func() float64 { return float64(k.reqBudget.inUse()) })
 	}
 	k.mBudgetWaits = k.metric.Counter("sluice_request_budget_waits_total", "Frames whose reading waited for queued.max.request.bytes.")
+	k.mAcceptErrors = k.metric.Counter("sluice_accept_errors_total", "Failed accepts (EMFILE, ENFILE...), each followed by a back-off.")
 	k.mConnRefused = k.metric.Counter("sluice_connections_refused_total", "Connections closed at once for max.connections.per.ip.")
 	k.mConnThrottled = k.metric.Counter("sluice_connection_accept_waits_total", "Accepts delayed by max.connections or max.connection.creation.rate.")
 	registerRuntimeMetrics(k.metric)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,8 +47,15 @@ type Guard struct {
 	statfs  func(dir string) (int64, error)
 	now     func() time.Time
 
-	free  atomic.Int64 // free bytes at the last sample, less those admitted since
-	state atomic.Int32 // a State
+	free atomic.Int64 // free bytes at the last sample, less those admitted since
+	// low is the watched dir with the least free space at the last sample (dir or
+	// one of extra): the one messages name.
+	low atomic.Pointer[string]
+	// extra are directories outside dir that are sampled too (Watch), each judged
+	// against the same reserve; copy on write under sampleMu.
+	extra    []string
+	sampleMu sync.Mutex   // Sample and Watch
+	state    atomic.Int32 // a State
 	// errs[s] is the error Admit/Critical return in state s (built at each change, so
 	// the hot path allocates nothing).
 	errs atomic.Pointer[[3]error]
@@ -62,6 +72,7 @@ func New(dir string, reserve int64, log *slog.Logger) *Guard {
 	}
 	g := &Guard{dir: dir, reserve: max(reserve, 0), log: log, statfs: statfsFree, now: time.Now}
 	g.free.Store(1<<62 - 1)
+	g.low.Store(&g.dir)
 	g.errs.Store(&[3]error{})
 	return g
 }
@@ -114,16 +125,68 @@ func (g *Guard) Critical() error {
 }
 
 // Sample reads the free space now and updates the state (logging a change). It
-// returns the free bytes.
+// returns the free bytes: the least of the data dir's and each watched dir's.
 func (g *Guard) Sample() (int64, error) {
+	g.sampleMu.Lock()
+	defer g.sampleMu.Unlock()
 	free, err := g.statfs(g.dir)
 	if err != nil {
 		return 0, err
 	}
+	low := &g.dir
+	for i := range g.extra {
+		f, err := g.statfs(g.extra[i])
+		if err != nil {
+			return 0, err
+		}
+		if f < free {
+			free, low = f, &g.extra[i]
+		}
+	}
+	g.low.Store(low)
 	g.free.Store(free)
 	g.change(free)
 	return free, nil
 }
+
+// Watch adds dir, a directory outside the data dir that the broker also writes (the
+// offsets store's dir: option, possibly another file system), to what is sampled:
+// from now on the least free space of all of them is what the levels judge, and
+// messages name the directory that has it. dir need not exist yet (its nearest
+// existing parent is sampled). It samples at once and returns Sample's error.
+func (g *Guard) Watch(dir string) error {
+	dir = existingParent(dir)
+	g.sampleMu.Lock()
+	for _, d := range g.extra {
+		if d == dir {
+			g.sampleMu.Unlock()
+			_, err := g.Sample()
+			return err
+		}
+	}
+	g.extra = append(slices.Clip(g.extra), dir)
+	g.sampleMu.Unlock()
+	_, err := g.Sample()
+	return err
+}
+
+// existingParent is dir, or its nearest ancestor that exists.
+func existingParent(dir string) string {
+	dir = filepath.Clean(dir)
+	for {
+		if _, err := os.Stat(dir); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return dir
+		}
+		dir = up
+	}
+}
+
+// Low is the watched directory with the least free space at the last sample.
+func (g *Guard) Low() string { return *g.low.Load() }
 
 // Run samples every interval until ctx ends. A failing statfs is logged (at most once a
 // minute) and leaves the state as it was.
@@ -170,7 +233,7 @@ func (g *Guard) change(free int64) {
 		return
 	}
 	if want != Writable {
-		msg := fmt.Errorf("%w: data dir %s has %d bytes free, reserve %d (sluice.data.dir.reserve.bytes): free space there (delete topics or records, or grow the volume)", ErrLow, g.dir, free, g.reserve)
+		msg := fmt.Errorf("%w: %s has %d bytes free, reserve %d (sluice.data.dir.reserve.bytes): free space there (delete topics or records, or grow the volume)", ErrLow, g.what(), free, g.reserve)
 		g.errs.Store(&[3]error{nil, msg, msg})
 	}
 	g.state.Store(int32(want))
@@ -187,7 +250,20 @@ func (g *Guard) change(free int64) {
 	}
 }
 
+// what names the directory that is low: "data dir D", or "directory X (outside the
+// data dir D)".
+func (g *Guard) what() string {
+	if low := g.Low(); low != g.dir {
+		return fmt.Sprintf("directory %s (outside the data dir %s)", low, g.dir)
+	}
+	return "data dir " + g.dir
+}
+
 func (g *Guard) args(free int64) []any {
+	if low := g.Low(); low != g.dir {
+		return []any{"data_dir", g.dir, "low_dir", low, "free_bytes", free, "reserve_bytes", g.reserve,
+			"hint", "free space on that directory's file system or grow it"}
+	}
 	return []any{"data_dir", g.dir, "free_bytes", free, "reserve_bytes", g.reserve,
 		"hint", "free space on the data dir's file system: delete topics or records (kafka-delete-records), lower retention, or grow the volume"}
 }

@@ -2,6 +2,8 @@ package diskguard
 
 import (
 	"errors"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,4 +129,52 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A watched directory on another file system is judged by the same reserve: when it
+// is the lowest, the state follows it and the error names it; not yet existing, its
+// parent is sampled.
+func TestWatch(t *testing.T) {
+	data, other := t.TempDir(), t.TempDir()
+	g := New(data, 100, nil)
+	var dataFree, otherFree atomic.Int64
+	dataFree.Store(1000)
+	otherFree.Store(1000)
+	g.SetStatfs(func(dir string) (int64, error) {
+		switch dir {
+		case data:
+			return dataFree.Load(), nil
+		case other:
+			return otherFree.Load(), nil
+		}
+		return 0, errors.New("unexpected dir " + dir)
+	})
+	if err := g.Watch(filepath.Join(other, "groups", "offsets")); err != nil {
+		t.Fatal(err)
+	}
+	if g.State() != Writable {
+		t.Fatalf("state %v", g.State())
+	}
+	otherFree.Store(40)
+	if _, err := g.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	err := g.Critical()
+	if g.State() != Critical || !errors.Is(err, ErrLow) || !strings.Contains(err.Error(), other) || g.Low() != other {
+		t.Fatalf("state %v, Critical %v, low %s", g.State(), err, g.Low())
+	}
+	otherFree.Store(1000)
+	dataFree.Store(60)
+	g.Sample()
+	if err := g.Admit(0); g.State() != Low || err == nil || !strings.Contains(err.Error(), "data dir "+data) {
+		t.Fatalf("state %v, Admit %v", g.State(), err)
+	}
+	dataFree.Store(1000)
+	g.Sample()
+	if g.Admit(1) != nil {
+		t.Fatal("not writable once both have space")
+	}
+	if err := g.Watch(other); err != nil || len(g.extra) != 1 {
+		t.Fatalf("watching the same dir twice: %v, %d extra", err, len(g.extra))
+	}
 }

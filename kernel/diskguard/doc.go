@@ -26,6 +26,16 @@
 // topics and records through the API to get the space back. Writes resume by
 // themselves at the first sample that sees free >= reserve again.
 //
+// # Other directories
+//
+// Watch(dir) adds a directory outside the data dir that the broker also writes (the
+// groups offsets store's dir: option, which may sit on another file system): each
+// sample statfs's every watched directory and the least free space of them all is
+// what the levels judge (bytes admitted are taken off that figure, which errs on the
+// safe side), and messages name the directory that is lowest. So a full offsets
+// volume refuses client writes and, below half the reserve, the store's own writes,
+// as a full data dir does.
+//
 // # Invariants
 //
 //   - Admit and Critical never block and never do I/O: one atomic load (Admit also one
@@ -38,6 +48,6 @@
 // # Concurrency
 //
 // Admit, Critical, Free and State are safe for concurrent use with each other and with
-// Sample; Sample and Run are called from one goroutine (the kernel's monitor). mu
+// Sample; Sample and Watch serialise on sampleMu (Run calls Sample once a second). mu
 // serialises state changes and their log lines; it is never held while calling out.
 package diskguard

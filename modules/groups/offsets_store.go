@@ -34,7 +34,12 @@ func (g *badgerOffsets) OpenOffsets(b kernel.BrokerInfo, log *slog.Logger) (offs
 	// file system that faults instead of failing, so below the data dir's critical
 	// level (half its free-space reserve, kernel/diskguard) the store is not opened,
 	// and later writes fail there too. (The kernel refuses to start below it. A
-	// custom dir is judged by the data dir's free space.)
+	// custom dir outside the data dir is sampled too: kernel.DiskWatcher.)
+	if g.Dir != "" {
+		if err := b.WatchDisk(dir); err != nil {
+			return nil, fmt.Errorf("open offsets store %s: free space: %w", dir, err)
+		}
+	}
 	if err := b.DiskCritical(); err != nil {
 		return nil, fmt.Errorf("open offsets store %s: %w", dir, err)
 	}

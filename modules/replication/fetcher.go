@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -95,6 +96,28 @@ type fetcherSet struct {
 	// stopped: stopAll ran; no fetcher starts any more.
 	stopped bool
 	wg      sync.WaitGroup
+	// diskLow: the fetchers stopped appending because the data dir is below its
+	// free-space reserve (logged once per episode, by whichever fetcher sees it first).
+	diskLow atomic.Bool
+}
+
+// diskRecheck is how often a fetcher paused by a low disk looks again (the guard
+// samples the file system once a second).
+const diskRecheck = time.Second
+
+// diskFull reports whether follower appends must stop: the data dir is below its
+// free-space reserve (kernel/diskguard). Going low and coming back are each logged
+// once across the module's fetchers.
+func (fs *fetcherSet) diskFull() bool {
+	err := fs.m.broker.AdmitWrite(0)
+	switch {
+	case err != nil && fs.diskLow.CompareAndSwap(false, true):
+		fs.m.log.Warn("replica fetchers paused: data dir below its free-space reserve; followed partitions fall out of ISR until space is freed",
+			"err", err)
+	case err == nil && fs.diskLow.CompareAndSwap(true, false):
+		fs.m.log.Info("replica fetchers resume: data dir has space again")
+	}
+	return err != nil
 }
 
 func newFetcherSet(m *Module) *fetcherSet {
@@ -288,6 +311,20 @@ func (f *fetcher) run() {
 				conn = nil
 			}
 			if !f.sleep(time.Hour) {
+				return
+			}
+			continue
+		}
+		if f.fs.diskFull() {
+			// Not fetching at all (rather than fetching and dropping): the leader
+			// sees this follower stop and, after replica.lag.time.max.ms, takes it
+			// out of ISR, so acks=all producers are not held up by a replica that
+			// cannot write.
+			if conn != nil {
+				_ = conn.Close()
+				conn = nil
+			}
+			if !f.sleep(diskRecheck) {
 				return
 			}
 			continue
@@ -538,6 +575,10 @@ func (f *fetcher) handlePart(sp *sentPart, rp *kmsg.FetchResponseTopicPartition,
 				"leader", fl.leader, "leader_epoch", fl.epoch, "log_end", sp.offset, "diverging_epoch", rp.DivergingEpoch.Epoch,
 				"diverging_end_offset", rp.DivergingEpoch.EndOffset, "truncated_to", to)
 		}
+	case code == 0 && len(rp.RecordBatches) > 0 && f.m.broker.AdmitWrite(int64(len(rp.RecordBatches))) != nil:
+		// The disk went below the reserve during the fetch: drop the answer; the run
+		// loop stops fetching (fetcherSet.diskFull) until space is back.
+		f.delay(fl, diskRecheck)
 	case code == 0:
 		_, err := p.appendFetched(fl.leader, fl.epoch, sp.offset, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
 		switch {
