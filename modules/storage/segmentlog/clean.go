@@ -515,21 +515,7 @@ func finishSwap(dir string, m swapManifest) error {
 	return os.Remove(filepath.Join(dir, segmentName(m.base)+swapSuffix))
 }
 
-// segmentBases lists the base offsets of the .log files in dir.
-func segmentBases(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []int64
-	for _, e := range ents {
-		if stem, ok := strings.CutSuffix(e.Name(), logSuffix); ok {
-			if b, ok := parseBase(stem); ok {
-				out = append(out, b)
-			}
-		}
-	}
-	return out, nil
-}
+// segmentBases lists the base offsets of the .log files in dir, ascending.
+func segmentBases(dir string) ([]int64, error) { return listOffsets(dir, logSuffix) }
 
 var _ compact.Log = (*Log)(nil)

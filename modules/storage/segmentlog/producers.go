@@ -25,14 +25,18 @@ const snapshotsKept = 3
 func snapshotName(offset int64) string { return fmt.Sprintf("%020d%s", offset, snapshotSuffix) }
 
 // listSnapshots returns the offsets of the snapshot files in dir, ascending.
-func listSnapshots(dir string) ([]int64, error) {
+func listSnapshots(dir string) ([]int64, error) { return listOffsets(dir, snapshotSuffix) }
+
+// listOffsets returns the offsets named by dir's files "<20 digits><suffix>" (segments,
+// snapshots), ascending.
+func listOffsets(dir, suffix string) ([]int64, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var offs []int64
 	for _, e := range ents {
-		if stem, ok := strings.CutSuffix(e.Name(), snapshotSuffix); ok {
+		if stem, ok := strings.CutSuffix(e.Name(), suffix); ok {
 			if off, ok := parseBase(stem); ok {
 				offs = append(offs, off)
 			}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -101,19 +100,10 @@ type VerifyStats struct {
 // segments: batches are streamed through verifyBuf.
 func VerifyPartition(dir string, report func(Problem)) (VerifyStats, error) {
 	var vs VerifyStats
-	ents, err := os.ReadDir(dir)
+	bases, err := listOffsets(dir, logSuffix)
 	if err != nil {
 		return vs, err
 	}
-	var bases []int64
-	for _, e := range ents {
-		if stem, ok := strings.CutSuffix(e.Name(), logSuffix); ok {
-			if b, ok := parseBase(stem); ok {
-				bases = append(bases, b)
-			}
-		}
-	}
-	slices.Sort(bases)
 	buf := make([]byte, verifyBuf)
 	last := int64(-1)
 	for i, base := range bases {
