@@ -43,6 +43,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/ratelog"
 )
 
 // AdminRealm is the realm of the admin API's Basic challenge.
@@ -113,7 +115,7 @@ type adminGate struct {
 	// certPrincipal maps a verified client certificate to a principal.
 	certPrincipal func(*x509.Certificate) (Principal, error)
 
-	failLog, denyLog *logLimiter
+	failLog, denyLog *ratelog.Limiter
 }
 
 // newAdminGate builds the gate for k's admin API (after the modules are provisioned,
@@ -126,8 +128,8 @@ func (k *Kernel) newAdminGate(next http.Handler) *adminGate {
 		delay:         delay,
 		log:           k.log.With("component", "admin"),
 		certPrincipal: k.certificatePrincipal,
-		failLog:       &logLimiter{n: 1, every: adminLogEvery},
-		denyLog:       &logLimiter{n: 1, every: adminLogEvery},
+		failLog:       &ratelog.Limiter{N: 1, Every: adminLogEvery},
+		denyLog:       &ratelog.Limiter{N: 1, Every: adminLogEvery},
 	}
 	if a, ok := k.Module("auth").(Authenticator); ok {
 		g.authn = a
@@ -219,7 +221,7 @@ func (g *adminGate) authenticate(r *http.Request) (p Principal, reason, user str
 
 // fail answers 401 after the failed-authentication delay.
 func (g *adminGate) fail(w http.ResponseWriter, r *http.Request, host, reason, user string) {
-	if ok, n := g.failLog.allow(time.Now()); ok {
+	if ok, n := g.failLog.Allow(time.Now()); ok {
 		g.log.Warn("admin API: authentication failed", "remote", host, "user", user, "reason", reason,
 			"method", r.Method, "path", r.URL.Path, "suppressed", n)
 	}
@@ -242,7 +244,7 @@ func (g *adminGate) deny(w http.ResponseWriter, r *http.Request, p Principal, ho
 	if op == OpAlter {
 		need = "Alter"
 	}
-	if ok, n := g.denyLog.allow(time.Now()); ok {
+	if ok, n := g.denyLog.Allow(time.Now()); ok {
 		g.log.Info("admin API: request denied", "principal", p.String(), "remote", host,
 			"method", r.Method, "path", r.URL.Path, "needs", need+" on cluster", "suppressed", n)
 	}

@@ -73,7 +73,7 @@ func (a *adminLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminLimiter) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	if ok, dropped := a.k.limitLog.allow(time.Now()); ok {
+	if ok, dropped := a.k.limitLog.Allow(time.Now()); ok {
 		a.k.log.Warn("admin request refused", "method", r.Method, "path", r.URL.Path, "status", code, "reason", msg, "dropped_similar", dropped)
 	}
 	// Close rather than read what the client still sends.

@@ -89,7 +89,7 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 	var delay time.Duration
 	blocked := func(reason string) {
 		k.mConnThrottled.Add(1)
-		if ok, dropped := k.limitLog.allow(time.Now()); ok {
+		if ok, dropped := k.limitLog.Allow(time.Now()); ok {
 			k.log.Warn("connection accept delayed", "listener", name, "limit", reason, "dropped_similar", dropped)
 		}
 	}
@@ -112,7 +112,7 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 			// acceptLogEvery, and retry until it works again.
 			delay = acceptBackoff(delay)
 			k.mAcceptErrors.Add(1)
-			if ok, dropped := k.acceptLog.allow(time.Now()); ok {
+			if ok, dropped := k.acceptLog.Allow(time.Now()); ok {
 				k.log.Warn("accept failed; backing off", "listener", name, "err", err, "retry_in", delay, "dropped_similar", dropped,
 					"hint", "out of file descriptors? raise the broker's RLIMIT_NOFILE (ulimit -n) or lower max.connections")
 			}
@@ -129,7 +129,7 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 			nc.Close()
 			k.limits.putSlot(ll)
 			k.mConnRefused.Add(1)
-			if ok, dropped := k.limitLog.allow(time.Now()); ok {
+			if ok, dropped := k.limitLog.Allow(time.Now()); ok {
 				k.log.Warn("connection refused: too many from one address (max.connections.per.ip)",
 					"listener", name, "remote", remote.String(), "limit", k.limits.limitFor(ip), "dropped_similar", dropped)
 			}
@@ -272,7 +272,7 @@ func (c *conn) admitFrame(n int) error {
 	if b := c.k.reqBudget; b != nil {
 		blocked := func() {
 			c.k.mBudgetWaits.Add(1)
-			if ok, dropped := c.k.budgetLog.allow(time.Now()); ok {
+			if ok, dropped := c.k.budgetLog.Allow(time.Now()); ok {
 				c.log.Info("request budget spent; pausing reads (queued.max.request.bytes)",
 					"frame_bytes", n, "in_use", b.inUse(), "limit", b.limit, "dropped_similar", dropped)
 			}
@@ -638,7 +638,7 @@ func (b bufferedConn) ReadFrom(r io.Reader) (int64, error) { return b.w.ReadFrom
 // logRejected logs a refused handshake or authentication, rate limited (a scanner or a
 // misconfigured client fleet must not flood the log).
 func (c *conn) logRejected(msg string, err error) {
-	if ok, dropped := c.k.connLog.allow(time.Now()); ok {
+	if ok, dropped := c.k.connLog.Allow(time.Now()); ok {
 		c.log.Warn(msg, "listener", c.info.Listener, "err", err, "dropped_similar", dropped)
 	}
 }

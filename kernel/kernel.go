@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/ratelog"
 	"github.com/sluicehq/sluice/internal/tlsconf"
 )
 
@@ -90,7 +91,7 @@ type Kernel struct {
 	mSASLOK    *Counter
 	mSASLFail  *Counter
 	// connLog bounds the warnings of failed handshakes and authentications.
-	connLog logLimiter
+	connLog ratelog.Limiter
 
 	// reqBudget: queued.max.request.bytes across all connections (reqbudget.go); nil
 	// when unbounded (-1).
@@ -102,9 +103,9 @@ type Kernel struct {
 	// loop that waits for a connection slot.
 	acceptStop     chan struct{}
 	acceptStopOnce sync.Once
-	budgetLog      logLimiter // request budget waits
-	limitLog       logLimiter // refused and throttled connections
-	acceptLog      logLimiter // failed accepts (conn.go)
+	budgetLog      ratelog.Limiter // request budget waits
+	limitLog       ratelog.Limiter // refused and throttled connections
+	acceptLog      ratelog.Limiter // failed accepts (conn.go)
 	mBudgetWaits   *Counter
 	mConnRefused   *Counter
 	mConnThrottled *Counter
@@ -211,13 +212,13 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		limits:     limits,
 		lnLimits:   lnLimits,
 		acceptStop: make(chan struct{}),
-		budgetLog:  logLimiter{n: 1},
-		limitLog:   logLimiter{n: 1},
-		acceptLog:  logLimiter{n: 1, every: acceptLogEvery},
+		budgetLog:  ratelog.Limiter{N: 1},
+		limitLog:   ratelog.Limiter{N: 1},
+		acceptLog:  ratelog.Limiter{N: 1, Every: acceptLogEvery},
 
 		cfg:       cfg,
 		protocols: protocols,
-		connLog:   logLimiter{n: 5},
+		connLog:   ratelog.Limiter{N: 5},
 
 		saslMaxRecv: int32(saslMax),
 		reauth:      time.Duration(reauthMs) * time.Millisecond,

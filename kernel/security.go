@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tlsconf"
@@ -181,37 +180,4 @@ func (k *Kernel) certificatePrincipal(cert *x509.Certificate) (Principal, error)
 		return Principal{}, fmt.Errorf("client certificate: %w", err)
 	}
 	return Principal{Type: "User", Name: name}, nil
-}
-
-// logLimiter lets through at most n lines per window (every, default one second); the
-// rest are counted and the count is reported with the next line let through. The
-// connection refusals and the admin API's failures share it.
-type logLimiter struct {
-	mu      sync.Mutex
-	n       int
-	every   time.Duration
-	window  time.Time
-	used    int
-	dropped int
-}
-
-// allow reports whether a line may be logged now and how many were dropped before it.
-func (l *logLimiter) allow(now time.Time) (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	every := l.every
-	if every <= 0 {
-		every = time.Second
-	}
-	if now.Sub(l.window) >= every {
-		l.window, l.used = now, 0
-	}
-	if l.used >= l.n {
-		l.dropped++
-		return false, 0
-	}
-	l.used++
-	d := l.dropped
-	l.dropped = 0
-	return true, d
 }

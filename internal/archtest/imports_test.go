@@ -98,17 +98,29 @@ func moduleOf(pkg string) string {
 	return m
 }
 
+// kernelLeaves are the internal packages the kernel may import.
+var kernelLeaves = map[string]bool{"internal/tlsconf": true, "internal/ratelog": true}
+
+// parentOf is pkg's parent directory ("" at the top).
+func parentOf(pkg string) string {
+	if i := strings.LastIndexByte(pkg, '/'); i >= 0 {
+		return pkg[:i]
+	}
+	return ""
+}
+
 func violation(pkg, imp string) string {
 	impMod := moduleOf(imp)
 	switch {
-	case strings.HasPrefix(pkg, "kernel") && imp == "internal/tlsconf":
-		// The one exception: TLS configuration, shared with the brokers' outgoing
-		// connections; it imports nothing of the repository (the next case).
+	case strings.HasPrefix(pkg, "kernel") && kernelLeaves[imp]:
+		// The exceptions: TLS configuration, shared with the brokers' outgoing
+		// connections, and the log rate limiter the modules share; they import
+		// nothing of the repository (the next case).
 		return ""
-	case pkg == "internal/tlsconf" || strings.HasPrefix(pkg, "internal/tlsconf/"):
-		return "internal/tlsconf is imported by the kernel: it imports nothing of the repository"
+	case kernelLeaves[pkg] || kernelLeaves[parentOf(pkg)]:
+		return pkg + " is imported by the kernel: it imports nothing of the repository"
 	case strings.HasPrefix(pkg, "kernel") && (impMod != "" || strings.HasPrefix(imp, "internal/")):
-		return "the kernel imports no module and no internal package (but internal/tlsconf)"
+		return "the kernel imports no module and no internal package (but internal/tlsconf and internal/ratelog)"
 	case pkg == "modules/standard" || pkg == "internal/testbroker" || strings.HasPrefix(pkg, "cmd/"):
 		return ""
 	case strings.HasPrefix(pkg, "examples/"):
@@ -130,6 +142,8 @@ func TestViolationRules(t *testing.T) {
 		{"kernel", "internal/kconfig", true},
 		{"kernel", "internal/tlsconf", false},
 		{"internal/tlsconf", "kernel", true},
+		{"kernel", "internal/ratelog", false},
+		{"internal/ratelog", "kernel", true},
 		{"modules/replication", "modules/storage/memory", true},
 		{"modules/replication", "kernel", false},
 		{"modules/storage/segmentlog", "modules/storage/internal/batches", false},

@@ -551,7 +551,7 @@ func (m *Module) openSucceeded(tp kernel.TopicPartition) {
 	if f == nil {
 		return
 	}
-	if ok, dropped := m.openLog.allow(m.now()); ok {
+	if ok, dropped := m.openLog.Allow(m.now()); ok {
 		m.log.Info("partition opened after failure", "topic", tp.Topic, "partition", tp.Partition, "suppressed", dropped)
 	}
 }
@@ -563,7 +563,7 @@ func (m *Module) logOpen(msg string, tp kernel.TopicPartition, err error) {
 	if errors.Is(err, errStopped) {
 		return
 	}
-	if ok, dropped := m.openLog.allow(m.now()); ok {
+	if ok, dropped := m.openLog.Allow(m.now()); ok {
 		m.log.Error(msg, "topic", tp.Topic, "partition", tp.Partition, "err", err, "suppressed", dropped)
 	}
 }
@@ -572,32 +572,6 @@ const (
 	openLogBurst = 10
 	openLogEvery = 10 * time.Second
 )
-
-// rateLimit allows openLogBurst events per openLogEvery window and counts the rest.
-type rateLimit struct {
-	mu      sync.Mutex
-	start   time.Time
-	n       int
-	dropped int
-}
-
-// allow reports whether an event may be logged now, and how many were dropped since
-// the last one that was.
-func (r *rateLimit) allow(now time.Time) (bool, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if now.Sub(r.start) >= openLogEvery {
-		r.start, r.n = now, 0
-	}
-	if r.n >= openLogBurst {
-		r.dropped++
-		return false, 0
-	}
-	r.n++
-	d := r.dropped
-	r.dropped = 0
-	return true, d
-}
 
 // retryLoop reopens partitions whose open failed, each when its backoff is due, from
 // the current image (as a lazy open does).

@@ -199,25 +199,6 @@ func TestOpenFailureStorageError(t *testing.T) {
 	}
 }
 
-// TestRateLimit: a burst is logged, the rest counted into the next line.
-func TestRateLimit(t *testing.T) {
-	var r rateLimit
-	now := r.start.Add(openLogEvery)
-	for i := range openLogBurst {
-		if ok, _ := r.allow(now); !ok {
-			t.Fatalf("event %d of the burst refused", i)
-		}
-	}
-	for range 5 {
-		if ok, _ := r.allow(now); ok {
-			t.Fatal("event past the burst allowed")
-		}
-	}
-	if ok, dropped := r.allow(now.Add(openLogEvery)); !ok || dropped != 5 {
-		t.Fatalf("next window: %v, %d dropped", ok, dropped)
-	}
-}
-
 // BenchmarkApplyImage: applying an image that changes one topic, with 1k, 10k and
 // 100k one-partition topics led here; "full" walks the whole image as applyImage did
 // before it diffed images.

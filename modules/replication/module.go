@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/internal/ratelog"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -116,7 +117,7 @@ type Module struct {
 	// retryWake (cap 1) wakes retryLoop when an open fails; openLog rate-limits the
 	// open failure log lines.
 	retryWake chan struct{}
-	openLog   rateLimit
+	openLog   ratelog.Limiter
 
 	mu      sync.RWMutex
 	parts   map[kernel.TopicPartition]*Partition
@@ -165,6 +166,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.follows = map[kernel.TopicPartition]*follow{}
 	m.lockSeed = maphash.MakeSeed()
 	m.retryWake = make(chan struct{}, 1)
+	m.openLog.N, m.openLog.Every = openLogBurst, openLogEvery
 	slots := m.FetchSessionCacheSlots
 	if m.MaxIncrementalFetchSessionCacheSlots > 0 {
 		slots = m.MaxIncrementalFetchSessionCacheSlots
