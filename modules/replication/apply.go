@@ -577,6 +577,17 @@ const (
 // the current image (as a lazy open does).
 func (m *Module) retryLoop(ctx context.Context) {
 	for {
+		m.mu.Lock()
+		idle := len(m.failed) == 0
+		m.mu.Unlock()
+		if idle { // nothing to retry: wait for a failure (and read no clock before)
+			select {
+			case <-m.retryWake:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
 		var due []kernel.TopicPartition
 		now := m.now()
 		next := time.Duration(-1)
