@@ -75,11 +75,7 @@ func (m *Module) handleWriteTxnMarkers(ctx context.Context, req *kernel.Request,
 	}
 	for i := range ws {
 		s := slots[i]
-		code := errorCode(ws[i].err)
-		if code == kerr.KafkaStorageError.Code {
-			m.log.Error("write txn marker", "topic", ws[i].tp.Topic, "partition", ws[i].tp.Partition, "err", ws[i].err)
-		}
-		resp.Markers[s.mi].Topics[s.ti].Partitions[s.pi].ErrorCode = code
+		resp.Markers[s.mi].Topics[s.ti].Partitions[s.pi].ErrorCode = m.storageCode(nil, ws[i].tp, "write txn marker", ws[i].err)
 	}
 	return kernel.Reply(resp), nil
 }

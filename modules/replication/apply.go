@@ -392,10 +392,7 @@ func (m *Module) refollow(ps []*Partition) {
 		cur := m.follows[p.tp]
 		var want *follow
 		if m.parts[p.tp] == p {
-			pl := p.place.Load()
-			if pl.leader >= 0 && pl.leader != m.broker.NodeID && slices.Contains(pl.replicas, m.broker.NodeID) {
-				want = &follow{p: p, leader: pl.leader, epoch: pl.epoch}
-			}
+			want = m.followOf(p)
 		} else if cur == nil || cur.p != p {
 			continue // p is not the partition followed under its name
 		}
@@ -420,9 +417,8 @@ func (m *Module) refollowAll() {
 	want := map[kernel.TopicPartition]*follow{}
 	m.mu.RLock()
 	for tp, p := range m.parts {
-		pl := p.place.Load()
-		if pl.leader >= 0 && pl.leader != m.broker.NodeID && slices.Contains(pl.replicas, m.broker.NodeID) {
-			want[tp] = &follow{p: p, leader: pl.leader, epoch: pl.epoch}
+		if f := m.followOf(p); f != nil {
+			want[tp] = f
 		}
 	}
 	m.mu.RUnlock()
@@ -434,57 +430,21 @@ func (m *Module) refollowAll() {
 	m.fetchers.assign(want, n)
 }
 
+// followOf is what the fetchers must do for local partition p: follow its leader
+// when this broker replicates it and does not lead it (nil: nothing, also while it
+// has no leader).
+func (m *Module) followOf(p *Partition) *follow {
+	pl := p.place.Load()
+	if pl.leader >= 0 && pl.leader != m.broker.NodeID && slices.Contains(pl.replicas, m.broker.NodeID) {
+		return &follow{p: p, leader: pl.leader, epoch: pl.epoch}
+	}
+	return nil
+}
+
 // followChange is one partition's change of follow (old or new nil: none).
 type followChange struct {
 	tp       kernel.TopicPartition
 	old, new *follow
-}
-
-// apply moves the partitions of changes between the fetchers (sharded by n, as the
-// last assign), starting fetchers that get their first partition and stopping the
-// ones left empty.
-func (fs *fetcherSet) apply(changes []followChange, n int) {
-	if len(changes) == 0 {
-		return
-	}
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.stopped {
-		return
-	}
-	poke := map[*fetcher]bool{}
-	for _, c := range changes {
-		if c.old != nil {
-			if f := fs.by[fetcherKey{leader: c.old.leader, shard: shardOf(c.tp, n)}]; f != nil {
-				f.mu.Lock()
-				delete(f.parts, c.tp)
-				f.mu.Unlock()
-				poke[f] = true
-			}
-		}
-		if c.new != nil {
-			k := fetcherKey{leader: c.new.leader, shard: shardOf(c.tp, n)}
-			f := fs.by[k]
-			if f == nil {
-				f = fs.start(k)
-			}
-			f.mu.Lock()
-			f.parts[c.tp] = c.new
-			f.mu.Unlock()
-			poke[f] = true
-		}
-	}
-	for f := range poke {
-		f.mu.Lock()
-		empty := len(f.parts) == 0
-		f.mu.Unlock()
-		if empty {
-			f.cancel()
-			delete(fs.by, f.key)
-			continue
-		}
-		f.poke()
-	}
 }
 
 // hasLocal reports whether tp has a local partition or a failed open.

@@ -379,10 +379,7 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	}
 	res, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), bound, minOne)
 	if err != nil {
-		fp.errorCode = errorCode(err)
-		if !op.m.storageFailed(p, err) && fp.errorCode == kerr.KafkaStorageError.Code {
-			op.m.log.Error("fetch read", "topic", fp.topic, "partition", fp.partition, "err", err)
-		}
+		fp.errorCode = op.m.storageCode(p, tp, "fetch read", err)
 		return
 	}
 	fp.records = res

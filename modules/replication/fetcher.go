@@ -157,6 +157,53 @@ func (fs *fetcherSet) assign(want map[kernel.TopicPartition]*follow, n int) {
 	}
 }
 
+// apply moves the partitions of changes between the fetchers (sharded by n, as the
+// last assign), starting fetchers that get their first partition and stopping the
+// ones left empty.
+func (fs *fetcherSet) apply(changes []followChange, n int) {
+	if len(changes) == 0 {
+		return
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.stopped {
+		return
+	}
+	poke := map[*fetcher]bool{}
+	for _, c := range changes {
+		if c.old != nil {
+			if f := fs.by[fetcherKey{leader: c.old.leader, shard: shardOf(c.tp, n)}]; f != nil {
+				f.mu.Lock()
+				delete(f.parts, c.tp)
+				f.mu.Unlock()
+				poke[f] = true
+			}
+		}
+		if c.new != nil {
+			k := fetcherKey{leader: c.new.leader, shard: shardOf(c.tp, n)}
+			f := fs.by[k]
+			if f == nil {
+				f = fs.start(k)
+			}
+			f.mu.Lock()
+			f.parts[c.tp] = c.new
+			f.mu.Unlock()
+			poke[f] = true
+		}
+	}
+	for f := range poke {
+		f.mu.Lock()
+		empty := len(f.parts) == 0
+		f.mu.Unlock()
+		if empty {
+			f.cancel()
+			delete(fs.by, f.key)
+			continue
+		}
+		f.poke()
+	}
+}
+
 // start starts the fetcher for k (fs.mu held).
 func (fs *fetcherSet) start(k fetcherKey) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())

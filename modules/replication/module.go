@@ -115,9 +115,10 @@ type Module struct {
 	// applyVisited counts partitions applyImage looked at (tests, benchmarks).
 	applyVisited atomic.Int64
 	// retryWake (cap 1) wakes retryLoop when an open fails; openLog rate-limits the
-	// open failure log lines.
-	retryWake chan struct{}
-	openLog   ratelog.Limiter
+	// open failure log lines, storageLog those of failed Log calls (storageCode).
+	retryWake  chan struct{}
+	openLog    ratelog.Limiter
+	storageLog ratelog.Limiter
 
 	mu      sync.RWMutex
 	parts   map[kernel.TopicPartition]*Partition
@@ -167,6 +168,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.lockSeed = maphash.MakeSeed()
 	m.retryWake = make(chan struct{}, 1)
 	m.openLog.N, m.openLog.Every = openLogBurst, openLogEvery
+	m.storageLog.N, m.storageLog.Every = openLogBurst, openLogEvery
 	slots := m.FetchSessionCacheSlots
 	if m.MaxIncrementalFetchSessionCacheSlots > 0 {
 		slots = m.MaxIncrementalFetchSessionCacheSlots

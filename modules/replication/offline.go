@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -11,7 +13,7 @@ import (
 // (storage verifies each batch's CRC once before serving it) refuses reads and appends
 // with kernel.ErrLogOffline until truncated below the damage: produce and fetch answer
 // KAFKA_STORAGE_ERROR (errorCode), Kafka's log-dir failure narrowed to one partition.
-// Storage logs the damage once; the request paths do not log it again (storageFailed).
+// Storage logs the damage once; the request paths do not log it again (storageCode).
 //
 //   - As leader, the broker resigns: it proposes the ISR without itself with leader -1
 //     (AlterPartitionRequest.Resign; the partition's one change in flight), and the
@@ -38,12 +40,31 @@ import (
 // read path, which takes no partition lock). Partition.offlineNoted makes the
 // resignation's log lines once per offline episode.
 
-// storageFailed handles the error of a Log call on p: it reports whether err is the
-// log being offline (storage logged it: the caller need not) and, on a leader, starts
-// its resignation.
+// storageCode is errorCode(err) for a failed Log call of a request on tp (p: its
+// partition, nil when the caller has none at hand), with the call's side effects: an
+// offline log (storage logged the damage once) starts a leader's resignation; any
+// other storage error is logged here, at most openLogBurst lines per openLogEvery,
+// so a failing disk does not log once per request.
+func (m *Module) storageCode(p *Partition, tp kernel.TopicPartition, what string, err error) int16 {
+	code := errorCode(err)
+	if m.storageFailed(p, err) || code != kerr.KafkaStorageError.Code {
+		return code
+	}
+	if ok, dropped := m.storageLog.Allow(m.now()); ok {
+		m.log.Error(what, "topic", tp.Topic, "partition", tp.Partition, "err", err, "suppressed", dropped)
+	}
+	return code
+}
+
+// storageFailed handles the error of a Log call on p (nil: unknown): it reports
+// whether err is the log being offline (storage logged it: the caller need not) and,
+// on a leader, starts its resignation.
 func (m *Module) storageFailed(p *Partition, err error) bool {
-	if p == nil || !errors.Is(err, kernel.ErrLogOffline) {
+	if !errors.Is(err, kernel.ErrLogOffline) {
 		return false
+	}
+	if p == nil {
+		return true
 	}
 	p.offline.Store(true)
 	if req := p.resign(m.now().UnixMilli()); req != nil {

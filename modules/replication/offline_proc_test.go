@@ -177,7 +177,11 @@ func TestProcUncleanShutdownOffline(t *testing.T) {
 			}
 		})
 		if i == n+20 {
+			ackWait := time.Now().Add(30 * time.Second)
 			for acked.Load() == n {
+				if time.Now().After(ackWait) {
+					t.Fatal("no record of the background produce acknowledged within 30 s")
+				}
 				time.Sleep(time.Millisecond)
 			}
 			p.Kill()

@@ -228,10 +228,8 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		res, pc.epoch, err = p.appendLeader(records, acks == -1)
 	}
 	if err != nil {
-		out.ErrorCode = errorCode(err)
-		if !m.storageFailed(p, err) && out.ErrorCode == kerr.KafkaStorageError.Code {
-			m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-		} else if producer && m.log.Enabled(pc.ctxOrBackground(), slog.LevelDebug) {
+		out.ErrorCode = m.storageCode(p, tp, "append", err)
+		if out.ErrorCode != kerr.KafkaStorageError.Code && producer && m.log.Enabled(pc.ctxOrBackground(), slog.LevelDebug) {
 			m.log.Debug("producer batch rejected", "topic", tp.Topic, "partition", tp.Partition, "producer_id", in.ProducerID, "epoch", in.ProducerEpoch, "base_sequence", in.BaseSequence, "err", err)
 		}
 		return nil
@@ -308,11 +306,8 @@ func (pc *produceCtx) checkProducerBatch(tp kernel.TopicPartition, p *Partition)
 func (pc *produceCtx) appendDropped(tp kernel.TopicPartition, p *Partition, seq kernel.SeqRange, acks int16, out *kmsg.ProduceResponseTopicPartition) {
 	res, _, err := p.appendProducer(nil, seq, acks == -1)
 	if err != nil {
-		out.ErrorCode = errorCode(err)
+		out.ErrorCode = pc.m.storageCode(p, tp, "append", err)
 		out.BaseOffset, out.LogStartOffset = -1, -1
-		if !pc.m.storageFailed(p, err) && out.ErrorCode == kerr.KafkaStorageError.Code {
-			pc.m.log.Error("append", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-		}
 		return
 	}
 	if res.Duplicate {

@@ -63,8 +63,8 @@ func IsPartitionDir(dir string) bool {
 
 func segmentFile(name string) bool {
 	stem, ok := strings.CutSuffix(name, logSuffix)
-	_, base := parseBase(stem)
-	return ok && base
+	_, named := parseBase(stem)
+	return ok && named
 }
 
 // PartitionDirs lists the partition directories of a log dir, sorted (leftovers of
@@ -248,12 +248,12 @@ func CutDamage(dir string, p Problem) error {
 	}
 	from := base + 1 // segments from this base on are moved whole
 	if p.Position == 0 {
-		for _, e := range ents {
-			if s, ok := strings.CutSuffix(e.Name(), logSuffix); ok {
-				if b, ok := parseBase(s); ok && b < base {
-					from = base
-				}
-			}
+		bases, err := listOffsets(dir, logSuffix)
+		if err != nil {
+			return err
+		}
+		if len(bases) > 0 && bases[0] < base {
+			from = base // not the first segment: moved whole
 		}
 	}
 	if from > base {
