@@ -34,7 +34,8 @@ import (
 //     cfile.rename, under cfile.mu, so a reopen never opens a stale name.
 //   - A reopen never truncates, and never creates a .log: only the first open of a
 //     new segment does (a missing index file is created empty, as it reads empty).
-//   - dirty is set by every write and cleared only by a successful Sync; a cfile
+//   - dirty is set by every write (but a resize of an index's zero tail, resizeTail)
+//     and cleared only by a successful Sync or by openLog (markSynced); a cfile
 //     starts dirty (its file may hold unsynced pages of an earlier run), so Sync of
 //     an evicted, clean file needs no descriptor and an evicted dirty one is reopened
 //     to be synced (fsync covers the inode's pages, whichever descriptor wrote them).
@@ -343,6 +344,24 @@ func (cf *cfile) Truncate(size int64) error {
 	defer cf.release()
 	cf.markDirty()
 	return f.Truncate(size)
+}
+
+// truncateKeepClean is Truncate without marking the file dirty, for a resize whose
+// loss in a crash is harmless (resizeTail).
+func (cf *cfile) truncateKeepClean(size int64) error {
+	f, err := cf.acquire()
+	if err != nil {
+		return err
+	}
+	defer cf.release()
+	return f.Truncate(size)
+}
+
+// markClean records that the file holds nothing unsynced (see segment.markSynced).
+func (cf *cfile) markClean() {
+	cf.mu.Lock()
+	cf.dirty = false
+	cf.mu.Unlock()
 }
 
 // Stat is fstat through the cache.

@@ -142,6 +142,18 @@ func resizeFile(f *cfile, size int64) error {
 	return nil
 }
 
+// resizeTail is resizeFile for a resize that only grows or cuts the zero tail past
+// the entries (preallocation at activate, its removal at seal): it leaves the file
+// clean if it was, because a lost resize changes nothing a reader sees
+// (parseOffsetIndex and parseTimeIndex stop at the zero tail), so a close of an idle
+// segment fsyncs nothing.
+func resizeTail(f *cfile, size int64) error {
+	if err := f.truncateKeepClean(size); err != nil {
+		return fmt.Errorf("resize %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
 // maxEntriesFor is how many entries of size es fit in segment.index.bytes (at least 4,
 // as Kafka requires).
 func maxEntriesFor(indexBytes int64, es int) int {

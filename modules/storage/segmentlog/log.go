@@ -50,6 +50,10 @@ type Log struct {
 	// (guarded by mu): listed by loadProducers, then kept by writeSnapshot and
 	// removeSnapshot, so a roll never lists the directory.
 	snaps []int64
+	// snapOffset and snapData: the snapshot file at snapOffset holds (loads as) the
+	// state snapData encodes (-1, nil: unknown), guarded by mu; see writeSnapshot.
+	snapOffset int64
+	snapData   []byte
 
 	// epochs is the leader-epoch cache, guarded by mu. epochsDirty: the
 	// leader-epoch-checkpoint file is behind it (a failed write, or a head truncation,

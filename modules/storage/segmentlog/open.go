@@ -121,7 +121,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 			break
 		}
 	}
-	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New()}
+	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New(), snapOffset: -1}
 	l.hw.Store(ckptHW)
 	if len(segs) == 0 {
 		sg, err := openSegment(s.files, dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
@@ -161,6 +161,10 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 		l.dirDirty = false
 	}
+	// The active segment's files are on stable storage now: recovered and synced
+	// just above, or trusted (a clean stop, or below the recovery point, which moves
+	// only after a sync); what open changed since is a resize of the index tails.
+	l.active().markSynced()
 	for _, sg := range segs[:len(segs)-1] {
 		// Sealed and on stable storage (recovered ones were synced above).
 		if err := sg.closeIndexFiles(); err != nil {

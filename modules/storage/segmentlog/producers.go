@@ -69,9 +69,15 @@ func (l *Log) writeSnapshot(offset int64) error {
 		}
 	}
 	l.txnUnsynced = l.txnUnsynced[:0]
-	if err := writeFileNoDirSync(filepath.Join(l.dir, snapshotName(offset)), producers.EncodeSnapshot(l.prod, offset)); err != nil {
+	data := producers.EncodeSnapshot(l.prod, offset)
+	if _, ok := slices.BinarySearch(l.snaps, offset); ok && offset == l.snapOffset && bytes.Equal(data, l.snapData) {
+		return nil // the file holds this state already (an idle log's close)
+	}
+	l.snapOffset, l.snapData = -1, nil
+	if err := writeFileNoDirSync(filepath.Join(l.dir, snapshotName(offset)), data); err != nil {
 		return fmt.Errorf("write producer snapshot %d: %w", offset, err)
 	}
+	l.rememberSnapshot(offset, data)
 	if i, ok := slices.BinarySearch(l.snaps, offset); !ok {
 		l.snaps = slices.Insert(l.snaps, i, offset)
 	}
@@ -80,6 +86,20 @@ func (l *Log) writeSnapshot(offset int64) error {
 	}
 	return nil
 }
+
+// rememberSnapshot records that the snapshot file at offset holds (or loads as) the
+// state data encodes, so that writeSnapshot skips rewriting it unchanged. Large
+// states are not kept (they are rewritten).
+func (l *Log) rememberSnapshot(offset int64, data []byte) {
+	if len(data) > maxRememberedSnapshot {
+		l.snapOffset, l.snapData = -1, nil
+		return
+	}
+	l.snapOffset, l.snapData = offset, data
+}
+
+// maxRememberedSnapshot bounds the snapshot bytes a log keeps to skip rewrites.
+const maxRememberedSnapshot = 4 << 10
 
 func syncFile(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -213,6 +233,7 @@ func (l *Log) loadProducers() (replayed bool, err error) {
 		}
 		break
 	}
+	l.snapOffset, l.snapData = -1, nil
 	for _, s := range l.segs {
 		if s.base >= from && s.base > first {
 			break
@@ -250,6 +271,13 @@ func (l *Log) loadProducers() (replayed bool, err error) {
 		return false, err
 	}
 	l.prod.TruncateHead(l.logStart.Load())
+	if from == leo {
+		// Loaded from the snapshot at the log end, nothing replayed: that file
+		// loads as this state.
+		if _, ok := slices.BinarySearch(l.snaps, leo); ok {
+			l.rememberSnapshot(leo, producers.EncodeSnapshot(l.prod, leo))
+		}
+	}
 	return from < leo, nil
 }
 

@@ -198,10 +198,10 @@ func (s *segment) seal() error {
 			return err
 		}
 	}
-	if err := resizeFile(s.oidx.f, int64(s.oidx.entries())*offsetEntrySize); err != nil {
+	if err := resizeTail(s.oidx.f, int64(s.oidx.entries())*offsetEntrySize); err != nil {
 		return err
 	}
-	if err := resizeFile(s.tidx.f, int64(s.tidx.entries())*timeEntrySize); err != nil {
+	if err := resizeTail(s.tidx.f, int64(s.tidx.entries())*timeEntrySize); err != nil {
 		return err
 	}
 	s.sealed = true
@@ -245,10 +245,10 @@ func (s *segment) activate(indexBytes int64) error {
 	}
 	s.oidx.maxEntries = max(maxEntriesFor(indexBytes, offsetEntrySize), s.oidx.entries())
 	s.tidx.maxEntries = max(maxEntriesFor(indexBytes, timeEntrySize), s.tidx.entries()+1)
-	if err := resizeFile(s.oidx.f, int64(s.oidx.maxEntries)*offsetEntrySize); err != nil {
+	if err := resizeTail(s.oidx.f, int64(s.oidx.maxEntries)*offsetEntrySize); err != nil {
 		return err
 	}
-	if err := resizeFile(s.tidx.f, int64(s.tidx.maxEntries)*timeEntrySize); err != nil {
+	if err := resizeTail(s.tidx.f, int64(s.tidx.maxEntries)*timeEntrySize); err != nil {
 		return err
 	}
 	s.sealed = false
@@ -266,6 +266,18 @@ func (s *segment) sync() error {
 		}
 	}
 	return nil
+}
+
+// markSynced records that the segment's files hold nothing unsynced (openLog, once
+// each file is on stable storage: trusted from a clean stop or below the recovery
+// point, or recovered and synced), so that a close of a segment that was not written
+// fsyncs nothing. A cfile otherwise starts dirty, not knowing what an earlier run left.
+func (s *segment) markSynced() {
+	for _, f := range []*cfile{s.log, s.oidx.f, s.tidx.f} {
+		if f != nil {
+			f.markClean()
+		}
+	}
 }
 
 // segState is what an append changes, kept to undo a failed one.

@@ -38,6 +38,21 @@ type Store struct {
 	mu     sync.Mutex
 	logs   map[kernel.TopicPartition]*Log
 	closed bool
+	// opening holds the partitions being opened or removed (outside mu, so that
+	// opens of different partitions run in parallel). An Open of a partition in it
+	// waits for that open (and takes its log) or removal; Remove waits for it too,
+	// and Close waits for every one, so a partition is opened once, and a log whose
+	// open finishes after Close began or before a Remove is closed or removed like
+	// any other.
+	opening map[kernel.TopicPartition]*pendingOpen
+	// removed holds the partitions removed since the checkpoint files were last
+	// written (their entries are still in the files). Remove leaves the rewrite to the
+	// flush loop (or Close), so deleting thousands of partitions writes the files
+	// about once a second, not once per partition; an Open of a partition in removed
+	// writes the files first, so no entry of a removed incarnation is ever on disk
+	// while a new one has data (openLog ignores the entries of a partition without
+	// a directory, which covers a crash in between).
+	removed map[kernel.TopicPartition]struct{}
 	// From the checkpoint files, kept for partitions that are not open.
 	recoveryPoints map[kernel.TopicPartition]int64
 	logStarts      map[kernel.TopicPartition]int64
@@ -79,6 +94,8 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 		dir: dir, logger: logger, now: time.Now,
 		files:   newFileCache(0, logger),
 		logs:    map[kernel.TopicPartition]*Log{},
+		opening: map[kernel.TopicPartition]*pendingOpen{},
+		removed: map[kernel.TopicPartition]struct{}{},
 		unclean: map[kernel.TopicPartition]bool{},
 	}
 	var err error
@@ -141,33 +158,84 @@ func (s *Store) SetOpenFilesBudget(n int) { s.files.setBudget(n) }
 // OpenFiles is how many segment files hold a descriptor now.
 func (s *Store) OpenFiles() int { return s.files.openCount() }
 
-// Open implements kernel.Storage.
+// pendingOpen is an open (or a removal's rename) in progress; done is closed when it
+// finished.
+type pendingOpen struct{ done chan struct{} }
+
+// Open implements kernel.Storage. Opens of different partitions run in parallel; a
+// second Open of a partition being opened waits for the first and returns its log.
 func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, kernel.ErrLogClosed
-	}
-	if l, ok := s.logs[tp]; ok {
-		l.SetConfig(cfg)
-		return l, nil
-	}
 	if !validTopic(tp.Topic) || tp.Partition < 0 {
 		return nil, fmt.Errorf("open %v: invalid topic partition", tp)
 	}
+	s.mu.Lock()
+	for {
+		if s.closed {
+			s.mu.Unlock()
+			return nil, kernel.ErrLogClosed
+		}
+		if l, ok := s.logs[tp]; ok {
+			s.mu.Unlock()
+			l.SetConfig(cfg)
+			return l, nil
+		}
+		if p := s.opening[tp]; p != nil {
+			s.mu.Unlock()
+			<-p.done // then take its log, or try again if it failed
+			s.mu.Lock()
+			continue
+		}
+		if _, ok := s.removed[tp]; ok {
+			s.mu.Unlock()
+			if err := s.writeCheckpoints(); err != nil {
+				return nil, fmt.Errorf("open %v: %w", tp, err)
+			}
+			s.mu.Lock()
+			continue
+		}
+		break
+	}
+	p := &pendingOpen{done: make(chan struct{})}
+	s.opening[tp] = p
 	rp, hasRP := s.recoveryPoints[tp]
 	hw, hasHW := s.hws[tp]
 	if !hasHW {
 		hw = -1
 	}
-	l, err := openLog(s, tp, topicID, cfg, checkpointed{recoveryPoint: rp, clean: hasRP && !s.unclean[tp], logStart: s.logStarts[tp], hw: hw, firstDirty: s.cleanerOffsets[tp]})
+	ckpt := checkpointed{recoveryPoint: rp, clean: hasRP && !s.unclean[tp], logStart: s.logStarts[tp], hw: hw, firstDirty: s.cleanerOffsets[tp]}
+	s.mu.Unlock()
+
+	// Nothing else touches tp's directory meanwhile: other Opens and Remove wait.
+	l, err := openLog(s, tp, topicID, cfg, ckpt)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.opening, tp)
+	close(p.done)
 	if err != nil {
 		return nil, err
 	}
 	s.logs[tp] = l
 	delete(s.unclean, tp)
 	s.dirty.Store(true)
+	if s.closed {
+		return nil, kernel.ErrLogClosed // Close (waiting for this open) closes it
+	}
 	return l, nil
+}
+
+// waitOpen waits until no open of tp is in progress. Called with mu held, which it
+// releases while it waits.
+func (s *Store) waitOpen(tp kernel.TopicPartition) {
+	for {
+		p := s.opening[tp]
+		if p == nil {
+			return
+		}
+		s.mu.Unlock()
+		<-p.done
+		s.mu.Lock()
+	}
 }
 
 // validTopic rejects names that would escape the log directory.
@@ -193,12 +261,14 @@ func (s *Store) forget(l *Log, clean bool) {
 }
 
 // Remove implements kernel.Storage: it closes the log and deletes its directory. Files
-// that an unreleased ReadResult points into stay readable until it is released.
+// that an unreleased ReadResult points into stay readable until it is released. An
+// open of tp in progress finishes first; Opens of tp wait for the Remove.
 func (s *Store) Remove(tp kernel.TopicPartition) error {
 	if !validTopic(tp.Topic) {
 		return nil
 	}
 	s.mu.Lock()
+	s.waitOpen(tp)
 	if l, ok := s.logs[tp]; ok {
 		l.closeForRemove()
 		delete(s.logs, tp)
@@ -208,6 +278,11 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	delete(s.hws, tp)
 	delete(s.cleanerOffsets, tp)
 	delete(s.unclean, tp)
+	s.removed[tp] = struct{}{}
+	s.dirty.Store(true)
+	p := &pendingOpen{done: make(chan struct{})} // Opens of tp wait for the rename
+	s.opening[tp] = p
+	s.mu.Unlock()
 	// Rename the directory away first, durably, so that a crash part way through the
 	// deletion leaves no partial partition directory to be taken for the partition
 	// (or for a re-created topic of the same name); leftovers go at the next open.
@@ -219,6 +294,9 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	} else if err == nil {
 		err = syncDir(s.dir)
 	}
+	s.mu.Lock()
+	delete(s.opening, tp)
+	close(p.done)
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("remove %v: %w", tp, err)
@@ -228,7 +306,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 			return fmt.Errorf("remove %v: %w", tp, err)
 		}
 	}
-	return s.writeCheckpoints()
+	return nil // the checkpoint files are rewritten later (see Store.removed)
 }
 
 // Dirs implements kernel.Storage: the log dir with every partition directory in it.
@@ -307,17 +385,25 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	for len(s.opening) > 0 { // no new ones start once closed
+		for _, p := range s.opening {
+			s.mu.Unlock()
+			<-p.done
+			s.mu.Lock()
+			break
+		}
+	}
 	logs := make([]*Log, 0, len(s.logs))
 	for _, l := range s.logs {
 		logs = append(logs, l)
 	}
 	s.mu.Unlock()
-	var errs []error
-	for _, l := range logs {
-		if err := l.close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %v: %w", l.tp, err))
+	errs := make([]error, len(logs))
+	parallelEach(len(logs), closeWorkers, func(i int) {
+		if err := logs[i].close(); err != nil {
+			errs[i] = fmt.Errorf("close %v: %w", logs[i].tp, err)
 		}
-	}
+	})
 	errs = append(errs, s.writeCheckpoints(), s.writeHWCheckpoint())
 	if err := errors.Join(errs...); err != nil {
 		return err // no marker: the next open recovers
@@ -337,6 +423,38 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// closeWorkers is how many logs Close closes at once: each close is mostly waiting
+// for fsyncs, which the file system commits together when they overlap.
+const closeWorkers = 16
+
+// parallelEach calls fn(0) .. fn(n-1) on up to workers goroutines and returns when
+// every call returned.
+func parallelEach(n, workers int, fn func(i int)) {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(workers)
+	for range workers {
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // writeCheckpoints writes both checkpoint files from the open logs and the remembered
 // offsets of the others.
 func (s *Store) writeCheckpoints() error {
@@ -344,6 +462,8 @@ func (s *Store) writeCheckpoints() error {
 	defer s.ckptMu.Unlock()
 	s.dirty.Store(false)
 	s.mu.Lock()
+	removed := s.removed
+	s.removed = map[kernel.TopicPartition]struct{}{}
 	rps := make(map[kernel.TopicPartition]int64, len(s.recoveryPoints)+len(s.logs))
 	lss := make(map[kernel.TopicPartition]int64, len(s.logStarts)+len(s.logs))
 	for tp, v := range s.recoveryPoints {
@@ -356,15 +476,21 @@ func (s *Store) writeCheckpoints() error {
 		rps[tp], lss[tp] = l.offsets()
 	}
 	s.mu.Unlock()
-	if err := writeFileAtomic(filepath.Join(s.dir, recoveryCheckpointFile), formatCheckpoint(rps)); err != nil {
-		s.dirty.Store(true)
-		return fmt.Errorf("write recovery point checkpoint: %w", err)
+	err := writeFileAtomic(filepath.Join(s.dir, recoveryCheckpointFile), formatCheckpoint(rps))
+	if err != nil {
+		err = fmt.Errorf("write recovery point checkpoint: %w", err)
+	} else if err = writeFileAtomic(filepath.Join(s.dir, logStartCheckpointFile), formatCheckpoint(lss)); err != nil {
+		err = fmt.Errorf("write log start checkpoint: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(s.dir, logStartCheckpointFile), formatCheckpoint(lss)); err != nil {
+	if err != nil {
 		s.dirty.Store(true)
-		return fmt.Errorf("write log start checkpoint: %w", err)
+		s.mu.Lock()
+		for tp := range removed { // their entries may still be on disk
+			s.removed[tp] = struct{}{}
+		}
+		s.mu.Unlock()
 	}
-	return nil
+	return err
 }
 
 // writeCleanerCheckpoint writes cleaner-offset-checkpoint: the first dirty offset of

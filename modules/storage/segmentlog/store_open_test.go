@@ -1,0 +1,186 @@
+package segmentlog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/storage/storagetest"
+)
+
+// Concurrent Opens of one partition open it once and all get the same Log; opens of
+// different partitions and Removes race without losing either.
+func TestStoreConcurrentOpenRemove(t *testing.T) {
+	s, err := OpenStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cfg := storagetest.DefaultConfig()
+	tp := kernel.TopicPartition{Topic: "t", Partition: 0}
+	const n = 16
+	logs := make([]kernel.Log, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := s.Open(tp, [16]byte{1}, cfg)
+			if err != nil {
+				t.Error(err)
+			}
+			logs[i] = l
+		}()
+	}
+	wg.Wait()
+	for i := range logs {
+		if logs[i] != logs[0] {
+			t.Fatalf("open %d returned another Log", i)
+		}
+	}
+	if _, err := logs[0].AppendLeader(storagetest.Batch(0, 1, 3, 10)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Open and Remove of the same partitions from many goroutines: each ends either
+	// open (and usable) or removed, never a Log whose directory is gone.
+	for i := range 32 {
+		wg.Add(2)
+		p := kernel.TopicPartition{Topic: "r", Partition: int32(i)}
+		go func() {
+			defer wg.Done()
+			if _, err := s.Open(p, [16]byte{2}, cfg); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := s.Remove(p); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range 32 {
+		p := kernel.TopicPartition{Topic: "r", Partition: int32(i)}
+		l, err := s.Open(p, [16]byte{2}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendLeader(storagetest.Batch(0, 1, 1, 10)); err != nil {
+			t.Fatalf("append to %v after the race: %v", p, err)
+		}
+	}
+
+	// A removed partition re-created: starts empty, and the checkpoint file no longer
+	// holds the old incarnation's entry once the new one is open.
+	if err := s.Remove(tp); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Open(tp, [16]byte{3}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LogEndOffset(); got != 0 {
+		t.Fatalf("re-created partition's log end %d, want 0", got)
+	}
+	rps, err := readCheckpoint(filepath.Join(s.dir, recoveryCheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := rps[tp]; ok && v != 0 {
+		t.Fatalf("recovery point checkpoint holds %v=%d of the removed incarnation", tp, v)
+	}
+}
+
+// Open racing Close: the store closes every log an Open finished, and the next open
+// of the directory is clean.
+func TestStoreCloseDuringOpens(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := storagetest.DefaultConfig()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := s.Open(kernel.TopicPartition{Topic: "c", Partition: int32(i)}, [16]byte{1}, cfg)
+			if err == kernel.ErrLogClosed {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			l.AppendLeader(storagetest.Batch(0, 1, 1, 10)) // may lose the race with Close
+		}()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if _, err := os.Stat(filepath.Join(dir, cleanShutdownFile)); err != nil {
+		t.Fatalf("no clean shutdown marker after Close: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Fatalf("leftover %s", e.Name())
+		}
+	}
+}
+
+// An idle log's close rewrites no producer snapshot, and a written one's does.
+func TestCloseSkipsUnchangedSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	cfg := storagetest.DefaultConfig()
+	tp := kernel.TopicPartition{Topic: "s", Partition: 0}
+	open := func() (*Store, kernel.Log) {
+		s, err := OpenStore(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.Open(tp, [16]byte{1}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, l
+	}
+	snapStat := func(leo int64) os.FileInfo {
+		fi, err := os.Stat(filepath.Join(dir, tp.String(), snapshotName(leo)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	s, l := open()
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 2, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := snapStat(2)
+	// Renamed over by a rewrite: a new inode.
+	s, _ = open()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapStat(2); !os.SameFile(before, after) {
+		t.Fatal("the close of an idle log rewrote its producer snapshot")
+	}
+	s, l = open()
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snapStat(3)
+}
