@@ -126,12 +126,21 @@ func (c *rcluster) restartDamaged(id int32, tp kernel.TopicPartition) int64 {
 }
 
 // waitFollowing waits until broker id is in tp's ISR with the leader's log end,
-// without reading its log (a read would verify it).
+// without reading its log (a read would verify it), in its own image and in the
+// leader's, where it must also be unfenced: only then does the leader send a
+// consumer in its rack to it.
 func (c *rcluster) waitFollowing(id int32, tp kernel.TopicPartition) {
 	c.t.Helper()
 	c.eventually(30*time.Second, fmt.Sprintf("broker %d in the ISR of %s, caught up", id, tp), func() bool {
 		pi := c.image(id).Partition(tp.Topic, tp.Partition)
 		if pi.Leader < 0 || pi.Leader == id || !slices.Contains(pi.ISR, id) {
+			return false
+		}
+		lim := c.image(pi.Leader)
+		if lpi := lim.Partition(tp.Topic, tp.Partition); lpi == nil || lpi.Leader != pi.Leader || !slices.Contains(lpi.ISR, id) {
+			return false
+		}
+		if b := lim.Brokers[id]; b == nil || b.Fenced {
 			return false
 		}
 		lv, ok1 := c.repl(pi.Leader).Replica(tp)

@@ -41,7 +41,7 @@ func procTopic(t *testing.T, p *brokerproc.Proc, topic string, n int) {
 
 // consumeUntilError reads partition 0 of topic from offset from, one batch per fetch,
 // keeping retriable errors: it checks the numbered records it gets and returns them
-// with the first error, or fails when want records came without one.
+// with the first error other than a restarting broker's transient ones.
 func consumeUntilError(t *testing.T, p *brokerproc.Proc, topic string, from int64) (got int64, err error) {
 	t.Helper()
 	cl := p.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}),
@@ -60,7 +60,11 @@ func consumeUntilError(t *testing.T, p *brokerproc.Proc, topic string, from int6
 		})
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
-			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) {
+			// A restarted broker answers NOT_LEADER (or UNKNOWN_TOPIC_OR_PARTITION)
+			// for a partition until its log is open: transient, not the answer
+			// this helper looks for.
+			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) &&
+				!errors.Is(err, kerr.NotLeaderForPartition) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 				ferr = err
 			}
 		})
