@@ -45,8 +45,8 @@ func (nd *node) randIntn(n int) (int, error) {
 	return int(v % uint64(n)), nil
 }
 
-// proposeAll appends records to the metadata log and waits until each is applied to
-// this broker's image. errs[i] is nil when records[i] was applied and accepted;
+// proposeAll appends records to the metadata log (packed into batch entries, see
+// packEntries) and waits until each is applied to this broker's image. errs[i] is nil when records[i] was applied and accepted;
 // otherwise it is ErrNotController, a ctx error, or the reason Apply rejected it.
 // On success the returned image includes every accepted record.
 func (nd *node) proposeAll(ctx context.Context, recs []image.Record) (*kernel.Image, []error) {
@@ -95,29 +95,38 @@ func (nd *node) proposeLocal(ctx context.Context, recs []image.Record) (*kernel.
 			return fail(context.DeadlineExceeded)
 		}
 	}
-	futures := make([]raft.ApplyFuture, len(recs))
-	for i, rec := range recs {
-		data, err := image.EncodeRecord(rec)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		futures[i] = r.Apply(data, timeout)
+	entries := packEntries(recs, errs)
+	futures := make([]raft.ApplyFuture, len(entries))
+	for i, e := range entries {
+		futures[i] = r.Apply(e.data, timeout)
 	}
 	var last uint64
 	wake := false
-	for i, f := range futures {
-		if f == nil {
-			continue
-		}
+	for k, f := range futures {
+		e := entries[k]
 		if err := nd.await(ctx, f); err != nil {
-			errs[i] = mapRaftErr(err)
+			for _, i := range e.recs {
+				errs[i] = mapRaftErr(err)
+			}
 			continue
 		}
 		res, _ := f.Response().(image.ApplyResult)
-		errs[i] = res.Err
 		last = max(last, f.Index())
-		if res.Err == nil {
+		recResults := []image.ApplyResult{res}
+		if e.batch {
+			recResults = res.Batch
+		}
+		if len(recResults) != len(e.recs) { // cannot happen: the entry is this code's
+			for _, i := range e.recs {
+				errs[i] = fmt.Errorf("entry %d: %d results for %d records: %w", f.Index(), len(recResults), len(e.recs), image.ErrInvalidEntry)
+			}
+			continue
+		}
+		for j, i := range e.recs {
+			res := recResults[j]
+			if errs[i] = res.Err; res.Err != nil {
+				continue
+			}
 			results[i] = res
 			nd.logApplied(recs[i], f.Index())
 			if pc, ok := recs[i].(*image.PartitionChangeRecord); ok && pc.Validate {
@@ -136,6 +145,63 @@ func (nd *node) proposeLocal(ctx context.Context, recs []image.Record) (*kernel.
 		return fail(err)
 	}
 	return nd.hub.image(), results, errs
+}
+
+// maxBatchBytes bounds one batch entry (image.BatchRecord): the records of one
+// proposal are packed into as few entries as this allows, a record larger than it
+// going alone. So one CreateTopics of 10,000 topics (~1.5 MB of records) is two raft
+// appends and two new images rather than 10,000 of each, while one entry stays small
+// next to the RPC frame bound (64 MiB) and a follower's AppendEntries of up to 64
+// entries.
+const maxBatchBytes = 1 << 20
+
+// entry is one raft entry of a proposal: a record, or a batch of them (batch), and
+// the positions of its records in the proposal.
+type entry struct {
+	data  []byte
+	batch bool
+	recs  []int
+}
+
+// packEntries encodes recs into entries in order: consecutive records share a batch
+// entry up to maxBatchBytes; a lone record is written as itself, so a proposal of one
+// record is the entry it always was. A record that does not encode gets its error in
+// errs and no entry.
+func packEntries(recs []image.Record, errs []error) []entry {
+	var out []entry
+	var group [][]byte
+	var at []int
+	size := 0
+	flush := func() {
+		switch len(group) {
+		case 0:
+			return
+		case 1:
+			out = append(out, entry{data: group[0], recs: at})
+		default:
+			out = append(out, entry{data: image.EncodeBatch(group), batch: true, recs: at})
+		}
+		group, at, size = nil, nil, 0
+	}
+	for i, rec := range recs {
+		if _, nested := rec.(*image.BatchRecord); nested {
+			errs[i] = fmt.Errorf("propose a batch record: %w", image.ErrInvalidEntry)
+			continue
+		}
+		data, err := image.EncodeRecord(rec)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if size+4+len(data) > maxBatchBytes {
+			flush()
+		}
+		group = append(group, data)
+		at = append(at, i)
+		size += 4 + len(data)
+	}
+	flush()
+	return out
 }
 
 // propose is proposeAll for one record.

@@ -266,9 +266,24 @@
 // Types (frozen; never renumbered or reused): 1 ClusterID, 2 RegisterBroker,
 // 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
 // 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
-// 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs. Every type is at
-// version 1 but PartitionChange, which is at version 2 (below). JSON field names are
-// frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+// 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs, 14 Batch. Every
+// type is at version 1 but PartitionChange, which is at version 2 (below). JSON field
+// names are frozen; ids are 22-character unpadded base64url, as Kafka prints them.
+//
+// Batch is the one type without a JSON payload: it holds other entries verbatim,
+//
+//	| 14 | 1 | count u32 | count × (len u32 | entry) |
+//
+// (big endian; batches do not nest). Its entries apply in order, each as if it were
+// its own entry at the batch's index, to one new state: one image, one publish. An
+// entry the state rejects changes nothing and the others still apply; the raft
+// future's response carries each entry's result. The proposer packs the records of
+// one proposal (one CreateTopics, DeleteTopics, CreatePartitions, config change,
+// election round) into batches of up to 1 MiB, a lone record going as itself, so a
+// request of 10,000 topics is two raft appends instead of 10,000. A broker that cannot
+// read one entry of a batch cannot read the batch (as for any unreadable entry, below).
+// Like PartitionChange version 2, batches are written without a feature level to gate
+// them: every broker of a cluster must read type 14 before any writes one.
 //
 // PartitionChange is
 //

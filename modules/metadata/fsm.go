@@ -20,7 +20,7 @@ type fsm struct {
 }
 
 // Apply applies one committed entry (image.State.ApplyEntry) and publishes the new
-// state. It returns an image.ApplyResult.
+// state, once for a batch of records. It returns an image.ApplyResult.
 func (f *fsm) Apply(l *raft.Log) any {
 	cur := f.hub.state()
 	if l.Type != raft.LogCommand {
@@ -35,6 +35,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.log.Error("skipping unreadable metadata entry", "index", l.Index, "err", res.Err)
 	case res.Err != nil && f.log.Enabled(context.Background(), slog.LevelDebug):
 		f.log.Debug("metadata entry rejected", "index", l.Index, "type", fmt.Sprintf("%T", rec), "err", res.Err)
+	case res.Batch != nil && f.log.Enabled(context.Background(), slog.LevelDebug):
+		for i, r := range res.Batch {
+			if r.Err != nil {
+				f.log.Debug("metadata entry rejected", "index", l.Index, "record", i, "type", fmt.Sprintf("%T", rec.(*image.BatchRecord).Records[i]), "err", r.Err)
+			}
+		}
 	}
 	f.hub.publish(next)
 	return res

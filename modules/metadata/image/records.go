@@ -3,6 +3,7 @@ package image
 import (
 	"encoding"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ const (
 	recLeaderChange      recordType = 11
 	recExtension         recordType = 12
 	recProducerIDs       recordType = 13
+	recBatch             recordType = 14
 )
 
 // recordVersions returns, for a type, the newest payload version this code writes and
@@ -38,7 +40,7 @@ func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 		return 2, 1, true
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
-		recLeaderChange, recExtension, recProducerIDs:
+		recLeaderChange, recExtension, recProducerIDs, recBatch:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -220,6 +222,7 @@ func (*AlterTopicConfigsRecord) recordType() recordType  { return recAlterTopicC
 func (*AlterBrokerConfigsRecord) recordType() recordType { return recAlterBrokerCfgs }
 func (*PartitionChangeRecord) recordType() recordType    { return RecPartitionChange }
 func (*LeaderChangeRecord) recordType() recordType       { return recLeaderChange }
+func (*BatchRecord) recordType() recordType              { return recBatch }
 
 // newRecord returns an empty record of type t, or nil for an unknown type.
 func newRecord(t recordType) Record {
@@ -254,8 +257,23 @@ func newRecord(t recordType) Record {
 	return nil
 }
 
-// EncodeRecord writes | type u8 | version u8 | JSON payload | at the newest version.
+// EncodeRecord writes | type u8 | version u8 | JSON payload | at the newest version
+// (a BatchRecord: | 14 | 1 | its entries as EncodeBatch writes them |).
 func EncodeRecord(r Record) ([]byte, error) {
+	if b, ok := r.(*BatchRecord); ok {
+		entries := make([][]byte, len(b.Records))
+		for i, rec := range b.Records {
+			if _, nested := rec.(*BatchRecord); nested {
+				return nil, fmt.Errorf("encode batch: nested batch: %w", ErrInvalidEntry)
+			}
+			e, err := EncodeRecord(rec)
+			if err != nil {
+				return nil, err
+			}
+			entries[i] = e
+		}
+		return EncodeBatch(entries), nil
+	}
 	t := r.recordType()
 	newest, oldest, ok := recordVersions(t)
 	if !ok {
@@ -285,6 +303,9 @@ func DecodeRecord(b []byte) (Record, error) {
 	if !ok || ver < oldest || ver > newest {
 		return nil, fmt.Errorf("type %d version %d: %w", t, ver, ErrUnknownRecord)
 	}
+	if t == recBatch {
+		return decodeBatch(b[2:])
+	}
 	r := newRecord(t)
 	if err := json.Unmarshal(b[2:], r); err != nil {
 		return nil, fmt.Errorf("type %d version %d: %w: %v", t, ver, ErrBadRecord, err)
@@ -295,6 +316,78 @@ func DecodeRecord(b []byte) (Record, error) {
 		pc.PartitionChangeV2 = PartitionChangeV2{}
 	}
 	return r, nil
+}
+
+// BatchRecord is several records in one log entry, so that one admin request (a
+// CreateTopics of 10,000 topics) is one raft append and one new image rather than one
+// of each per record. Its records apply in order, each as if it were its own entry at
+// the batch's index, to one new state; a record the state rejects changes nothing and
+// the rest still apply (ApplyResult.Batch says which). Batches do not nest.
+//
+// Encoded: | 14 | 1 | count u32 | count × (len u32 | entry) | (big endian), each entry
+// as EncodeRecord writes it, so each keeps its own type and version. A batch with an
+// entry this broker cannot read is unreadable as a whole: every broker then keeps the
+// same image for it.
+type BatchRecord struct {
+	Records []Record
+}
+
+// EncodeBatch writes a BatchRecord of entries already encoded by EncodeRecord (none a
+// batch: the proposer checks).
+func EncodeBatch(entries [][]byte) []byte {
+	n := 6
+	for _, e := range entries {
+		n += 4 + len(e)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, byte(recBatch), 1)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(entries)))
+	for _, e := range entries {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(e)))
+		out = append(out, e...)
+	}
+	return out
+}
+
+// minBatchedEntry is the smallest entry a batch can hold: its length and two header bytes.
+const minBatchedEntry = 4 + 2
+
+// decodeBatch parses a BatchRecord's payload (after type and version).
+func decodeBatch(b []byte) (*BatchRecord, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("batch of %d bytes: %w", len(b), ErrBadRecord)
+	}
+	count := binary.BigEndian.Uint32(b)
+	b = b[4:]
+	// The count is checked against the bytes before anything is allocated for it.
+	if uint64(count)*minBatchedEntry > uint64(len(b)) {
+		return nil, fmt.Errorf("batch of %d entries in %d bytes: %w", count, len(b), ErrBadRecord)
+	}
+	out := &BatchRecord{Records: make([]Record, 0, count)}
+	for i := range count {
+		if len(b) < 4 {
+			return nil, fmt.Errorf("batch entry %d: %w", i, ErrBadRecord)
+		}
+		n := binary.BigEndian.Uint32(b)
+		b = b[4:]
+		if uint64(n) > uint64(len(b)) {
+			return nil, fmt.Errorf("batch entry %d of %d bytes in %d: %w", i, n, len(b), ErrBadRecord)
+		}
+		e := b[:n]
+		b = b[n:]
+		if len(e) > 0 && recordType(e[0]) == recBatch {
+			return nil, fmt.Errorf("batch entry %d: nested batch: %w", i, ErrBadRecord)
+		}
+		r, err := DecodeRecord(e)
+		if err != nil {
+			return nil, fmt.Errorf("batch entry %d: %w", i, err)
+		}
+		out.Records = append(out.Records, r)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("batch: %d bytes after its last entry: %w", len(b), ErrBadRecord)
+	}
+	return out, nil
 }
 
 var (

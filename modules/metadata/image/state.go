@@ -45,6 +45,13 @@ type State struct {
 	// NextProducerID is the first producer id not yet allocated (ProducerIDs entries);
 	// it starts at 0 and only grows.
 	NextProducerID int64
+
+	// owned, while a batch applies (applyBatch), holds the topics this batch copied:
+	// no published state has seen them, so the batch's later partition changes write
+	// into their partition slices instead of copying them again (one copy per topic
+	// per batch, not per record: an election round moving 30,000 leaders of one
+	// topic). Nil outside a batch: a published state is never written.
+	owned map[*kernel.TopicImage]struct{}
 }
 
 // BrokerReg is what a broker registration carries beyond kernel.BrokerImage.
@@ -72,27 +79,60 @@ type ApplyResult struct {
 	// FirstProducerID is the first id of the block an accepted ProducerIDs entry got
 	// (0 for other entries). The proposer reads it from its own future's response.
 	FirstProducerID int64
+	// Batch holds, for a BatchRecord entry, each of its records' results in order (Err
+	// is then nil: a batch is never rejected as a whole, only record by record).
+	Batch []ApplyResult
 }
 
 // ApplyEntry decodes the command entry data at index and applies it; it is the whole
 // of the raft FSM's Apply but for publishing. rec is nil when the entry does not decode
 // (res.Err wraps ErrUnknownRecord or ErrBadRecord): next then equals s but for its
 // Version. Otherwise res.Err is nil or the reason Apply rejected rec, and for an
-// accepted ProducerIDsRecord res.FirstProducerID is the first id of its block.
+// accepted ProducerIDsRecord res.FirstProducerID is the first id of its block; for a
+// BatchRecord, res.Batch has those of each of its records.
 func (s *State) ApplyEntry(index uint64, data []byte) (next *State, rec Record, res ApplyResult) {
 	rec, err := DecodeRecord(data)
 	if err != nil {
 		next, _ = s.Apply(index, nil)
 		return next, nil, ApplyResult{Index: index, Err: err}
 	}
-	next, err = s.Apply(index, rec)
-	res = ApplyResult{Index: index, Err: err}
+	if b, ok := rec.(*BatchRecord); ok {
+		next, res.Batch = s.applyBatch(index, b)
+		res.Index = index
+		return next, rec, res
+	}
+	next, res = s.applyOne(index, rec)
+	return next, rec, res
+}
+
+// applyOne applies one record that is not a batch and says what it did.
+func (s *State) applyOne(index uint64, rec Record) (*State, ApplyResult) {
+	next, err := s.Apply(index, rec)
+	res := ApplyResult{Index: index, Err: err}
 	if _, ok := rec.(*ProducerIDsRecord); ok && err == nil {
-		// The block starts where the counter stood before this entry. Entries apply
-		// one at a time, so this is the proposer's block and nobody else's.
+		// The block starts where the counter stood before this entry. Entries (and a
+		// batch's records) apply one at a time, so this is the proposer's block and
+		// nobody else's.
 		res.FirstProducerID = s.NextProducerID
 	}
-	return next, rec, res
+	return next, res
+}
+
+// applyBatch applies a batch's records in order, each to the state the one before it
+// left, all at index; the result is one state (one image), and each record's outcome.
+func (s *State) applyBatch(index uint64, b *BatchRecord) (*State, []ApplyResult) {
+	results := make([]ApplyResult, len(b.Records))
+	cur := s.successor(index)
+	cur.owned = map[*kernel.TopicImage]struct{}{}
+	defer func() { cur.owned = nil }()
+	for i, rec := range b.Records {
+		if _, nested := rec.(*BatchRecord); nested { // decodeBatch refuses these too
+			results[i] = ApplyResult{Index: index, Err: fmt.Errorf("nested batch: %w", ErrInvalidEntry)}
+			continue
+		}
+		cur, results[i] = cur.applyOne(index, rec)
+	}
+	return cur, results
 }
 
 // Apply returns the state after the entry at index. It never mutates s, reads no clock
@@ -134,6 +174,14 @@ func (s *State) Apply(index uint64, r Record) (*State, error) {
 		err = next.putExtension(r)
 	case *ProducerIDsRecord:
 		err = next.allocateProducerIDs(r)
+	case *BatchRecord:
+		var results []ApplyResult
+		next, results = s.applyBatch(index, r)
+		errs := make([]error, len(results))
+		for i := range results {
+			errs[i] = results[i].Err
+		}
+		return next, errors.Join(errs...)
 	default:
 		err = fmt.Errorf("%T: %w", r, ErrInvalidEntry)
 	}
@@ -146,7 +194,7 @@ func (s *State) Apply(index uint64, r Record) (*State, error) {
 // successor returns a copy of s at version index that shares everything with s; apply
 // then copies what it changes.
 func (s *State) successor(index uint64) *State {
-	next := &State{Image: new(kernel.Image), Regs: s.Regs, NextProducerID: s.NextProducerID}
+	next := &State{Image: new(kernel.Image), Regs: s.Regs, NextProducerID: s.NextProducerID, owned: s.owned}
 	*next.Image = *s.Image
 	next.Image.Version = index
 	return next
@@ -342,10 +390,19 @@ func (s *State) partitionChange(r *PartitionChangeRecord) error {
 		}
 	}
 	p.PartitionEpoch++
+	if _, ok := s.owned[t]; ok {
+		// This batch's own copy (see State.owned): nothing published shares it, and
+		// every check above has passed, so a write here cannot leak into a rejection.
+		t.Partitions[r.Partition] = p
+		return nil
+	}
 	nt := *t
 	nt.Partitions = slices.Clone(t.Partitions)
 	nt.Partitions[r.Partition] = p
 	s.putTopic(&nt)
+	if s.owned != nil {
+		s.owned[&nt] = struct{}{}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -240,6 +241,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	pids, _ := EncodeRecord(&ProducerIDsRecord{BrokerID: 1, Count: 1000})
 	f.Add(pids)
+	batch, _ := EncodeRecord(&BatchRecord{Records: []Record{history()[0].rec, &ProducerIDsRecord{BrokerID: 1, Count: 5}}})
+	f.Add(batch)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := DecodeRecord(b)
 		if err != nil {
@@ -296,5 +299,153 @@ func TestApplyEntry(t *testing.T) {
 	data, _ := EncodeRecord(&ProducerIDsRecord{BrokerID: 1, Count: 0})
 	if _, _, res = next.ApplyEntry(4, data); !errors.Is(res.Err, ErrInvalidEntry) || res.FirstProducerID != 0 {
 		t.Fatalf("rejected block: %+v", res)
+	}
+}
+
+// TestApplyBatch: a batch's records apply in order to one new state, each with its own
+// result, as the same records would one entry at a time at the batch's index; the
+// codec refuses nested, truncated and oversized batches.
+func TestApplyBatch(t *testing.T) {
+	assign := PartitionAssignment{Replicas: []int32{1}, Leader: 1, ISR: []int32{1}}
+	recs := []Record{
+		&RegisterBrokerRecord{NodeID: 1, Incarnation: id(3), Endpoints: []Endpoint{{"PLAINTEXT", "h1", 9092}}},
+		&CreateTopicRecord{Name: "a", ID: id(10), Partitions: []PartitionAssignment{assign}},
+		&CreateTopicRecord{Name: "b", ID: id(11), Partitions: []PartitionAssignment{assign}},
+		&CreateTopicRecord{Name: "a", ID: id(12), Partitions: []PartitionAssignment{assign}}, // exists
+		&ProducerIDsRecord{BrokerID: 1, Count: 5},
+		&ProducerIDsRecord{BrokerID: 1, Count: 5},
+		&CreatePartitionsRecord{Topic: "a", ID: id(10), From: 1, Partitions: []PartitionAssignment{assign}},
+		&DeleteTopicRecord{Name: "b", ID: id(11)},
+	}
+	wantErrs := []error{nil, nil, nil, ErrTopicExists, nil, nil, nil, nil}
+	data, err := EncodeRecord(&BatchRecord{Records: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := EmptyState()
+	before := *s.Image
+	next, rec, res := s.ApplyEntry(7, data)
+	if _, ok := rec.(*BatchRecord); !ok || res.Err != nil || res.Index != 7 || len(res.Batch) != len(recs) {
+		t.Fatalf("batch: %T %+v", rec, res)
+	}
+	for i, r := range res.Batch {
+		if !errors.Is(r.Err, wantErrs[i]) || (r.Err != nil) != (wantErrs[i] != nil) || r.Index != 7 {
+			t.Errorf("record %d %T: %+v, want err %v", i, recs[i], r, wantErrs[i])
+		}
+	}
+	if res.Batch[4].FirstProducerID != 0 || res.Batch[5].FirstProducerID != 5 {
+		t.Errorf("producer id blocks at %d and %d, want 0 and 5", res.Batch[4].FirstProducerID, res.Batch[5].FirstProducerID)
+	}
+	if !reflect.DeepEqual(*s.Image, before) {
+		t.Error("the batch modified the previous image")
+	}
+	im := next.Image
+	if im.Version != 7 || im.NumTopics() != 1 || im.Topic("a") == nil || len(im.Topic("a").Partitions) != 2 || next.NextProducerID != 10 {
+		t.Fatalf("after the batch: version %d, %d topics, a = %+v, next producer id %d", im.Version, im.NumTopics(), im.Topic("a"), next.NextProducerID)
+	}
+	// The same records one at a time, at the same index, give the same state.
+	one := EmptyState()
+	for _, r := range recs {
+		one, _ = one.Apply(7, r)
+	}
+	a, _ := EncodeSnapshot(next)
+	b, _ := EncodeSnapshot(one)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("batch and single entries differ:\n%s\n%s", a, b)
+	}
+	if got, err := DecodeRecord(data); err != nil || !reflect.DeepEqual(got, &BatchRecord{Records: recs}) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+
+	if _, err := EncodeRecord(&BatchRecord{Records: []Record{&BatchRecord{}}}); !errors.Is(err, ErrInvalidEntry) {
+		t.Errorf("nested batch encoded: %v", err)
+	}
+	inner := EncodeBatch(nil)
+	unknown := EncodeBatch([][]byte{{0xee, 1, '{', '}'}})
+	for name, tc := range map[string]struct {
+		b    []byte
+		want error
+	}{
+		"nested":      {EncodeBatch([][]byte{inner}), ErrBadRecord},
+		"truncated":   {data[:len(data)-3], ErrBadRecord},
+		"trailing":    {append(append([]byte{}, data...), 0), ErrBadRecord},
+		"no count":    {[]byte{byte(recBatch), 1, 0}, ErrBadRecord},
+		"huge count":  {[]byte{byte(recBatch), 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, 6, 1}, ErrBadRecord},
+		"long entry":  {[]byte{byte(recBatch), 1, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff, 6, 1}, ErrBadRecord},
+		"unknown rec": {unknown, ErrUnknownRecord},
+	} {
+		if _, err := DecodeRecord(tc.b); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	// An unreadable batch keeps the image, as any unreadable entry.
+	if n2, rec, res := next.ApplyEntry(8, unknown); rec != nil || !errors.Is(res.Err, ErrUnknownRecord) || n2.Image.NumTopics() != 1 || n2.Image.Version != 8 {
+		t.Fatalf("unreadable batch: %v %+v", rec, res)
+	}
+	// An empty batch is a valid entry that changes nothing but the version.
+	if n2, rec, res := next.ApplyEntry(9, EncodeBatch(nil)); rec == nil || res.Err != nil || len(res.Batch) != 0 || n2.Image.Version != 9 {
+		t.Fatalf("empty batch: %v %+v", rec, res)
+	}
+}
+
+// TestApplyBatchPartitionChanges: a batch writes a topic's partitions in place once it
+// has its own copy; the image before the batch keeps its partitions, rejected changes
+// leave no trace, and the result is what single entries give.
+func TestApplyBatchPartitionChanges(t *testing.T) {
+	assign := func(rs ...int32) PartitionAssignment {
+		return PartitionAssignment{Replicas: rs, Leader: rs[0], ISR: rs}
+	}
+	s := EmptyState()
+	var err error
+	for i, rec := range []Record{
+		&RegisterBrokerRecord{NodeID: 1, Incarnation: id(3), Endpoints: []Endpoint{{"PLAINTEXT", "h1", 9092}}},
+		&RegisterBrokerRecord{NodeID: 2, Incarnation: id(4), Endpoints: []Endpoint{{"PLAINTEXT", "h2", 9092}}},
+		&CreateTopicRecord{Name: "a", ID: id(10), Partitions: []PartitionAssignment{assign(1, 2), assign(2, 1), assign(1, 2), assign(2, 1)}},
+	} {
+		if s, err = s.Apply(uint64(i+1), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := slices.Clone(s.Image.Topic("a").Partitions)
+	recs := []Record{
+		&PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 0, PartitionEpoch: 0, Leader: i32(2), ISR: []int32{2}},
+		&PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 1, PartitionEpoch: 0, ISR: []int32{2}},
+		&PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 0, PartitionEpoch: 0, ISR: []int32{1}}, // stale
+		&AlterTopicConfigsRecord{Topic: "a", ID: id(10), ConfigChange: ConfigChange{Set: map[string]string{"segment.ms": "5"}}},
+		&PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 2, PartitionEpoch: 0, Leader: i32(2), ISR: []int32{2, 1}, PartitionChangeV2: PartitionChangeV2{Validate: true}},
+		&PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 3, PartitionEpoch: 0, Leader: i32(9), ISR: []int32{9}, Replicas: []int32{9}, PartitionChangeV2: PartitionChangeV2{Validate: true}}, // unknown broker
+		&PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 0, PartitionEpoch: 1, ISR: []int32{2, 1}},
+	}
+	wantErrs := []error{nil, nil, ErrStale, nil, nil, ErrUnknownBroker, nil}
+	next, results := s.applyBatch(9, &BatchRecord{Records: recs})
+	for i, r := range results {
+		if !errors.Is(r.Err, wantErrs[i]) || (r.Err != nil) != (wantErrs[i] != nil) {
+			t.Errorf("record %d: %v, want %v", i, r.Err, wantErrs[i])
+		}
+	}
+	if next.owned != nil {
+		t.Error("the batch's state still marks topics as its own")
+	}
+	if got := s.Image.Topic("a").Partitions; !reflect.DeepEqual(got, before) {
+		t.Fatalf("the image before the batch changed:\n%+v\n%+v", got, before)
+	}
+	one := s
+	for _, r := range recs {
+		one, _ = one.Apply(9, r)
+	}
+	a, _ := EncodeSnapshot(next)
+	b, _ := EncodeSnapshot(one)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("batch and single entries differ:\n%s\n%s", a, b)
+	}
+	p0 := next.Image.Topic("a").Partitions[0]
+	if p0.Leader != 2 || p0.PartitionEpoch != 2 || !reflect.DeepEqual(p0.ISR, []int32{2, 1}) {
+		t.Errorf("partition 0 = %+v", p0)
+	}
+	// A later entry copies again: the published batch's topic is never written.
+	published := slices.Clone(next.Image.Topic("a").Partitions)
+	after, err := next.Apply(10, &PartitionChangeRecord{Topic: "a", ID: id(10), Partition: 1, PartitionEpoch: -1, ISR: []int32{2, 1}})
+	if err != nil || !reflect.DeepEqual(next.Image.Topic("a").Partitions, published) || len(after.Image.Topic("a").Partitions[1].ISR) != 2 {
+		t.Fatalf("change after the batch: %v", err)
 	}
 }
