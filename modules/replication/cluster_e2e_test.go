@@ -49,6 +49,7 @@ type clusterOpts struct {
 	replication string   // extra keys of the replication module's section ("k: v, k: v")
 	listeners   string   // the YAML listeners list (default one PLAINTEXT listener)
 	modules     string   // extra lines of the modules section ("  auth: {use: acl}\n")
+	dirs        []string // dirs[i] is broker i+1's data dir (default: a fresh temp dir)
 }
 
 // clusterConfigs are the broker configs every test cluster gets; a test adds its own.
@@ -80,7 +81,13 @@ func startClusterWith(t *testing.T, n int, storage string, configs map[string]st
 		c.configs[k] = v
 	}
 	for i := 1; i <= n; i++ {
-		nd := &cnode{id: int32(i), dir: t.TempDir(), raft: testcheck.FreeAddr(t), logs: &logBuffer{}}
+		dir := ""
+		if i <= len(opts.dirs) {
+			dir = opts.dirs[i-1]
+		} else {
+			dir = t.TempDir()
+		}
+		nd := &cnode{id: int32(i), dir: dir, raft: testcheck.FreeAddr(t), logs: &logBuffer{}}
 		c.nodes = append(c.nodes, nd)
 		c.voters = append(c.voters, fmt.Sprintf("%d@%s", i, nd.raft))
 	}
