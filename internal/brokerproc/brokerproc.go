@@ -451,6 +451,35 @@ func Tmpfs(t testing.TB, size int64) string {
 	return dir
 }
 
+// Free is the space left for an unprivileged writer on the file system of dir.
+func Free(t testing.TB, dir string) int64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatalf("statfs %s: %v", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// FillTo writes the ballast file path (new) until the file system holding it has
+// about left bytes free, as a volume filling up would; removing the file gives the
+// space back.
+func FillTo(t testing.TB, path string, left int64) {
+	t.Helper()
+	dir := filepath.Dir(path)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for free := Free(t, dir); free > left; free = Free(t, dir) {
+		if _, err := f.Write(chunk[:min(int64(len(chunk)), free-left)]); err != nil {
+			t.Fatalf("ballast %s: %v", path, err)
+		}
+	}
+}
+
 // given holds the ports freeAddr handed out: the kernel may hand a closed port out again,
 // and a test picks all its ports before any broker binds them.
 var given = struct {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,37 +26,6 @@ const (
 	volume  = 256 << 20
 	reserve = 64 << 20
 )
-
-// free is the space left on the file system of dir.
-func free(t *testing.T, dir string) int64 {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	return int64(st.Bavail) * st.Bsize
-}
-
-// fillTo writes a ballast file in dir until the file system has about left bytes free.
-func fillTo(t *testing.T, dir, name string, left int64) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for free(t, dir) > left+int64(len(chunk)) {
-		if _, err := f.Write(chunk); err != nil {
-			t.Fatalf("ballast: %v", err)
-		}
-	}
-	if n := free(t, dir) - left; n > 0 {
-		if _, err := f.Write(chunk[:n]); err != nil {
-			t.Fatalf("ballast: %v", err)
-		}
-	}
-}
 
 // eventually polls cond every 50 ms until it holds or 30 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -137,7 +105,7 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// Below the reserve: writes refused, the rest works.
-	fillTo(t, vol, "ballast-1", reserve-16<<20)
+	brokerproc.FillTo(t, filepath.Join(vol, "ballast-1"), reserve-16<<20)
 	// Until the guard's next sample (once a second) produce still works: those
 	// "probe" records are acknowledged and must be kept.
 	probes := 0
@@ -176,7 +144,7 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	// Below half the reserve the broker refuses to start, and says why.
-	fillTo(t, vol, "ballast-2", reserve/2-8<<20)
+	brokerproc.FillTo(t, filepath.Join(vol, "ballast-2"), reserve/2-8<<20)
 	refused := brokerproc.StartNoWait(t, opts)
 	exited, err := refused.Wait(60 * time.Second)
 	if !exited || err == nil {

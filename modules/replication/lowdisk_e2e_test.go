@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func TestClusterFollowerPausesOnLowDisk(t *testing.T) {
 	follower := leader%3 + 1
 	vol := filepath.Dir(c.nodes[follower-1].dir)
 	ballast := filepath.Join(vol, "ballast")
-	fill(t, ballast, vol, reserve-16<<20)
+	brokerproc.FillTo(t, ballast, reserve-16<<20)
 	logs := c.nodes[follower-1].logs
 	c.eventually(30*time.Second, fmt.Sprintf("broker %d pauses its fetchers", follower), func() bool {
 		return logs.contains("replica fetchers paused")
@@ -69,27 +68,4 @@ func TestClusterFollowerPausesOnLowDisk(t *testing.T) {
 	})
 	c.sameBytes(tp)
 	consumeAll(t, c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}})), 100)
-}
-
-// fill writes the file path until the file system of dir has about left bytes free.
-func fill(t *testing.T, path, dir string, left int64) {
-	t.Helper()
-	free := func() int64 {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(dir, &st); err != nil {
-			t.Fatal(err)
-		}
-		return int64(st.Bavail) * st.Bsize
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for free() > left {
-		if _, err := f.Write(chunk[:min(int64(len(chunk)), free()-left)]); err != nil {
-			t.Fatalf("ballast: %v", err)
-		}
-	}
 }
