@@ -5,8 +5,6 @@ package scaletest
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,45 +46,20 @@ func TestManyPartitions(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%03d", i)
 	}
-	start := time.Now()
-	resp, err := adm.CreateTopics(ctx, int32(s.perTopic), 1, nil, names...)
-	if err != nil {
-		t.Fatalf("CreateTopics: %v", err)
-	}
-	for _, r := range resp.Sorted() {
-		if r.Err != nil {
-			t.Fatalf("create %s: %v", r.Topic, r.Err)
-		}
-	}
-	created := time.Since(start)
+	created := createTopics(ctx, t, adm, int32(s.perTopic), names)
 
 	produceAll := func(round string) time.Duration {
 		t.Helper()
 		cl := p.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(s.perTopic*4),
 			kgo.RequestTimeoutOverhead(time.Minute), kgo.RecordDeliveryTimeout(5*time.Minute))
-		begin := time.Now()
-		var wg sync.WaitGroup
-		var failed atomic.Int64
-		var firstErr atomic.Value
+		recs := make([]*kgo.Record, 0, total)
 		for _, name := range names {
 			for part := range s.perTopic {
-				wg.Add(1)
-				r := &kgo.Record{Topic: name, Partition: int32(part), Value: fmt.Appendf(nil, "%s-%s-%d", round, name, part)}
-				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-					defer wg.Done()
-					if err != nil {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, err.Error())
-					}
-				})
+				recs = append(recs, &kgo.Record{Topic: name, Partition: int32(part), Value: fmt.Appendf(nil, "%s-%s-%d", round, name, part)})
 			}
 		}
-		wg.Wait()
-		if n := failed.Load(); n > 0 {
-			t.Fatalf("%s: %d of %d produces failed, first: %v", round, n, total, firstErr.Load())
-		}
-		return time.Since(begin)
+		return produceEach(ctx, t, cl, round, recs)
 	}
 	firstWrite := produceAll("a")
 	if fds := p.FDs(); fds >= int(s.noFile) {

@@ -5,8 +5,6 @@ package scaletest
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,20 +43,7 @@ func TestManyTopics(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("many-%05d", i)
 	}
-	start := time.Now()
-	resp, err := adm.CreateTopics(ctx, 1, 1, nil, names...)
-	if err != nil {
-		t.Fatalf("CreateTopics: %v", err)
-	}
-	created := time.Since(start)
-	if len(resp) != s.topics {
-		t.Fatalf("CreateTopics answered %d topics, want %d", len(resp), s.topics)
-	}
-	for _, r := range resp.Sorted() {
-		if r.Err != nil {
-			t.Fatalf("create %s: %v", r.Topic, r.Err)
-		}
-	}
+	created := createTopics(ctx, t, adm, 1, names)
 
 	// listed waits until Metadata shows every topic with a leader.
 	listed := func() time.Duration {
@@ -87,24 +72,11 @@ func TestManyTopics(t *testing.T) {
 
 	cl := p.Client(t, kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(s.topics*2),
 		kgo.RequestTimeoutOverhead(time.Minute), kgo.RecordDeliveryTimeout(5*time.Minute))
-	begin := time.Now()
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	for _, name := range names {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: name, Value: []byte(name)}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil && failed.Add(1) == 1 {
-				firstErr.Store(err.Error())
-			}
-		})
+	recs := make([]*kgo.Record, len(names))
+	for i, name := range names {
+		recs[i] = &kgo.Record{Topic: name, Value: []byte(name)}
 	}
-	wg.Wait()
-	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d of %d produces failed, first: %v", n, s.topics, firstErr.Load())
-	}
-	written := time.Since(begin)
+	written := produceEach(ctx, t, cl, "one record to each topic", recs)
 	ends, err := adm.ListEndOffsets(ctx, names...)
 	if err != nil {
 		t.Fatalf("ListEndOffsets: %v", err)

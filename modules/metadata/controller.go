@@ -46,8 +46,9 @@ func (nd *node) randIntn(n int) (int, error) {
 }
 
 // proposeAll appends records to the metadata log (packed into batch entries, see
-// packEntries) and waits until each is applied to this broker's image. errs[i] is nil when records[i] was applied and accepted;
-// otherwise it is ErrNotController, a ctx error, or the reason Apply rejected it.
+// packEntries) and waits until each is applied to this broker's image. errs[i] is nil
+// when records[i] was applied and accepted; otherwise it is ErrNotController, a ctx
+// error, or the reason Apply rejected it.
 // On success the returned image includes every accepted record.
 func (nd *node) proposeAll(ctx context.Context, recs []image.Record) (*kernel.Image, []error) {
 	im, _, errs := nd.proposeAllResults(ctx, recs)

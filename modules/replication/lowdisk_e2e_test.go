@@ -51,8 +51,11 @@ func TestClusterFollowerPausesOnLowDisk(t *testing.T) {
 	c.eventually(30*time.Second, fmt.Sprintf("broker %d out of the ISR", follower), func() bool {
 		return !slices.Contains(c.image(leader).Partition(topic, 0).ISR, follower)
 	})
-	lv, _ := c.repl(leader).Replica(tp)
-	fv, _ := c.repl(follower).Replica(tp)
+	lv, ok1 := c.repl(leader).Replica(tp)
+	fv, ok2 := c.repl(follower).Replica(tp)
+	if !ok1 || !ok2 {
+		t.Fatalf("replicas of %s: leader's found %v, follower's %v", tp, ok1, ok2)
+	}
 	if fv.Log.LogEndOffset() >= lv.Log.LogEndOffset() {
 		t.Fatalf("paused follower's log end %d, leader's %d: it kept appending", fv.Log.LogEndOffset(), lv.Log.LogEndOffset())
 	}

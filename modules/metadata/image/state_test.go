@@ -302,6 +302,21 @@ func TestApplyEntry(t *testing.T) {
 	}
 }
 
+// sameAsSingleEntries checks that got, the state a batch of recs at index left on s,
+// is what the records give applied one entry at a time at that index.
+func sameAsSingleEntries(t *testing.T, s *State, index uint64, recs []Record, got *State) {
+	t.Helper()
+	one := s
+	for _, r := range recs {
+		one, _ = one.Apply(index, r)
+	}
+	a, _ := EncodeSnapshot(got)
+	b, _ := EncodeSnapshot(one)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("batch and single entries differ:\n%s\n%s", a, b)
+	}
+}
+
 // TestApplyBatch: a batch's records apply in order to one new state, each with its own
 // result, as the same records would one entry at a time at the batch's index; the
 // codec refuses nested, truncated and oversized batches.
@@ -344,15 +359,7 @@ func TestApplyBatch(t *testing.T) {
 		t.Fatalf("after the batch: version %d, %d topics, a = %+v, next producer id %d", im.Version, im.NumTopics(), im.Topic("a"), next.NextProducerID)
 	}
 	// The same records one at a time, at the same index, give the same state.
-	one := EmptyState()
-	for _, r := range recs {
-		one, _ = one.Apply(7, r)
-	}
-	a, _ := EncodeSnapshot(next)
-	b, _ := EncodeSnapshot(one)
-	if !bytes.Equal(a, b) {
-		t.Fatalf("batch and single entries differ:\n%s\n%s", a, b)
-	}
+	sameAsSingleEntries(t, s, 7, recs, next)
 	if got, err := DecodeRecord(data); err != nil || !reflect.DeepEqual(got, &BatchRecord{Records: recs}) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
@@ -429,15 +436,7 @@ func TestApplyBatchPartitionChanges(t *testing.T) {
 	if got := s.Image.Topic("a").Partitions; !reflect.DeepEqual(got, before) {
 		t.Fatalf("the image before the batch changed:\n%+v\n%+v", got, before)
 	}
-	one := s
-	for _, r := range recs {
-		one, _ = one.Apply(9, r)
-	}
-	a, _ := EncodeSnapshot(next)
-	b, _ := EncodeSnapshot(one)
-	if !bytes.Equal(a, b) {
-		t.Fatalf("batch and single entries differ:\n%s\n%s", a, b)
-	}
+	sameAsSingleEntries(t, s, 9, recs, next)
 	p0 := next.Image.Topic("a").Partitions[0]
 	if p0.Leader != 2 || p0.PartitionEpoch != 2 || !reflect.DeepEqual(p0.ISR, []int32{2, 1}) {
 		t.Errorf("partition 0 = %+v", p0)
