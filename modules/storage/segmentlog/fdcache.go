@@ -79,6 +79,11 @@ type fileCache struct {
 	// its budget (after a burst of pinned files) closes the excess.
 	open atomic.Int64
 	hint atomic.Int64 // budget
+	// heldByReads counts the .log pins held by ReadResults handed out (released when
+	// the response is written). A read that would take it past half the budget copies
+	// its bytes instead (reserveReadPins), so a fetch over tens of thousands of
+	// partitions cannot pin every descriptor the process has.
+	heldByReads atomic.Int64
 
 	hits, misses, evictions, exhausted atomic.Int64
 	failLog                            rateLog
@@ -222,6 +227,22 @@ func (c *fileCache) removeLocked(x *cfile) {
 func (c *fileCache) maxPinned() int {
 	return max(c.budgetHint()/8, 64)
 }
+
+// reserveReadPins reserves n pins for a ReadResult that keeps them until it is
+// released, and reports whether it may: at most half the budget is held by results at
+// once (at least maxPinned, so one ordinary read always fits). A false answer reserves
+// nothing; the caller copies the bytes out and unpins at once.
+func (c *fileCache) reserveReadPins(n int) bool {
+	limit := int64(max(c.budgetHint()/2, c.maxPinned()))
+	if c.heldByReads.Add(int64(n)) <= limit {
+		return true
+	}
+	c.heldByReads.Add(-int64(n))
+	return false
+}
+
+// unreserveReadPins gives back what reserveReadPins reserved.
+func (c *fileCache) unreserveReadPins(n int) { c.heldByReads.Add(-int64(n)) }
 
 // trim closes idle files while more than the budget are open.
 func (c *fileCache) trim() {

@@ -188,6 +188,62 @@ func TestPinnedReadSurvivesEviction(t *testing.T) {
 	}
 }
 
+// TestHeldReadsCopyPastHalfTheBudget holds one ReadResult per partition, as a fetch
+// over many partitions does until its response is written: results pin descriptors up
+// to half the budget (at least maxPinned), later ones carry copied bytes, so the
+// descriptors stay bounded however many partitions one fetch names.
+func TestHeldReadsCopyPastHalfTheBudget(t *testing.T) {
+	const parts, budget = 300, 200 // held pins limited to 100
+	s := openBudgetStore(t, t.TempDir(), budget)
+	cfg := storagetest.DefaultConfig()
+	want := make([][]byte, parts)
+	logs := make([]kernel.Log, parts)
+	for i := range logs {
+		logs[i] = mustOpen(t, s, kernel.TopicPartition{Topic: "held", Partition: int32(i)}, [16]byte{6}, cfg)
+		want[i] = storagetest.Batch(0, int64(i), 1, 30)
+		if _, err := logs[i].AppendLeader(want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := make([]kernel.ReadResult, parts)
+	copied := 0
+	for i, l := range logs {
+		rr, err := l.Read(0, 1<<20, l.LogEndOffset(), true)
+		if err != nil || len(rr.Chunks) != 1 {
+			t.Fatalf("read %d: %v, %d chunks", i, err, len(rr.Chunks))
+		}
+		held[i] = rr
+		if rr.Chunks[0].File == nil {
+			copied++
+		}
+		if n := s.files.heldByReads.Load(); n > budget/2 {
+			t.Fatalf("%d pins held by results after %d reads, limit %d", n, i+1, budget/2)
+		}
+	}
+	if copied != parts-budget/2 {
+		t.Fatalf("%d results copied, want %d", copied, parts-budget/2)
+	}
+	if n := s.OpenFiles(); n > budget {
+		t.Fatalf("%d files open with every result held, budget %d", n, budget)
+	}
+	for i, rr := range held {
+		got, err := storagetest.ReadAll(rr)
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("partition %d reads %d bytes (%v), want its batch", i, len(got), err)
+		}
+		rr.Release()
+	}
+	if n := s.files.heldByReads.Load(); n != 0 {
+		t.Fatalf("%d pins still counted after every release", n)
+	}
+	// With the pins given back, reads pin (zero-copy) again.
+	rr, err := logs[0].Read(0, 1<<20, logs[0].LogEndOffset(), true)
+	if err != nil || len(rr.Chunks) != 1 || rr.Chunks[0].File == nil {
+		t.Fatalf("read after release: %v, %+v", err, rr.Chunks)
+	}
+	rr.Release()
+}
+
 // TestFileCacheHammer runs appends, reads (holding some results a while) and flushes
 // on many partitions from several goroutines with a budget far below what they use.
 func TestFileCacheHammer(t *testing.T) {

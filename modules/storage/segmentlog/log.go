@@ -263,6 +263,8 @@ type readHandle struct {
 	more     []*segment
 	chunks   [2]kernel.Chunk
 	buf      [recordbatch.LogOverhead]byte
+	reserved int // pins counted in fileCache.heldByReads
+	cache    *fileCache
 	released atomic.Bool
 }
 
@@ -287,6 +289,9 @@ func (h *readHandle) release() {
 	if h.released.Swap(true) {
 		return
 	}
+	if h.reserved > 0 {
+		h.cache.unreserveReadPins(h.reserved)
+	}
 	// The descriptor pin goes before the segment's: the last unref closes the file.
 	for _, s := range h.pinned {
 		if s != nil {
@@ -303,19 +308,41 @@ func (h *readHandle) release() {
 func noRelease() {}
 
 // Read implements kernel.Log. It returns file ranges of the pinned segments; no record
-// bytes are copied. Bytes not verified since the segment was opened are checked
-// (verify.go) after the lock is released, before the result is returned.
+// bytes are copied, unless responses already hold half the file budget
+// (reserveReadPins): then the bytes are copied out and nothing stays pinned. Bytes not
+// verified since the segment was opened are checked (verify.go) after the lock is
+// released, before the result is returned.
 func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.ReadResult, error) {
 	l.mu.RLock()
 	rr, h, err := l.readLocked(offset, maxBytes, maxOffset, minOneBatch)
 	l.mu.RUnlock()
-	if err == nil && h != nil {
-		if err := l.verifyRead(h, rr); err != nil {
-			h.release()
-			return kernel.ReadResult{Release: noRelease}, err
-		}
+	if err != nil || h == nil {
+		return rr, err
 	}
-	return rr, err
+	if err := l.verifyRead(h, rr); err != nil {
+		h.release()
+		return kernel.ReadResult{Release: noRelease}, err
+	}
+	if c := l.store.files; c.reserveReadPins(len(rr.Chunks)) {
+		h.cache, h.reserved = c, len(rr.Chunks)
+		return rr, nil
+	}
+	return l.copyOut(h, rr)
+}
+
+// copyOut reads rr's file ranges into one buffer and releases h: a result that pins
+// nothing. The segments stay pinned (by h) while they are read.
+func (l *Log) copyOut(h *readHandle, rr kernel.ReadResult) (kernel.ReadResult, error) {
+	defer h.release()
+	buf := make([]byte, rr.Size)
+	p := int64(0)
+	for _, c := range rr.Chunks {
+		if _, err := c.File.ReadAt(buf[p:p+c.N], c.Off); err != nil {
+			return kernel.ReadResult{Release: noRelease}, fmt.Errorf("read %v: %w", l.tp, readErr(err))
+		}
+		p += c.N
+	}
+	return kernel.ReadResult{Chunks: []kernel.Chunk{{Bytes: buf}}, Size: rr.Size, Release: noRelease}, nil
 }
 
 // readLocked is Read under mu (shared); h is nil when rr pins nothing.
