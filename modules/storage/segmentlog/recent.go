@@ -13,13 +13,15 @@ package segmentlog
 //     recovery, truncation) or seals the segment empties it first, so an entry never
 //     names bytes the file no longer has.
 //
-// It is a fixed ring: the oldest entry is dropped when a new one does not fit.
+// It is a ring that grows by doubling up to recentCap entries, so a partition that
+// holds a batch or two (100,000 partitions of one record each) keeps a few bytes, not
+// recentCap's 2 KiB; the oldest entry is dropped when a new one does not fit.
 type recentBatches struct {
-	e       [recentCap]recentBatch
-	head, n int // the oldest entry is e[head]; n entries in all
+	e       []recentBatch // len(e) is the ring's size
+	head, n int           // the oldest entry is e[head]; n entries in all
 }
 
-// recentCap is how many batches a segment remembers (32 bytes each).
+// recentCap is how many batches a segment remembers at most (32 bytes each).
 const recentCap = 64
 
 type recentBatch struct{ base, last, pos, size int64 }
@@ -28,16 +30,24 @@ func (r *recentBatches) reset() { r.head, r.n = 0, 0 }
 
 // add remembers a batch appended at pos (right after the newest entry).
 func (r *recentBatches) add(b recentBatch) {
-	i := (r.head + r.n) % recentCap
+	if r.n == len(r.e) && len(r.e) < recentCap {
+		// Full below the cap: unroll into a ring twice the size.
+		e := make([]recentBatch, max(2*len(r.e), 2))
+		for i := range r.n {
+			e[i] = *r.get(i)
+		}
+		r.e, r.head = e, 0
+	}
+	i := (r.head + r.n) % len(r.e)
 	r.e[i] = b
-	if r.n == recentCap {
-		r.head = (r.head + 1) % recentCap
+	if r.n == len(r.e) {
+		r.head = (r.head + 1) % len(r.e)
 	} else {
 		r.n++
 	}
 }
 
-func (r *recentBatches) get(i int) *recentBatch { return &r.e[(r.head+i)%recentCap] }
+func (r *recentBatches) get(i int) *recentBatch { return &r.e[(r.head+i)%len(r.e)] }
 
 // at returns the entry of the batch starting at pos, if remembered.
 func (r *recentBatches) at(pos int64) (*recentBatch, bool) {

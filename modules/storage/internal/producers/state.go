@@ -146,9 +146,15 @@ type State struct {
 	scratch Pending // reused by Begin: appends run one at a time under the log's lock
 }
 
-// New returns an empty State.
-func New() *State {
-	return &State{producers: map[int64]*Entry{}, ongoing: map[int64]int64{}}
+// New returns an empty State. Its maps are made at the first producer: most of a
+// broker's partitions may never see one (non-idempotent producers, or none at all).
+func New() *State { return &State{} }
+
+// ensureMaps makes the maps before the first insert.
+func (s *State) ensureMaps() {
+	if s.producers == nil {
+		s.producers, s.ongoing = map[int64]*Entry{}, map[int64]int64{}
+	}
 }
 
 // Reset forgets everything.
@@ -238,6 +244,9 @@ func (s *State) AddAborted(as ...Aborted) {
 func (s *State) Load(es []Entry) {
 	clear(s.producers)
 	clear(s.ongoing)
+	if len(es) > 0 {
+		s.ensureMaps()
+	}
 	for i := range es {
 		e := es[i]
 		s.producers[e.ProducerID] = &e
@@ -459,6 +468,9 @@ func (p *Pending) Aborted() []Aborted { return p.aborted }
 // Commit applies the pending effects to the State.
 func (p *Pending) Commit() {
 	s := p.s
+	if len(p.ents) > 0 {
+		s.ensureMaps()
+	}
 	for i := range p.ents {
 		pe := &p.ents[i]
 		if cur, ok := s.producers[pe.ProducerID]; ok {
