@@ -236,7 +236,7 @@ func (l *Log) cleanGroup(ctx context.Context, env *compact.Env, f *compact.Filte
 	if len(txnIdx) == 0 {
 		err = os.WriteFile(txnPath, nil, 0o644)
 	} else {
-		err = writeFileNoDirSync(txnPath, txnIdx)
+		err = writeFileNoDirSync(txnPath, txnIdx, true)
 	}
 	if err != nil {
 		return err

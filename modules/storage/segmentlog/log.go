@@ -247,7 +247,7 @@ func (l *Log) roll(base int64) error {
 	l.markDirDirty()
 	// The producer state as of base (the log end: this append's batches are not
 	// applied yet), so recovery replays at most the new segment.
-	if err := l.writeSnapshot(base); err != nil {
+	if err := l.writeSnapshot(base, true); err != nil {
 		l.logger.Warn("producer snapshot at segment roll failed", "offset", base, "err", err)
 	}
 	return nil
@@ -885,13 +885,17 @@ func (l *Log) offsets() (recoveryPoint, logStart int64) {
 // Close implements kernel.Log: it flushes, seals the indexes and closes the files
 // (files a held ReadResult points into close when it is released).
 func (l *Log) Close() error {
-	err := l.close()
+	err := l.close(false)
 	l.store.forget(l, err == nil)
 	return err
 }
 
-// close flushes, seals and closes without telling the store. Idempotent.
-func (l *Log) close() error {
+// close flushes, seals and closes without telling the store. Idempotent. With
+// deferSync (Store.Close, which syncs the whole file system after every log closed)
+// it writes without fsyncs and leaves the recovery point where it was: closedDurably
+// moves it once that sync succeeded, so a failed sync leaves the checkpoints vouching
+// only for what an earlier fsync covered.
+func (l *Log) close(deferSync bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -901,29 +905,39 @@ func (l *Log) close() error {
 	}
 	l.closed = true
 	var errs []error
-	if err := l.writeSnapshot(l.leo.Load()); err != nil {
-		errs = append(errs, err)
+	if leo := l.leo.Load(); !l.snapshotNeedless(leo) {
+		if err := l.writeSnapshot(leo, !deferSync); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if l.epochsDirty {
-		errs = append(errs, l.writeEpochs())
+		errs = append(errs, l.writeEpochs()) // synced whatever deferSync says (epochs.go)
 	}
 	for i, s := range l.segs {
 		errs = append(errs, s.seal())
-		if i+1 == len(l.segs) || l.segs[i+1].base > l.recoveryPoint {
+		if !deferSync && (i+1 == len(l.segs) || l.segs[i+1].base > l.recoveryPoint) {
 			errs = append(errs, s.sync())
 		}
 	}
-	if l.dirDirty {
+	if l.dirDirty && !deferSync {
 		errs = append(errs, syncDir(l.dir))
 	}
 	err := errors.Join(errs...)
-	if err == nil {
+	if err == nil && !deferSync {
 		l.recoveryPoint = l.leo.Load()
 	}
 	for _, s := range l.segs {
 		s.unref()
 	}
 	return err
+}
+
+// closedDurably moves the recovery point of a log closed with deferSync to its end,
+// once the file system sync that covers its files succeeded (Store.Close).
+func (l *Log) closedDurably() {
+	l.mu.Lock()
+	l.recoveryPoint = l.leo.Load()
+	l.mu.Unlock()
 }
 
 // closeForRemove closes without flushing; the files are about to be deleted.

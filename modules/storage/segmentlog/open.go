@@ -21,12 +21,16 @@ import (
 func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, ckpt checkpointed) (_ *Log, err error) {
 	recoveryPoint, clean, ckptLogStart, ckptHW := ckpt.recoveryPoint, ckpt.clean, ckpt.logStart, ckpt.hw
 	dir := filepath.Join(s.dir, tp.String())
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		// A new partition. Checkpoint entries for it are left from a removed
 		// incarnation (a crash between the Remove and its checkpoint write): not ours.
 		clean, recoveryPoint, ckptLogStart, ckptHW = false, 0, 0, -1
 	} else if err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
+	} else if s.fs != nil && !s.fs.sameFS(fi) {
+		// A mount point or a symlink elsewhere: the store's one sync at Close would
+		// not cover it, so every log syncs its own files from now on.
+		s.mixedFS.Store(true)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
@@ -176,10 +180,10 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 	if err != nil {
 		return nil, fmt.Errorf("open %v: producer state: %w", tp, err)
 	}
-	if replayed {
+	if replayed && !l.snapshotNeedless(l.leo.Load()) {
 		// The log up to its end is on stable storage now (recovered segments were
 		// synced above): a snapshot saves the next open this replay.
-		if err := l.writeSnapshot(l.leo.Load()); err != nil {
+		if err := l.writeSnapshot(l.leo.Load(), true); err != nil {
 			logger.Warn("producer snapshot after recovery failed", "err", err)
 		}
 	}

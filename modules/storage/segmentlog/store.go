@@ -70,6 +70,12 @@ type Store struct {
 
 	dirty atomic.Bool // the checkpoints are behind
 
+	// fs syncs the store's file system whole at an orderly stop (syncfs_linux.go); nil
+	// where there is no such call, and unused once a partition directory turned out to
+	// live on another file system (mixedFS): then each log fsyncs its own files.
+	fs      *fsSync
+	mixedFS atomic.Bool
+
 	// crashAt, set by tests only, stops a clean at a named point as a crash would
 	// (see clean.go). Nil in production.
 	crashAt func(point string) bool
@@ -83,7 +89,7 @@ type Store struct {
 // OpenStore opens (creating if needed) the log directory dir. It reads the checkpoint
 // files and consumes the clean-shutdown marker: until the store is closed cleanly
 // again, a crash makes the next open recover every partition from its recovery point.
-func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
+func OpenStore(dir string, logger *slog.Logger) (_ *Store, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -98,7 +104,14 @@ func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 		removed: map[kernel.TopicPartition]struct{}{},
 		unclean: map[kernel.TopicPartition]bool{},
 	}
-	var err error
+	if s.fs, err = openFSSync(dir); err != nil {
+		return nil, fmt.Errorf("open log dir: %w", err)
+	}
+	defer func() {
+		if err != nil && s.fs != nil {
+			s.fs.close()
+		}
+	}()
 	if s.recoveryPoints, err = readCheckpoint(filepath.Join(dir, recoveryCheckpointFile)); err != nil {
 		return nil, err
 	}
@@ -398,14 +411,34 @@ func (s *Store) Close() error {
 		logs = append(logs, l)
 	}
 	s.mu.Unlock()
+	defer func() {
+		if s.fs != nil {
+			s.fs.close()
+		}
+	}()
+	// One sync of the whole file system after every log wrote its last bytes, when
+	// the store's partitions all live on it; each log's own fsyncs otherwise.
+	deferSync := s.fs != nil && !s.mixedFS.Load()
 	errs := make([]error, len(logs))
 	parallelEach(len(logs), closeWorkers, func(i int) {
-		if err := logs[i].close(); err != nil {
+		if err := logs[i].close(deferSync); err != nil {
 			errs[i] = fmt.Errorf("close %v: %w", logs[i].tp, err)
 		}
 	})
-	errs = append(errs, s.writeCheckpoints(), s.writeHWCheckpoint())
 	if err := errors.Join(errs...); err != nil {
+		// No marker and, with deferSync, no recovery point moved: the next open
+		// recovers what this stop may not have written durably.
+		return errors.Join(err, s.writeCheckpoints(), s.writeHWCheckpoint())
+	}
+	if deferSync {
+		if err := s.fs.sync(); err != nil {
+			return errors.Join(err, s.writeCheckpoints(), s.writeHWCheckpoint())
+		}
+		for _, l := range logs {
+			l.closedDurably()
+		}
+	}
+	if err := errors.Join(s.writeCheckpoints(), s.writeHWCheckpoint()); err != nil {
 		return err // no marker: the next open recovers
 	}
 	s.mu.Lock()
@@ -424,7 +457,8 @@ func (s *Store) Close() error {
 }
 
 // closeWorkers is how many logs Close closes at once: each close is mostly waiting
-// for fsyncs, which the file system commits together when they overlap.
+// for file writes (and, without a whole-file-system sync, for fsyncs, which the file
+// system commits together when they overlap).
 const closeWorkers = 16
 
 // parallelEach calls fn(0) .. fn(n-1) on up to workers goroutines and returns when

@@ -126,3 +126,32 @@ func BenchmarkStoreOpenParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStoreCreateParallel opens N new partitions from 8 goroutines, as
+// replication's apply does for a CreateTopics.
+func BenchmarkStoreCreateParallel(b *testing.B) {
+	for _, n := range storeBenchSizes {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			cfg := storagetest.DefaultConfig()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s, err := OpenStore(b.TempDir(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				parallelEach(n, 8, func(i int) {
+					if _, err := s.Open(kernel.TopicPartition{Topic: "bench", Partition: int32(i)}, [16]byte{1}, cfg); err != nil {
+						b.Error(err)
+					}
+				})
+				b.StopTimer()
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/partition")
+		})
+	}
+}

@@ -136,7 +136,8 @@ func TestStoreCloseDuringOpens(t *testing.T) {
 	}
 }
 
-// An idle log's close rewrites no producer snapshot, and a written one's does.
+// An idle log's close rewrites no producer snapshot, and a written one's does (its
+// producer state is not empty); one with no producers and a short log writes none.
 func TestCloseSkipsUnchangedSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	cfg := storagetest.DefaultConfig()
@@ -166,13 +167,33 @@ func TestCloseSkipsUnchangedSnapshot(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := snapStat(2)
+	if _, err := os.Stat(filepath.Join(dir, tp.String(), snapshotName(2))); !os.IsNotExist(err) {
+		t.Fatalf("a short log without producers was snapshotted at close (%v)", err)
+	}
+	s, l = open()
+	if _, err := l.AppendLeader(storagetest.ProducerBatch(7, 0, 0, 1, 1, false)); err != nil {
+		t.Fatal(err)
+	}
+	if l.(*Log).prod.Len() != 1 {
+		t.Fatal("the idempotent batch left no producer state")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, l = open()
+	if l.(*Log).prod.Len() != 1 {
+		t.Fatal("producer state lost across a clean stop without a snapshot before it")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := snapStat(3)
 	// Renamed over by a rewrite: a new inode.
 	s, _ = open()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := snapStat(2); !os.SameFile(before, after) {
+	if after := snapStat(3); !os.SameFile(before, after) {
 		t.Fatal("the close of an idle log rewrote its producer snapshot")
 	}
 	s, l = open()
@@ -182,5 +203,5 @@ func TestCloseSkipsUnchangedSnapshot(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	snapStat(3)
+	snapStat(4)
 }
