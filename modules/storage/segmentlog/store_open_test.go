@@ -1,6 +1,7 @@
 package segmentlog
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,8 +137,8 @@ func TestStoreCloseDuringOpens(t *testing.T) {
 	}
 }
 
-// An idle log's close rewrites no producer snapshot, and a written one's does (its
-// producer state is not empty); one with no producers and a short log writes none.
+// An idle log's close rewrites no producer snapshot, and a written one's does; a short
+// log writes none at all (the next open replays it), and its producer state survives.
 func TestCloseSkipsUnchangedSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	cfg := storagetest.DefaultConfig()
@@ -161,47 +162,61 @@ func TestCloseSkipsUnchangedSnapshot(t *testing.T) {
 		return fi
 	}
 	s, l := open()
-	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 2, 10)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, tp.String(), snapshotName(2))); !os.IsNotExist(err) {
-		t.Fatalf("a short log without producers was snapshotted at close (%v)", err)
-	}
-	s, l = open()
 	if _, err := l.AppendLeader(storagetest.ProducerBatch(7, 0, 0, 1, 1, false)); err != nil {
 		t.Fatal(err)
 	}
-	if l.(*Log).prod.Len() != 1 {
-		t.Fatal("the idempotent batch left no producer state")
-	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tp.String(), snapshotName(1))); !os.IsNotExist(err) {
+		t.Fatalf("a one-record log was snapshotted at close (%v)", err)
 	}
 	s, l = open()
-	if l.(*Log).prod.Len() != 1 {
-		t.Fatal("producer state lost across a clean stop without a snapshot before it")
+	if st, ok := l.(*Log).prod.Producer(7); !ok || st.LastSequence != 0 {
+		t.Fatalf("producer state after a stop without a snapshot: %+v, %v", st, ok)
+	}
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, snapshotSkipRecords+1, 10)); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := snapStat(3)
+	leo := int64(snapshotSkipRecords + 2)
+	before := snapStat(leo)
 	// Renamed over by a rewrite: a new inode.
 	s, _ = open()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := snapStat(3); !os.SameFile(before, after) {
+	if after := snapStat(leo); !os.SameFile(before, after) {
 		t.Fatal("the close of an idle log rewrote its producer snapshot")
 	}
 	s, l = open()
-	if _, err := l.AppendLeader(storagetest.Batch(0, 1, 1, 10)); err != nil {
+	if _, err := l.AppendLeader(storagetest.Batch(0, 1, snapshotSkipRecords+1, 10)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	snapStat(4)
+	snapStat(leo + snapshotSkipRecords + 1)
+}
+
+// The checkpoint files are Kafka's text format, sorted by topic and partition, and
+// read back as written.
+func TestCheckpointFormat(t *testing.T) {
+	m := map[kernel.TopicPartition]int64{
+		{Topic: "b", Partition: 10}: 7, {Topic: "b", Partition: 2}: 0, {Topic: "a", Partition: 0}: -1,
+	}
+	const want = "0\n3\na 0 -1\nb 2 0\nb 10 7\n"
+	if got := string(formatCheckpoint(m)); got != want {
+		t.Fatalf("formatted %q, want %q", got, want)
+	}
+	path := filepath.Join(t.TempDir(), recoveryCheckpointFile)
+	if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readCheckpoint(path)
+	if err != nil || !maps.Equal(back, m) {
+		t.Fatalf("read back %v (%v), want %v", back, err, m)
+	}
 }
