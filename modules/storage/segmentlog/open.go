@@ -62,10 +62,11 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 	}
 	logger := s.logger.With("topic", tp.Topic, "partition", tp.Partition)
-	if err := recoverSwaps(dir, logger); err != nil {
+	ents, err := recoverSwaps(dir, logger)
+	if err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
 	}
-	bases, err := listSegments(dir)
+	bases, err := listSegments(dir, ents)
 	if err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
 	}
@@ -209,11 +210,14 @@ type checkpointed struct {
 }
 
 // listSegments removes leftovers (*.deleted, *.tmp, indexes without a log) and returns
-// the base offsets of the segments, ascending.
-func listSegments(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+// the base offsets of the segments, ascending. ents is dir's listing if the caller has
+// a current one, nil to list it.
+func listSegments(dir string, ents []os.DirEntry) ([]int64, error) {
+	if ents == nil {
+		var err error
+		if ents, err = os.ReadDir(dir); err != nil {
+			return nil, err
+		}
 	}
 	logs := map[string]bool{}
 	var bases []int64

@@ -230,7 +230,15 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 	}
 	s.logs[tp] = l
 	delete(s.unclean, tp)
-	s.dirty.Store(true)
+	// The files need rewriting only if they say something else of tp: after a clean
+	// stop they do not, and at 100,000 reopening partitions the rewrite (once a
+	// second, of every partition's entry) was a quarter of the startup's CPU.
+	rp, ls := l.recoveryPoint, l.logStart.Load() // l is not shared yet
+	if old, ok := s.recoveryPoints[tp]; !ok || old != rp {
+		s.dirty.Store(true)
+	} else if old, ok := s.logStarts[tp]; !ok || old != ls {
+		s.dirty.Store(true)
+	}
 	if s.closed {
 		return nil, kernel.ErrLogClosed // Close (waiting for this open) closes it
 	}
