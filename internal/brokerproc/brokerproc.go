@@ -139,6 +139,8 @@ type Options struct {
 	Args []string
 	// ReadyTimeout bounds the wait for /readyz (default 60 s).
 	ReadyTimeout time.Duration
+	// StopTimeout bounds Stop's wait for the exit after SIGTERM (default 30 s).
+	StopTimeout time.Duration
 }
 
 // Proc is one broker process and its restarts on the same data dir and ports.
@@ -312,18 +314,22 @@ func (p *Proc) Kill() {
 	fmt.Fprintf(p.out, "----- brokerproc: SIGKILLed\n")
 }
 
-// Stop sends SIGTERM and waits up to 30 s for the exit (then SIGKILLs); it returns the
-// exit error, or an error saying it had to kill.
+// Stop sends SIGTERM and waits up to Options.StopTimeout for the exit (then SIGKILLs);
+// it returns the exit error, or an error saying it had to kill.
 func (p *Proc) Stop() error {
 	if !p.Running() {
 		return nil
 	}
 	_ = syscall.Kill(p.PID(), syscall.SIGTERM)
-	exited, err := p.Wait(30 * time.Second)
+	limit := p.opts.StopTimeout
+	if limit <= 0 {
+		limit = 30 * time.Second
+	}
+	exited, err := p.Wait(limit)
 	if !exited {
 		p.killGroup()
 		p.Wait(10 * time.Second)
-		err = errors.New("no exit within 30 s of SIGTERM; killed")
+		err = fmt.Errorf("no exit within %v of SIGTERM; killed", limit)
 	}
 	fmt.Fprintf(p.out, "----- brokerproc: stopped (%v)\n", err)
 	return err

@@ -37,7 +37,9 @@ func manyPartitionsShape() partitionsShape {
 func TestManyPartitions(t *testing.T) {
 	s := manyPartitionsShape()
 	total := s.topics * s.perTopic
-	p := brokerproc.Start(t, brokerproc.Options{NoFile: s.noFile, ReadyTimeout: 2 * time.Minute})
+	// pprof on the admin listener, so a long run can be profiled while it runs.
+	p := brokerproc.Start(t, brokerproc.Options{NoFile: s.noFile, ReadyTimeout: 2 * time.Minute, StopTimeout: 2 * time.Minute, Config: "admin_pprof: true\n"})
+	t.Logf("broker %s, admin (pprof) %s", p.Addr, p.AdminAddr)
 	adm := p.Admin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
