@@ -2,8 +2,8 @@ package segmentlog
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"fmt"
