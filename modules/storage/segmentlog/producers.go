@@ -134,8 +134,12 @@ func (l *Log) snapshotNeedless(offset int64) bool {
 		return false
 	}
 	from := l.segs[0].base
-	if i, _ := slices.BinarySearch(l.snaps, offset+1); i > 0 {
-		from = max(from, l.snaps[i-1])
+	if i, _ := slices.BinarySearch(l.snaps, offset+1); i > 0 && l.snaps[i-1] >= from {
+		from = l.snaps[i-1]
+	} else if from > 0 {
+		// No snapshot at or after the first segment, whose predecessors are gone
+		// (retention): the producers they held are only in the state, so keep it.
+		return false
 	}
 	return offset-from <= snapshotSkipRecords
 }

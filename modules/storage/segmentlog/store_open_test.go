@@ -220,3 +220,38 @@ func TestCheckpointFormat(t *testing.T) {
 		t.Fatalf("read back %v (%v), want %v", back, err, m)
 	}
 }
+
+// A short tail after a head that retention deleted is not replayable into the whole
+// producer state (the deleted segments' producers live only in it), unless a snapshot
+// covers the first remaining segment: the snapshot is kept.
+func TestSnapshotNeedlessKeepsDeletedHeadsProducers(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	cfg := storagetest.DefaultConfig()
+	cfg.SegmentBytes = 150
+	l := mustOpen(t, s, kernel.TopicPartition{Topic: "head", Partition: 0}, [16]byte{9}, cfg).(*Log)
+	if _, err := l.AppendLeader(storagetest.ProducerBatch(7, 0, 0, 1, 1, false)); err != nil {
+		t.Fatal(err)
+	}
+	for len(l.segs) < 2 {
+		if _, err := l.AppendLeader(storagetest.Batch(0, 1, 1, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	leo := l.leo.Load()
+	if !l.snapshotNeedless(leo) {
+		t.Fatalf("a %d-record log from offset 0 needs a snapshot", leo)
+	}
+	// As if retention deleted the first segment and the roll's snapshot was lost.
+	segs, snaps := l.segs, l.snaps
+	l.segs, l.snaps = l.segs[1:], nil
+	if l.snapshotNeedless(leo) {
+		t.Fatal("skipped the snapshot of a log whose head (and producer 7) is gone")
+	}
+	l.snaps = []int64{l.segs[0].base}
+	if !l.snapshotNeedless(leo) {
+		t.Fatal("a snapshot at the first segment makes the short tail replayable")
+	}
+	l.segs, l.snaps = segs, snaps
+}
