@@ -33,13 +33,14 @@ func openFSSync(dir string) (*fsSync, error) {
 		f.Close()
 		return nil, fmt.Errorf("stat %s: %w", dir, err)
 	}
-	return &fsSync{f: f, dev: uint64(st.Dev)}, nil //nolint:unconvert // Dev's type differs by architecture
+	// Dev is not a uint64 on every architecture.
+	return &fsSync{f: f, dev: uint64(st.Dev)}, nil
 }
 
 // sameFS reports whether fi (of a partition directory) is on this file system.
 func (x *fsSync) sameFS(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && uint64(st.Dev) == x.dev //nolint:unconvert // as above
+	return ok && uint64(st.Dev) == x.dev
 }
 
 // sync flushes every dirty page and inode of the file system to stable storage.
