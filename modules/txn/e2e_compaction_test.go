@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,9 +169,18 @@ modules:
 	}
 	t.Logf("__transaction_state: %d bytes after %d transactions of %d ids and %d expired ids", size, done.Load(), live, expiring)
 
+	// EndTxn answers once Prepare* is written; the markers and Complete* follow, so
+	// the states to compare are the settled ones (a restart completes a Prepare*).
 	before := map[string]kadm.DescribedTransaction{}
 	for _, id := range liveIDs {
-		before[id] = describeTxn(t, b, id)
+		testbroker.WaitFor(t, 20*time.Second, id+" settled before the restart", func() string {
+			d := describeTxn(t, b, id)
+			before[id] = d
+			if strings.HasPrefix(d.State, "Prepare") {
+				return d.State
+			}
+			return ""
+		})
 	}
 
 	b.Restart(t)
