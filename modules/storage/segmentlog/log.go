@@ -263,8 +263,7 @@ type readHandle struct {
 	more     []*segment
 	chunks   [2]kernel.Chunk
 	buf      [recordbatch.LogOverhead]byte
-	reserved int // pins counted in fileCache.heldByReads
-	cache    *fileCache
+	reserved int // pins counted in the file cache's heldByReads
 	released atomic.Bool
 }
 
@@ -289,8 +288,8 @@ func (h *readHandle) release() {
 	if h.released.Swap(true) {
 		return
 	}
-	if h.reserved > 0 {
-		h.cache.unreserveReadPins(h.reserved)
+	if h.reserved > 0 { // reserved implies a pinned segment, whose cache it is
+		h.pinned[0].log.c.unreserveReadPins(h.reserved)
 	}
 	// The descriptor pin goes before the segment's: the last unref closes the file.
 	for _, s := range h.pinned {
@@ -324,7 +323,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.
 		return kernel.ReadResult{Release: noRelease}, err
 	}
 	if c := l.store.files; c.reserveReadPins(len(rr.Chunks)) {
-		h.cache, h.reserved = c, len(rr.Chunks)
+		h.reserved = len(rr.Chunks)
 		return rr, nil
 	}
 	return l.copyOut(h, rr)

@@ -233,10 +233,9 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 	// The files need rewriting only if they say something else of tp: after a clean
 	// stop they do not, and at 100,000 reopening partitions the rewrite (once a
 	// second, of every partition's entry) was a quarter of the startup's CPU.
-	rp, ls := l.recoveryPoint, l.logStart.Load() // l is not shared yet
-	if old, ok := s.recoveryPoints[tp]; !ok || old != rp {
-		s.dirty.Store(true)
-	} else if old, ok := s.logStarts[tp]; !ok || old != ls {
+	fileRP, inRP := s.recoveryPoints[tp]
+	fileLS, inLS := s.logStarts[tp]
+	if !inRP || !inLS || fileRP != l.recoveryPoint || fileLS != l.logStart.Load() { // l is not shared yet
 		s.dirty.Store(true)
 	}
 	if s.closed {
@@ -433,21 +432,18 @@ func (s *Store) Close() error {
 			errs[i] = fmt.Errorf("close %v: %w", logs[i].tp, err)
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		// No marker and, with deferSync, no recovery point moved: the next open
-		// recovers what this stop may not have written durably.
-		return errors.Join(err, s.writeCheckpoints(), s.writeHWCheckpoint())
-	}
-	if deferSync {
-		if err := s.fs.sync(); err != nil {
-			return errors.Join(err, s.writeCheckpoints(), s.writeHWCheckpoint())
-		}
-		for _, l := range logs {
-			l.closedDurably()
+	err := errors.Join(errs...)
+	if err == nil && deferSync {
+		if err = s.fs.sync(); err == nil {
+			for _, l := range logs {
+				l.closedDurably()
+			}
 		}
 	}
-	if err := errors.Join(s.writeCheckpoints(), s.writeHWCheckpoint()); err != nil {
-		return err // no marker: the next open recovers
+	// On a failed close or sync no recovery point moved (with deferSync) and no
+	// marker is written: the next open recovers what may not be durable.
+	if err = errors.Join(err, s.writeCheckpoints(), s.writeHWCheckpoint()); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	unclean := len(s.unclean)

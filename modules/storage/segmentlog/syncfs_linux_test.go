@@ -67,9 +67,9 @@ func TestMixedFileSystemsSyncEachLog(t *testing.T) {
 	}
 }
 
-// A clean stop syncs once and moves every written log's recovery point to its end, so
-// the next open recovers nothing.
-func TestCloseSyncsFileSystemOnce(t *testing.T) {
+// A clean stop (with its one file system sync) moves every written log's recovery
+// point to its end, so the next open recovers nothing.
+func TestCleanStopMovesRecoveryPoints(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
 	cfg := storagetest.DefaultConfig()
