@@ -80,7 +80,13 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{rec: &recorder{}}
 	f.rec.set()
+	// One __transaction_state partition: the coordinator loads the partitions it
+	// leads in the background, and while any is loading ListTransactions answers
+	// COORDINATOR_LOAD_IN_PROGRESS with an empty list (as Kafka does), which the rows
+	// would read as tx gone. With one, tx's own load is the only one.
 	f.b = testbroker.Start(t, testbroker.WithModules(f.rec.info()), testbroker.WithConfig(`
+configs:
+  transaction.state.log.num.partitions: "1"
 modules:
   auth: {use: recorder}
 `))
@@ -129,6 +135,13 @@ modules:
 	if f.pid, f.epoch, err = txcl.ProducerID(ctx); err != nil {
 		t.Fatal(err)
 	}
+	testbroker.WaitFor(t, 30*time.Second, "the transaction coordinator loaded", func() string {
+		r := f.send(t, kmsg.NewPtrListTransactionsRequest(), -1).(*kmsg.ListTransactionsResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 
 	// A KIP-848 group with one member subscribed to t.
 	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
