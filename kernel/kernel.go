@@ -196,6 +196,10 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		// Kafka's rule too: a request of socket.request.max.bytes must fit.
 		return nil, fmt.Errorf("config: queued.max.request.bytes %d is smaller than socket.request.max.bytes %d", queued, maxReq)
 	}
+	// Validated here, applied by the process (memlimit.go).
+	if _, err := cfg.MemoryLimit(nil); err != nil {
+		return nil, err
+	}
 	limits, err := newConnLimits(cfg)
 	if err != nil {
 		return nil, err

@@ -25,10 +25,11 @@ const (
 	rmGCPauses   = "/sched/pauses/total/gc:seconds"
 	rmHeap       = "/memory/classes/heap/objects:bytes"
 	rmGoroutines = "/sched/goroutines:goroutines"
+	rmMemLimit   = "/gc/gomemlimit:bytes"
 )
 
 func registerRuntimeMetrics(m *Metrics) {
-	rm := &runtimeMetrics{samples: []metrics.Sample{{Name: rmGCCycles}, {Name: rmGCPauses}, {Name: rmHeap}, {Name: rmGoroutines}}}
+	rm := &runtimeMetrics{samples: []metrics.Sample{{Name: rmGCCycles}, {Name: rmGCPauses}, {Name: rmHeap}, {Name: rmGoroutines}, {Name: rmMemLimit}}}
 	// The runtime gauges and counters, in the order read returns them.
 	for i, g := range []struct{ name, help, kind string }{
 		{name: "sluice_go_gc_cycles_total", kind: "counter", help: "Completed garbage collection cycles."},
@@ -37,6 +38,7 @@ func registerRuntimeMetrics(m *Metrics) {
 		{name: "sluice_go_gc_pauses_over_5ms_total", kind: "counter", help: "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket)."},
 		{name: "sluice_go_heap_objects_bytes", kind: "gauge", help: "Bytes of live and not yet swept heap objects."},
 		{name: "sluice_go_goroutines", kind: "gauge", help: "Goroutines."},
+		{name: "sluice_go_memory_limit_bytes", kind: "gauge", help: "The Go runtime's soft memory limit (sluice.memory.limit.bytes or GOMEMLIMIT); math.MaxInt64 when none."},
 	} {
 		m.Collect(g.name, g.help, g.kind, func(emit func(string, float64)) {
 			emit("", rm.read()[i])
@@ -55,12 +57,12 @@ func registerRuntimeMetrics(m *Metrics) {
 }
 
 // read returns GC cycles, the longest GC pause (s), pauses over 1 ms and over 5 ms,
-// heap object bytes and goroutines.
-func (rm *runtimeMetrics) read() [6]float64 {
+// heap object bytes, goroutines and the soft memory limit.
+func (rm *runtimeMetrics) read() [7]float64 {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	metrics.Read(rm.samples)
-	var out [6]float64
+	var out [7]float64
 	if s := rm.samples[0]; s.Value.Kind() == metrics.KindUint64 {
 		out[0] = float64(s.Value.Uint64())
 	}
@@ -72,6 +74,9 @@ func (rm *runtimeMetrics) read() [6]float64 {
 	}
 	if s := rm.samples[3]; s.Value.Kind() == metrics.KindUint64 {
 		out[5] = float64(s.Value.Uint64())
+	}
+	if s := rm.samples[4]; s.Value.Kind() == metrics.KindUint64 {
+		out[6] = float64(s.Value.Uint64())
 	}
 	return out
 }

@@ -131,6 +131,10 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
 		return 1
 	}
+	if err := applyMemoryLimit(cfg, log); err != nil {
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 1
+	}
 	reg := kernel.NewRegistry()
 	standard.Register(reg)
 	k, err := kernel.New(cfg, reg, log)

@@ -321,6 +321,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Comma-separated directories that hold partition data."}},
 	{def: def{"log.retention.check.interval.ms", TypeLong, ptr("300000"), atLeast(1),
 		"How often the broker looks for segments to delete under the retention limits."}},
+	{def: def{"sluice.memory.limit.bytes", TypeLong, ptr("0"), atLeast(-1),
+		"Soft limit on the broker process's memory, handed to the Go runtime (GOMEMLIMIT): near it the garbage collector runs more often instead of letting the heap grow. 0: 80% of the memory limit of the cgroup the broker runs in, or none outside one. -1: none. At least 64 MiB when set; the GOMEMLIMIT environment variable wins. Read at start. Sluice's own."}},
 	{def: def{"sluice.log.open.files.max", TypeInt, ptr("0"), atLeast(0),
 		"Segment files (.log, .index, .timeindex) the storage keeps open at most; the least recently used are closed and reopened on demand. 0: half the soft RLIMIT_NOFILE, the rest left to sockets."}},
 	{def: def{"node.id", TypeInt, ptr("-1"), nil,

@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -334,5 +336,45 @@ func TestAdminUploadTooLarge(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("2 MiB module over a 1 MiB max_upload_bytes: %d", resp.StatusCode)
+	}
+}
+
+// TestMemoryLimitApplied starts the broker with sluice.memory.limit.bytes and checks the
+// runtime took it (its /metrics gauge and the start log line), and that without the
+// config and outside a limited cgroup the broker leaves the runtime alone.
+func TestMemoryLimitApplied(t *testing.T) {
+	limitMetric := func(p *brokerproc.Proc) string {
+		t.Helper()
+		resp, err := http.Get("http://" + p.AdminAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body bytes.Buffer
+		if _, err := body.ReadFrom(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(body.String()) {
+			if v, ok := strings.CutPrefix(line, "sluice_go_memory_limit_bytes "); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		t.Fatalf("no sluice_go_memory_limit_bytes in /metrics")
+		return ""
+	}
+	env := []string{"GOMEMLIMIT="} // the test's own environment must not decide
+	p := brokerproc.Start(t, brokerproc.Options{Env: env, Config: "configs: {sluice.memory.limit.bytes: \"671088640\"}\n"})
+	if got := limitMetric(p); got != "6.7108864e+08" {
+		t.Fatalf("limit gauge %s, want 671088640", got)
+	}
+	if !strings.Contains(p.Stderr(), "soft memory limit") || !strings.Contains(p.Stderr(), "source=config") {
+		t.Fatalf("no start line naming the limit:\n%s", p.Stderr())
+	}
+	if limited, err := memlimit.FromCgroup(); err == nil && limited < 1<<62 {
+		t.Skipf("this test runs in a cgroup limited to %d bytes: the default is not 'none' here", limited)
+	}
+	q := brokerproc.Start(t, brokerproc.Options{Env: env})
+	if got := limitMetric(q); got != "9.223372036854776e+18" {
+		t.Fatalf("limit gauge %s without the config, want none (MaxInt64)", got)
 	}
 }

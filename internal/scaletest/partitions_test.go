@@ -18,8 +18,8 @@ import (
 type partitionsShape struct {
 	topics, perTopic int
 	noFile           uint64
-	maxRSS           int64    // asserted bound of the broker's peak RSS
-	env              []string // the broker's extra environment
+	maxRSS           int64  // asserted bound of the broker's peak RSS
+	configs          string // the broker's extra configs, YAML map entries
 }
 
 func manyPartitionsShape() partitionsShape {
@@ -27,8 +27,8 @@ func manyPartitionsShape() partitionsShape {
 		// The issue's goal: 100,000 partitions under nofile 20,000, RSS under 1 GiB.
 		// The heap in use stays under ~400 MiB, but without a soft limit the runtime
 		// keeps the garbage of the reopens after a restart (1.4-1.5 GiB of RSS);
-		// GOMEMLIMIT is the operator's knob for that (docs/BENCHMARKS.md).
-		return partitionsShape{topics: 100, perTopic: 1000, noFile: 20000, maxRSS: 1 << 30, env: []string{"GOMEMLIMIT=640MiB"}}
+		// sluice.memory.limit.bytes is the operator's knob for that (docs/BENCHMARKS.md).
+		return partitionsShape{topics: 100, perTopic: 1000, noFile: 20000, maxRSS: 1 << 30, configs: `sluice.memory.limit.bytes: "671088640"`}
 	}
 	// Four times more partitions than descriptors: the file cache must be what holds.
 	return partitionsShape{topics: 2, perTopic: 1000, noFile: 512, maxRSS: 512 << 20}
@@ -42,7 +42,8 @@ func TestManyPartitions(t *testing.T) {
 	s := manyPartitionsShape()
 	total := s.topics * s.perTopic
 	// pprof on the admin listener, so a long run can be profiled while it runs.
-	p := brokerproc.Start(t, brokerproc.Options{NoFile: s.noFile, ReadyTimeout: 2 * time.Minute, StopTimeout: 2 * time.Minute, Env: s.env, Config: "admin_pprof: true\n"})
+	p := brokerproc.Start(t, brokerproc.Options{NoFile: s.noFile, ReadyTimeout: 2 * time.Minute, StopTimeout: 2 * time.Minute,
+		Config: "admin_pprof: true\nconfigs: {" + s.configs + "}\n"})
 	t.Logf("broker %s, admin (pprof) %s", p.Addr, p.AdminAddr)
 	adm := p.Admin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
