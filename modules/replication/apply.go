@@ -221,7 +221,7 @@ func (a *applier) want(tp kernel.TopicPartition, id [16]byte, pi *kernel.Partiti
 	m.mu.RUnlock()
 	if p != nil && p.topicID == id {
 		if p.update(a.im.Version, pi, cfg, a.now) {
-			m.pg.wake(tp)
+			p.changed()
 		}
 		a.touched = append(a.touched, p)
 		return
@@ -289,7 +289,7 @@ func (a *applier) runOpens() {
 					continue // recorded (and logged) by open
 				}
 				if p.update(a.im.Version, j.pi, j.cfg, m.now().UnixMilli()) {
-					m.pg.wake(j.tp)
+					p.changed()
 				}
 				opened[i] = p
 			}
@@ -622,7 +622,7 @@ func (m *Module) openFromImage(tp kernel.TopicPartition, retry bool) *Partition 
 		return nil
 	}
 	if p.update(im.Version, pi, &cfg, m.now().UnixMilli()) {
-		m.pg.wake(tp)
+		p.changed()
 	}
 	return p
 }

@@ -23,7 +23,6 @@ type fetchOp struct {
 	version       int16
 	image         *kernel.Image
 	parts         []*fetchPart
-	keys          []kernel.TopicPartition // purgatory keys
 	maxBytes      int64
 	minBytes      int64
 	readCommitted bool
@@ -44,7 +43,11 @@ type fetchOp struct {
 
 	session     *fetchSession
 	incremental bool
-	abortBuf    []kernel.AbortedTxn // reused by abortedFor
+	// arena is the chunk the next fetchPart of op.parts is allocated from (newPart).
+	arena []fetchPart
+	// quiet are the session partitions left out of the read (session.go).
+	quiet    []quietPart
+	abortBuf []kernel.AbortedTxn // reused by abortedFor
 }
 
 // fetch serves one Fetch request and returns its encoded body.
@@ -86,9 +89,10 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 	}
 
 	total, stop := op.readAll()
-	if !stop && r.MaxWaitMillis > 0 && total < op.minBytes && len(op.parts) > 0 {
+	if !stop && r.MaxWaitMillis > 0 && total < op.minBytes && len(op.parts)+len(op.quiet) > 0 {
 		op.releaseAll()
-		done, err := m.pg.wait(ctx, op.keys, time.Duration(r.MaxWaitMillis)*time.Millisecond, func() bool {
+		done, err := m.pg.wait(ctx, op.waitKeys(), time.Duration(r.MaxWaitMillis)*time.Millisecond, func() bool {
+			op.wakeQuiet()
 			total, stop := op.readAll()
 			if stop || total >= op.minBytes {
 				return true
@@ -180,11 +184,58 @@ func (op *fetchOp) resolveSession(r *kmsg.FetchRequest) int16 {
 	op.session = s
 	op.incremental = true
 	op.parts = make([]*fetchPart, 0, len(s.parts))
+	quietOK := op.replica < 0 && op.rack == ""
+	now := c.now().UnixNano()
 	for _, sp := range s.parts {
-		fp := op.newPart(sp.key.topic, sp.key.topicID, sp.key.partition, sp.fetchOffset, sp.maxBytes, sp.currentEpoch, sp.lastFetchedEpoch)
-		fp.sp = sp
+		if q := sp.qPart; q != nil && quietOK && now < sp.qUntil && sp.qCommitted == op.readCommitted &&
+			q.gen.Load() == sp.qGen && op.allowed(sp.qTopic) {
+			// Unchanged since the read that found it quiet (session.go). The topic
+			// still exists under that read's name: a deletion closes the partition,
+			// which bumps gen.
+			op.quiet = append(op.quiet, quietPart{sp: sp, part: q, gen: sp.qGen, topic: sp.qTopic,
+				fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch, lastFetched: sp.lastFetchedEpoch})
+			continue
+		}
+		op.newPart(sp.key.topic, sp.key.topicID, sp.key.partition, sp.fetchOffset, sp.maxBytes, sp.currentEpoch, sp.lastFetchedEpoch).sp = sp
 	}
 	return 0
+}
+
+// wakeQuiet moves the quiet partitions whose generation changed into the read (at the
+// end of the fetch order).
+func (op *fetchOp) wakeQuiet() {
+	kept := op.quiet[:0]
+	for i := range op.quiet {
+		q := &op.quiet[i]
+		if q.part.gen.Load() == q.gen {
+			kept = append(kept, *q)
+			continue
+		}
+		lastFetched := q.lastFetched
+		if op.version < 12 {
+			lastFetched = -1
+		}
+		fp := &fetchPart{topic: q.topic, topicID: q.part.topicID, partition: q.sp.key.partition, fetchOffset: q.fetchOffset,
+			maxBytes: q.maxBytes, curEpoch: q.currentEpoch, lastFetchedEpoch: lastFetched, sp: q.sp}
+		fp.reset()
+		op.parts = append(op.parts, fp)
+	}
+	clear(op.quiet[len(kept):])
+	op.quiet = kept
+}
+
+// waitKeys returns the purgatory keys of the fetch: its partitions, quiet ones included.
+func (op *fetchOp) waitKeys() []kernel.TopicPartition {
+	keys := make([]kernel.TopicPartition, 0, len(op.parts)+len(op.quiet))
+	for _, fp := range op.parts {
+		if fp.topic != "" {
+			keys = append(keys, kernel.TopicPartition{Topic: fp.topic, Partition: fp.partition})
+		}
+	}
+	for i := range op.quiet {
+		keys = append(keys, kernel.TopicPartition{Topic: op.quiet[i].topic, Partition: op.quiet[i].sp.key.partition})
+	}
+	return keys
 }
 
 func (op *fetchOp) key(topic string, id [16]byte, p int32) sessionKey {
@@ -202,6 +253,7 @@ func (op *fetchOp) fromRequest(r *kmsg.FetchRequest, s *fetchSession) {
 		n += len(r.Topics[i].Partitions)
 	}
 	op.parts = make([]*fetchPart, 0, n)
+	op.arena = make([]fetchPart, 0, n)
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		for j := range t.Partitions {
@@ -216,6 +268,10 @@ func (op *fetchOp) fromRequest(r *kmsg.FetchRequest, s *fetchSession) {
 	}
 }
 
+// fetchPartChunk is how many fetchParts an incremental fetch allocates at once: most
+// of a big session's partitions are quiet and need none.
+const fetchPartChunk = 32
+
 // newPart adds a partition to read; the topic name is resolved from the ID for v13+.
 func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset int64, maxBytes, curEpoch, lastFetchedEpoch int32) *fetchPart {
 	if op.version >= 13 {
@@ -229,12 +285,15 @@ func (op *fetchOp) newPart(topic string, id [16]byte, partition int32, offset in
 	if op.version < 12 {
 		lastFetchedEpoch = -1
 	}
-	fp := &fetchPart{topic: topic, topicID: id, partition: partition, fetchOffset: offset, maxBytes: maxBytes, curEpoch: curEpoch, lastFetchedEpoch: lastFetchedEpoch}
+	// The request's partitions are allocated in chunks: appending within a chunk's
+	// capacity never moves the parts already handed out.
+	if len(op.arena) == cap(op.arena) {
+		op.arena = make([]fetchPart, 0, fetchPartChunk)
+	}
+	op.arena = append(op.arena, fetchPart{topic: topic, topicID: id, partition: partition, fetchOffset: offset, maxBytes: maxBytes, curEpoch: curEpoch, lastFetchedEpoch: lastFetchedEpoch})
+	fp := &op.arena[len(op.arena)-1]
 	fp.reset()
 	op.parts = append(op.parts, fp)
-	if topic != "" {
-		op.keys = append(op.keys, kernel.TopicPartition{Topic: topic, Partition: partition})
-	}
 	return fp
 }
 
@@ -295,6 +354,10 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	}
 	tp := kernel.TopicPartition{Topic: fp.topic, Partition: fp.partition}
 	p := op.m.partition(tp)
+	if p != nil {
+		// Loaded before anything of p is read (Partition.gen's invariant).
+		fp.readPart, fp.readGen = p, p.gen.Load()
+	}
 	if p == nil && op.m.openFailed(tp) {
 		fp.errorCode = kerr.KafkaStorageError.Code
 		return
@@ -374,7 +437,11 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 		fp.abortedTxns = []abortedTxn{} // non-null (zero-size: no allocation)
 	}
 	maxBytes := min(int64(fp.maxBytes), limit)
-	if fp.fetchOffset >= bound || (maxBytes <= 0 && !minOne) {
+	if fp.fetchOffset >= bound {
+		fp.drained = true
+		return
+	}
+	if maxBytes <= 0 && !minOne {
 		return
 	}
 	res, err := p.log.Read(fp.fetchOffset, max(maxBytes, 0), bound, minOne)
@@ -483,6 +550,7 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 			changed := fp.errorCode != 0 || fp.records.Size > 0 || fp.preferredReplica >= 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 ||
 				sp.hw != fp.hw || sp.lso != fp.lso || sp.logStart != fp.logStart
 			sp.hw, sp.lso, sp.logStart = fp.hw, fp.lso, fp.logStart
+			op.markQuiet(fp, sp)
 			if fp.records.Size > 0 {
 				if gotData == nil {
 					gotData = map[*sessionPart]bool{}
@@ -515,6 +583,22 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 		}
 	}
 	op.m.fetchBytes.Add(bytes)
+}
+
+// markQuiet records (s.mu held) whether fp's read left the session partition sp quiet:
+// a consumer's read of a hosted partition that found no error, nothing to send and
+// nothing unread below its bound, with the parameters sp still holds (a later request
+// on the same session may have changed them meanwhile).
+func (op *fetchOp) markQuiet(fp *fetchPart, sp *sessionPart) {
+	switch {
+	case op.replica >= 0 || op.rack != "" || fp.readPart == nil || !fp.drained || fp.errorCode != 0 ||
+		fp.records.Size > 0 || fp.preferredReplica >= 0 || fp.divergingEpoch != -1 || fp.divergingEndOffset != -1 ||
+		sp.fetchOffset != fp.fetchOffset || sp.maxBytes != fp.maxBytes || sp.currentEpoch != fp.curEpoch:
+		sp.qPart = nil
+		return
+	}
+	sp.qPart, sp.qGen, sp.qCommitted, sp.qTopic = fp.readPart, fp.readGen, op.readCommitted, fp.topic
+	sp.qUntil = op.m.sessions.now().Add(quietMaxAge).UnixNano()
 }
 
 // addEndpoint appends the listener of node id matching the request's listener, once.

@@ -78,6 +78,12 @@ type fetchPart struct {
 	snapshotEndOffset  int64
 	snapshotEpoch      int32
 	records            kernel.ReadResult
+
+	// Set by readOne: the partition read and its generation loaded before the read
+	// (nil: none read), and whether the read left nothing below its bound unread.
+	readPart *Partition
+	readGen  uint64
+	drained  bool
 }
 
 type abortedTxn struct{ producerID, firstOffset int64 }
@@ -93,6 +99,7 @@ func (fp *fetchPart) reset() {
 	fp.divergingEpoch, fp.divergingEndOffset = -1, -1
 	fp.leaderID, fp.leaderEpoch = -1, -1
 	fp.snapshotEndOffset, fp.snapshotEpoch = -1, -1
+	fp.readPart, fp.readGen, fp.drained = nil, 0, false
 }
 
 func (fp *fetchPart) release() {

@@ -42,7 +42,7 @@ func (p *Partition) appendFetched(leader, epoch int32, offset int64, records []b
 	n, changed, err := p.appendFetchedLocked(leader, epoch, offset, records, leaderHW, leaderStart)
 	p.mu.Unlock()
 	if changed {
-		p.pg.wake(p.tp)
+		p.changed()
 	}
 	return n, err
 }
@@ -203,7 +203,7 @@ func (p *Partition) truncateDiverging(leader, epoch int32, offset int64, div kms
 	// An offline log is cut at its damage first (offline.go): possibly below target.
 	target = min(target, p.log.LogEndOffset())
 	p.mu.Unlock()
-	p.pg.wake(p.tp)
+	p.changed()
 	if err != nil {
 		return -1, err
 	}
@@ -242,7 +242,7 @@ func (p *Partition) fixOutOfRange(leader, epoch int32, offset, leaderStart, lead
 	}
 	p.mu.Unlock()
 	if what != "" {
-		p.pg.wake(p.tp)
+		p.changed()
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s %s at %d: %w", what, p.tp, offset, err)

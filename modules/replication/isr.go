@@ -55,7 +55,7 @@ func (m *Module) alterPartition(ctx context.Context, p *Partition, req *kernel.A
 		cancel()
 		if err == nil {
 			if p.isrChanged(req, &res, 0) {
-				m.pg.wake(p.tp)
+				p.changed()
 			}
 			m.log.Info("ISR changed", "topic", req.Topic, "partition", req.Partition, "isr", res.ISR,
 				"leader_epoch", res.LeaderEpoch, "partition_epoch", res.PartitionEpoch)
@@ -68,7 +68,7 @@ func (m *Module) alterPartition(ctx context.Context, p *Partition, req *kernel.A
 		if permanentAlterError(err) {
 			retry := m.now().Add(m.rcfg.Load().backoff).UnixMilli()
 			if p.isrChanged(req, nil, retry) {
-				m.pg.wake(p.tp)
+				p.changed()
 			}
 			m.log.Info("ISR change rejected", "topic", req.Topic, "partition", req.Partition, "isr", req.ISR,
 				"leader_epoch", req.LeaderEpoch, "partition_epoch", req.PartitionEpoch, "err", err)

@@ -307,7 +307,7 @@ func (m *Module) hosts(pi *kernel.PartitionImage) bool {
 // drop closes a partition that left this node (or its topic) and deletes its data.
 func (m *Module) drop(p *Partition) {
 	p.close()
-	m.pg.wake(p.tp)
+	p.changed()
 	if err := m.storage.Remove(p.tp); err != nil {
 		m.log.Error("remove partition", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
 	}

@@ -114,6 +114,22 @@ type Partition struct {
 	// log since (offline.go). offlineNoted (under mu): the resignation was logged.
 	offline      atomic.Bool
 	offlineNoted bool
+
+	// gen counts changes to what a fetch answer for this partition depends on: records
+	// appended or truncated, the HW, LSO or log start moved, the placement (leader,
+	// epoch, ISR) changed, the partition closed. Invariant: every such change is
+	// followed by changed(), which bumps gen after the change and then wakes the
+	// partition's waiters; so a reader that loads gen before it reads the partition's
+	// state and later finds gen unchanged knows that state is still what it read
+	// (fetch sessions answer quiet partitions from it, session.go).
+	gen atomic.Uint64
+}
+
+// changed records a change to the partition's fetchable state (gen) and wakes the
+// operations watching it. Call it after the change, never before.
+func (p *Partition) changed() {
+	p.gen.Add(1)
+	p.pg.wake(p.tp)
 }
 
 // queuedMarker is a marker waiting for its listeners' call.
@@ -188,7 +204,7 @@ func (p *Partition) leaderFor(currentEpoch int32) (*placement, error) {
 }
 
 // update applies a placement from a metadata image and reports whether anything that
-// waiting operations care about changed (leadership, epoch, ISR). nowMs is the time of
+// waiting operations care about changed (leadership, epoch, ISR, HW). nowMs is the time of
 // the call (a new leader's followers count as caught up from then).
 func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconfig.Topic, nowMs int64) bool {
 	p.mu.Lock()
@@ -227,11 +243,11 @@ func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconf
 	}
 	np.maximal = maximalISR(np.isr, p.pendingISR())
 	p.place.Store(np)
-	changed := old.leader != np.leader || old.epoch != np.epoch || !slices.Equal(old.isr, np.isr)
+	hw := p.hw.Load()
 	if leader {
 		p.advanceHWLocked()
 	}
-	return changed
+	return old.leader != np.leader || old.epoch != np.epoch || !slices.Equal(old.isr, np.isr) || p.hw.Load() != hw
 }
 
 // becomeLeaderLocked starts a leader epoch (mu held): the epoch is assigned at the log
@@ -373,7 +389,7 @@ func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll b
 	}
 	p.advanceHWLocked()
 	p.mu.Unlock()
-	p.pg.wake(p.tp)
+	p.changed()
 	return res, pl.epoch, nil
 }
 
@@ -433,7 +449,7 @@ func (p *Partition) followerFetched(replica int32, fetchOffset, leaderLEO, nowMs
 	hwNews = p.hw.Load() > rs.lastSentHW
 	p.mu.Unlock()
 	if moved {
-		p.pg.wake(p.tp)
+		p.changed()
 	}
 	return prop, hwNews, true
 }
@@ -626,7 +642,7 @@ func (p *Partition) deleteRecordsBefore(offset int64) (int64, error) {
 	if err := p.log.DeleteRecordsBefore(offset); err != nil {
 		return -1, err
 	}
-	p.pg.wake(p.tp)
+	p.changed()
 	return p.log.LogStartOffset(), nil
 }
 
