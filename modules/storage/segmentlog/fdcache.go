@@ -71,6 +71,9 @@ func defaultFileBudget() int {
 type fileCache struct {
 	budget int
 	logger *slog.Logger
+	// tails is the store's allowance for in-memory segment tails (tail.go): the other
+	// thing that decides what a read costs.
+	tails tailBudget
 
 	mu   sync.Mutex
 	ring []*cfile // the open cfiles; the clock hand sweeps it
@@ -95,6 +98,7 @@ func newFileCache(budget int, logger *slog.Logger) *fileCache {
 	}
 	c := &fileCache{budget: max(budget, 4), logger: logger, failLog: rateLog{every: 10 * time.Second}}
 	c.hint.Store(int64(c.budget))
+	c.tails.left.Store(defaultTailBudget)
 	return c
 }
 

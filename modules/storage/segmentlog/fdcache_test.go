@@ -21,6 +21,10 @@ func openBudgetStore(t *testing.T, dir string, budget int) *Store {
 	return s
 }
 
+// noTails makes every read of s go to the segment files (tests of file pins: tails
+// would answer reads of new bytes from memory).
+func noTails(s *Store) { s.files.tails.left.Store(0) }
+
 // TestConformanceTinyFileBudget runs the storage conformance suite with four open
 // files at most, so nearly every operation reopens its files through the cache.
 func TestConformanceTinyFileBudget(t *testing.T) {
@@ -155,6 +159,7 @@ func TestTinySegmentsWithinFileBudget(t *testing.T) {
 func TestPinnedReadSurvivesEviction(t *testing.T) {
 	const budget = 8
 	s := openBudgetStore(t, t.TempDir(), budget)
+	noTails(s)
 	cfg := storagetest.DefaultConfig()
 	l := mustOpen(t, s, rtp, [16]byte{3}, cfg)
 	batch := storagetest.Batch(0, 7, 3, 50)
@@ -195,6 +200,7 @@ func TestPinnedReadSurvivesEviction(t *testing.T) {
 func TestHeldReadsCopyPastHalfTheBudget(t *testing.T) {
 	const parts, budget = 300, 200 // held pins limited to 100
 	s := openBudgetStore(t, t.TempDir(), budget)
+	noTails(s)
 	cfg := storagetest.DefaultConfig()
 	want := make([][]byte, parts)
 	logs := make([]kernel.Log, parts)

@@ -221,7 +221,7 @@ func checkAppendsReadable(t *testing.T, l kernel.Log, n int64) {
 	defer rr.Release()
 	var size int64
 	for _, c := range rr.Chunks {
-		size += c.N
+		size += c.Len()
 	}
 	if want := n * int64(len(storagetest.Batch(0, 1000, 1, 10))); size != want || l.LogEndOffset() != n {
 		t.Fatalf("read %d bytes to offset %d, want %d bytes to %d", size, l.LogEndOffset(), want, n)

@@ -628,6 +628,7 @@ func TestSealedSegmentsHoldOneDescriptor(t *testing.T) {
 // until it is released, and the files are unlinked then.
 func TestRetentionOfActivePinnedRead(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
+	noTails(s)
 	cfg := recoveryConfig()
 	cfg.SegmentBytes = 1 << 20 // one segment
 	l := mustOpen(t, s, rtp, [16]byte{}, cfg)

@@ -41,6 +41,11 @@ type segment struct {
 	// recent remembers the last batches appended (see recentBatches); nil once sealed
 	// (a sealed segment is read from its index) and until the first append.
 	recent *recentBatches
+	// tail is the last bytes appended, at file position tailPos, tailRes bytes of the
+	// store's tail budget reserved for it (tail.go).
+	tail    []byte
+	tailPos int64
+	tailRes int64
 
 	// refs counts the owning Log (1 while the segment is in the log) plus every
 	// unreleased ReadResult that points into it. The files are closed, and removed if
@@ -129,6 +134,7 @@ func (s *segment) unref() {
 	if s.refs.Add(-1) != 0 {
 		return
 	}
+	s.dropTail()
 	if err := s.closeFiles(); err != nil {
 		s.logger.Warn("close segment", "base_offset", s.base, "err", err)
 	}
@@ -158,6 +164,7 @@ func (s *segment) markDeleted() error {
 		}
 	}
 	s.deleted.Store(true)
+	s.dropTail()
 	s.unref()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete segment %d: %w", s.base, err)
@@ -206,6 +213,7 @@ func (s *segment) seal() error {
 	}
 	s.sealed = true
 	s.recent = nil
+	s.dropTail()
 	return nil
 }
 
@@ -327,11 +335,13 @@ func (s *segment) indexBatch(h *recordbatch.Header, pos int64, interval int64) e
 	return nil
 }
 
-// forgetRecent empties the recent batches (see recentBatches' invariants).
+// forgetRecent empties the recent batches (see recentBatches' invariants) and drops
+// the tail: both describe bytes at the end of the file, which is being cut.
 func (s *segment) forgetRecent() {
 	if s.recent != nil {
 		s.recent.reset()
 	}
+	s.dropTail()
 }
 
 // append writes records (whole, already offset-assigned batches) at the end of the
@@ -350,6 +360,7 @@ func (s *segment) append(records []byte, interval int64) error {
 		pos += int64(h.Size())
 		b = b[h.Size():]
 	}
+	s.keepTail(records, st.size)
 	s.size = pos
 	return nil
 }

@@ -226,8 +226,8 @@ func readErr(err error) error {
 	return err
 }
 
-// seg returns the segment of the i-th chunk of a ReadResult built by Log.Read (one pin
-// per chunk, in chunk order).
+// seg returns the segment of the i-th file chunk of a ReadResult built by Log.Read (one
+// pin per file chunk, in chunk order; tail chunks pin nothing).
 func (h *readHandle) seg(i int) *segment {
 	if i < len(h.pinned) {
 		return h.pinned[i]
@@ -239,8 +239,13 @@ func (h *readHandle) seg(i int) *segment {
 // answered; corruption takes the log offline. Called without mu: the chunks' segments
 // are pinned.
 func (l *Log) verifyRead(h *readHandle, rr kernel.ReadResult) error {
-	for i, c := range rr.Chunks {
-		s := h.seg(i)
+	pin := 0
+	for _, c := range rr.Chunks {
+		if c.File == nil {
+			continue // tail bytes: appended, so validated (tail.go)
+		}
+		s := h.seg(pin)
+		pin++
 		err := s.verify(c.File, c.Off, c.N)
 		if err == nil {
 			continue
