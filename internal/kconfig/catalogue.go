@@ -357,6 +357,8 @@ var brokerOnlyDefs = []brokerDef{
 		"How long a follower waits after a failed fetch before it tries again."}},
 	{def: def{"num.replica.fetchers", TypeInt, ptr("1"), atLeast(1),
 		"Fetcher connections per source broker; partitions are spread over them."}},
+	{def: def{"log.flush.offset.checkpoint.interval.ms", TypeInt, ptr("60000"), atLeast(0),
+		"How often each log dir's recovery points are written to recovery-point-offset-checkpoint when only they moved (a later one costs a longer recovery after a crash, never data). Log start offsets, removals and unclean stops are written within a second (Kafka waits for log.flush.start.offset.checkpoint.interval.ms)."}},
 	{def: def{"replica.high.watermark.checkpoint.interval.ms", TypeLong, ptr("5000"), atLeast(1),
 		"How often each log dir's high watermarks are written to replication-offset-checkpoint."}},
 	{def: def{"inter.broker.listener.name", TypeString, nil, nil,

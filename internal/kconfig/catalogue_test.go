@@ -134,6 +134,7 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"log.dirs", TypeString, null, false},
 		{"log.flush.interval.messages", TypeLong, maxLong, true},
 		{"log.flush.interval.ms", TypeLong, null, true},
+		{"log.flush.offset.checkpoint.interval.ms", TypeInt, "60000", false},
 		{"log.flush.scheduler.interval.ms", TypeLong, maxLong, false},
 		{"log.index.interval.bytes", TypeInt, "4096", true},
 		{"log.index.size.max.bytes", TypeInt, "10485760", true},

@@ -185,6 +185,7 @@ type Broker struct {
 	ReplicaFetchBackoffMs                    int32  // replica.fetch.backoff.ms
 	NumReplicaFetchers                       int32  // num.replica.fetchers
 	ReplicaHighWatermarkCheckpointIntervalMs int64  // replica.high.watermark.checkpoint.interval.ms
+	LogFlushOffsetCheckpointIntervalMs       int64  // log.flush.offset.checkpoint.interval.ms
 	InterBrokerListenerName                  string // inter.broker.listener.name ("" = the first listener)
 	AutoLeaderRebalanceEnable                bool   // auto.leader.rebalance.enable
 	LeaderImbalanceCheckIntervalSeconds      int64  // leader.imbalance.check.interval.seconds
@@ -264,6 +265,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		ReplicaFetchBackoffMs:                    int32(n("replica.fetch.backoff.ms")),
 		NumReplicaFetchers:                       int32(n("num.replica.fetchers")),
 		ReplicaHighWatermarkCheckpointIntervalMs: n("replica.high.watermark.checkpoint.interval.ms"),
+		LogFlushOffsetCheckpointIntervalMs:       n("log.flush.offset.checkpoint.interval.ms"),
 		InterBrokerListenerName:                  eff["inter.broker.listener.name"].s,
 		AutoLeaderRebalanceEnable:                eff["auto.leader.rebalance.enable"].bool(),
 		LeaderImbalanceCheckIntervalSeconds:      n("leader.imbalance.check.interval.seconds"),

@@ -318,6 +318,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		ReplicaFetchBackoffMs:                    1000,
 		NumReplicaFetchers:                       1,
 		ReplicaHighWatermarkCheckpointIntervalMs: 5000,
+		LogFlushOffsetCheckpointIntervalMs:       60000,
 		AutoLeaderRebalanceEnable:                true,
 		LeaderImbalanceCheckIntervalSeconds:      300,
 		LeaderImbalancePerBrokerPercentage:       10,

@@ -11,6 +11,7 @@
 //	    retention_check_interval_ms: 300000
 //	    flush_check_interval_ms: 1000
 //	    high_watermark_checkpoint_interval_ms: 5000  # default: replica.high.watermark.checkpoint.interval.ms
+//	    recovery_checkpoint_interval_ms: 60000     # default: log.flush.offset.checkpoint.interval.ms
 //
 // and from another module:
 //

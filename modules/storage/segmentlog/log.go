@@ -854,7 +854,7 @@ func (l *Log) Flush() error {
 	}
 	if target > l.recoveryPoint {
 		l.recoveryPoint = target
-		l.store.dirty.Store(true)
+		l.store.rpDirty.Store(true)
 	}
 	l.unflushed = 0
 	l.lastFlushMs = l.nowMs()

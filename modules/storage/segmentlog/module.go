@@ -35,6 +35,11 @@ type Module struct {
 	// replication-offset-checkpoint when one changed. Default (0): the broker config
 	// replica.high.watermark.checkpoint.interval.ms (5000).
 	HighWatermarkCheckpointIntervalMs int64 `yaml:"high_watermark_checkpoint_interval_ms"`
+	// RecoveryCheckpointIntervalMs is how often recovery-point-offset-checkpoint is
+	// rewritten when only recovery points moved (each flush pass rewrites it, and
+	// log-start-offset-checkpoint, when a log start moved or a partition came or went).
+	// Default (0): the broker config log.flush.offset.checkpoint.interval.ms (60000).
+	RecoveryCheckpointIntervalMs int64 `yaml:"recovery_checkpoint_interval_ms"`
 
 	store   *Store
 	logger  *slog.Logger
@@ -65,6 +70,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	b := kconfig.ResolveBroker(kconfig.MergeBroker(ctx.Broker().StaticConfigs, nil, nil))
 	if m.HighWatermarkCheckpointIntervalMs == 0 {
 		m.HighWatermarkCheckpointIntervalMs = b.ReplicaHighWatermarkCheckpointIntervalMs
+	}
+	if m.RecoveryCheckpointIntervalMs == 0 {
+		m.RecoveryCheckpointIntervalMs = b.LogFlushOffsetCheckpointIntervalMs
 	}
 	if err := m.Validate(); err != nil {
 		return err
@@ -109,6 +117,9 @@ func (m *Module) Validate() error {
 	}
 	if m.FlushCheckIntervalMs <= 0 {
 		return fmt.Errorf("storage.segmentlog: flush_check_interval_ms must be > 0, got %d", m.FlushCheckIntervalMs)
+	}
+	if m.RecoveryCheckpointIntervalMs < 0 {
+		return fmt.Errorf("storage.segmentlog: recovery_checkpoint_interval_ms must be >= 0 (0: the broker config), got %d", m.RecoveryCheckpointIntervalMs)
 	}
 	if m.HighWatermarkCheckpointIntervalMs < 0 {
 		return fmt.Errorf("storage.segmentlog: high_watermark_checkpoint_interval_ms must be >= 0 (0: the broker config), got %d", m.HighWatermarkCheckpointIntervalMs)
@@ -161,7 +172,7 @@ func (m *Module) flushPass(now time.Time) {
 			m.logger.Warn("flush failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "err", err)
 		}
 	}
-	if m.store.dirty.Load() {
+	if m.store.checkpointsDue(now, time.Duration(m.RecoveryCheckpointIntervalMs)*time.Millisecond) {
 		if err := m.store.writeCheckpoints(); err != nil {
 			m.logger.Warn("checkpoint failed", "err", err)
 		}

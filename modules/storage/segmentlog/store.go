@@ -68,7 +68,15 @@ type Store struct {
 	// vouches for a partition this run did not recover.
 	unclean map[kernel.TopicPartition]bool
 
-	dirty atomic.Bool // the checkpoints are behind
+	// dirty: the checkpoints are behind in what must be written by the next flush pass
+	// (log starts, removed partitions, unclean stops, a reopen that found other
+	// offsets); rpDirty: only recovery points moved, written every
+	// log.flush.offset.checkpoint.interval.ms (a recovery point on disk older than the
+	// log's only makes a crash's recovery check more; each rewrite costs a line per
+	// partition). lastCkpt is when both files were last written (unix ns).
+	dirty    atomic.Bool
+	rpDirty  atomic.Bool
+	lastCkpt atomic.Int64
 
 	// fs syncs the store's file system whole at an orderly stop (syncfs_linux.go); nil
 	// where there is no such call, and unused once a partition directory turned out to
@@ -493,12 +501,21 @@ func parallelEach(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
+// checkpointsDue reports whether a flush pass at now should write the checkpoints:
+// something urgent changed, or recovery points moved and rpEvery passed since the last
+// write.
+func (s *Store) checkpointsDue(now time.Time, rpEvery time.Duration) bool {
+	return s.dirty.Load() || s.rpDirty.Load() && now.UnixNano()-s.lastCkpt.Load() >= int64(rpEvery)
+}
+
 // writeCheckpoints writes both checkpoint files from the open logs and the remembered
 // offsets of the others.
 func (s *Store) writeCheckpoints() error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	s.dirty.Store(false)
+	s.rpDirty.Store(false)
+	s.lastCkpt.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	removed := s.removed
 	s.removed = map[kernel.TopicPartition]struct{}{}

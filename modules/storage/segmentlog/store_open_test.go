@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/storagetest"
@@ -254,4 +255,53 @@ func TestSnapshotNeedlessKeepsDeletedHeadsProducers(t *testing.T) {
 		t.Fatal("a snapshot at the first segment makes the short tail replayable")
 	}
 	l.segs, l.snaps = segs, snaps
+}
+
+// A flush that only moves a recovery point leaves the checkpoint files for the
+// recovery checkpoint interval; a log start move has them written at the next pass.
+func TestRecoveryPointCheckpointWaits(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
+	if err := s.writeCheckpoints(); err != nil { // the open's entries
+		t.Fatal(err)
+	}
+	fill(t, l, 6) // rolls segments: the flush pass would move the recovery point
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const every = time.Minute
+	now := time.Now()
+	if !s.rpDirty.Load() || s.dirty.Load() {
+		t.Fatalf("after a flush: rpDirty %v dirty %v, want true false", s.rpDirty.Load(), s.dirty.Load())
+	}
+	if s.checkpointsDue(now, every) {
+		t.Fatal("a recovery point move is due at once")
+	}
+	if !s.checkpointsDue(now.Add(every), every) {
+		t.Fatal("a recovery point move is not due after the interval")
+	}
+	mustOpen(t, s, otherTP, [16]byte{}, recoveryConfig())
+	if err := s.Remove(otherTP); err != nil {
+		t.Fatal(err)
+	}
+	if !s.checkpointsDue(now, every) {
+		t.Fatal("a removed partition is not due at the next pass")
+	}
+	if err := s.writeCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	if s.checkpointsDue(now.Add(every), every) {
+		t.Fatal("due again after a write with nothing new")
+	}
+	// DeleteRecords writes both files before it returns (recovery points with them).
+	fill(t, l, 2)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteRecordsBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	if s.rpDirty.Load() || s.dirty.Load() {
+		t.Fatalf("after DeleteRecords: rpDirty %v dirty %v, want both written", s.rpDirty.Load(), s.dirty.Load())
+	}
 }
