@@ -71,18 +71,21 @@ type Kernel struct {
 	writeTimeout time.Duration
 	// tlsTimeout: see tlsHandshakeTimeout (tests shorten it).
 	tlsTimeout time.Duration
-	readyFns   []func() bool
-	started    atomic.Bool
-	stopping   atomic.Bool
-	tornDown   atomic.Bool // teardown ran (a failed Start, or Shutdown)
-	dataDir    *dataDir    // datadir.go
-	connID     atomic.Uint64
-	conns      sync.Map // *conn → struct{}
-	connWG     sync.WaitGroup
-	acceptWG   sync.WaitGroup
-	adminWG    sync.WaitGroup
-	baseCtx    context.Context
-	cancelAll  context.CancelFunc
+	// cleanupGrace: see defaultCleanupGrace (tests shorten it).
+	cleanupGrace time.Duration
+
+	readyFns  []func() bool
+	started   atomic.Bool
+	stopping  atomic.Bool
+	tornDown  atomic.Bool // teardown ran (a failed Start, or Shutdown)
+	dataDir   *dataDir    // datadir.go
+	connID    atomic.Uint64
+	conns     sync.Map // *conn → struct{}
+	connWG    sync.WaitGroup
+	acceptWG  sync.WaitGroup
+	adminWG   sync.WaitGroup
+	baseCtx   context.Context
+	cancelAll context.CancelFunc
 
 	mRequests  *Counter
 	mConns     *Counter
@@ -237,6 +240,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		idle:        time.Duration(idleMs) * time.Millisecond,
 
 		writeTimeout: defaultWriteTimeout,
+		cleanupGrace: defaultCleanupGrace,
 		tlsTimeout:   tlsHandshakeTimeout,
 	}
 	for role, sec := range secs {
@@ -475,6 +479,36 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// defaultCleanupGrace is how long a module's Cleanup may still take once the shutdown's
+// context is done.
+const defaultCleanupGrace = 5 * time.Second
+
+// errCleanupAbandoned: a module's Cleanup did not return in time; the shutdown went on
+// without it (its goroutine is left to the process's exit).
+var errCleanupAbandoned = errors.New("did not finish before the shutdown deadline; abandoned")
+
+// runCleanup runs c.Cleanup and waits for it until ctx is done and then cleanupGrace
+// more. Cleanup takes no context, and one that blocks must not keep the broker from
+// exiting: badger's Close retried a memtable flush forever once the data dir was
+// deleted under a running broker.
+func (k *Kernel) runCleanup(ctx context.Context, c CleanerUpper) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Cleanup() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(k.cleanupGrace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errCleanupAbandoned
+	}
+}
+
 // teardown stops admin HTTP and the modules, reverse order, then cleans up.
 func (k *Kernel) teardown(ctx context.Context) error {
 	// Once only: a Shutdown after a failed Start (a deferred Shutdown) must not stop or
@@ -520,7 +554,7 @@ func (k *Kernel) teardown(ctx context.Context) error {
 		}
 		cleaned[role] = true
 		if c, ok := k.modules[role].mod.(CleanerUpper); ok {
-			if err := c.Cleanup(); err != nil {
+			if err := k.runCleanup(ctx, c); err != nil {
 				errs = append(errs, fmt.Errorf("module %s: cleanup: %w", k.modules[role].info.ID, err))
 			}
 		}
