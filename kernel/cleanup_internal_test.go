@@ -11,6 +11,24 @@ import (
 	"time"
 )
 
+// plainKernel returns an unstarted kernel of config yaml with one PLAINTEXT listener
+// and the admin listener on free ports and a fresh data dir.
+func plainKernel(t *testing.T, reg *Registry, yaml string) *Kernel {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.Listeners = []ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
+	cfg.AdminListen = "127.0.0.1:0"
+	k, err := New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 // stuckModule's Cleanup blocks until released (as badger's Close did, retrying a flush
 // into a deleted data dir); otherModule records that its Cleanup ran.
 type stuckModule struct{ release chan struct{} }
@@ -32,17 +50,7 @@ func TestShutdownAbandonsStuckCleanup(t *testing.T) {
 	reg := NewRegistry()
 	reg.Register(ModuleInfo{ID: "echo.stuck", New: func() Module { return stuck }})
 	reg.Register(ModuleInfo{ID: "other.ok", New: func() Module { return &otherModule{cleaned: &cleaned} }})
-	cfg, err := ParseConfig([]byte("modules: {echo: {use: stuck}, other: {use: ok}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = t.TempDir()
-	cfg.Listeners = []ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
-	cfg.AdminListen = "127.0.0.1:0"
-	k, err := New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := plainKernel(t, reg, "modules: {echo: {use: stuck}, other: {use: ok}}\n")
 	k.cleanupGrace = 50 * time.Millisecond
 	if err := k.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -33,17 +32,7 @@ func TestWriteTimeoutBoundsStallsNotResponses(t *testing.T) {
 	mod := &bigBodyModule{body: []Chunk{{Bytes: data[:3<<20]}, {File: f, Off: 0, N: size}, {Bytes: data[:3<<20]}}}
 	reg := NewRegistry()
 	reg.Register(ModuleInfo{ID: "echo.big", New: func() Module { return mod }})
-	cfg, err := ParseConfig([]byte("modules: {echo: {use: big}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DataDir = t.TempDir()
-	cfg.Listeners = []ListenerConfig{{Name: "PLAINTEXT", Address: "127.0.0.1:0"}}
-	cfg.AdminListen = "127.0.0.1:0"
-	k, err := New(cfg, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := plainKernel(t, reg, "modules: {echo: {use: big}}\n")
 	// 1s, not less: on a loaded 2-core CI machine a scheduling stall of a few hundred
 	// milliseconds is normal and must not be mistaken for a stalled reader.
 	k.writeTimeout = time.Second
