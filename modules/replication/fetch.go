@@ -211,14 +211,10 @@ func (op *fetchOp) wakeQuiet() {
 			kept = append(kept, *q)
 			continue
 		}
-		lastFetched := q.lastFetched
-		if op.version < 12 {
-			lastFetched = -1
-		}
-		fp := &fetchPart{topic: q.topic, topicID: q.part.topicID, partition: q.sp.key.partition, fetchOffset: q.fetchOffset,
-			maxBytes: q.maxBytes, curEpoch: q.currentEpoch, lastFetchedEpoch: lastFetched, sp: q.sp}
-		fp.reset()
-		op.parts = append(op.parts, fp)
+		// Resolved from the session key as any read is: the change may be the topic's
+		// deletion, and a topic of the same name since is another incarnation.
+		k := q.sp.key
+		op.newPart(k.topic, k.topicID, k.partition, q.fetchOffset, q.maxBytes, q.currentEpoch, q.lastFetched).sp = q.sp
 	}
 	clear(op.quiet[len(kept):])
 	op.quiet = kept
@@ -354,6 +350,12 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 	}
 	tp := kernel.TopicPartition{Topic: fp.topic, Partition: fp.partition}
 	p := op.m.partition(tp)
+	if p != nil && op.version >= 13 && p.topicID != fp.topicID {
+		// Another incarnation under the name the request's image gave the ID (a
+		// delayed fetch woken by the topic's deletion and re-creation).
+		fp.errorCode = kerr.UnknownTopicID.Code
+		return
+	}
 	if p != nil {
 		// Loaded before anything of p is read (Partition.gen's invariant).
 		fp.readPart, fp.readGen = p, p.gen.Load()

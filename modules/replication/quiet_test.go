@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -155,5 +156,35 @@ func TestFetchSessionQuietMarkExpires(t *testing.T) {
 	inc := h.fetch(ctx, 12, sessionReq(id, 3, nil))
 	if ps := partsOf(inc); len(ps) != 1 || ps[0].LogStartOffset != 2 {
 		t.Fatalf("after the mark's time: %+v, want partition 0 with log start 2", ps)
+	}
+}
+
+// A quiet partition whose topic is deleted and re-created under the same name is not
+// read as the new incarnation through the old session's topic ID: the fetch answers
+// UNKNOWN_TOPIC_ID, as without the quiet mark.
+func TestFetchSessionQuietTopicRecreated(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1, parts: 2})
+	ctx := context.Background()
+	open := h.fetch(ctx, 13, sessionReq(0, 0, map[int32]int64{0: 0, 1: 0}))
+	id := open.SessionID
+	h.fetch(ctx, 13, sessionReq(id, 1, nil))
+	if n := quietCount(h, id); n != 2 {
+		t.Fatalf("%d quiet partitions, want 2", n)
+	}
+	h.meta.publish(image(3))
+	h.meta.publish(image(4, topicSpec{name: "t", id: 2, parts: 2}))
+	waitFor(t, func() bool {
+		p := h.m.partition(kernel.TopicPartition{Topic: "t"})
+		return p != nil && p.topicID == [16]byte{2}
+	})
+	h.produce(9, 1, "t", 0, testBatch(1, "new incarnation"))
+	inc := h.fetch(ctx, 13, sessionReq(id, 2, nil))
+	for p, rp := range partsOf(inc) {
+		if len(rp.RecordBatches) > 0 || rp.ErrorCode != kerr.UnknownTopicID.Code {
+			t.Fatalf("partition %d of the old topic ID: err %d, %d record bytes; want UNKNOWN_TOPIC_ID and none", p, rp.ErrorCode, len(rp.RecordBatches))
+		}
+	}
+	if len(partsOf(inc)) != 2 {
+		t.Fatalf("answer %v, want both partitions with UNKNOWN_TOPIC_ID", partsOf(inc))
 	}
 }
