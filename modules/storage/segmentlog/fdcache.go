@@ -34,10 +34,13 @@ import (
 //     cfile.rename, under cfile.mu, so a reopen never opens a stale name.
 //   - A reopen never truncates, and never creates a .log: only the first open of a
 //     new segment does (a missing index file is created empty, as it reads empty).
-//   - dirty is set by every write (but a resize of an index's zero tail, resizeTail)
-//     and cleared only by a successful Sync or by openLog (markSynced); a cfile
-//     starts dirty (its file may hold unsynced pages of an earlier run), so Sync of
-//     an evicted, clean file needs no descriptor and an evicted dirty one is reopened
+//     A new segment's index files are opened (created, truncated) at their first use
+//     (newLazyFile), so an index that is never written is never created.
+//   - dirty is set by every write (but a resize of an index's zero tail, truncateKeepClean)
+//     and cleared only by a successful Sync or by openLog (markSynced); a cfile of
+//     newLazyFile starts clean (it holds nothing until written), any other starts
+//     dirty (its file may hold unsynced pages of an earlier run), so Sync of an
+//     evicted, clean file needs no descriptor and an evicted dirty one is reopened
 //     to be synced (fsync covers the inode's pages, whichever descriptor wrote them).
 //
 // Lock order: fileCache.mu, then the cfile.mu of the file being opened, then the
@@ -130,6 +133,7 @@ type cfile struct {
 	mu     sync.Mutex
 	path   string
 	flag   int      // for reopening: never O_TRUNC (nor O_CREATE for a .log)
+	first  int      // when not 0, the flag of the first open (newLazyFile), then 0
 	f      *os.File // nil while not open
 	pins   int
 	ref    bool // the clock's referenced bit
@@ -155,6 +159,13 @@ func (c *fileCache) newFile(path string, flag, reopen int) (*cfile, error) {
 // lazyFile returns a cfile of the cache for an existing path, not opened yet.
 func (c *fileCache) lazyFile(path string, flag int) *cfile {
 	return &cfile{c: c, path: path, flag: flag &^ (os.O_TRUNC | os.O_EXCL), dirty: true}
+}
+
+// newLazyFile returns a cfile of the cache, not opened yet and clean, that opens with
+// first the first time it is used and with reopen after that: a file this process
+// creates (first has O_CREATE) or one whose contents are on stable storage.
+func (c *fileCache) newLazyFile(path string, first, reopen int) *cfile {
+	return &cfile{c: c, path: path, first: first, flag: reopen &^ (os.O_TRUNC | os.O_EXCL)}
 }
 
 // openLocked opens cf (not open) with flag, evicting to stay within the budget, and
@@ -276,9 +287,14 @@ func (cf *cfile) acquire() (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", cf.path, os.ErrClosed)
 	}
 	if cf.f == nil {
-		if err := c.openLocked(cf, cf.flag); err != nil {
+		flag := cf.flag
+		if cf.first != 0 {
+			flag = cf.first
+		}
+		if err := c.openLocked(cf, flag); err != nil {
 			return nil, err
 		}
+		cf.first = 0
 	}
 	cf.pins++
 	return cf.f, nil
@@ -372,7 +388,7 @@ func (cf *cfile) Truncate(size int64) error {
 }
 
 // truncateKeepClean is Truncate without marking the file dirty, for a resize whose
-// loss in a crash is harmless (resizeTail).
+// loss in a crash is harmless (indexFile.resize).
 func (cf *cfile) truncateKeepClean(size int64) error {
 	f, err := cf.acquire()
 	if err != nil {

@@ -7,11 +7,17 @@ import (
 )
 
 // offsetIndex is a segment's sparse offset index: an in-memory copy of the entries, and
-// the file they are written through to with WriteAt (one entry per pwrite). The file is
-// preallocated (Truncate, sparse) to the maximum size while the segment is active and
-// trimmed to the real entries when it is sealed.
+// the file they are written through to with WriteAt (one entry per pwrite).
+//
+// Index files are not preallocated: nothing maps them, so a pwrite past the end grows
+// the file as well as a sparse preallocation would, and an idle partition's open and
+// close need neither file. The file of a new segment is created at its first write
+// (or resize), so an index that never got an entry may be absent, which reads as
+// empty. What a file may hold: the entries, then possibly a zero tail (a preallocated
+// file of an older version, or an unclean stop) or stale entries past the in-memory
+// ones (an append undone); seal trims the file to the entries.
 type offsetIndex struct {
-	f          *cfile // nil once sealed and on stable storage (closeIndexFiles)
+	indexFile
 	base       int64
 	rel        []uint32 // relative last offset of the indexed batch
 	pos        []uint32 // file position of that batch
@@ -21,7 +27,7 @@ type offsetIndex struct {
 
 // timeIndex is a segment's time index; see offsetIndex.
 type timeIndex struct {
-	f          *cfile
+	indexFile
 	base       int64
 	ts         []int64  // max timestamp so far (strictly increasing)
 	rel        []uint32 // relative offset of the batch that first reached it
@@ -44,7 +50,7 @@ func (x *offsetIndex) append(lastOffset int64, pos int64) error {
 	}
 	binary.BigEndian.PutUint32(x.buf[0:], rel)
 	binary.BigEndian.PutUint32(x.buf[4:], uint32(pos))
-	if _, err := x.f.WriteAt(x.buf[:], int64(len(x.rel))*offsetEntrySize); err != nil {
+	if err := x.write(x.buf[:], int64(len(x.rel))*offsetEntrySize); err != nil {
 		return fmt.Errorf("write offset index: %w", err)
 	}
 	x.rel = append(x.rel, rel)
@@ -111,7 +117,7 @@ func (x *timeIndex) maybeAppend(ts, offset int64, force bool) error {
 	}
 	binary.BigEndian.PutUint64(x.buf[0:], uint64(ts))
 	binary.BigEndian.PutUint32(x.buf[8:], uint32(offset-x.base))
-	if _, err := x.f.WriteAt(x.buf[:], int64(len(x.ts))*timeEntrySize); err != nil {
+	if err := x.write(x.buf[:], int64(len(x.ts))*timeEntrySize); err != nil {
 		return fmt.Errorf("write time index: %w", err)
 	}
 	x.ts = append(x.ts, ts)
@@ -133,24 +139,46 @@ func (x *timeIndex) cut(n int) {
 	x.ts, x.rel = x.ts[:n], x.rel[:n]
 }
 
-// resizeFile sets an index file's length: the preallocated size while active, the used
-// size when sealed. A shrink below the used entries is a bug.
-func resizeFile(f *cfile, size int64) error {
-	if err := f.Truncate(size); err != nil {
-		return fmt.Errorf("resize %s: %w", f.Name(), err)
+// indexFile is an index's file and its length as far as this process knows it.
+type indexFile struct {
+	f *cfile // nil once sealed and on stable storage (closeIndexFiles)
+	// flen is the file's length, or -1 when unknown (an existing segment's index not
+	// read yet). A resize to the known length is skipped without touching the file.
+	flen int64
+}
+
+// write is WriteAt of one entry at off.
+func (x *indexFile) write(b []byte, off int64) error {
+	if _, err := x.f.WriteAt(b, off); err != nil {
+		x.flen = -1 // a short write may have grown it
+		return err
+	}
+	if x.flen >= 0 {
+		x.flen = max(x.flen, off+int64(len(b)))
 	}
 	return nil
 }
 
-// resizeTail is resizeFile for a resize that only grows or cuts the zero tail past
-// the entries (preallocation at activate, its removal at seal): it leaves the file
-// clean if it was, because a lost resize changes nothing a reader sees
-// (parseOffsetIndex and parseTimeIndex stop at the zero tail), so a close of an idle
-// segment fsyncs nothing.
-func resizeTail(f *cfile, size int64) error {
-	if err := f.truncateKeepClean(size); err != nil {
-		return fmt.Errorf("resize %s: %w", f.Name(), err)
+// resize sets the file's length to size (a cut of entries, or of the tail past them).
+// keepClean is for a resize that only grows or cuts a zero tail past the entries (the
+// trim at seal): it leaves the file clean if it was, because a lost resize changes
+// nothing a reader sees (parseOffsetIndex and parseTimeIndex stop at the zero tail),
+// so a close of an idle segment fsyncs nothing.
+func (x *indexFile) resize(size int64, keepClean bool) error {
+	if x.flen == size {
+		return nil
 	}
+	var err error
+	if keepClean {
+		err = x.f.truncateKeepClean(size)
+	} else {
+		err = x.f.Truncate(size)
+	}
+	if err != nil {
+		x.flen = -1
+		return fmt.Errorf("resize %s: %w", x.f.Name(), err)
+	}
+	x.flen = size
 	return nil
 }
 

@@ -3,6 +3,7 @@ package segmentlog
 import (
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,13 +301,27 @@ func checkLog(t *testing.T, l kernel.Log, from int64) {
 }
 
 // checkIndexes checks every in-memory and on-disk index entry against the log.
+// readIndexOrEmpty reads an index file; an absent one is empty, since
+// index files are created at their first entry.
+func readIndexOrEmpty(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func checkIndexes(t *testing.T, l *Log) {
 	t.Helper()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	var hdr [recordbatch.HeaderSize]byte
 	for _, s := range l.segs {
-		rel, pos, clean := parseOffsetIndex(mustReadFile(t, s.path(indexSuffix)))
+		rel, pos, clean := parseOffsetIndex(readIndexOrEmpty(t, s.path(indexSuffix)))
 		if !clean || len(rel) != s.oidx.entries() {
 			t.Fatalf("segment %d: offset index file has %d entries (clean %v), memory %d", s.base, len(rel), clean, s.oidx.entries())
 		}
@@ -319,7 +334,7 @@ func checkIndexes(t *testing.T, l *Log) {
 				t.Fatalf("segment %d: index entry %d says %d, batch is %d..%d", s.base, i, s.base+int64(rel[i]), h.BaseOffset, h.LastOffset())
 			}
 		}
-		ts, trel, tclean := parseTimeIndex(mustReadFile(t, s.path(timeIndexSuffix)))
+		ts, trel, tclean := parseTimeIndex(readIndexOrEmpty(t, s.path(timeIndexSuffix)))
 		if !tclean || len(ts) != s.tidx.entries() {
 			t.Fatalf("segment %d: time index file has %d entries (clean %v), memory %d", s.base, len(ts), tclean, s.tidx.entries())
 		}
@@ -615,9 +630,10 @@ func TestSealedSegmentsHoldOneDescriptor(t *testing.T) {
 	if got := openFDs(t, dir); got != 0 {
 		t.Fatalf("%d descriptors open after Close", got)
 	}
-	// At open, sealed segments get one descriptor too.
+	// At open, sealed segments get one descriptor too, and the active
+	// segment's indexes are not opened until their next entry.
 	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	if got, want := openFDs(t, dir), len(l.(*Log).segs)+2; got != want {
+	if got, want := openFDs(t, dir), len(l.(*Log).segs); got != want {
 		t.Fatalf("%d descriptors open after reopening %d segments, want %d", got, len(l.(*Log).segs), want)
 	}
 	checkLog(t, l, 0)
@@ -701,4 +717,59 @@ func TestCrashAfterRetentionOfActive(t *testing.T) {
 		t.Fatalf("append after recovery: %+v %v; want base 20", res, err)
 	}
 	checkLog(t, l, 20)
+}
+
+// TestIndexFilesCreatedAtFirstEntry: a new partition costs one file (its
+// .log) until an index gains an entry; an absent index reads as empty across
+// a clean close and a crash.
+func TestIndexFilesCreatedAtFirstEntry(t *testing.T) {
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, rtp.String())
+	cfg := storagetest.DefaultConfig()
+	cfg.IndexIntervalBytes = 1 << 20
+	s := openRaw(t, dir)
+	l := mustOpen(t, s, rtp, [16]byte{9}, cfg)
+	noIndexes := func(when string, sufs ...string) {
+		t.Helper()
+		for _, suf := range sufs {
+			if got := segFiles(t, pdir, suf); len(got) != 0 {
+				t.Fatalf("%s: %v exist", when, got)
+			}
+		}
+	}
+	noIndexes("new partition", indexSuffix, timeIndexSuffix)
+	fill(t, l, 3)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	noIndexes("three small batches", indexSuffix, timeIndexSuffix)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openRaw(t, dir)
+	l = mustOpen(t, s, rtp, [16]byte{9}, cfg)
+	// Close writes the segment's largest timestamp to the time index, as
+	// Kafka does; the offset index stays absent.
+	noIndexes("clean reopen", indexSuffix)
+	if got := segFiles(t, pdir, timeIndexSuffix); len(got) != 1 {
+		t.Fatalf("time indexes after close: %v", got)
+	}
+	checkLog(t, l, 0)
+	checkIndexes(t, l.(*Log))
+	crash(t, s)
+
+	s = openTestStore(t, dir)
+	l = mustOpen(t, s, rtp, [16]byte{9}, recoveryConfig())
+	if got := l.LogEndOffset(); got != 6 {
+		t.Fatalf("LEO %d after crash, want 6", got)
+	}
+	fill(t, l, 6)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(segFiles(t, pdir, indexSuffix)) == 0 || len(segFiles(t, pdir, timeIndexSuffix)) == 0 {
+		t.Fatal("no index files after indexed appends")
+	}
+	checkLog(t, l, 0)
+	checkIndexes(t, l.(*Log))
 }

@@ -77,7 +77,11 @@ func createSegmentFiles(fc *fileCache, dir string, base int64, extra string, ind
 }
 
 // An existing segment takes no descriptor here: its files are opened through the
-// cache when first used. A created one has all three open (it is about to be written).
+// cache when first used. A created one has its .log open (it is about to be written);
+// its index files are created at their first write (see offsetIndex), so a new
+// partition costs one file creation, not three, and a segment whose index stays empty
+// never has an index file. The cleaner's segments (extra != "") get all three at once:
+// its swap renames every file of the segment (recoverSwaps relies on it).
 func openSegmentFiles(fc *fileCache, dir string, base int64, extra string, create bool, indexBytes int64, nowMs int64, logger *slog.Logger) (*segment, error) {
 	s := &segment{fc: fc, base: base, dir: dir, logger: logger, maxTs: -1, firstTs: -1, next: base, createdMs: nowMs}
 	s.oidx.base, s.tidx.base = base, base
@@ -93,6 +97,7 @@ func openSegmentFiles(fc *fileCache, dir string, base int64, extra string, creat
 		s.log = fc.lazyFile(s.path(logSuffix)+extra, os.O_RDWR)
 		s.oidx.f = fc.lazyFile(s.path(indexSuffix)+extra, os.O_RDWR|os.O_CREATE)
 		s.tidx.f = fc.lazyFile(s.path(timeIndexSuffix)+extra, os.O_RDWR|os.O_CREATE)
+		s.oidx.flen, s.tidx.flen = -1, -1
 		s.refs.Store(1)
 		return s, nil
 	}
@@ -100,11 +105,21 @@ func openSegmentFiles(fc *fileCache, dir string, base int64, extra string, creat
 	if s.log, err = fc.newFile(s.path(logSuffix)+extra, os.O_RDWR|os.O_CREATE|os.O_TRUNC, os.O_RDWR); err != nil {
 		return nil, fmt.Errorf("open segment %d: %w", base, err)
 	}
-	if s.oidx.f, err = fc.newFile(s.path(indexSuffix)+extra, os.O_RDWR|os.O_CREATE|os.O_TRUNC, os.O_RDWR|os.O_CREATE); err != nil {
+	const created = os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if extra == "" {
+		// O_TRUNC at the first open: a file left at this name (there should be none:
+		// removed segments are renamed away, and open removes indexes without a log)
+		// must not show stale entries.
+		s.oidx.f = fc.newLazyFile(s.path(indexSuffix), created, os.O_RDWR|os.O_CREATE)
+		s.tidx.f = fc.newLazyFile(s.path(timeIndexSuffix), created, os.O_RDWR|os.O_CREATE)
+		s.refs.Store(1)
+		return s, nil
+	}
+	if s.oidx.f, err = fc.newFile(s.path(indexSuffix)+extra, created, os.O_RDWR|os.O_CREATE); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("open offset index %d: %w", base, err)
 	}
-	if s.tidx.f, err = fc.newFile(s.path(timeIndexSuffix)+extra, os.O_RDWR|os.O_CREATE|os.O_TRUNC, os.O_RDWR|os.O_CREATE); err != nil {
+	if s.tidx.f, err = fc.newFile(s.path(timeIndexSuffix)+extra, created, os.O_RDWR|os.O_CREATE); err != nil {
 		s.closeFiles()
 		return nil, fmt.Errorf("open time index %d: %w", base, err)
 	}
@@ -195,7 +210,8 @@ func (s *segment) renamedTo() {
 	}
 }
 
-// seal writes the final time index entry and trims both index files to their entries.
+// seal writes the final time index entry and trims both index files to their entries
+// (a trim to the length the file is known to have touches nothing).
 func (s *segment) seal() error {
 	if s.sealed {
 		return nil
@@ -205,10 +221,10 @@ func (s *segment) seal() error {
 			return err
 		}
 	}
-	if err := resizeTail(s.oidx.f, int64(s.oidx.entries())*offsetEntrySize); err != nil {
+	if err := s.oidx.resize(int64(s.oidx.entries())*offsetEntrySize, true); err != nil {
 		return err
 	}
-	if err := resizeTail(s.tidx.f, int64(s.tidx.entries())*timeEntrySize); err != nil {
+	if err := s.tidx.resize(int64(s.tidx.entries())*timeEntrySize, true); err != nil {
 		return err
 	}
 	s.sealed = true
@@ -222,9 +238,11 @@ func (s *segment) openIndexFiles() error {
 	if s.oidx.f != nil {
 		return nil
 	}
-	// Opened through the cache at their first write.
-	s.oidx.f = s.fc.lazyFile(s.path(indexSuffix), os.O_RDWR|os.O_CREATE)
-	s.tidx.f = s.fc.lazyFile(s.path(timeIndexSuffix), os.O_RDWR|os.O_CREATE)
+	// Opened through the cache at their first write; clean, as closeIndexFiles
+	// closed them on stable storage.
+	const flag = os.O_RDWR | os.O_CREATE
+	s.oidx.f = s.fc.newLazyFile(s.path(indexSuffix), flag, flag)
+	s.tidx.f = s.fc.newLazyFile(s.path(timeIndexSuffix), flag, flag)
 	return nil
 }
 
@@ -246,19 +264,15 @@ func (s *segment) closeIndexFiles() error {
 	return nil
 }
 
-// activate preallocates the index files for appends (segment.index.bytes).
+// activate makes the segment the one appended to: its indexes take entries up to
+// segment.index.bytes. Nothing is preallocated (see offsetIndex), so this touches no
+// file.
 func (s *segment) activate(indexBytes int64) error {
 	if err := s.openIndexFiles(); err != nil {
 		return err
 	}
 	s.oidx.maxEntries = max(maxEntriesFor(indexBytes, offsetEntrySize), s.oidx.entries())
 	s.tidx.maxEntries = max(maxEntriesFor(indexBytes, timeEntrySize), s.tidx.entries()+1)
-	if err := resizeTail(s.oidx.f, int64(s.oidx.maxEntries)*offsetEntrySize); err != nil {
-		return err
-	}
-	if err := resizeTail(s.tidx.f, int64(s.tidx.maxEntries)*timeEntrySize); err != nil {
-		return err
-	}
 	s.sealed = false
 	return nil
 }
@@ -544,10 +558,10 @@ func (s *segment) recoverSegment(interval int64, indexBytes int64) (truncated bo
 	if err := s.openIndexFiles(); err != nil {
 		return false, err
 	}
-	if err := resizeFile(s.oidx.f, 0); err != nil {
+	if err := s.oidx.resize(0, false); err != nil {
 		return false, err
 	}
-	if err := resizeFile(s.tidx.f, 0); err != nil {
+	if err := s.tidx.resize(0, false); err != nil {
 		return false, err
 	}
 	if err := s.activate(indexBytes); err != nil {
@@ -629,6 +643,7 @@ func (s *segment) load() error {
 	}
 	s.oidx.rel, s.oidx.pos = rel, pos
 	s.tidx.ts, s.tidx.rel = ts, trel
+	s.oidx.flen, s.tidx.flen = int64(len(ob)), int64(len(tb))
 	s.sealed = len(ob) == len(rel)*offsetEntrySize && len(tb) == len(ts)*timeEntrySize
 	if len(ts) > 0 {
 		s.maxTs, s.maxTsOff = ts[len(ts)-1], s.base+int64(trel[len(trel)-1])
@@ -686,11 +701,12 @@ func (s *segment) load() error {
 	return nil
 }
 
-// readIndexFile reads an index file; a missing one is created empty and reads empty.
+// readIndexFile reads an index file; a missing one reads empty (it is created at its
+// first write, see offsetIndex).
 func readIndexFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, os.WriteFile(path, nil, 0o644)
+		return nil, nil
 	}
 	return b, err
 }
