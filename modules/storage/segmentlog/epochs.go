@@ -3,6 +3,7 @@ package segmentlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -21,9 +22,11 @@ import (
 // lazily; open applies the log start offset again). Entries at or above the recovery
 // point may be missing from the file or stale; open rebuilds them from the batch
 // headers. It holds because
-//   - an append that brings a newer epoch writes the file before it returns, and when
-//     that write fails (epochsDirty) Flush writes it before it moves the recovery
-//     point, and fails if it cannot;
+//   - a new entry (an append that brings a newer epoch, AssignEpoch) starts at or
+//     past the recovery point, or is written before AssignEpoch returns; Flush writes
+//     the file before it moves the recovery point past an entry's start
+//     (epochsUnwritten) or when an earlier write failed (epochsDirty), and fails if
+//     it cannot; a clean Close writes it when an entry starts below the log end;
 //   - Truncate only changes entries at or above the new log end, and it lowers the
 //     recovery point to at most that;
 //   - Reset removes the file (durably) before it changes the log, so a crash part way
@@ -39,7 +42,19 @@ func (l *Log) writeEpochs() error {
 		return fmt.Errorf("write %s: %w", epochCheckpointFile, err)
 	}
 	l.epochsDirty = false
+	l.epochsUnwritten = math.MaxInt64
 	return nil
+}
+
+// epochAdded records that the cache gained an entry starting at start, which is at or
+// past the recovery point: the file needs it only when a Flush moves the recovery
+// point past start or a clean Close leaves it below the log end. Until then a crash
+// loses nothing: open rebuilds entries at or past the recovery point from the batch
+// headers and drops those at or past the log end. So a partition becoming leader
+// (AssignEpoch at its log end) writes no file, which at 100,000 partitions is
+// 100,000 atomic file replacements saved.
+func (l *Log) epochAdded(start int64) {
+	l.epochsUnwritten = min(l.epochsUnwritten, start)
 }
 
 // epochsChanged writes the file after the cache changed, outside an operation that can
@@ -56,7 +71,8 @@ func (l *Log) epochsChanged() {
 // every newer epoch in the batch headers from there to the log end, then the log start
 // and log end applied (entries wholly below the log start go; entries at or past the
 // log end, which no record carries, go too, as in Kafka). A missing or unreadable file
-// is rebuilt from every batch header. The file is rewritten if the result differs.
+// is rebuilt from every batch header. The file is rewritten if the result differs from
+// its entries below the log end.
 func (l *Log) loadEpochs(from int64) error {
 	path := filepath.Join(l.dir, epochCheckpointFile)
 	b, err := os.ReadFile(path)
@@ -74,6 +90,18 @@ func (l *Log) loadEpochs(from int64) error {
 		}
 		es, from = nil, first
 	}
+	// The file's entries that start below the log end: what the result is compared
+	// with. Entries at or past it (an epoch assigned, never written in) are stale,
+	// which the file invariant allows, so they alone do not make open rewrite the
+	// file, as they would at every restart of a broker whose leaders assigned their
+	// epochs and got no records.
+	var kept []kernel.EpochEntry
+	for _, e := range es {
+		if e.StartOffset < leo {
+			kept = append(kept, e)
+		}
+	}
+	fileBelowEnd := string(epochs.Encode(kept))
 	l.epochs.Load(es)
 	l.epochs.TruncateFromEnd(from)
 	if err := l.replayEpochs(from); err != nil {
@@ -81,7 +109,7 @@ func (l *Log) loadEpochs(from int64) error {
 	}
 	l.epochs.TruncateFromStart(l.logStart.Load())
 	l.epochs.TruncateFromEnd(leo)
-	if (err != nil && !(fresh && l.epochs.Len() == 0)) || (err == nil && string(epochs.Encode(l.epochs.Entries())) != string(b)) {
+	if (err != nil && !(fresh && l.epochs.Len() == 0)) || (err == nil && string(epochs.Encode(l.epochs.Entries())) != fileBelowEnd) {
 		l.epochsChanged()
 	}
 	return nil
@@ -133,7 +161,8 @@ func (l *Log) walkHeaders(from int64, what string, fn func(s *segment, pos int64
 
 // AssignEpoch implements kernel.Log. Besides the documented rules, a start offset
 // below the log start is kernel.ErrInvalidOffset (the cache's entries never start
-// below it). The checkpoint file is written before it returns.
+// below it). The checkpoint file is written before it returns when startOffset is
+// below the recovery point, else when the recovery point passes it (epochAdded).
 func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -148,6 +177,10 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	}
 	if _, err := l.epochs.Assign(epoch, startOffset); err != nil {
 		return err
+	}
+	if startOffset >= l.recoveryPoint {
+		l.epochAdded(startOffset)
+		return nil
 	}
 	if err := l.writeEpochs(); err != nil {
 		// The entry stays (the file is written again at the next flush); the caller

@@ -1,7 +1,9 @@
 package segmentlog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,32 +52,80 @@ func inode(t *testing.T, path string) uint64 {
 
 func epochsString(es []kernel.EpochEntry) string { return string(epochs.Encode(es)) }
 
-// TestEpochCheckpointFile: the file is Kafka's format, written when an epoch change
-// comes with an append or an assignment (not on every append), and lazily after a head
-// truncation.
+// epochsOf is the checkpoint file of a log of 2-record batches in these epochs, or
+// "" for none (the file is not written before the first flush).
+func epochsOf(batchEpochs []int32) string {
+	if len(batchEpochs) == 0 {
+		return ""
+	}
+	var es []kernel.EpochEntry
+	for i, e := range batchEpochs {
+		if len(es) == 0 || e > es[len(es)-1].Epoch {
+			es = append(es, kernel.EpochEntry{Epoch: e, StartOffset: int64(2 * i)})
+		}
+	}
+	return epochsString(es)
+}
+
+// readEpochFileOrEmpty is readEpochFile with an absent file read as "".
+func readEpochFileOrEmpty(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(epochFile(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestEpochCheckpointFile: the file is Kafka's format, written when a flush moves the
+// recovery point past a new entry (not on every append, not at an assignment at the
+// log end), lazily after a head truncation, and at once after a truncation.
 func TestEpochCheckpointFile(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
 	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
-	if _, err := os.Stat(epochFile(dir)); err == nil {
-		t.Fatal("a new, empty log wrote an epoch checkpoint at open")
+	noFile := func(when string) {
+		t.Helper()
+		if _, err := os.Stat(epochFile(dir)); err == nil {
+			t.Fatalf("%s wrote an epoch checkpoint", when)
+		}
 	}
+	noFile("opening a new, empty log")
+	if err := l.AssignEpoch(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	noFile("an assignment at the log end")
 	fillEpochs(t, l, 1, 1, 3)
+	noFile("appends not flushed")
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if got, want := readEpochFile(t, dir), "0\n2\n1 0\n3 4\n"; got != want {
 		t.Fatalf("checkpoint %q, want %q", got, want)
 	}
 	ino := inode(t, epochFile(dir))
 	fillEpochs(t, l, 3, 3, 2, -1, 3)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if inode(t, epochFile(dir)) != ino {
 		t.Fatal("appends in the same epoch rewrote the checkpoint")
 	}
 	if err := l.AssignEpoch(5, l.LogEndOffset()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readEpochFile(t, dir), "0\n3\n1 0\n3 4\n5 16\n"; got != want {
-		t.Fatalf("checkpoint after AssignEpoch %q, want %q", got, want)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
 	}
-	ino = inode(t, epochFile(dir))
+	if inode(t, epochFile(dir)) != ino {
+		t.Fatal("an assignment at the log end rewrote the checkpoint")
+	}
+	if got := l.Epochs(); len(got) != 3 || got[2] != (kernel.EpochEntry{Epoch: 5, StartOffset: 16}) {
+		t.Fatalf("Epochs() = %v after AssignEpoch(5, 16)", got)
+	}
 	if err := l.DeleteRecordsBefore(1); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +162,8 @@ func TestEpochRecovery(t *testing.T) {
 		want      []kernel.EpochEntry
 		wantLEO   int64
 	}{
-		{"intact", -1, func(*testing.T, string, kernel.Log) {}, full, 20},
+		{"intact", 10, func(*testing.T, string, kernel.Log) {}, full, 20},
+		{"never flushed", -1, func(*testing.T, string, kernel.Log) {}, full, 20},
 		{"missing", 6, func(t *testing.T, dir string, _ kernel.Log) {
 			if err := os.Remove(epochFile(dir)); err != nil {
 				t.Fatal(err)
@@ -150,7 +201,7 @@ func TestEpochRecovery(t *testing.T) {
 			if err := l.DeleteRecordsBefore(10); err != nil { // checkpoints the log start
 				t.Fatal(err)
 			}
-			if got := readEpochFile(t, dir); got != epochsString(full) {
+			if got := readEpochFile(t, dir); got != epochsOf(all[:6]) {
 				t.Fatalf("file %q: the head truncation was written at once", got)
 			}
 		}, []kernel.EpochEntry{{Epoch: 3, StartOffset: 10}, {Epoch: 5, StartOffset: 16}, {Epoch: 7, StartOffset: 18}}, 20},
@@ -177,8 +228,9 @@ func TestEpochRecovery(t *testing.T) {
 			} else {
 				fillEpochs(t, l, all...)
 			}
-			if got := readEpochFile(t, dir); got != epochsString(full) {
-				t.Fatalf("checkpoint before the crash %q, want %q", got, epochsString(full))
+			// The file holds the entries below the recovery point (epochAdded).
+			if got, want := readEpochFileOrEmpty(t, dir), epochsOf(all[:max(tc.flushedAt, 0)]); got != want {
+				t.Fatalf("checkpoint before the crash %q, want %q", got, want)
 			}
 			tc.damage(t, dir, l)
 			crash(t, s)
@@ -199,8 +251,14 @@ func TestEpochRecovery(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := readEpochFile(t, dir); got != epochsString(tc.want) {
-				t.Fatalf("checkpoint after recovery %q, want %q", got, epochsString(tc.want))
+			wantFile := epochsString(tc.want)
+			if tc.name == "entries past the log end" {
+				// Stale entries past the log end alone do not make open rewrite
+				// the file (loadEpochs).
+				wantFile = "0\n5\n1 0\n3 8\n5 16\n7 18\n9 100\n"
+			}
+			if got := readEpochFile(t, dir); got != wantFile {
+				t.Fatalf("checkpoint after recovery %q, want %q", got, wantFile)
 			}
 			checkLog(t, l, 0)
 			// And the next epoch goes on from there.
@@ -404,4 +462,40 @@ func TestResetFiles(t *testing.T) {
 		t.Fatalf("leftovers after release: %v", got)
 	}
 	checkIndexes(t, l.(*Log))
+}
+
+// TestEpochsAtClose: a clean Close writes the entries below the log end (a clean open
+// trusts the file that far) and skips an assignment at the log end (open drops it).
+func TestEpochsAtClose(t *testing.T) {
+	dir := t.TempDir()
+	s := openRaw(t, dir)
+	l := mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
+	fillEpochs(t, l, 1, 1, 2)
+	if err := l.AssignEpoch(4, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The write takes the whole cache, the assignment at the log end too: open
+	// drops it.
+	if got, want := readEpochFile(t, dir), "0\n3\n1 0\n2 4\n4 6\n"; got != want {
+		t.Fatalf("checkpoint after Close %q, want %q", got, want)
+	}
+	ino := inode(t, epochFile(dir))
+
+	s = openRaw(t, dir)
+	l = mustOpen(t, s, rtp, [16]byte{}, recoveryConfig())
+	if got := fmt.Sprint(l.Epochs()); got != "[{1 0} {2 4}]" {
+		t.Fatalf("Epochs() after a clean reopen = %s", got)
+	}
+	if err := l.AssignEpoch(6, l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, epochFile(dir)) != ino {
+		t.Fatal("closing an idle partition after an assignment rewrote the checkpoint")
+	}
 }

@@ -58,9 +58,12 @@ type Log struct {
 	// epochs is the leader-epoch cache, guarded by mu. epochsDirty: the
 	// leader-epoch-checkpoint file is behind it (a failed write, or a head truncation,
 	// which is written lazily); Flush writes it before it moves the recovery point.
-	// See epochs.go for what the file promises recovery.
-	epochs      epochs.Cache
-	epochsDirty bool
+	// epochsUnwritten: the smallest start of an entry added since the file was last
+	// written (math.MaxInt64: none), which the file needs only once the recovery
+	// point passes it (epochAdded). See epochs.go for what the file promises recovery.
+	epochs          epochs.Cache
+	epochsDirty     bool
+	epochsUnwritten int64
 
 	// firstDirty is the cleaner's progress (compacted logs): every record below it
 	// was in the offset map of some pass, so the log below it holds at most one
@@ -215,8 +218,8 @@ func (l *Log) appendLocked(records []byte, mode producers.Mode, seq *kernel.SeqR
 			// Cannot fail: epochs increase and starts are at or past the old log end,
 			// which is at or past every entry's start.
 			_, _ = l.epochs.Assign(e.Epoch, e.StartOffset)
+			l.epochAdded(e.StartOffset)
 		}
-		l.epochsChanged()
 	}
 	fm := l.cfg.FlushMessages
 	flush = fm > 0 && fm != math.MaxInt64 && l.unflushed >= fm
@@ -845,7 +848,7 @@ func (l *Log) Flush() error {
 		return fmt.Errorf("flush %v: %w", l.tp, err)
 	}
 	l.mu.Lock()
-	if l.epochsDirty {
+	if l.epochsDirty || l.epochsUnwritten < target {
 		// The file must hold every entry below the new recovery point (epochs.go).
 		if err := l.writeEpochs(); err != nil {
 			l.mu.Unlock()
@@ -932,7 +935,9 @@ func (l *Log) close(deferSync bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if l.epochsDirty {
+	// A clean stop trusts the file up to the log end; entries at or past it are
+	// dropped at open anyway, so an epoch assigned to an idle partition costs no write.
+	if l.epochsDirty || l.epochsUnwritten < l.leo.Load() {
 		errs = append(errs, l.writeEpochs()) // synced whatever deferSync says (epochs.go)
 	}
 	for i, s := range l.segs {

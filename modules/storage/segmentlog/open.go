@@ -3,6 +3,7 @@ package segmentlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,12 +57,14 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 		ok, clean, recoveryPoint, ckptLogStart, ckptHW = false, false, 0, 0, -1
 	}
+	logger := s.logger.With("topic", tp.Topic, "partition", tp.Partition)
+	wroteMetadata := false
 	if !ok && topicID != ([16]byte{}) {
 		if err := writePartitionMetadata(dir, topicID); err != nil {
 			return nil, fmt.Errorf("open %v: %w", tp, err)
 		}
+		wroteMetadata = true
 	}
-	logger := s.logger.With("topic", tp.Topic, "partition", tp.Partition)
 	ents, err := recoverSwaps(dir, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open %v: %w", tp, err)
@@ -126,7 +129,7 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 			break
 		}
 	}
-	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New(), snapOffset: -1}
+	l := &Log{store: s, tp: tp, dir: dir, logger: logger, cfg: cfg, lastFlushMs: nowMs, prod: producers.New(), snapOffset: -1, epochsUnwritten: math.MaxInt64}
 	l.hw.Store(ckptHW)
 	if len(segs) == 0 {
 		sg, err := openSegment(s.files, dir, max(ckptLogStart, 0), true, cfg.SegmentIndexBytes, nowMs, logger)
@@ -135,6 +138,9 @@ func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.Lo
 		}
 		segs = append(segs, sg)
 		l.markDirDirty()
+	}
+	if wroteMetadata {
+		l.markDirDirty() // its directory entry is synced below
 	}
 	l.segs = segs
 	for _, sg := range segs[:len(segs)-1] {

@@ -773,3 +773,49 @@ func TestIndexFilesCreatedAtFirstEntry(t *testing.T) {
 	checkLog(t, l, 0)
 	checkIndexes(t, l.(*Log))
 }
+
+// A partition.metadata torn by a crash (written in place, see
+// writePartitionMetadata) reads as absent and is written again at open; one
+// whose topic_id line is whole but wrong fails the open, as the directory's
+// topic cannot be told.
+func TestTornPartitionMetadata(t *testing.T) {
+	id := [16]byte{4, 5, 6}
+	for _, tc := range []struct {
+		name, content string
+		ok            bool
+	}{
+		{"empty", "", true},
+		{"version only", "version: 0\n", true},
+		{"torn id", "version: 0\ntopic_id: BAUGAAAA", true},
+		{"bad id", "version: 0\ntopic_id: !!\n", false},
+		{"short id", "version: 0\ntopic_id: BAUG\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openRaw(t, dir)
+			fill(t, mustOpen(t, s, rtp, id, recoveryConfig()), 3)
+			crash(t, s)
+			meta := filepath.Join(dir, rtp.String(), partitionMetadataFile)
+			if err := os.WriteFile(meta, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s = openTestStore(t, dir)
+			l, err := s.Open(rtp, id, recoveryConfig())
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), "bad topic_id") {
+					t.Fatalf("open with %q: %v, want a bad topic_id error", tc.content, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.LogEndOffset(); got != 6 {
+				t.Fatalf("LEO %d, want 6 (the data stays)", got)
+			}
+			if got, ok, err := readPartitionMetadata(filepath.Dir(meta)); err != nil || !ok || got != id {
+				t.Fatalf("partition.metadata after open = %x %v %v, want %x", got, ok, err, id)
+			}
+		})
+	}
+}

@@ -714,11 +714,32 @@ func syncDir(dir string) error {
 }
 
 // partition.metadata: "version: 0\ntopic_id: <base64url, unpadded>\n".
+// writePartitionMetadata writes dir's partition.metadata, which is absent or torn
+// (readPartitionMetadata found no topic id in it), so there is nothing to keep and
+// the file is written in place: one creation and one fsync, not a temporary file,
+// a rename and a directory sync per new partition. The caller syncs dir before the
+// partition is used (openLog's syncDir, for the new directory entry). A crash part
+// way leaves the file empty or torn, which reads as absent and is written again.
 func writePartitionMetadata(dir string, topicID [16]byte) error {
 	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(topicID[:]))
-	return writeFileAtomic(filepath.Join(dir, partitionMetadataFile), []byte(data))
+	f, err := os.OpenFile(filepath.Join(dir, partitionMetadataFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
+// readPartitionMetadata reads dir's topic id. ok is false when the file is absent or
+// torn (no whole topic_id line: a crash while writePartitionMetadata ran); a whole
+// line that does not hold a topic id is an error, as the directory cannot be told
+// apart from another topic's.
 func readPartitionMetadata(dir string) (id [16]byte, ok bool, err error) {
 	data, err := os.ReadFile(filepath.Join(dir, partitionMetadataFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -727,7 +748,13 @@ func readPartitionMetadata(dir string) (id [16]byte, ok bool, err error) {
 	if err != nil {
 		return id, false, err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	text := string(data)
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[:i] // what follows the last newline is torn
+	} else {
+		text = ""
+	}
+	for _, line := range strings.Split(text, "\n") {
 		if v, found := strings.CutPrefix(line, "topic_id: "); found {
 			b, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
 			if err != nil || len(b) != 16 {
@@ -737,5 +764,5 @@ func readPartitionMetadata(dir string) (id [16]byte, ok bool, err error) {
 			return id, true, nil
 		}
 	}
-	return id, false, fmt.Errorf("%s: no topic_id", partitionMetadataFile)
+	return id, false, nil
 }
