@@ -36,9 +36,23 @@ import (
 
 // writeEpochs writes the cache to the checkpoint file. On failure the file is stale
 // and epochsDirty stays set, so Flush and Close try again.
-func (l *Log) writeEpochs() error {
+func (l *Log) writeEpochs() error { return l.writeEpochsSync(true) }
+
+// writeEpochsSync is writeEpochs; without sync it replaces the file (temp file and
+// rename) with no fsync, for a close whose file system sync follows (Store.Close):
+// should that sync fail or not happen, the store writes no clean-shutdown marker and
+// moves no recovery point, and the next open finds the old file, the new one, or an
+// unreadable one, which it rebuilds from the batch headers.
+func (l *Log) writeEpochsSync(sync bool) error {
 	l.epochsDirty = true
-	if err := writeFileAtomic(filepath.Join(l.dir, epochCheckpointFile), epochs.Encode(l.epochs.Entries())); err != nil {
+	path, data := filepath.Join(l.dir, epochCheckpointFile), epochs.Encode(l.epochs.Entries())
+	var err error
+	if sync {
+		err = writeFileAtomic(path, data)
+	} else {
+		err = writeFileNoDirSync(path, data, false)
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", epochCheckpointFile, err)
 	}
 	l.epochsDirty = false
@@ -81,6 +95,12 @@ func (l *Log) loadEpochs(from int64) error {
 		es, err = epochs.Decode(b)
 	}
 	first, leo := l.segs[0].base, l.leo.Load()
+	if err == nil && len(b) == 0 && leo > first {
+		// No writer of ours leaves an empty file, and Kafka's only at creation; with
+		// records here it is a replacement torn by a crash (a close writes it without
+		// fsync), so its entries are unknown, not absent.
+		err = fmt.Errorf("%w: empty, for a log with records", epochs.ErrBadCheckpoint)
+	}
 	// A new, empty partition has no file yet: nothing to warn about, nothing to write
 	// until its first epoch.
 	fresh := errors.Is(err, os.ErrNotExist) && leo == first

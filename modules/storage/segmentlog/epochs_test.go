@@ -172,6 +172,9 @@ func TestEpochRecovery(t *testing.T) {
 		{"corrupt", 6, func(t *testing.T, dir string, _ kernel.Log) {
 			writeEpochFile(t, dir, "0\n2\n1 0\nx\x00y\n")
 		}, full, 20},
+		{"empty, torn by a crash in an unsynced replacement", 10, func(t *testing.T, dir string, _ kernel.Log) {
+			writeEpochFile(t, dir, "")
+		}, full, 20},
 		{"another version", 10, func(t *testing.T, dir string, _ kernel.Log) {
 			writeEpochFile(t, dir, "1\n0\n")
 		}, full, 20},

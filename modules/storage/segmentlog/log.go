@@ -938,7 +938,7 @@ func (l *Log) close(deferSync bool) error {
 	// A clean stop trusts the file up to the log end; entries at or past it are
 	// dropped at open anyway, so an epoch assigned to an idle partition costs no write.
 	if l.epochsDirty || l.epochsUnwritten < l.leo.Load() {
-		errs = append(errs, l.writeEpochs()) // synced whatever deferSync says (epochs.go)
+		errs = append(errs, l.writeEpochsSync(!deferSync))
 	}
 	for i, s := range l.segs {
 		errs = append(errs, s.seal())
