@@ -352,6 +352,13 @@ func (p *Proc) killGroup() {
 	}
 }
 
+// WaitReady waits until a broker started with StartNoWait answers /readyz (brokers of
+// one raft quorum become ready only together), failing the test as Start does.
+func (p *Proc) WaitReady() {
+	p.t.Helper()
+	p.waitReady()
+}
+
 // waitReady polls /readyz until it answers 200; it fails early if the process exits.
 func (p *Proc) waitReady() {
 	p.t.Helper()
@@ -492,6 +499,13 @@ var given = struct {
 	sync.Mutex
 	m map[string]bool
 }{m: map[string]bool{}}
+
+// FreeAddr is a 127.0.0.1 address with a port free now and not given out before by
+// this process (a raft listener, a proxy).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return freeAddr(t)
+}
 
 func freeAddr(t testing.TB) string {
 	t.Helper()

@@ -13,13 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// createTopics creates names, partitions each with replication factor 1, in one
+// createTopics creates names, partitions each with replication factor rf, in one
 // CreateTopics request; it fails the test unless every one was created, and returns
 // how long the request took.
-func createTopics(ctx context.Context, t *testing.T, adm *kadm.Client, partitions int32, names []string) time.Duration {
+func createTopics(ctx context.Context, t *testing.T, adm *kadm.Client, partitions int32, rf int16, names []string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	resp, err := adm.CreateTopics(ctx, partitions, 1, nil, names...)
+	resp, err := adm.CreateTopics(ctx, partitions, rf, nil, names...)
 	if err != nil {
 		t.Fatalf("CreateTopics: %v", err)
 	}

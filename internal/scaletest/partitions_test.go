@@ -53,7 +53,7 @@ func TestManyPartitions(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%03d", i)
 	}
-	created := createTopics(ctx, t, adm, int32(s.perTopic), names)
+	created := createTopics(ctx, t, adm, int32(s.perTopic), 1, names)
 
 	produceAll := func(round string) time.Duration {
 		t.Helper()

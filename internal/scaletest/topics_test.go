@@ -43,7 +43,7 @@ func TestManyTopics(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("many-%05d", i)
 	}
-	created := createTopics(ctx, t, adm, 1, names)
+	created := createTopics(ctx, t, adm, 1, 1, names)
 
 	// listed waits until Metadata shows every topic with a leader.
 	listed := func() time.Duration {
