@@ -33,6 +33,9 @@ type node struct {
 	mux   *rpc.Mux    // raft port (raft + controller RPC); nil with the in-memory transport
 	rpc   *rpc.Client // calls to the controller
 
+	// changes coalesces concurrent AlterPartition proposals (changebatch.go).
+	changes changeBatcher
+
 	// wakeController asks the controller (when this node is it) to look at the image
 	// now rather than at its next tick.
 	wakeController func()

@@ -68,10 +68,10 @@ func (m *Module) AlterPartition(ctx context.Context, req kernel.AlterPartitionRe
 		none := int32(-1)
 		rec.Leader = &none
 	}
-	im, errs := m.node.proposeAll(ctx, []image.Record{rec})
-	if errs[0] != nil {
-		err := partitionChangeError(ctx, errs[0])
-		m.node.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", errs[0])
+	im, perr := m.node.changes.propose(ctx, &m.node, rec)
+	if perr != nil {
+		err := partitionChangeError(ctx, perr)
+		m.node.log.Debug("ISR change refused", "topic", t.Name, "partition", req.Partition, "isr", req.ISR, "leader", req.Leader, "err", perr)
 		return kernel.PartitionImage{}, fmt.Errorf("%s: %w", what, err)
 	}
 	nt := im.Topic(t.Name)

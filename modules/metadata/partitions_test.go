@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +110,63 @@ func TestClusterAlterPartition(t *testing.T) {
 	ccancel()
 	if _, err := f.m.AlterPartition(cctx, r); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestClusterAlterPartitionCoalesced: concurrent ISR changes from one broker go to the
+// controller together (changebatch.go): each caller gets its own partition's outcome,
+// and the metadata log grows by far fewer entries than there are changes.
+func TestClusterAlterPartitionCoalesced(t *testing.T) {
+	c := newCluster(t, 3)
+	f := c.follower()
+	var others []int32
+	for _, nd := range c.running() {
+		if nd != f {
+			others = append(others, nd.id)
+		}
+	}
+	slices.Sort(others)
+	const n = 400
+	assign := map[int32][]int32{}
+	for p := range int32(n) {
+		assign[p] = []int32{f.id, others[0], others[1]}
+	}
+	if rt := createTopicOn(t, f, "many", -1, -1, assign); rt.ErrorCode != 0 {
+		t.Fatalf("create: %d", rt.ErrorCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tp := f.m.Image().Topic("many")
+	leader := c.leader().m.node.raft.Load()
+	before := leader.LastIndex()
+	errs := make([]error, n)
+	got := make([]kernel.PartitionImage, n)
+	var wg sync.WaitGroup
+	for p := range int32(n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := kernel.AlterPartitionRequest{Topic: "many", TopicID: tp.ID, Partition: p, Leader: f.id, ISR: []int32{f.id, others[0]}}
+			if p == 7 {
+				req.PartitionEpoch = 3 // stale: refused alone
+			}
+			got[p], errs[p] = f.m.AlterPartition(ctx, req)
+		}()
+	}
+	wg.Wait()
+	for p := range n {
+		if p == 7 {
+			if !kerrIs(errs[p], kerr.InvalidUpdateVersion) {
+				t.Errorf("partition 7 with a stale epoch: %v, want INVALID_UPDATE_VERSION", errs[p])
+			}
+			continue
+		}
+		if errs[p] != nil || got[p].PartitionEpoch != 1 || !slices.Equal(got[p].ISR, []int32{f.id, others[0]}) {
+			t.Errorf("partition %d: %+v %v", p, got[p], errs[p])
+		}
+	}
+	if grown := leader.LastIndex() - before; grown > n/10 {
+		t.Errorf("%d changes took %d log entries, want them coalesced (at most %d)", n, grown, n/10)
 	}
 }
 
