@@ -95,6 +95,9 @@ func TestModuleLifecycle(t *testing.T) {
 	m := Info().New().(*Module)
 	m.RetentionCheckIntervalMs = 10
 	m.FlushCheckIntervalMs = 10
+	// The recovery point can reach 5 after the flush pass that wrote the moved log
+	// start; a recovery point that moved alone waits for this interval.
+	m.RecoveryCheckpointIntervalMs = 10
 	fc := startModule(t, m, dataDir)
 	if m.Dir != dataDir {
 		t.Fatalf("dir %q, want the data dir %q", m.Dir, dataDir)
