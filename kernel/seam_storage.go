@@ -18,6 +18,29 @@ type Storage interface {
 	Dirs() []LogDir
 }
 
+// StrayRemover is the optional side of a Storage whose logs outlive the process. A
+// broker that was down while a topic was deleted, or while one of its replicas moved
+// away, finds those partitions' directories at its next start: nothing opens them
+// and nothing would ever remove them. The replication module calls RemoveStrays once,
+// after this broker registered with the metadata quorum (its registration is a log
+// entry committed after the process started, so the image then holds every change
+// committed before: a partition missing from it is gone, not merely not yet known).
+type StrayRemover interface {
+	// RemoveStrays looks at every partition directory that is not open or being
+	// opened and asks keep, with the topic id the directory records (zero when it
+	// records none), while opens of that partition wait; the ones keep rejects are
+	// removed. clusterID and nodeID are the metadata's: a data dir that cannot show it
+	// belonged to this cluster and node before (first use of this check, or a
+	// metadata log started afresh) has its strays moved aside, not deleted.
+	RemoveStrays(clusterID string, nodeID int32, keep func(tp TopicPartition, topicID [16]byte) bool) (StrayResult, error)
+}
+
+// StrayResult is what one RemoveStrays did.
+type StrayResult struct {
+	Kept, Removed, MovedAside int
+	Bytes                     int64 // the .log bytes of the removed and moved-aside ones
+}
+
 // TopicPartition names one partition.
 type TopicPartition struct {
 	Topic     string

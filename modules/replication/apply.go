@@ -153,6 +153,7 @@ func (m *Module) applyImage(im *kernel.Image) {
 	} else {
 		m.refollow(a.touched)
 	}
+	m.appliedDone.Store(im.Version)
 }
 
 // noteAdhoc records tp as opened outside the subscription from image version.

@@ -114,6 +114,9 @@ type Module struct {
 	forceFull bool // test hook: walk every image whole (the cost before diffs)
 	// applyVisited counts partitions applyImage looked at (tests, benchmarks).
 	applyVisited atomic.Int64
+	// appliedDone is the version of the last image whose opens and removals
+	// finished (removeStrays waits for it).
+	appliedDone atomic.Uint64
 	// retryWake (cap 1) wakes retryLoop when an open fails; openLog rate-limits the
 	// open failure log lines, storageLog those of failed Log calls (storageCode).
 	retryWake  chan struct{}
@@ -215,6 +218,9 @@ func (m *Module) Start(context.Context) error {
 		m.goBG(m.isrLoop)
 	}
 	m.goBG(m.retryLoop)
+	if sr, ok := m.storage.(kernel.StrayRemover); ok {
+		m.goBG(func(ctx context.Context) { m.removeStrays(ctx, sr) })
+	}
 	unsub := m.meta.Subscribe(m.applyImage)
 	m.mu.Lock()
 	m.unsub = unsub

@@ -49,6 +49,14 @@
 // "0a1b...9f-3-stray" (kept for the operator, never read again) and the partition
 // starts empty.
 //
+// Partition directories that no image will open here (the topic was deleted, or the
+// replica moved away, while the broker was down) are found once after the broker
+// registered (Store.RemoveStrays, strays.go) and deleted like a Remove. meta.properties
+// in the log dir (Kafka's name; "version=1", "cluster.id=...", "node.id=...") records
+// which cluster and node the directory belongs to: until it says the same as the
+// metadata (first use, or a metadata log started afresh), strays are moved aside to
+// "-stray" names instead, never deleted.
+//
 // Remove renames a partition directory to "<16 hex digits>-delete", e.g.
 // "5c0e2f9a11d4b7e3-delete", and syncs the log dir before deleting it. Neither name
 // holds the topic: "<topic>-<partition>" of a 249-character topic (Kafka's longest)

@@ -234,10 +234,16 @@ func (m *Module) Remove(tp kernel.TopicPartition) error { return m.store.Remove(
 // Dirs implements kernel.Storage.
 func (m *Module) Dirs() []kernel.LogDir { return m.store.Dirs() }
 
+// RemoveStrays implements kernel.StrayRemover.
+func (m *Module) RemoveStrays(clusterID string, nodeID int32, keep func(kernel.TopicPartition, [16]byte) bool) (kernel.StrayResult, error) {
+	return m.store.RemoveStrays(clusterID, nodeID, keep)
+}
+
 var (
 	_ kernel.Provisioner  = (*Module)(nil)
 	_ kernel.Validator    = (*Module)(nil)
 	_ kernel.Starter      = (*Module)(nil)
+	_ kernel.StrayRemover = (*Module)(nil)
 	_ kernel.Stopper      = (*Module)(nil)
 	_ kernel.CleanerUpper = (*Module)(nil)
 	_ kernel.Storage      = (*Module)(nil)

@@ -311,17 +311,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 	p := &pendingOpen{done: make(chan struct{})} // Opens of tp wait for the rename
 	s.opening[tp] = p
 	s.mu.Unlock()
-	// Rename the directory away first, durably, so that a crash part way through the
-	// deletion leaves no partial partition directory to be taken for the partition
-	// (or for a re-created topic of the same name); leftovers go at the next open.
-	dir := filepath.Join(s.dir, tp.String())
-	gone := filepath.Join(s.dir, fmt.Sprintf("%016x%s", rand.Uint64(), deleteDirSuffix))
-	err := os.Rename(dir, gone)
-	if errors.Is(err, os.ErrNotExist) {
-		err, gone = nil, ""
-	} else if err == nil {
-		err = syncDir(s.dir)
-	}
+	gone, err := s.renameAway(tp)
 	s.mu.Lock()
 	delete(s.opening, tp)
 	close(p.done)
@@ -335,6 +325,24 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 		}
 	}
 	return nil // the checkpoint files are rewritten later (see Store.removed)
+}
+
+// renameAway renames tp's directory to a short "<16 hex>-delete" name, durably, and
+// returns that path ("" when there was no directory). Renaming first means a crash
+// part way through the deletion leaves no partial partition directory to be taken for
+// the partition (or for a re-created topic of the same name); OpenStore removes what
+// is left. The caller holds tp's place in opening.
+func (s *Store) renameAway(tp kernel.TopicPartition) (string, error) {
+	dir := filepath.Join(s.dir, tp.String())
+	gone := filepath.Join(s.dir, fmt.Sprintf("%016x%s", rand.Uint64(), deleteDirSuffix))
+	err := os.Rename(dir, gone)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err == nil {
+		err = syncDir(s.dir)
+	}
+	return gone, err
 }
 
 // Dirs implements kernel.Storage: the log dir with every partition directory in it.
