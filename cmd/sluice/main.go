@@ -1,6 +1,10 @@
 // Command sluice is the Sluice broker and its command-line tools.
 //
 //	sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
+//	sluice topic create|list|describe|delete|alter-config|add-partitions ...
+//	sluice produce TOPIC / sluice consume TOPIC
+//	sluice group list|describe|seek|delete ...
+//	sluice cluster info|health
 //	sluice transform deploy|list|delete ...   (see sluice transform help)
 //	sluice plugin list [--admin HOST:PORT] [--user NAME --password PW] [--json]   (see sluice plugin help)
 //	sluice log verify [--repair] DIR   (see sluice log help)
@@ -37,6 +41,11 @@ const usage = `usage: sluice <command> [flags]
 
 commands:
   serve      run a broker
+  topic      create, list, describe, delete and configure topics
+  produce    write lines of standard input to a topic
+  consume    print a topic's records
+  group      list, describe (with lag), seek and delete consumer groups
+  cluster    brokers, controller and partition health
   transform  deploy, list and delete WASM record transforms
   plugin     list assignor plugins and their state
   log        check (and repair) a data dir's segment logs offline
@@ -46,6 +55,11 @@ commands:
 func run(args []string, stdout, stderr io.Writer) int {
 	return dispatch("sluice", usage, args, stdout, stderr, []command{
 		{[]string{"serve"}, func(args []string, _, stderr io.Writer) int { return serve(args, stderr) }},
+		{[]string{"topic", "topics"}, topicCmd},
+		{[]string{"produce"}, produceCmd},
+		{[]string{"consume"}, consumeCmd},
+		{[]string{"group", "groups"}, groupCmd},
+		{[]string{"cluster"}, clusterCmd},
 		{[]string{"transform", "transforms"}, transformCmd},
 		{[]string{"plugin", "plugins"}, pluginCmd},
 		{[]string{"log"}, logCmd},

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const clusterUsage = `usage: sluice cluster <command> [flags]
+
+commands:
+  info     the cluster id, the controller and each broker (address, rack, leaders)
+  health   under-replicated, under-min-ISR and offline partitions; exit status 1
+           when any partition is offline or under-replicated
+
+` + kafkaHelp
+
+func clusterCmd(args []string, stdout, stderr io.Writer) int {
+	return dispatch("sluice cluster", clusterUsage, args, stdout, stderr, []command{
+		{[]string{"info"}, cliRun("sluice cluster info", clusterInfo)},
+		{[]string{"health"}, cliRun("sluice cluster health", clusterHealth)},
+	})
+}
+
+// describeCluster asks one broker for the cluster (DescribeCluster: the controller
+// as the brokers know it now, not a client's cached metadata).
+func describeCluster(ctx context.Context, cl *kgo.Client) (*kmsg.DescribeClusterResponse, error) {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerrOf(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func clusterInfo(prog string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
+	var kf kafkaFlags
+	kf.register(fs)
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(rest, 0, 0, ""); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
+	defer cancel()
+	cl, err := kf.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	dc, err := describeCluster(ctx, cl)
+	if err != nil {
+		return err
+	}
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return err
+	}
+	leaders, replicas := map[int32]int{}, map[int32]int{}
+	partitions := 0
+	for _, td := range md.Topics {
+		for _, pd := range td.Partitions {
+			partitions++
+			if pd.Leader >= 0 {
+				leaders[pd.Leader]++
+			}
+			for _, r := range pd.Replicas {
+				replicas[r]++
+			}
+		}
+	}
+	type brokerRow struct {
+		ID         int32  `json:"id"`
+		Host       string `json:"host"`
+		Port       int32  `json:"port"`
+		Rack       string `json:"rack,omitempty"`
+		Controller bool   `json:"controller"`
+		Leaders    int    `json:"leaders"`
+		Replicas   int    `json:"replicas"`
+	}
+	out := struct {
+		ClusterID  string      `json:"cluster_id"`
+		Controller int32       `json:"controller"`
+		Topics     int         `json:"topics"`
+		Partitions int         `json:"partitions"`
+		Brokers    []brokerRow `json:"brokers"`
+	}{ClusterID: dc.ClusterID, Controller: dc.ControllerID, Topics: len(md.Topics), Partitions: partitions, Brokers: []brokerRow{}}
+	for _, b := range dc.Brokers {
+		out.Brokers = append(out.Brokers, brokerRow{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: derefString(b.Rack),
+			Controller: b.NodeID == dc.ControllerID, Leaders: leaders[b.NodeID], Replicas: replicas[b.NodeID]})
+	}
+	slices.SortFunc(out.Brokers, func(a, b brokerRow) int { return int(a.ID) - int(b.ID) })
+	if kf.json {
+		return printJSON(stdout, out)
+	}
+	t := newTable(stdout)
+	t.row("CLUSTER", out.ClusterID)
+	t.row("CONTROLLER", out.Controller)
+	t.row("TOPICS", out.Topics)
+	t.row("PARTITIONS", out.Partitions)
+	t.flush()
+	fmt.Fprintln(stdout)
+	t = newTable(stdout, "ID", "HOST", "PORT", "RACK", "LEADERS", "REPLICAS")
+	for _, b := range out.Brokers {
+		id := strconv.Itoa(int(b.ID))
+		if b.Controller {
+			id += "*"
+		}
+		t.row(id, b.Host, b.Port, b.Rack, b.Leaders, b.Replicas)
+	}
+	t.flush()
+	return nil
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// partitionRef names one partition in the health report.
+type partitionRef struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Leader    int32   `json:"leader"`
+	Replicas  []int32 `json:"replicas"`
+	ISR       []int32 `json:"isr"`
+	MinISR    int     `json:"min_insync_replicas,omitempty"`
+}
+
+func clusterHealth(prog string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
+	var kf kafkaFlags
+	kf.register(fs)
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(rest, 0, 0, ""); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*kf.timeout)
+	defer cancel()
+	cl, err := kf.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	dc, err := describeCluster(ctx, cl)
+	if err != nil {
+		return err
+	}
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return err
+	}
+	// min.insync.replicas of every topic, for the under-min-ISR list.
+	minISR := map[string]int{}
+	if names := md.Topics.Names(); len(names) > 0 {
+		rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+		if err != nil {
+			return err
+		}
+		for _, rc := range rcs {
+			for _, c := range rc.Configs {
+				if c.Key == "min.insync.replicas" {
+					if n, err := strconv.Atoi(c.MaybeValue()); err == nil {
+						minISR[rc.Name] = n
+					}
+				}
+			}
+		}
+	}
+	live := map[int32]bool{}
+	for _, b := range dc.Brokers {
+		live[b.NodeID] = true
+	}
+	out := struct {
+		Healthy         bool           `json:"healthy"`
+		Controller      int32          `json:"controller"`
+		Brokers         []int32        `json:"brokers"`
+		DownBrokers     []int32        `json:"down_brokers"`
+		Offline         []partitionRef `json:"offline_partitions"`
+		UnderReplicated []partitionRef `json:"under_replicated_partitions"`
+		UnderMinISR     []partitionRef `json:"under_min_isr_partitions"`
+	}{Controller: dc.ControllerID, Brokers: []int32{}, DownBrokers: []int32{}, Offline: []partitionRef{}, UnderReplicated: []partitionRef{}, UnderMinISR: []partitionRef{}}
+	for id := range live {
+		out.Brokers = append(out.Brokers, id)
+	}
+	slices.Sort(out.Brokers)
+	down := map[int32]bool{}
+	for _, td := range md.Topics.Sorted() {
+		for _, pd := range td.Partitions.Sorted() {
+			ref := partitionRef{Topic: td.Topic, Partition: pd.Partition, Leader: pd.Leader, Replicas: pd.Replicas, ISR: pd.ISR}
+			for _, r := range pd.Replicas {
+				if !live[r] {
+					down[r] = true
+				}
+			}
+			if pd.Leader < 0 {
+				out.Offline = append(out.Offline, ref)
+			}
+			if len(pd.ISR) < len(pd.Replicas) {
+				out.UnderReplicated = append(out.UnderReplicated, ref)
+			}
+			if m := minISR[td.Topic]; m > 0 && len(pd.ISR) < m {
+				ref.MinISR = m
+				out.UnderMinISR = append(out.UnderMinISR, ref)
+			}
+		}
+	}
+	for id := range down {
+		out.DownBrokers = append(out.DownBrokers, id)
+	}
+	slices.Sort(out.DownBrokers)
+	out.Healthy = len(out.Offline) == 0 && len(out.UnderReplicated) == 0 && len(out.DownBrokers) == 0 && dc.ControllerID >= 0
+	if kf.json {
+		if err := printJSON(stdout, out); err != nil {
+			return err
+		}
+	} else {
+		t := newTable(stdout)
+		t.row("HEALTHY", out.Healthy)
+		t.row("CONTROLLER", out.Controller)
+		t.row("BROKERS", int32List(out.Brokers))
+		t.row("DOWN BROKERS", int32List(out.DownBrokers))
+		t.row("OFFLINE PARTITIONS", len(out.Offline))
+		t.row("UNDER-REPLICATED PARTITIONS", len(out.UnderReplicated))
+		t.row("UNDER-MIN-ISR PARTITIONS", len(out.UnderMinISR))
+		t.flush()
+		for _, list := range []struct {
+			title string
+			refs  []partitionRef
+		}{{"OFFLINE", out.Offline}, {"UNDER-REPLICATED", out.UnderReplicated}, {"UNDER-MIN-ISR", out.UnderMinISR}} {
+			if len(list.refs) == 0 {
+				continue
+			}
+			fmt.Fprintf(stdout, "\n%s\n", list.title)
+			t := newTable(stdout, "TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR")
+			for i, r := range list.refs {
+				if i == 50 {
+					t.row(fmt.Sprintf("... %d more (--json lists all)", len(list.refs)-50), "", "", "", "")
+					break
+				}
+				t.row(r.Topic, r.Partition, r.Leader, int32List(r.Replicas), int32List(r.ISR))
+			}
+			t.flush()
+		}
+	}
+	if !out.Healthy {
+		return errUnhealthy
+	}
+	return nil
+}
+
+// errUnhealthy is health's exit status 1 (the report says why).
+var errUnhealthy = fmt.Errorf("the cluster is not healthy")

@@ -1,0 +1,295 @@
+package main
+
+// The Kafka-protocol commands (topic, group, cluster, produce, consume) share this:
+// how to reach the brokers, flags that may come before or after positional arguments,
+// tables or JSON on stdout, and exit codes (0 done, 1 failed, 2 usage).
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// envBrokers holds the seed brokers when --brokers is not given.
+const envBrokers = "SLUICE_BROKERS"
+
+const defaultBrokers = "127.0.0.1:9092"
+
+// kafkaHelp is the part of the usage texts about reaching the brokers.
+const kafkaHelp = `Connecting (every topic, group, cluster, produce and consume command):
+  --brokers HOST:PORT[,HOST:PORT...]
+                        seed brokers (default $SLUICE_BROKERS, else 127.0.0.1:9092)
+  --timeout DURATION    how long a request may take (default 10s)
+  --json                print JSON instead of tables
+Flags may come before or after the other arguments. Exit status: 0 done, 1 failed
+(the message says why), 2 wrong usage.
+`
+
+// kafkaFlags say how to reach the brokers and how to print.
+type kafkaFlags struct {
+	brokers string
+	timeout time.Duration
+	json    bool
+}
+
+func (k *kafkaFlags) register(fs *flag.FlagSet) {
+	def := os.Getenv(envBrokers)
+	if def == "" {
+		def = defaultBrokers
+	}
+	fs.StringVar(&k.brokers, "brokers", def, "seed brokers HOST:PORT[,...] (or $"+envBrokers+")")
+	fs.StringVar(&k.brokers, "b", def, "shorthand for --brokers")
+	fs.DurationVar(&k.timeout, "timeout", 10*time.Second, "request timeout")
+	fs.BoolVar(&k.json, "json", false, "print JSON")
+}
+
+// seeds splits --brokers.
+func (k *kafkaFlags) seeds() []string {
+	var out []string
+	for _, s := range strings.Split(k.brokers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// client returns a kgo client for the seeds after checking that one answers: a
+// broker that cannot be reached is an error that says what to check, not a retry
+// loop that ends in a context deadline.
+func (k *kafkaFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds := k.seeds()
+	if len(seeds) == 0 {
+		return nil, usageError{"--brokers is empty"}
+	}
+	base := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.DialTimeout(min(k.timeout, 5*time.Second)),
+		kgo.RequestTimeoutOverhead(k.timeout),
+		kgo.RetryTimeout(k.timeout),
+		kgo.ClientID("sluice-cli"),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		cl.Close()
+		return nil, unreachable(k.brokers, err)
+	}
+	return cl, nil
+}
+
+// admin returns a kadm client over k.client.
+func (k *kafkaFlags) admin(ctx context.Context) (*kadm.Client, error) {
+	cl, err := k.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(k.timeout.Milliseconds()))
+	return adm, nil
+}
+
+// unreachable words a failed first contact.
+func unreachable(brokers string, err error) error {
+	var op *net.OpError
+	hint := "is a broker running there? `sluice serve` listens on 127.0.0.1:9092 by default"
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		// the dial error is the whole story
+	case errors.Is(err, context.DeadlineExceeded):
+		hint = "no answer in time: check the address, a firewall, or give --timeout more"
+	}
+	return fmt.Errorf("cannot reach a broker at %s: %v\n  %s; set --brokers or $%s", brokers, err, hint, envBrokers)
+}
+
+// usageError is wrong usage: exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitCode prints err (if any) for prog and returns the exit status.
+func exitCode(stderr io.Writer, prog string, err error) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// parseFlags parses args with fs, letting flags come after positional arguments
+// ("--" ends the flags). It returns the positional arguments. A bad flag is a
+// usageError; -h prints fs's usage and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stops at the first non-flag, or after a "--" it consumed.
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlagSet is a FlagSet whose errors and usage go to stderr, with the usage text
+// given (the flags' defaults are appended).
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(args []string, minN, maxN int, what string) error {
+	if len(args) < minN {
+		return usageError{"missing " + what}
+	}
+	if maxN >= 0 && len(args) > maxN {
+		return usageError{fmt.Sprintf("unexpected arguments %q", args[maxN:])}
+	}
+	return nil
+}
+
+// table writes aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(toAny(header)...)
+	}
+	return t
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func (t *table) row(cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			fmt.Fprint(t.tw, "\t")
+		}
+		fmt.Fprint(t.tw, c)
+	}
+	fmt.Fprint(t.tw, "\n")
+}
+
+func (t *table) flush() { _ = t.tw.Flush() }
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// errString is err's message, "" for nil (for JSON and table cells).
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return err.Error()
+}
+
+// kerrOf is the error of a response's error code and message, nil for 0.
+func kerrOf(code int16, msg *string) error {
+	if code == 0 {
+		return nil
+	}
+	err := kerr.ErrorForCode(code)
+	if msg != nil && *msg != "" {
+		return fmt.Errorf("%w: %s", err, *msg)
+	}
+	return err
+}
+
+// topicID prints a topic id as Kafka does (URL-safe base64, unpadded).
+func topicID(id kadm.TopicID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// errWithMessage is err's message with the broker's own message for it, if any.
+func errWithMessage(err error, msg string) string {
+	s := errString(err)
+	if err == nil || msg == "" || msg == s {
+		return s
+	}
+	return s + ": " + msg
+}
+
+// int32List prints ids as "1,2,3".
+func int32List(ids []int32) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, id)
+	}
+	return b.String()
+}
+
+// keyValues parses repeated k=v flags.
+type keyValues []string
+
+func (kv *keyValues) String() string     { return strings.Join(*kv, ",") }
+func (kv *keyValues) Set(s string) error { *kv = append(*kv, s); return nil }
+
+// pairs splits each entry at its first '='.
+func (kv keyValues) pairs(what string) ([][2]string, error) {
+	var out [][2]string
+	for _, s := range kv {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Sprintf("%s %q: want KEY=VALUE", what, s)}
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}

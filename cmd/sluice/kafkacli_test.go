@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/testbroker"
+)
+
+// cli runs the sluice command line against addr and returns its exit status,
+// stdout and stderr.
+func cli(t *testing.T, addr string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	rc := run(append(args, "--brokers", addr), &out, &errb)
+	return rc, out.String(), errb.String()
+}
+
+// mustCLI is cli that fails the test unless the exit status is 0.
+func mustCLI(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	rc, out, errs := cli(t, addr, args...)
+	if rc != 0 {
+		t.Fatalf("sluice %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), rc, out, errs)
+	}
+	return out
+}
+
+func wantLines(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// The topic, produce, consume, group and cluster commands against a real broker:
+// tables, --json, flags after positional arguments, errors and exit codes.
+func TestKafkaCommands(t *testing.T) {
+	b := testbroker.Start(t)
+	addr := b.Addr
+
+	// topic create: flags after the names, one failure among successes exits 1.
+	out := mustCLI(t, addr, "topic", "create", "orders", "audit", "-p", "3", "-c", "retention.ms=60000")
+	wantLines(t, out, "TOPIC", "orders", "audit", "created")
+	rc, out, errs := cli(t, addr, "topic", "create", "orders", "fresh")
+	if rc != 1 || !strings.Contains(out, "TOPIC_ALREADY_EXISTS") || !strings.Contains(errs, "1 topic creations failed") {
+		t.Fatalf("re-create: exit %d\n%s%s", rc, out, errs)
+	}
+	// topic list, table and JSON.
+	out = mustCLI(t, addr, "topic", "list")
+	wantLines(t, out, "NAME", "PARTITIONS", "REPLICAS", "orders")
+	if strings.Contains(out, "__consumer_offsets") {
+		t.Fatalf("internal topic listed without --internal:\n%s", out)
+	}
+	var listed []struct {
+		Topic      string `json:"topic"`
+		Partitions int    `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, addr, "topic", "list", "--json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(listed, func(l struct {
+		Topic      string `json:"topic"`
+		Partitions int    `json:"partitions"`
+	}) bool {
+		return l.Topic == "orders"
+	}); i < 0 || listed[i].Partitions != 3 {
+		t.Fatalf("list --json: %+v", listed)
+	}
+
+	// alter-config and add-partitions, then describe shows both.
+	mustCLI(t, addr, "topic", "alter-config", "orders", "--set", "cleanup.policy=compact", "--delete", "retention.ms")
+	mustCLI(t, addr, "topic", "add-partitions", "orders", "--num", "1")
+	out = mustCLI(t, addr, "topic", "describe", "orders")
+	wantLines(t, out, "PARTITIONS  4", "cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG", "LOG-END-OFFSET")
+	if strings.Contains(out, "retention.ms") {
+		t.Fatalf("retention.ms still set after --delete:\n%s", out)
+	}
+	if rc, _, errs := cli(t, addr, "topic", "alter-config", "orders", "--set", "no.such.config=1"); rc != 1 || !strings.Contains(errs, "failed") {
+		t.Fatalf("unknown config: exit %d %s", rc, errs)
+	}
+	if rc, _, _ := cli(t, addr, "topic", "describe", "missing"); rc != 1 {
+		t.Fatalf("describe of a missing topic: exit %d", rc)
+	}
+
+	// produce keys, values and headers from stdin; consume them back.
+	var perr bytes.Buffer
+	if err := produceRun([]string{"audit", "-k", ":", "-H", "src=cli", "-p", "1", "--brokers", addr}, strings.NewReader("k1:v1\nk2:v2\nplain\n"), &bytes.Buffer{}, &perr); err != nil {
+		t.Fatalf("produce: %v (%s)", err, perr.String())
+	}
+	wantLines(t, perr.String(), "produced 3 records to audit")
+	out = mustCLI(t, addr, "consume", "audit", "-e", "-f", `%p|%o|%k|%v|%h\n`)
+	if want := "1|0|k1|v1|src=cli\n1|1|k2|v2|src=cli\n1|2||plain|src=cli\n"; out != want {
+		t.Fatalf("consume -e:\n%q\nwant\n%q", out, want)
+	}
+	out = mustCLI(t, addr, "consume", "audit", "-n", "1", "-o", "1", "--json")
+	var rec struct {
+		Offset  int64
+		Key     *string
+		Value   *string
+		Headers []struct{ Key, Value string }
+	}
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Offset != 1 || *rec.Key != "k2" || *rec.Value != "v2" || len(rec.Headers) != 1 {
+		t.Fatalf("consume --json: %v %q", err, out)
+	}
+	if out := mustCLI(t, addr, "consume", "audit", "-e", "-o", "end"); out != "" {
+		t.Fatalf("consume -e -o end printed %q", out)
+	}
+
+	// A group: consume commits, describe shows lag, seek moves it, delete removes it.
+	mustCLI(t, addr, "consume", "audit", "-g", "readers", "-n", "2")
+	out = mustCLI(t, addr, "group", "list")
+	wantLines(t, out, "GROUP", "readers", "Empty")
+	out = mustCLI(t, addr, "group", "describe", "readers")
+	wantLines(t, out, "STATE        Empty", "TOTAL-LAG    1", "CURRENT-OFFSET  LOG-END-OFFSET  LAG", "audit  1          2               3               1")
+	out = mustCLI(t, addr, "group", "seek", "readers", "--to", "start")
+	wantLines(t, out, "audit  1          0           ok")
+	var described []struct {
+		TotalLag int64 `json:"total_lag"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, addr, "group", "describe", "readers", "--json")), &described); err != nil || len(described) != 1 || described[0].TotalLag != 3 {
+		t.Fatalf("describe --json after seek: %v %+v", err, described)
+	}
+	mustCLI(t, addr, "group", "delete", "readers")
+	if out := mustCLI(t, addr, "group", "list"); strings.Contains(out, "readers") {
+		t.Fatalf("deleted group still listed:\n%s", out)
+	}
+
+	// cluster info and health.
+	out = mustCLI(t, addr, "cluster", "info")
+	wantLines(t, out, "CLUSTER", "CONTROLLER  1", "1*")
+	out = mustCLI(t, addr, "cluster", "health")
+	wantLines(t, out, "HEALTHY                      true")
+
+	// topic delete.
+	wantLines(t, mustCLI(t, addr, "topic", "delete", "fresh"), "fresh", "deleted")
+	if rc, out, _ := cli(t, addr, "topic", "delete", "fresh"); rc != 1 || !strings.Contains(out, "UNKNOWN_TOPIC") {
+		t.Fatalf("second delete: exit %d %s", rc, out)
+	}
+}
+
+// Usage errors exit 2, an unreachable broker exits 1 with a message that says what
+// to check, and -h exits 0.
+func TestKafkaCommandErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct {
+		args []string
+		rc   int
+		want string
+	}{
+		{[]string{"topic", "create"}, 2, "missing topic name"},
+		{[]string{"topic", "create", "x", "-c", "novalue"}, 2, "want KEY=VALUE"},
+		{[]string{"topic", "bogus"}, 2, "unknown command"},
+		{[]string{"topic", "add-partitions", "x"}, 2, "--num must be"},
+		{[]string{"consume", "t", "-o", "yesterday"}, 2, "want start, end"},
+		{[]string{"consume", "t", "-f", "%z"}, 2, "unknown field %z"},
+		{[]string{"produce", "t", "--acks", "2"}, 2, "want all, 1 or 0"},
+		{[]string{"group", "seek", "g"}, 2, "--to is required"},
+		{[]string{"topic", "list"}, 1, "cannot reach a broker at " + dead},
+		{[]string{"cluster", "health"}, 1, "set --brokers or $SLUICE_BROKERS"},
+	} {
+		rc, _, errs := cli(t, dead, tc.args...)
+		if rc != tc.rc || !strings.Contains(errs, tc.want) {
+			t.Errorf("sluice %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), rc, errs, tc.rc, tc.want)
+		}
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{"topic", "create", "-h"}, &out, &errb); rc != 0 || !strings.Contains(errb.String(), "-partitions") {
+		t.Fatalf("-h: exit %d %q", rc, errb.String())
+	}
+}
+
+// Flags may follow positional arguments; "--" ends them.
+func TestParseFlagsInterspersed(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	n := fs.Int("n", 0, "")
+	pos, err := parseFlags(fs, []string{"a", "-n", "3", "b", "--", "-c"})
+	if err != nil || *n != 3 || !slices.Equal(pos, []string{"a", "b", "-c"}) {
+		t.Fatalf("got %v %d %v", pos, *n, err)
+	}
+}
