@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,21 +45,16 @@ func clusterInfo(prog string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
 	var kf kafkaFlags
 	kf.register(fs)
-	rest, err := parseFlags(fs, args)
+	_, err := kf.parse(fs, args, 0, 0, "")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(rest, 0, 0, ""); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	cl, err := kf.client(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer done()
+	cl := adm.kgo
 	dc, err := describeCluster(ctx, cl)
 	if err != nil {
 		return err
@@ -146,21 +140,16 @@ func clusterHealth(prog string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
 	var kf kafkaFlags
 	kf.register(fs)
-	rest, err := parseFlags(fs, args)
+	_, err := kf.parse(fs, args, 0, 0, "")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(rest, 0, 0, ""); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*kf.timeout)
-	defer cancel()
-	cl, err := kf.client(ctx)
+	ctx, adm, done, err := kf.connect(3)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer done()
+	cl := adm.kgo
 	dc, err := describeCluster(ctx, cl)
 	if err != nil {
 		return err

@@ -38,20 +38,15 @@ func groupList(prog string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
 	var kf kafkaFlags
 	kf.register(fs)
-	rest, err := parseFlags(fs, args)
+	_, err := kf.parse(fs, args, 0, 0, "")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(rest, 0, 0, ""); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {
 		return err
@@ -82,20 +77,15 @@ func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
 	var kf kafkaFlags
 	kf.register(fs)
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "group name")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(names, 1, -1, "group name"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(3)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	lags, err := adm.Lag(ctx, names...)
 	if err != nil {
 		return err
@@ -265,11 +255,8 @@ func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
 	to := fs.String("to", "", "start, end, an offset, @UNIX_MILLISECONDS or an RFC 3339 time")
 	var topics keyValues
 	fs.Var(&topics, "topic", "a topic to move (repeatable; default: every topic the group has offsets for)")
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, 1, "group name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(names, 1, 1, "group name"); err != nil {
 		return err
 	}
 	if *to == "" {
@@ -280,13 +267,11 @@ func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	group := names[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 3*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(3)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	dg, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return err
@@ -308,7 +293,7 @@ func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
 			return errors.New("the group has no committed offsets: name the topics with --topic")
 		}
 	}
-	listed, err := spec.resolve(ctx, adm, list)
+	listed, err := spec.resolve(ctx, adm.Client, list)
 	if err != nil {
 		return err
 	}
@@ -361,20 +346,15 @@ func groupDelete(prog string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
 	var kf kafkaFlags
 	kf.register(fs)
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "group name")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(names, 1, -1, "group name"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	res, err := adm.DeleteGroups(ctx, names...)
 	if err != nil {
 		return err

@@ -95,15 +95,34 @@ func (k *kafkaFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, 
 	return cl, nil
 }
 
-// admin returns a kadm client over k.client.
-func (k *kafkaFlags) admin(ctx context.Context) (*kadm.Client, error) {
-	cl, err := k.client(ctx)
+// parse parses args with fs (which has kf's flags) and checks the number of
+// positional arguments (see wantArgs).
+func (k *kafkaFlags) parse(fs *flag.FlagSet, args []string, minN, maxN int, what string) ([]string, error) {
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	adm := kadm.NewClient(cl)
+	return pos, wantArgs(pos, minN, maxN, what)
+}
+
+// connect returns a context of spans request timeouts and an admin client; done
+// closes the client and ends the context.
+func (k *kafkaFlags) connect(spans int) (ctx context.Context, adm *adminConn, done func(), err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(spans)*k.timeout)
+	cl, err := k.client(ctx)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	adm = &adminConn{Client: kadm.NewClient(cl), kgo: cl}
 	adm.SetTimeoutMillis(int32(k.timeout.Milliseconds()))
-	return adm, nil
+	return ctx, adm, func() { cl.Close(); cancel() }, nil
+}
+
+// adminConn is a kadm client that keeps its kgo client (for raw requests).
+type adminConn struct {
+	*kadm.Client
+	kgo *kgo.Client
 }
 
 // unreachable words a failed first contact.

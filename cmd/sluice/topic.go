@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -66,11 +65,8 @@ func topicCreate(prog string, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&replicas, "r", -1, "shorthand for --replicas")
 	fs.Var(&configs, "config", "topic config KEY=VALUE (repeatable)")
 	fs.Var(&configs, "c", "shorthand for --config")
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(names, 1, -1, "topic name"); err != nil {
 		return err
 	}
 	pairs, err := configs.pairs("--config")
@@ -81,13 +77,11 @@ func topicCreate(prog string, args []string, stdout, stderr io.Writer) error {
 	for _, p := range pairs {
 		cfg[p[0]] = &p[1]
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	res, err := adm.CreateTopics(ctx, int32(partitions), int16(replicas), cfg, names...)
 	if err != nil {
 		return err
@@ -134,20 +128,15 @@ func topicList(prog string, args []string, stdout, stderr io.Writer) error {
 	var kf kafkaFlags
 	kf.register(fs)
 	internal := fs.Bool("internal", false, "include internal topics (__consumer_offsets, ...)")
-	rest, err := parseFlags(fs, args)
+	_, err := kf.parse(fs, args, 0, 0, "")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(rest, 0, 0, ""); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	var topics kadm.TopicDetails
 	if *internal {
 		topics, err = adm.ListTopicsWithInternal(ctx)
@@ -186,20 +175,15 @@ func topicDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 	var kf kafkaFlags
 	kf.register(fs)
 	allConfigs := fs.Bool("all-configs", false, "print every config, not only the topic's own settings")
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(names, 1, -1, "topic name"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(3)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	topics, err := adm.ListTopicsWithInternal(ctx, names...)
 	if err != nil {
 		return err
@@ -331,20 +315,15 @@ func topicDelete(prog string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(prog, "usage: "+prog+" NAME...\n", stderr)
 	var kf kafkaFlags
 	kf.register(fs)
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(names, 1, -1, "topic name"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	res, err := adm.DeleteTopics(ctx, names...)
 	if err != nil {
 		return err
@@ -402,11 +381,8 @@ func topicAlterConfig(prog string, args []string, stdout, stderr io.Writer) erro
 	var sets, dels keyValues
 	fs.Var(&sets, "set", "set a config KEY=VALUE (repeatable)")
 	fs.Var(&dels, "delete", "remove the topic's setting KEY, back to the default (repeatable)")
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(names, 1, -1, "topic name"); err != nil {
 		return err
 	}
 	pairs, err := sets.pairs("--set")
@@ -423,13 +399,11 @@ func topicAlterConfig(prog string, args []string, stdout, stderr io.Writer) erro
 	for _, k := range dels {
 		alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	res, err := adm.AlterTopicConfigs(ctx, alter, names...)
 	if err != nil {
 		return err
@@ -457,23 +431,18 @@ func topicAddPartitions(prog string, args []string, stdout, stderr io.Writer) er
 	kf.register(fs)
 	num := fs.Int("num", 0, "partitions to add to each topic")
 	fs.IntVar(num, "n", 0, "shorthand for --num")
-	names, err := parseFlags(fs, args)
+	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(names, 1, -1, "topic name"); err != nil {
 		return err
 	}
 	if *num <= 0 {
 		return usageError{"--num must be a positive number of partitions to add, got " + strconv.Itoa(*num)}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*kf.timeout)
-	defer cancel()
-	adm, err := kf.admin(ctx)
+	ctx, adm, done, err := kf.connect(2)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
+	defer done()
 	res, err := adm.CreatePartitions(ctx, *num, names...)
 	if err != nil {
 		return err
