@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/brokerproc"
+)
+
+// poll retries cond every 100 ms until it returns "" or d passes.
+func poll(t *testing.T, d time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		msg := cond()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s (%s)", d, what, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type healthJSON struct {
+	Healthy         bool    `json:"healthy"`
+	Controller      int32   `json:"controller"`
+	Brokers         []int32 `json:"brokers"`
+	DownBrokers     []int32 `json:"down_brokers"`
+	UnderReplicated []struct {
+		Topic string `json:"topic"`
+	} `json:"under_replicated_partitions"`
+}
+
+// The CLI against three broker processes: replicated topics, cluster info, health
+// that turns unhealthy (exit 1) when a broker is SIGKILLed, and reads that go on.
+func TestKafkaCommandsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three broker processes")
+	}
+	raft := make([]string, 3)
+	voters := make([]string, 3)
+	for i := range raft {
+		raft[i] = brokerproc.FreeAddr(t)
+		voters[i] = fmt.Sprintf("%q", fmt.Sprintf("%d@%s", i+1, raft[i]))
+	}
+	procs := make([]*brokerproc.Proc, 3)
+	for i := range procs {
+		cfg := fmt.Sprintf(`node_id: %d
+configs: {broker.session.timeout.ms: "3000", broker.heartbeat.interval.ms: "300", auto.create.topics.enable: "false"}
+modules:
+  metadata: {use: raft, raft_listen: %q, voters: [%s]}
+`, i+1, raft[i], strings.Join(voters, ", "))
+		procs[i] = brokerproc.StartNoWait(t, brokerproc.Options{Config: cfg})
+	}
+	for _, p := range procs {
+		p.WaitReady()
+	}
+	all := procs[0].Addr + "," + procs[1].Addr + "," + procs[2].Addr
+
+	mustCLI(t, all, "topic", "create", "rep", "-p", "3", "-r", "3", "-c", "min.insync.replicas=2")
+	health := func(addr string) (int, healthJSON) {
+		rc, out, _ := cli(t, addr, "cluster", "health", "--json")
+		var h healthJSON
+		_ = json.Unmarshal([]byte(out), &h)
+		return rc, h
+	}
+	poll(t, 30*time.Second, "a healthy cluster", func() string {
+		if rc, h := health(all); rc != 0 || !h.Healthy || len(h.Brokers) != 3 {
+			return fmt.Sprintf("exit %d %+v", rc, h)
+		}
+		return ""
+	})
+	var info struct {
+		Controller int32 `json:"controller"`
+		Brokers    []struct {
+			ID       int32 `json:"id"`
+			Replicas int   `json:"replicas"`
+		} `json:"brokers"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, all, "cluster", "info", "--json")), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Controller < 1 || len(info.Brokers) != 3 {
+		t.Fatalf("cluster info: %+v", info)
+	}
+	for _, b := range info.Brokers {
+		if b.Replicas < 3 { // each holds a replica of every partition of rep
+			t.Fatalf("broker %d holds %d replicas: %+v", b.ID, b.Replicas, info)
+		}
+	}
+	out := mustCLI(t, all, "topic", "describe", "rep")
+	wantLines(t, out, "PARTITIONS  3", "min.insync.replicas")
+	var perr bytes.Buffer
+	if err := produceRun([]string{"rep", "--brokers", all}, strings.NewReader("a\nb\nc\nd\n"), &bytes.Buffer{}, &perr); err != nil {
+		t.Fatalf("produce: %v %s", err, perr.String())
+	}
+
+	procs[2].Kill()
+	survivors := procs[0].Addr + "," + procs[1].Addr
+	poll(t, 30*time.Second, "health to report broker 3 down", func() string {
+		rc, h := health(survivors)
+		if rc != 1 || h.Healthy || !slices.Equal(h.DownBrokers, []int32{3}) || len(h.UnderReplicated) != 3 {
+			return fmt.Sprintf("exit %d %+v", rc, h)
+		}
+		return ""
+	})
+	out = mustCLI(t, survivors, "topic", "describe", "rep", "--json")
+	if strings.Contains(out, `"leader": 3`) {
+		t.Fatalf("broker 3 still leads after its kill:\n%s", out)
+	}
+	out = mustCLI(t, survivors, "consume", "rep", "-e", "-f", `%v\n`)
+	got := strings.Fields(out)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("consumed %q after the kill", got)
+	}
+}
