@@ -18,7 +18,7 @@ import (
 // admin API.
 const adminHelp = `Connecting to the admin API (every transform and plugin command):
   --admin ADDR          the broker's admin HTTP listener: HOST:PORT (plain HTTP) or
-                        https://HOST:PORT (default 127.0.0.1:9644)
+                        https://HOST:PORT (default $SLUICE_ADMIN, else 127.0.0.1:9644)
   --user NAME           log in with HTTP Basic as a broker user (or SLUICE_ADMIN_USER)
   --password PW         that user's password (or SLUICE_ADMIN_PASSWORD); other local
                         users can see it in the process list: prefer the file or the variable
@@ -33,6 +33,7 @@ cluster (or a super user), else 403.
 
 // Environment variables holding admin API credentials (flags win).
 const (
+	envAdmin         = "SLUICE_ADMIN"
 	envAdminUser     = "SLUICE_ADMIN_USER"
 	envAdminPassword = "SLUICE_ADMIN_PASSWORD"
 )
@@ -44,7 +45,11 @@ type adminFlags struct {
 
 // register adds the admin flags to fs.
 func (a *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.addr, "admin", "127.0.0.1:9644", "broker admin HTTP address: HOST:PORT or https://HOST:PORT")
+	def := os.Getenv(envAdmin)
+	if def == "" {
+		def = "127.0.0.1:9644"
+	}
+	fs.StringVar(&a.addr, "admin", def, "broker admin HTTP address: HOST:PORT or https://HOST:PORT (or $"+envAdmin+")")
 	fs.StringVar(&a.user, "user", "", "admin API user (default $"+envAdminUser+")")
 	fs.StringVar(&a.password, "password", "", "admin API password (default $"+envAdminPassword+")")
 	fs.StringVar(&a.passwordFile, "password-file", "", "file holding the admin API password")
@@ -153,7 +158,7 @@ func (c *adminClient) do(method, path string, body io.Reader) ([]byte, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot reach the admin API at %s: %v\n  is a broker running there with its admin listener? (admin_listen, default 127.0.0.1:9644); set --admin or $%s", c.base, err, envAdmin)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))

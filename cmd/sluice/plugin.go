@@ -65,7 +65,12 @@ func listCmd(name string, args []string, stdout, stderr io.Writer, get func(cl *
 	var af adminFlags
 	af.register(fs)
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitCode(stderr, "sluice "+name, err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "sluice %s: unexpected arguments %q\n", name, pos)
 		return 2
 	}
 	cl, err := af.client(30 * time.Second)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,8 +43,7 @@ func transformCmd(args []string, stdout, stderr io.Writer) int {
 const transformTimeout = 3 * time.Minute
 
 func transformDeploy(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("transform deploy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sluice transform deploy", "usage: sluice transform deploy --name NAME --input TOPIC [flags] FILE.wasm\n", stderr)
 	name := fs.String("name", "", "transform name")
 	input := fs.String("input", "", "input topic")
 	var outputs, env multi
@@ -58,19 +56,20 @@ func transformDeploy(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "deadline per batch (0: the broker's default)")
 	var af adminFlags
 	af.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitCode(stderr, fs.Name(), err)
 	}
 	cl, err := af.client(transformTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice transform deploy: %v\n", err)
 		return 2
 	}
-	if *name == "" || *input == "" || fs.NArg() != 1 {
+	if *name == "" || *input == "" || len(pos) != 1 {
 		fmt.Fprint(stderr, "sluice transform deploy: need --name, --input and one FILE.wasm\n", transformUsage)
 		return 2
 	}
-	bin, err := os.ReadFile(fs.Arg(0))
+	bin, err := os.ReadFile(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice transform deploy: %v\n", err)
 		return 1
@@ -150,26 +149,26 @@ func transformList(args []string, stdout, stderr io.Writer) int {
 }
 
 func transformDelete(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("transform delete", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sluice transform delete", "usage: sluice transform delete NAME [flags]\n", stderr)
 	var af adminFlags
 	af.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitCode(stderr, fs.Name(), err)
 	}
 	cl, err := af.client(transformTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice transform delete: %v\n", err)
 		return 2
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fmt.Fprint(stderr, "sluice transform delete: need one NAME\n", transformUsage)
 		return 2
 	}
-	if err := cl.call(http.MethodDelete, "/v1/transforms/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+	if err := cl.call(http.MethodDelete, "/v1/transforms/"+url.PathEscape(pos[0]), nil, nil); err != nil {
 		fmt.Fprintf(stderr, "sluice transform delete: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "deleted %s\n", fs.Arg(0))
+	fmt.Fprintf(stdout, "deleted %s\n", pos[0])
 	return 0
 }

@@ -36,3 +36,30 @@ func TestTransformListTable(t *testing.T) {
 		t.Fatalf("table:\n%s", out.String())
 	}
 }
+
+// Admin commands take flags after their arguments, $SLUICE_ADMIN as the default
+// address, and say what to check when the admin API cannot be reached.
+func TestAdminCommandsFlagsAndErrors(t *testing.T) {
+	admin := serveAdmin(t, "/v1/transforms/redact", `{}`)
+	var out, errb bytes.Buffer
+	if rc := run([]string{"transform", "delete", "redact", "--admin", admin}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "deleted redact") {
+		t.Fatalf("flags after NAME: rc %d %q %q", rc, out.String(), errb.String())
+	}
+	t.Setenv(envAdmin, admin)
+	out.Reset()
+	if rc := run([]string{"transform", "delete", "redact"}, &out, &errb); rc != 0 {
+		t.Fatalf("$%s: rc %d %q", envAdmin, rc, errb.String())
+	}
+	ln := httptest.NewServer(http.NotFoundHandler())
+	dead := strings.TrimPrefix(ln.URL, "http://")
+	ln.Close()
+	errb.Reset()
+	if rc := run([]string{"plugin", "list", "--admin", dead}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "cannot reach the admin API at http://"+dead) ||
+		!strings.Contains(errb.String(), "set --admin or $SLUICE_ADMIN") {
+		t.Fatalf("unreachable admin: rc %d %q", rc, errb.String())
+	}
+	errb.Reset()
+	if rc := run([]string{"transform", "deploy", "-h"}, &out, &errb); rc != 0 || !strings.Contains(errb.String(), "FILE.wasm") {
+		t.Fatalf("deploy -h: rc %d %q", rc, errb.String())
+	}
+}
