@@ -622,7 +622,7 @@ func (k *Kernel) claim(owner string, key, minV, maxV int16, h Handler) error {
 		return fmt.Errorf("api key %d already claimed by %s", key, prev.owner)
 	}
 	k.handlers[key] = &handlerSlot{minV: minV, maxV: maxV, h: h, owner: owner,
-		mCount: k.metric.Counter(fmt.Sprintf("sluice_requests_by_api_total{api=\"%d\"}", key), "Requests by API key.")}
+		mCount: k.metric.Counter(fmt.Sprintf("sluice_requests_by_api_total{api=%q,api_key=\"%d\"}", kmsg.NameForKey(key), key), "Requests by API (Kafka's name and key).")}
 	return nil
 }
 

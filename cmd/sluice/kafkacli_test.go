@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -144,6 +146,15 @@ func TestKafkaCommands(t *testing.T) {
 	if rc, out, _ := cli(t, addr, "topic", "delete", "fresh"); rc != 1 || !strings.Contains(out, "UNKNOWN_TOPIC") {
 		t.Fatalf("second delete: exit %d %s", rc, out)
 	}
+
+	// What the commands sent shows in /metrics by API name.
+	resp, err := http.Get("http://" + b.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantLines(t, string(body), `sluice_requests_by_api_total{api="CreateTopics",api_key="19"}`, `sluice_requests_by_api_total{api="Fetch",api_key="1"}`)
 }
 
 // Usage errors exit 2, an unreachable broker exits 1 with a message that says what
@@ -189,5 +200,16 @@ func TestParseFlagsInterspersed(t *testing.T) {
 	pos, err := parseFlags(fs, []string{"a", "-n", "3", "b", "--", "-c"})
 	if err != nil || *n != 3 || !slices.Equal(pos, []string{"a", "b", "-c"}) {
 		t.Fatalf("got %v %d %v", pos, *n, err)
+	}
+}
+
+// serve --help describes the defaults and exits 0; version names the Go version.
+func TestServeHelpAndVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := run([]string{"serve", "--help"}, &out, &errb); rc != 0 || !strings.Contains(errb.String(), "127.0.0.1:9092") || !strings.Contains(errb.String(), "-data-dir") {
+		t.Fatalf("serve --help: rc %d %q", rc, errb.String())
+	}
+	if rc := run([]string{"version"}, &out, &errb); rc != 0 || !strings.HasPrefix(out.String(), "sluice ") || !strings.Contains(out.String(), " go1.") {
+		t.Fatalf("version: rc %d %q", rc, out.String())
 	}
 }

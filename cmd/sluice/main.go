@@ -17,7 +17,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -99,25 +98,55 @@ func dispatch(prog, usage string, args []string, stdout, stderr io.Writer, cmds 
 	return 2
 }
 
+// version is the module version (a tagged build) or "dev", followed by what the Go
+// toolchain recorded of the source: the VCS revision, its commit time and whether
+// the tree had uncommitted changes, and the Go version.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "dev"
+	v := "dev"
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" && !strings.HasPrefix(mv, "v0.0.0-") { // not a pseudo-version
+		v = mv
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+changes"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (revision %.12s%s, committed %s)", rev, dirty, at)
+	}
+	return v + " " + bi.GoVersion
 }
 
 func serve(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (YAML)")
-	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir)")
-	listen := fs.String("listen", "", "client listener HOST:PORT (overrides the first listener)")
-	adminListen := fs.String("admin-listen", "", "admin HTTP listener HOST:PORT (overrides admin_listen)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs := newFlagSet("sluice serve", `usage: sluice serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT] [--admin-listen HOST:PORT]
+
+Runs a broker. Without a config file it is a single node: the client listener on
+127.0.0.1:9092, the admin HTTP listener (health, metrics, transforms) on
+127.0.0.1:9644, data under ./data. Flags override the file; the file's keys are in
+README.md and examples/configs. SIGINT or SIGTERM stops it in order.
+`, stderr)
+	configPath := fs.String("config", "", "config file (YAML; default: none, the single-node defaults)")
+	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir; default ./data)")
+	listen := fs.String("listen", "", "client listener HOST:PORT (overrides the first listener; default 127.0.0.1:9092)")
+	adminListen := fs.String("admin-listen", "", "admin HTTP listener HOST:PORT (overrides admin_listen; default 127.0.0.1:9644)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return exitCode(stderr, "sluice serve", err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice serve: unexpected arguments %q\n", fs.Args())
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "sluice serve: unexpected arguments %q\n", pos)
 		return 2
 	}
 	cfg := &kernel.Config{}

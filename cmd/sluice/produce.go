@@ -77,7 +77,9 @@ func produceRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if *partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
-	opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(int32(min(*maxLine+1024, 16<<20))))
+	// The broker decides whether a missing topic is created
+	// (auto.create.topics.enable), as for kcat and the Java client.
+	opts = append(opts, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(int32(min(*maxLine+1024, 16<<20))))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cl, err := kf.client(ctx, opts...)

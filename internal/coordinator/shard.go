@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -121,7 +122,14 @@ func (sh *Shard) run() {
 	sh.load.Done(nil)
 	args := append([]any{"partition", sh.tp.Partition, "leader_epoch", sh.epoch,
 		"replayed_records", n, "from_offset", from}, attrs...)
-	cfg.Log.Info("coordinating "+cfg.Topic+" partition", append(args, "took", time.Since(start))...)
+	// A shard with nothing to replay is news to nobody: the first group use of a
+	// broker loads 50 of them at once, one Info line each was noise.
+	took := time.Since(start)
+	lvl := slog.LevelInfo
+	if n == 0 && took < time.Second {
+		lvl = slog.LevelDebug
+	}
+	cfg.Log.Log(sh.ctx, lvl, "coordinating "+cfg.Topic+" partition", append(args, "took", took)...)
 	sh.writer()
 }
 
