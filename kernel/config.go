@@ -10,8 +10,11 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/kernel/suggest"
 )
 
 // Config is the broker's configuration file. Every key has a default, so an empty file
@@ -196,9 +199,10 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 		if _, ok := reg.lookupIn(role, sec.use); !ok {
 			known := reg.Names(role)
 			if len(known) == 0 {
-				return nil, fmt.Errorf("config: unknown module role %q", role)
+				roles := reg.Roles()
+				return nil, fmt.Errorf("config: unknown module role %q%s (roles: %s)", role, suggest.Hint(role, roles), strings.Join(roles, ", "))
 			}
-			return nil, fmt.Errorf("config: unknown module %q for modules.%s (known: %v)", sec.use, role, known)
+			return nil, fmt.Errorf("config: unknown module %q for modules.%s%s (known: %v)", sec.use, role, suggest.Hint(sec.use, known), known)
 		}
 	}
 	return out, nil

@@ -96,6 +96,19 @@ func (r *Registry) Guests(namespace string) []string {
 	return out
 }
 
+// Roles returns the roles that have a registered module, sorted.
+func (r *Registry) Roles() []string {
+	var out []string
+	for id := range r.mods {
+		role, _, _ := strings.Cut(id, ".")
+		if !slices.Contains(out, role) {
+			out = append(out, role)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // lookupIn returns the module registered as name directly under namespace.
 func (r *Registry) lookupIn(namespace, name string) (ModuleInfo, bool) {
 	if strings.Contains(name, ".") {

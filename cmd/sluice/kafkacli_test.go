@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -211,5 +213,32 @@ func TestServeHelpAndVersion(t *testing.T) {
 	}
 	if rc := run([]string{"version"}, &out, &errb); rc != 0 || !strings.HasPrefix(out.String(), "sluice ") || !strings.Contains(out.String(), " go1.") {
 		t.Fatalf("version: rc %d %q", rc, out.String())
+	}
+}
+
+// A config with several mistakes names them all, with hints, before anything is
+// written.
+func TestServeConfigErrorsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfgPath, []byte("configs: {num.partiions: \"3\", log.retention.ms: \"-5\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	var out, errb bytes.Buffer
+	rc := run([]string{"serve", "--config", cfgPath, "--data-dir", data}, &out, &errb)
+	wantLines(t, errb.String(), "2 problems", "did you mean num.partitions?", "log.retention.ms")
+	if rc != 1 {
+		t.Fatalf("exit %d", rc)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data dir was created for a refused config: %v", err)
+	}
+	if err := os.WriteFile(cfgPath, []byte("modules:\n  metadata: {use: raf}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if rc := run([]string{"serve", "--config", cfgPath, "--data-dir", data}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "did you mean raft?") {
+		t.Fatalf("module typo: exit %d %q", rc, errb.String())
 	}
 }

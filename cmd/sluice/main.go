@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/standard"
 )
@@ -156,6 +157,12 @@ README.md and examples/configs. SIGINT or SIGTERM stops it in order.
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
 			return 1
 		}
+	}
+	// Broker configs are checked here, all at once and before anything is created or
+	// written; the metadata module checks them again for brokers built without serve.
+	if err := kconfig.ValidateStaticBrokers(cfg.Configs); err != nil {
+		fmt.Fprintf(stderr, "sluice: config: configs: %v\n", err)
+		return 1
 	}
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir

@@ -3,8 +3,11 @@ package kconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/sluicehq/sluice/kernel/suggest"
 )
 
 // Source is where a described value comes from (kmsg DescribeConfigs ConfigSource values).
@@ -253,6 +256,48 @@ func ValidateStaticBroker(name, value string) error {
 		return nil
 	}
 	return &ConfigError{Err: ErrUnknownConfig, Resource: "broker", Name: name, Value: value}
+}
+
+// ValidateStaticBrokers checks every config of the config file's `configs:` section
+// and reports all the problems at once, one per line in name order, an unknown name
+// with the known name it probably meant ("did you mean ...?"). Nil when all are fine.
+func ValidateStaticBrokers(configs map[string]string) error {
+	var errs []error
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(configs)) {
+		err := ValidateStaticBroker(name, configs[name])
+		if err == nil {
+			continue
+		}
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.Err == ErrUnknownConfig {
+			if names == nil {
+				names = BrokerConfigNames()
+			}
+			err = fmt.Errorf("%w%s", err, suggest.Hint(name, names))
+		}
+		errs = append(errs, err)
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return fmt.Errorf("%d problems:\n  %w", len(errs), errors.Join(indent(errs)...))
+}
+
+// indent prefixes every error but the first with two spaces, for errors.Join's lines.
+func indent(errs []error) []error {
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		if i == 0 {
+			out[i] = e
+			continue
+		}
+		out[i] = fmt.Errorf("  %w", e)
+	}
+	return out
 }
 
 // ValidateTopicConfigs checks a topic's complete set of overrides, as CreateTopics and

@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,10 +157,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.node.rpc = rpc.NewClient(ErrNotRunning, m.raftTLS)
 	// The config file's `configs:` section holds Kafka broker configs: an unknown name
 	// or a bad value is a startup error, not a silently ignored setting.
-	for _, name := range slices.Sorted(maps.Keys(bi.StaticConfigs)) {
-		if err := kconfig.ValidateStaticBroker(name, bi.StaticConfigs[name]); err != nil {
-			return fmt.Errorf("configs: %w", err)
-		}
+	if err := kconfig.ValidateStaticBrokers(bi.StaticConfigs); err != nil {
+		return fmt.Errorf("configs: %w", err)
 	}
 	if bi.DataDir == "" {
 		return fmt.Errorf("data_dir is empty: %w", ErrConfig)
