@@ -29,11 +29,18 @@ import (
 //	  storage:  {use: segmentlog}
 //	  metadata: {use: raft}
 type Config struct {
-	NodeID      int32            `yaml:"node_id"`
-	DataDir     string           `yaml:"data_dir"`
-	Rack        string           `yaml:"rack"`
-	Listeners   []ListenerConfig `yaml:"listeners"`
-	AdminListen string           `yaml:"admin_listen"`
+	// NodeID is this broker's id, unique in its cluster (Kafka's node.id).
+	NodeID int32 `yaml:"node_id"`
+	// DataDir holds the partition logs, the metadata log and the group offsets.
+	DataDir string `yaml:"data_dir"`
+	// Rack is this broker's rack (broker.rack): replica placement spreads over racks.
+	Rack string `yaml:"rack"`
+	// Listeners are the client listeners: name (PLAINTEXT, SSL, SASL_PLAINTEXT,
+	// SASL_SSL or a name mapped by listener.security.protocol.map), address and
+	// optionally the advertised host:port.
+	Listeners []ListenerConfig `yaml:"listeners"`
+	// AdminListen is the admin HTTP listener: health, metrics, transforms, plugins.
+	AdminListen string `yaml:"admin_listen"`
 	// AdminPprof serves Go's profiler under /debug/pprof/ on the admin listener. Off by
 	// default: a profile exposes internals and costs CPU while it runs.
 	AdminPprof bool `yaml:"admin_pprof"`
@@ -43,8 +50,9 @@ type Config struct {
 	// AdminMaxBodyBytes bounds an admin request's body (413 over it; default 64 MiB, a
 	// transform module's maximum) and AdminMaxConcurrentUploads the requests with a
 	// body served at once (429 over it; default 2). adminlimit.go says why.
-	AdminMaxBodyBytes         int64 `yaml:"admin_max_body_bytes"`
-	AdminMaxConcurrentUploads int   `yaml:"admin_max_concurrent_uploads"`
+	AdminMaxBodyBytes int64 `yaml:"admin_max_body_bytes"`
+	// AdminMaxConcurrentUploads: see AdminMaxBodyBytes.
+	AdminMaxConcurrentUploads int `yaml:"admin_max_concurrent_uploads"`
 	// Configs are static broker configs by Kafka name. Values are strings as in
 	// server.properties.
 	Configs map[string]string `yaml:"configs"`

@@ -46,6 +46,7 @@ commands:
   consume    print a topic's records
   group      list, describe (with lag), seek and delete consumer groups
   cluster    brokers, controller and partition health
+  config     the configuration reference (config defaults)
   transform  deploy, list and delete WASM record transforms
   plugin     list assignor plugins and their state
   log        check (and repair) a data dir's segment logs offline
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		{[]string{"consume"}, consumeCmd},
 		{[]string{"group", "groups"}, groupCmd},
 		{[]string{"cluster"}, clusterCmd},
+		{[]string{"config"}, configCmd},
 		{[]string{"transform", "transforms"}, transformCmd},
 		{[]string{"plugin", "plugins"}, pluginCmd},
 		{[]string{"log"}, logCmd},
