@@ -173,7 +173,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err != nil {
 		return err
 	}
-	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.node.log, len(m.node.voters) == 1))
+	m.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(m.dir, "snapshots"), 2, newHCLog(m.node.log, len(m.node.voters) == 1, m.node.stopping.Load))
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
@@ -306,7 +306,7 @@ func (m *Module) raftConfig() *raft.Config {
 	if m.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = m.SnapshotThreshold
 	}
-	c.Logger = newHCLog(m.node.log, len(m.node.voters) == 1 && m.node.isVoter())
+	c.Logger = newHCLog(m.node.log, len(m.node.voters) == 1 && m.node.isVoter(), m.node.stopping.Load)
 	c.NoLegacyTelemetry = true
 	return c
 }
@@ -350,7 +350,7 @@ func (m *Module) newTransport(ctx context.Context) (raft.Transport, error) {
 		Stream:  mux,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  newHCLog(m.node.log, false),
+		Logger:  newHCLog(m.node.log, false, m.node.stopping.Load),
 	}), nil
 }
 
@@ -466,6 +466,7 @@ func (m *Module) beginStop() {
 		return
 	}
 	m.node.stopped = true
+	m.node.stopping.Store(true)
 	m.node.mu.Unlock()
 	if m.stopLoops != nil {
 		m.stopLoops()

@@ -43,4 +43,7 @@ type node struct {
 	mu      sync.Mutex // guards stopped and wg.Add
 	stopped bool
 	wg      sync.WaitGroup // leader loop and future waiters
+	// stopping mirrors stopped without the lock, for raft's log lines (hclog.go),
+	// which may come from goroutines a lock holder waits for.
+	stopping atomic.Bool
 }
