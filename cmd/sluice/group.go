@@ -360,13 +360,6 @@ func groupDelete(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return printStatuses(stdout, kf.json, "GROUP", "deleted", names, func(n string) error {
-		r, ok := res[n]
-		if !ok {
-			return errors.New("no answer for this group")
-		}
-		if r.Err != nil {
-			return errors.New(errWithMessage(r.Err, r.ErrMessage))
-		}
-		return nil
+		return entryErr(res, n, "group", func(r kadm.DeleteGroupResponse) (string, error) { return r.ErrMessage, r.Err })
 	}, "group deletions")
 }

@@ -282,6 +282,19 @@ func errWithMessage(err error, msg string) string {
 	return s + ": " + msg
 }
 
+// entryErr is the error of name's entry in a per-name answer: "no answer" when it is
+// missing, else its error (with the broker's message) or nil.
+func entryErr[T any](res map[string]T, name, kind string, get func(T) (msg string, err error)) error {
+	r, ok := res[name]
+	if !ok {
+		return errors.New("no answer for this " + kind)
+	}
+	if msg, err := get(r); err != nil {
+		return errors.New(errWithMessage(err, msg))
+	}
+	return nil
+}
+
 // int32List prints ids as "1,2,3".
 func int32List(ids []int32) string {
 	var b strings.Builder

@@ -329,14 +329,7 @@ func topicDelete(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return printStatuses(stdout, kf.json, "TOPIC", "deleted", names, func(n string) error {
-		r, ok := res[n]
-		if !ok {
-			return errors.New("no answer for this topic")
-		}
-		if r.Err != nil {
-			return errors.New(errWithMessage(r.Err, r.ErrMessage))
-		}
-		return nil
+		return entryErr(res, n, "topic", func(r kadm.DeleteTopicResponse) (string, error) { return r.ErrMessage, r.Err })
 	}, "topic deletions")
 }
 
@@ -448,10 +441,6 @@ func topicAddPartitions(prog string, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return printStatuses(stdout, kf.json, "TOPIC", fmt.Sprintf("added %d", *num), names, func(n string) error {
-		r, ok := res[n]
-		if !ok {
-			return errors.New("no answer for this topic")
-		}
-		return r.Err
+		return entryErr(res, n, "topic", func(r kadm.CreatePartitionsResponse) (string, error) { return r.ErrMessage, r.Err })
 	}, "partition additions")
 }
