@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,42 +27,52 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-// describeCluster asks one broker for the cluster (DescribeCluster: the controller
-// as the brokers know it now, not a client's cached metadata).
-func describeCluster(ctx context.Context, cl *kgo.Client) (*kmsg.DescribeClusterResponse, error) {
-	req := kmsg.NewPtrDescribeClusterRequest()
-	resp, err := req.RequestWith(ctx, cl)
+// clusterView is what info and health start from: the cluster as one broker
+// describes it now (DescribeCluster: the controller as the brokers know it, not a
+// client's cached metadata) and the topics' metadata.
+type clusterView struct {
+	kf   *kafkaFlags
+	ctx  context.Context
+	adm  *adminConn
+	dc   *kmsg.DescribeClusterResponse
+	md   kadm.Metadata
+	done func()
+}
+
+// openClusterView parses a command without arguments, connects (spans request
+// timeouts) and loads the view; the caller defers v.done.
+func openClusterView(prog string, args []string, stderr io.Writer, spans int) (*clusterView, error) {
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+"\n", stderr)
+	if _, err := kf.parse(fs, args, 0, 0, ""); err != nil {
+		return nil, err
+	}
+	ctx, adm, done, err := kf.connect(spans)
 	if err != nil {
 		return nil, err
 	}
-	if err := kerrOf(resp.ErrorCode, resp.ErrorMessage); err != nil {
+	v := &clusterView{kf: kf, ctx: ctx, adm: adm, done: done}
+	resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, adm.kgo)
+	if err == nil {
+		err = kerrOf(resp.ErrorCode, resp.ErrorMessage)
+	}
+	if err == nil {
+		v.dc = resp
+		v.md, err = adm.Metadata(ctx)
+	}
+	if err != nil {
+		done()
 		return nil, err
 	}
-	return resp, nil
+	return v, nil
 }
 
 func clusterInfo(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
-	_, err := kf.parse(fs, args, 0, 0, "")
+	v, err := openClusterView(prog, args, stderr, 2)
 	if err != nil {
 		return err
 	}
-	ctx, adm, done, err := kf.connect(2)
-	if err != nil {
-		return err
-	}
-	defer done()
-	cl := adm.kgo
-	dc, err := describeCluster(ctx, cl)
-	if err != nil {
-		return err
-	}
-	md, err := adm.Metadata(ctx)
-	if err != nil {
-		return err
-	}
+	defer v.done()
+	kf, dc, md := v.kf, v.dc, v.md
 	leaders, replicas := map[int32]int{}, map[int32]int{}
 	partitions := 0
 	for _, td := range md.Topics {
@@ -137,27 +147,12 @@ type partitionRef struct {
 }
 
 func clusterHealth(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
-	_, err := kf.parse(fs, args, 0, 0, "")
+	v, err := openClusterView(prog, args, stderr, 3)
 	if err != nil {
 		return err
 	}
-	ctx, adm, done, err := kf.connect(3)
-	if err != nil {
-		return err
-	}
-	defer done()
-	cl := adm.kgo
-	dc, err := describeCluster(ctx, cl)
-	if err != nil {
-		return err
-	}
-	md, err := adm.Metadata(ctx)
-	if err != nil {
-		return err
-	}
+	defer v.done()
+	ctx, adm, kf, dc, md := v.ctx, v.adm, v.kf, v.dc, v.md
 	// min.insync.replicas of every topic, for the under-min-ISR list.
 	minISR := map[string]int{}
 	if names := md.Topics.Names(); len(names) > 0 {

@@ -40,9 +40,7 @@ func consumeCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func consumeRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sluice consume", consumeUsage, stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet("sluice consume", consumeUsage, stderr)
 	var where, group, format string
 	n := fs.Int("n", 0, "stop after N records (0: no limit)")
 	fs.StringVar(&where, "offset", "start", "start, end, OFFSET, @UNIX_MILLISECONDS or RFC 3339 time")
@@ -107,6 +105,9 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 	default:
 		opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(off))
 	}
+	if exitAtEnd && spec.kind == "end" {
+		return nil // nothing before the end to read
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cl, err := kf.client(ctx, opts...)
@@ -115,59 +116,25 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer cl.Close()
 
-	// The ends to stop at (--exit-at-end): each partition's end offset now.
-	var ends map[int32]int64
+	// With --exit-at-end: each partition's end offset now, and the next offset to read
+	// (a partition whose start is at its end is done at once).
+	var ends, next map[int32]int64
 	if exitAtEnd {
 		lctx, cancel := context.WithTimeout(ctx, kf.timeout)
-		listed, err := kadm.NewClient(cl).ListEndOffsets(lctx, topic)
+		ends, next, err = readBounds(lctx, kadm.NewClient(cl), topic, int32(*partition), spec)
 		cancel()
 		if err != nil {
 			return err
 		}
-		if err := listed.Error(); err != nil {
-			return err
-		}
-		ends = map[int32]int64{}
-		listed.Each(func(lo kadm.ListedOffset) {
-			if *partition < 0 || lo.Partition == int32(*partition) {
-				ends[lo.Partition] = lo.Offset
-			}
-		})
-		if len(ends) == 0 {
-			return fmt.Errorf("topic %s has no partition %d", topic, *partition)
-		}
 	}
-	// reached reports whether every partition is at its end; a partition whose
-	// position is past a record at or beyond its end is done.
-	pos0 := map[int32]int64{}
+	// reached reports whether every partition is at its end.
 	reached := func() bool {
 		for p, end := range ends {
-			if pos0[p] < end {
+			if next[p] < end {
 				return false
 			}
 		}
 		return true
-	}
-	if exitAtEnd && spec.kind == "end" {
-		return nil // nothing before the end to read
-	}
-	if exitAtEnd {
-		// Where reading starts: a partition whose start is at its end is done at once.
-		lctx, cancel := context.WithTimeout(ctx, kf.timeout)
-		adm := kadm.NewClient(cl)
-		starts, err := spec.resolve(lctx, adm, []string{topic})
-		cancel()
-		if err != nil {
-			return err
-		}
-		starts.Each(func(lo kadm.ListedOffset) {
-			if _, ok := ends[lo.Partition]; ok {
-				if lo.Offset < 0 { // no record at or after the time
-					lo.Offset = ends[lo.Partition]
-				}
-				pos0[lo.Partition] = lo.Offset
-			}
-		})
 	}
 
 	got := 0
@@ -201,11 +168,11 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 			if exitAtEnd && r.Offset >= ends[r.Partition] {
-				pos0[r.Partition] = max(pos0[r.Partition], ends[r.Partition])
+				next[r.Partition] = max(next[r.Partition], ends[r.Partition])
 				continue
 			}
 			if r.Attrs.IsControl() {
-				pos0[r.Partition] = r.Offset + 1
+				next[r.Partition] = r.Offset + 1
 				continue
 			}
 			buf = buf[:0]
@@ -219,7 +186,7 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 			}
 			got++
 			if exitAtEnd {
-				pos0[r.Partition] = r.Offset + 1
+				next[r.Partition] = r.Offset + 1
 			}
 		}
 		if tty {
@@ -240,6 +207,42 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "\rconsumed %d records\n", got)
 	}
 	return nil
+}
+
+// readBounds lists, for topic's partitions (only partition when >= 0), the end
+// offset and the offset spec starts reading at (the end when no record is at or after
+// a time).
+func readBounds(ctx context.Context, adm *kadm.Client, topic string, partition int32, spec offsetSpec) (ends, starts map[int32]int64, err error) {
+	listed, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	ends = map[int32]int64{}
+	listed.Each(func(lo kadm.ListedOffset) {
+		if partition < 0 || lo.Partition == partition {
+			ends[lo.Partition] = lo.Offset
+		}
+	})
+	if len(ends) == 0 {
+		return nil, nil, fmt.Errorf("topic %s has no partition %d", topic, partition)
+	}
+	from, err := spec.resolve(ctx, adm, []string{topic})
+	if err != nil {
+		return nil, nil, err
+	}
+	starts = map[int32]int64{}
+	from.Each(func(lo kadm.ListedOffset) {
+		if end, ok := ends[lo.Partition]; ok {
+			if lo.Offset < 0 {
+				lo.Offset = end
+			}
+			starts[lo.Partition] = lo.Offset
+		}
+	})
+	return ends, starts, nil
 }
 
 // isFatalFetch reports whether a fetch error means reading cannot go on (an unknown

@@ -35,9 +35,7 @@ func groupCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func groupList(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+"\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+"\n", stderr)
 	_, err := kf.parse(fs, args, 0, 0, "")
 	if err != nil {
 		return err
@@ -74,9 +72,7 @@ func groupList(prog string, args []string, stdout, stderr io.Writer) error {
 }
 
 func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
 	names, err := kf.parse(fs, args, 1, -1, "group name")
 	if err != nil {
 		return err
@@ -249,9 +245,7 @@ func (o offsetSpec) resolve(ctx context.Context, adm *kadm.Client, topics []stri
 }
 
 func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" GROUP --to start|end|OFFSET|TIME [--topic TOPIC]...\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" GROUP --to start|end|OFFSET|TIME [--topic TOPIC]...\n", stderr)
 	to := fs.String("to", "", "start, end, an offset, @UNIX_MILLISECONDS or an RFC 3339 time")
 	var topics keyValues
 	fs.Var(&topics, "topic", "a topic to move (repeatable; default: every topic the group has offsets for)")
@@ -343,9 +337,7 @@ func orOK(s string) string {
 }
 
 func groupDelete(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
 	names, err := kf.parse(fs, args, 1, -1, "group name")
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -54,6 +53,14 @@ func (k *kafkaFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.brokers, "b", def, "shorthand for --brokers")
 	fs.DurationVar(&k.timeout, "timeout", 10*time.Second, "request timeout")
 	fs.BoolVar(&k.json, "json", false, "print JSON")
+}
+
+// newKafkaFlagSet is newFlagSet with the kafkaFlags registered on it.
+func newKafkaFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *kafkaFlags) {
+	fs := newFlagSet(name, usage, stderr)
+	kf := &kafkaFlags{}
+	kf.register(fs)
+	return fs, kf
 }
 
 // seeds splits --brokers.
@@ -127,12 +134,8 @@ type adminConn struct {
 
 // unreachable words a failed first contact.
 func unreachable(brokers string, err error) error {
-	var op *net.OpError
 	hint := "is a broker running there? `sluice serve` listens on 127.0.0.1:9092 by default"
-	switch {
-	case errors.As(err, &op) && op.Op == "dial":
-		// the dial error is the whole story
-	case errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) {
 		hint = "no answer in time: check the address, a firewall, or give --timeout more"
 	}
 	return fmt.Errorf("cannot reach a broker at %s: %v\n  %s; set --brokers or $%s", brokers, err, hint, envBrokers)

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,9 +38,7 @@ func produceCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func produceRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sluice produce", produceUsage, stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet("sluice produce", produceUsage, stderr)
 	var delim, acks string
 	var headers keyValues
 	partition := fs.Int("partition", -1, "partition (-1: by key, else spread)")
@@ -109,6 +107,10 @@ func produceRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			outMu.Unlock()
 		}
 	}
+	var headerList []kgo.RecordHeader
+	for _, h := range hdrs {
+		headerList = append(headerList, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
+	}
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64<<10), *maxLine)
 	start := time.Now()
@@ -117,20 +119,12 @@ func produceRun(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		if ctx.Err() != nil {
 			break
 		}
-		line := sc.Bytes()
-		r := &kgo.Record{}
-		if delim != "" {
-			if k, v, ok := strings.Cut(string(line), delim); ok {
-				r.Key, r.Value = []byte(k), []byte(v)
-			} else {
-				r.Value = append([]byte(nil), line...)
-			}
-		} else {
-			r.Value = append([]byte(nil), line...)
+		line := bytes.Clone(sc.Bytes()) // the scanner reuses its buffer
+		r := &kgo.Record{Value: line}
+		if k, v, ok := bytes.Cut(line, []byte(delim)); ok && delim != "" {
+			r.Key, r.Value = k, v
 		}
-		for _, h := range hdrs {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
-		}
+		r.Headers = headerList // shared: the client only reads them
 		if *partition >= 0 {
 			r.Partition = int32(*partition)
 		}

@@ -54,9 +54,7 @@ func failed(n int, what string) error {
 }
 
 func topicCreate(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" NAME... [-p PARTITIONS] [-r REPLICAS] [-c KEY=VALUE]...\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" NAME... [-p PARTITIONS] [-r REPLICAS] [-c KEY=VALUE]...\n", stderr)
 	var partitions, replicas int
 	var configs keyValues
 	fs.IntVar(&partitions, "partitions", -1, "partitions per topic (-1: num.partitions)")
@@ -124,9 +122,7 @@ func topicCreate(prog string, args []string, stdout, stderr io.Writer) error {
 }
 
 func topicList(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" [--internal]\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" [--internal]\n", stderr)
 	internal := fs.Bool("internal", false, "include internal topics (__consumer_offsets, ...)")
 	_, err := kf.parse(fs, args, 0, 0, "")
 	if err != nil {
@@ -171,9 +167,7 @@ func topicList(prog string, args []string, stdout, stderr io.Writer) error {
 }
 
 func topicDescribe(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" NAME... [--all-configs]\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" NAME... [--all-configs]\n", stderr)
 	allConfigs := fs.Bool("all-configs", false, "print every config, not only the topic's own settings")
 	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
@@ -312,9 +306,7 @@ func topicDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 }
 
 func topicDelete(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" NAME...\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" NAME...\n", stderr)
 	names, err := kf.parse(fs, args, 1, -1, "topic name")
 	if err != nil {
 		return err
@@ -368,9 +360,7 @@ func printStatuses(stdout io.Writer, asJSON bool, col, done string, names []stri
 }
 
 func topicAlterConfig(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" NAME... [--set KEY=VALUE]... [--delete KEY]...\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" NAME... [--set KEY=VALUE]... [--delete KEY]...\n", stderr)
 	var sets, dels keyValues
 	fs.Var(&sets, "set", "set a config KEY=VALUE (repeatable)")
 	fs.Var(&dels, "delete", "remove the topic's setting KEY, back to the default (repeatable)")
@@ -419,9 +409,7 @@ func topicAlterConfig(prog string, args []string, stdout, stderr io.Writer) erro
 }
 
 func topicAddPartitions(prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, "usage: "+prog+" NAME... --num N\n", stderr)
-	var kf kafkaFlags
-	kf.register(fs)
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" NAME... --num N\n", stderr)
 	num := fs.Int("num", 0, "partitions to add to each topic")
 	fs.IntVar(num, "n", 0, "shorthand for --num")
 	names, err := kf.parse(fs, args, 1, -1, "topic name")

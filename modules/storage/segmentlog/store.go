@@ -301,13 +301,7 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 		l.closeForRemove()
 		delete(s.logs, tp)
 	}
-	delete(s.recoveryPoints, tp)
-	delete(s.logStarts, tp)
-	delete(s.hws, tp)
-	delete(s.cleanerOffsets, tp)
-	delete(s.unclean, tp)
-	s.removed[tp] = struct{}{}
-	s.dirty.Store(true)
+	s.forgetRemovedLocked(tp)
 	p := &pendingOpen{done: make(chan struct{})} // Opens of tp wait for the rename
 	s.opening[tp] = p
 	s.mu.Unlock()
@@ -325,6 +319,19 @@ func (s *Store) Remove(tp kernel.TopicPartition) error {
 		}
 	}
 	return nil // the checkpoint files are rewritten later (see Store.removed)
+}
+
+// forgetRemovedLocked drops tp's checkpointed offsets and marks it removed (the
+// checkpoint files are rewritten by the next flush pass; see Store.removed). Called
+// with mu held.
+func (s *Store) forgetRemovedLocked(tp kernel.TopicPartition) {
+	delete(s.recoveryPoints, tp)
+	delete(s.logStarts, tp)
+	delete(s.hws, tp)
+	delete(s.cleanerOffsets, tp)
+	delete(s.unclean, tp)
+	s.removed[tp] = struct{}{}
+	s.dirty.Store(true)
 }
 
 // renameAway renames tp's directory to a short "<16 hex>-delete" name, durably, and
@@ -393,16 +400,27 @@ func parsePartitionDir(e os.DirEntry) (kernel.TopicPartition, bool) {
 }
 
 func dirLogBytes(dir string) int64 {
+	_, n := partitionDirInfo(dir)
+	return n
+}
+
+// partitionDirInfo lists dir once: whether it holds a partition.metadata or a .log
+// file (a partition's directory), and the size of its .log files.
+func partitionDirInfo(dir string) (isPartition bool, logBytes int64) {
 	ents, _ := os.ReadDir(dir)
-	var n int64
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), logSuffix) {
+		name := e.Name()
+		if name == partitionMetadataFile {
+			isPartition = true
+		}
+		if strings.HasSuffix(name, logSuffix) {
+			isPartition = true
 			if fi, err := e.Info(); err == nil {
-				n += fi.Size()
+				logBytes += fi.Size()
 			}
 		}
 	}
-	return n
+	return isPartition, logBytes
 }
 
 // openLogs returns the open logs.

@@ -136,20 +136,6 @@ func (s *Store) RemoveStrays(clusterID string, nodeID int32, keep func(kernel.To
 	return res, firstErr
 }
 
-// looksLikePartition reports whether dir holds a partition.metadata or a .log file.
-func looksLikePartition(dir string) bool {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if n := e.Name(); n == partitionMetadataFile || strings.HasSuffix(n, logSuffix) {
-			return true
-		}
-	}
-	return false
-}
-
 // strayVerdict is what judgeStray did with one directory.
 type strayVerdict int
 
@@ -179,19 +165,14 @@ func (s *Store) judgeStray(tp kernel.TopicPartition, dir string, deleteIt bool, 
 		s.mu.Lock()
 		delete(s.opening, tp)
 		if v == strayDropped {
-			delete(s.recoveryPoints, tp)
-			delete(s.logStarts, tp)
-			delete(s.hws, tp)
-			delete(s.cleanerOffsets, tp)
-			delete(s.unclean, tp)
-			s.removed[tp] = struct{}{}
-			s.dirty.Store(true)
+			s.forgetRemovedLocked(tp)
 		}
 		close(p.done)
 		s.mu.Unlock()
 	}()
 
-	if !looksLikePartition(dir) {
+	isPartition, logBytes := partitionDirInfo(dir)
+	if !isPartition {
 		return strayNotAsked, 0, nil
 	}
 	id, _, err := readPartitionMetadata(dir)
@@ -201,7 +182,6 @@ func (s *Store) judgeStray(tp kernel.TopicPartition, dir string, deleteIt bool, 
 	if keep(tp, id) {
 		return strayKept, 0, nil
 	}
-	logBytes = dirLogBytes(dir)
 	if !deleteIt {
 		if id == ([16]byte{}) {
 			_, _ = rand.Read(id[:]) // a name of its own; crypto/rand never fails
