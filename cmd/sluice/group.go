@@ -337,21 +337,8 @@ func orOK(s string) string {
 }
 
 func groupDelete(prog string, args []string, stdout, stderr io.Writer) error {
-	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" GROUP...\n", stderr)
-	names, err := kf.parse(fs, args, 1, -1, "group name")
-	if err != nil {
-		return err
-	}
-	ctx, adm, done, err := kf.connect(2)
-	if err != nil {
-		return err
-	}
-	defer done()
-	res, err := adm.DeleteGroups(ctx, names...)
-	if err != nil {
-		return err
-	}
-	return printStatuses(stdout, kf.json, "GROUP", "deleted", names, func(n string) error {
-		return entryErr(res, n, "group", func(r kadm.DeleteGroupResponse) (string, error) { return r.ErrMessage, r.Err })
-	}, "group deletions")
+	return deleteNamed(prog, args, stdout, stderr, "group", "GROUP", "group deletions",
+		func(ctx context.Context, adm *adminConn, names []string) (kadm.DeleteGroupResponses, error) {
+			return adm.DeleteGroups(ctx, names...)
+		}, func(r kadm.DeleteGroupResponse) (string, error) { return r.ErrMessage, r.Err })
 }

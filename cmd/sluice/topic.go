@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -306,8 +308,18 @@ func topicDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 }
 
 func topicDelete(prog string, args []string, stdout, stderr io.Writer) error {
-	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" NAME...\n", stderr)
-	names, err := kf.parse(fs, args, 1, -1, "topic name")
+	return deleteNamed(prog, args, stdout, stderr, "topic", "TOPIC", "topic deletions",
+		func(ctx context.Context, adm *adminConn, names []string) (kadm.DeleteTopicResponses, error) {
+			return adm.DeleteTopics(ctx, names...)
+		}, func(r kadm.DeleteTopicResponse) (string, error) { return r.ErrMessage, r.Err })
+}
+
+// deleteNamed is a delete command of named things (topics, groups): one status line
+// per name, exit 1 when any failed.
+func deleteNamed[T any, M ~map[string]T](prog string, args []string, stdout, stderr io.Writer, kind, col, what string,
+	del func(context.Context, *adminConn, []string) (M, error), get func(T) (string, error)) error {
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" "+strings.ToUpper(kind)+"...\n", stderr)
+	names, err := kf.parse(fs, args, 1, -1, kind+" name")
 	if err != nil {
 		return err
 	}
@@ -316,13 +328,13 @@ func topicDelete(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
-	res, err := adm.DeleteTopics(ctx, names...)
+	res, err := del(ctx, adm, names)
 	if err != nil {
 		return err
 	}
-	return printStatuses(stdout, kf.json, "TOPIC", "deleted", names, func(n string) error {
-		return entryErr(res, n, "topic", func(r kadm.DeleteTopicResponse) (string, error) { return r.ErrMessage, r.Err })
-	}, "topic deletions")
+	return printStatuses(stdout, kf.json, col, "deleted", names, func(n string) error {
+		return entryErr(map[string]T(res), n, kind, get)
+	}, what)
 }
 
 // printStatuses prints one status per name (done or the error) and fails when any
