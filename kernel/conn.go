@@ -125,10 +125,11 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 		remote := nc.RemoteAddr()
 		ip, ok := k.limits.addIP(remote)
 		if !ok {
-			// max.connections.per.ip: closed at once, as Kafka does.
+			// max.connections.per.ip: closed at once, as Kafka does. Counted first, so
+			// whoever sees the close also sees the count.
+			k.mConnRefused.Add(1)
 			nc.Close()
 			k.limits.putSlot(ll)
-			k.mConnRefused.Add(1)
 			if ok, dropped := k.limitLog.Allow(time.Now()); ok {
 				k.log.Warn("connection refused: too many from one address (max.connections.per.ip)",
 					"listener", name, "remote", remote.String(), "limit", k.limits.limitFor(ip), "dropped_similar", dropped)
