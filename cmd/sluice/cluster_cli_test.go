@@ -71,6 +71,25 @@ modules:
 		_ = json.Unmarshal([]byte(out), &h)
 		return rc, h
 	}
+	// Every broker's metadata must hold rep before "healthy" means anything: a
+	// broker that has not applied the creation yet reports no partitions at all.
+	poll(t, 30*time.Second, "rep's partitions with full ISRs", func() string {
+		rc, out, _ := cli(t, all, "topic", "describe", "rep", "--json")
+		var d []struct {
+			Partitions []struct {
+				ISR []int32 `json:"isr"`
+			} `json:"partitions"`
+		}
+		if rc != 0 || json.Unmarshal([]byte(out), &d) != nil || len(d) != 1 || len(d[0].Partitions) != 3 {
+			return fmt.Sprintf("exit %d %s", rc, out)
+		}
+		for _, p := range d[0].Partitions {
+			if len(p.ISR) != 3 {
+				return out
+			}
+		}
+		return ""
+	})
 	poll(t, 30*time.Second, "a healthy cluster", func() string {
 		if rc, h := health(all); rc != 0 || !h.Healthy || len(h.Brokers) != 3 {
 			return fmt.Sprintf("exit %d %+v", rc, h)
@@ -84,17 +103,21 @@ modules:
 			Replicas int   `json:"replicas"`
 		} `json:"brokers"`
 	}
-	if err := json.Unmarshal([]byte(mustCLI(t, all, "cluster", "info", "--json")), &info); err != nil {
-		t.Fatal(err)
-	}
-	if info.Controller < 1 || len(info.Brokers) != 3 {
-		t.Fatalf("cluster info: %+v", info)
-	}
-	for _, b := range info.Brokers {
-		if b.Replicas < 3 { // each holds a replica of every partition of rep
-			t.Fatalf("broker %d holds %d replicas: %+v", b.ID, b.Replicas, info)
+	// Polled too: the broker answering may be another one than the describe's.
+	poll(t, 30*time.Second, "cluster info with every broker holding rep", func() string {
+		if err := json.Unmarshal([]byte(mustCLI(t, all, "cluster", "info", "--json")), &info); err != nil {
+			t.Fatal(err)
 		}
-	}
+		if info.Controller < 1 || len(info.Brokers) != 3 {
+			return fmt.Sprintf("cluster info: %+v", info)
+		}
+		for _, b := range info.Brokers {
+			if b.Replicas < 3 { // each holds a replica of every partition of rep
+				return fmt.Sprintf("broker %d holds %d replicas: %+v", b.ID, b.Replicas, info)
+			}
+		}
+		return ""
+	})
 	out := mustCLI(t, all, "topic", "describe", "rep")
 	wantLines(t, out, "PARTITIONS  3", "min.insync.replicas")
 	var perr bytes.Buffer
