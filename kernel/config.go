@@ -1,10 +1,8 @@
 package kernel
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"os"
@@ -96,15 +94,30 @@ func defaultModules() map[string]string {
 	}
 }
 
-// ParseConfig decodes a config file strictly: unknown keys are errors.
+// ParseConfig decodes a config file strictly: unknown keys are errors, all of them
+// reported at once (a ConfigErrors) with their lines and "did you mean" hints.
 func ParseConfig(data []byte) (*Config, error) {
-	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	c, err := DecodeConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DecodeConfig is ParseConfig that also returns what it decoded when the YAML parsed
+// but has problems (a ConfigErrors), so a caller can report them together with
+// CheckConfig's (serve does, with its flags applied in between). c is nil only when
+// the file is no YAML at all.
+func DecodeConfig(data []byte) (c *Config, err error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return &c, nil
+	c = &Config{}
+	if err := decodeStrict(&doc, c, ""); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
 }
 
 // LoadConfig reads and parses a config file.
@@ -166,10 +179,13 @@ func (c *Config) applyDefaults() error {
 // keys, re-encoded for strict decoding.
 type moduleSection struct {
 	role, use string
-	raw       []byte // YAML of the section without `use`; nil when empty
+	node      *yaml.Node // the section without `use` (lines kept); nil when empty
+	line      int        // the section's line in the file; 0 for a default
 }
 
-// sections resolves each role's implementation against the registry.
+// sections resolves each role's implementation against the registry. Every bad
+// section is reported, at once (a ConfigErrors); the good ones are returned with the
+// error, for CheckConfig to go on checking.
 func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 	defaults := defaultModules()
 	out := map[string]moduleSection{}
@@ -180,40 +196,107 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 			out[role] = moduleSection{role: role, use: use}
 		}
 	}
-	roles := slices.Sorted(maps.Keys(c.Modules))
-	for _, role := range roles {
+	var errs ConfigErrors
+	for _, role := range slices.Sorted(maps.Keys(c.Modules)) {
 		node := c.Modules[role]
-		sec := moduleSection{role: role, use: defaults[role]}
+		sec := moduleSection{role: role, use: defaults[role], line: node.Line}
 		switch node.Kind {
 		case 0: // `storage:` with no value
 		case yaml.MappingNode:
-			use, raw, err := splitUse(&node)
+			use, rest, err := splitUse(&node)
 			if err != nil {
-				return nil, fmt.Errorf("config: modules.%s%w", role, err)
+				errs = append(errs, fmt.Errorf("modules.%s%w", role, err))
+				continue
 			}
 			if use != "" {
 				sec.use = use
 			}
-			sec.raw = raw
+			sec.node = rest
 		default:
-			return nil, fmt.Errorf("config: modules.%s must be a mapping with a `use:` key (line %d)", role, node.Line)
+			errs = append(errs, fmt.Errorf("line %d: modules.%s must be a mapping with a `use:` key", node.Line, role))
+			continue
 		}
-		if sec.use == "" {
-			return nil, fmt.Errorf("config: modules.%s: no `use:` and no default implementation (known: %v)", role, reg.Names(role))
+		if _, ok := reg.lookupIn(role, sec.use); !ok {
+			delete(out, role)
+			errs = append(errs, unknownModule(reg, role, sec.use, node.Line))
+			continue
 		}
 		out[role] = sec
 	}
-	for role, sec := range out {
-		if _, ok := reg.lookupIn(role, sec.use); !ok {
-			known := reg.Names(role)
-			if len(known) == 0 {
-				roles := reg.Roles()
-				return nil, fmt.Errorf("config: unknown module role %q%s (roles: %s)", role, suggest.Hint(role, roles), strings.Join(roles, ", "))
-			}
-			return nil, fmt.Errorf("config: unknown module %q for modules.%s%s (known: %v)", sec.use, role, suggest.Hint(sec.use, known), known)
-		}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("config: %w", errs)
 	}
 	return out, nil
+}
+
+// unknownModule says what is wrong with modules.<role>'s `use:` and what would be right.
+func unknownModule(reg *Registry, role, use string, line int) error {
+	known := reg.Names(role)
+	if len(known) == 0 {
+		roles := reg.Roles()
+		return fmt.Errorf("line %d: unknown module role %q%s (roles: %s)", line, role, suggest.Hint(role, roles), strings.Join(roles, ", "))
+	}
+	if use == "" {
+		return fmt.Errorf("line %d: modules.%s: no `use:` and no default implementation (known: %s)", line, role, strings.Join(known, ", "))
+	}
+	return fmt.Errorf("line %d: unknown module %q for modules.%s%s (known: %s)", line, use, role, suggest.Hint(use, known), strings.Join(known, ", "))
+}
+
+// newModules makes the module of each section and decodes its keys into it, then runs
+// every module's Check. All problems of all sections are reported at once (a
+// ConfigErrors); nothing is provisioned, bound or written.
+func newModules(secs map[string]moduleSection, reg *Registry) (map[string]Module, error) {
+	out := map[string]Module{}
+	var errs ConfigErrors
+	for _, role := range slices.Sorted(maps.Keys(secs)) {
+		sec := secs[role]
+		mi, _ := reg.Lookup(role + "." + sec.use)
+		m := mi.New()
+		// Check runs even after a bad key: an unknown key decodes to nothing and a
+		// value of the wrong type leaves the default, so what Check finds is real.
+		err := decodeModule("modules."+role, sec.node, m)
+		errs = errs.Add(err)
+		if c, ok := m.(Checker); ok {
+			if cerr := c.Check(reg); cerr != nil {
+				var ce ConfigErrors
+				switch {
+				case errors.As(cerr, &ce): // its problems name their lines
+				case sec.line > 0:
+					cerr = fmt.Errorf("line %d: modules.%s (%s): %w", sec.line, role, mi.ID, cerr)
+				default:
+					cerr = fmt.Errorf("modules.%s (%s): %w", role, mi.ID, cerr)
+				}
+				errs = errs.Add(cerr)
+				err = cerr
+			}
+		}
+		if err == nil {
+			out[role] = m
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("config: %w", errs)
+	}
+	return out, nil
+}
+
+// CheckConfig checks cfg as New does, without making a kernel: the top-level settings,
+// every role, module name and module key, and every module's Check, the problems all
+// reported at once (a ConfigErrors). Nothing is bound, created or written. It fills
+// cfg's defaults, as New does.
+func CheckConfig(cfg *Config, reg *Registry) error {
+	if err := cfg.applyDefaults(); err != nil {
+		return err
+	}
+	secs, err := cfg.sections(reg)
+	var errs ConfigErrors
+	errs = errs.Add(err)
+	_, err = newModules(secs, reg)
+	errs = errs.Add(err)
+	if len(errs) > 0 {
+		return fmt.Errorf("config: %w", errs)
+	}
+	return nil
 }
 
 // errBadUse is splitUse's error for a `use:` that is not a name; the caller prefixes
@@ -221,11 +304,11 @@ func (c *Config) sections(reg *Registry) (map[string]moduleSection, error) {
 var errBadUse = errors.New(".use must be a module name")
 
 // splitUse splits a mapping section into the name its `use:` key gives ("" when there is
-// none) and the other keys re-encoded for strict decoding (nil when there are none).
-// Role sections (modules.<role>) and guest sections (Registry.NewGuest) share it, so
-// both read `use:` the same way.
-func splitUse(node *yaml.Node) (use string, raw []byte, err error) {
-	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+// none) and a mapping of the other keys (nil when there are none), their nodes (and
+// so their lines) kept. Role sections (modules.<role>) and guest sections
+// (Registry.NewGuest) share it, so both read `use:` the same way.
+func splitUse(node *yaml.Node) (use string, rest *yaml.Node, err error) {
+	rest = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: node.Line, Column: node.Column}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k, v := node.Content[i], node.Content[i+1]
 		if k.Value == "use" {
@@ -240,22 +323,17 @@ func splitUse(node *yaml.Node) (use string, raw []byte, err error) {
 	if len(rest.Content) == 0 {
 		return use, nil, nil
 	}
-	b, err := yaml.Marshal(rest)
-	if err != nil {
-		return "", nil, fmt.Errorf(": %w", err)
-	}
-	return use, b, nil
+	return use, rest, nil
 }
 
-// decodeModule decodes raw strictly into the module value m.
-func decodeModule(id string, raw []byte, m Module) error {
-	if len(raw) == 0 {
+// decodeModule decodes a module's section strictly into the module value m; path
+// names the section in messages.
+func decodeModule(path string, node *yaml.Node, m Module) error {
+	if node == nil {
 		return nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(m); err != nil {
-		return fmt.Errorf("config: module %s: %w", id, err)
+	if err := decodeStrict(node, m, path); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }

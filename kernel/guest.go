@@ -40,7 +40,7 @@ var ErrUnknownGuest = errors.New("unknown guest")
 // the known names, as an unknown `use:` of a role is.
 func (r *Registry) NewGuest(namespace string, section yaml.Node, def string) (Module, error) {
 	name := def
-	var raw []byte
+	var raw *yaml.Node
 	switch {
 	case section.Kind == 0, section.Kind == yaml.ScalarNode && section.Tag == "!!null":
 	case section.Kind == yaml.ScalarNode:

@@ -243,12 +243,12 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		cleanupGrace: defaultCleanupGrace,
 		tlsTimeout:   tlsHandshakeTimeout,
 	}
-	for role, sec := range secs {
-		mi, _ := reg.Lookup(role + "." + sec.use)
-		m := mi.New()
-		if err := decodeModule(mi.ID, sec.raw, m); err != nil {
-			return nil, err
-		}
+	mods, err := newModules(secs, reg)
+	if err != nil {
+		return nil, err
+	}
+	for role, m := range mods {
+		mi, _ := reg.Lookup(role + "." + secs[role].use)
 		k.modules[role] = &moduleSlot{info: mi, mod: m}
 	}
 	if k.adminLimit, err = k.newAdminLimiter(k.adminMux); err != nil {

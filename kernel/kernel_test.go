@@ -117,8 +117,8 @@ func TestConfigStrict(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string
 	}{
-		{"unknown top-level key", "nodeid: 3\n", "field nodeid not found"},
-		{"unknown module key", "modules: {echo: {use: basic, greting: x}}\n", "field greting not found"},
+		{"unknown top-level key", "nodeid: 3\n", "line 1: nodeid: unknown key (did you mean node_id?)"},
+		{"unknown module key", "modules: {echo: {use: basic, greting: x}}\n", "line 1: modules.echo.greting: unknown key (did you mean greeting?)"},
 		{"unknown module name", "modules: {echo: {use: fancy}}\n", `unknown module "fancy"`},
 		{"unknown role", "modules: {nope: {use: basic}}\n", `unknown module role "nope"`},
 		{"bad listener", "listeners: [{name: A, address: nope}]\n", "address"},

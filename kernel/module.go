@@ -33,9 +33,14 @@ func (mi ModuleInfo) Role() string { r, _, _ := strings.Cut(mi.ID, "."); return 
 // Name returns the part of the ID after the first dot.
 func (mi ModuleInfo) Name() string { _, n, _ := strings.Cut(mi.ID, "."); return n }
 
-// Lifecycle. New → strict decode of the config section → Provision → Validate → Start →
-// Stop → Cleanup. Cleanup must also work after a failed Provision.
+// Lifecycle. New → strict decode of the config section → Check → Provision → Validate →
+// Start → Stop → Cleanup. Cleanup must also work after a failed Provision.
 type (
+	// Checker checks a decoded module's settings before anything is provisioned,
+	// bound or written, so a broker with a bad config refuses to start having touched
+	// nothing, and says everything wrong at once (kernel.New collects every module's
+	// Check). reg is the registry the broker is composed from, for a host's guests.
+	Checker interface{ Check(reg *Registry) error }
 	// Provisioner sets a module up: it looks up the modules it depends on and claims
 	// API keys. It must not start goroutines.
 	Provisioner interface{ Provision(Context) error }

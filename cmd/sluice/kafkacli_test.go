@@ -234,11 +234,52 @@ func TestServeConfigErrorsAtOnce(t *testing.T) {
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("the data dir was created for a refused config: %v", err)
 	}
-	if err := os.WriteFile(cfgPath, []byte("modules:\n  metadata: {use: raf}\n"), 0o644); err != nil {
+	// Every kind of problem in one file, all in one report, ordered by line, and
+	// still nothing written.
+	bad := `node_id: 1
+data_dirr: /elsewhere
+log: {levl: debug}
+configs: {num.partiions: "3"}
+modules:
+  metadata: {use: raf}
+  groups:
+    offsets: {use: badger, dirr: /x}
+    sweep_interval_ms: soon
+  storage: {segmnt_bytes: 5}
+  txn: {marker_concurrency: 0}
+  stoarge: {}
+`
+	if err := os.WriteFile(cfgPath, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	errb.Reset()
-	if rc := run([]string{"serve", "--config", cfgPath, "--data-dir", data}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "did you mean raft?") {
-		t.Fatalf("module typo: exit %d %q", rc, errb.String())
+	rc = run([]string{"serve", "--config", cfgPath, "--data-dir", data}, &out, &errb)
+	got := errb.String()
+	wants := []string{
+		"9 problems:",
+		"configs: Unknown broker config name: num.partiions (did you mean num.partitions?)",
+		"line 2: data_dirr: unknown key (did you mean data_dir?)",
+		"line 3: log.levl: unknown key (did you mean level?)",
+		`line 6: unknown module "raf" for modules.metadata (did you mean raft?) (known: raft)`,
+		"line 8: groups.offsets.badger.dirr: unknown key (did you mean dir?)",
+		"line 9: modules.groups: cannot unmarshal !!str `soon` into int64",
+		"line 10: modules.storage.segmnt_bytes: unknown key (keys: dir,",
+		"txn: marker_concurrency must be > 0",
+		`line 12: unknown module role "stoarge" (did you mean storage?)`,
+	}
+	wantLines(t, got, wants...)
+	last := -1
+	for _, w := range wants[2:] {
+		if i := strings.Index(got, w); i < last {
+			t.Errorf("%q is out of line order in:\n%s", w, got)
+		} else {
+			last = i
+		}
+	}
+	if rc != 1 {
+		t.Fatalf("exit %d", rc)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data dir was created for a refused config: %v", err)
 	}
 }

@@ -152,19 +152,23 @@ README.md and examples/configs. SIGINT or SIGTERM stops it in order.
 		fmt.Fprintf(stderr, "sluice serve: unexpected arguments %q\n", pos)
 		return 2
 	}
+	// The whole config is checked here, before anything is bound, created or
+	// written, and every problem is reported at once: the file's own keys, the broker
+	// configs (the metadata module checks them again for brokers built without serve),
+	// and every module section with its Check.
+	var problems kernel.ConfigErrors
 	cfg := &kernel.Config{}
 	if *configPath != "" {
-		var err error
-		if cfg, err = kernel.LoadConfig(*configPath); err != nil {
-			fmt.Fprintf(stderr, "sluice: %v\n", err)
+		data, err := os.ReadFile(*configPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice: config: %v\n", err)
 			return 1
 		}
-	}
-	// Broker configs are checked here, all at once and before anything is created or
-	// written; the metadata module checks them again for brokers built without serve.
-	if err := kconfig.ValidateStaticBrokers(cfg.Configs); err != nil {
-		fmt.Fprintf(stderr, "sluice: config: configs: %v\n", err)
-		return 1
+		if cfg, err = kernel.DecodeConfig(data); cfg == nil {
+			fmt.Fprintf(stderr, "sluice: %s: %v\n", *configPath, err)
+			return 1
+		}
+		problems = problems.Add(err)
 	}
 	if *dataDir != "" {
 		cfg.DataDir = *dataDir
@@ -178,6 +182,21 @@ README.md and examples/configs. SIGINT or SIGTERM stops it in order.
 	if *adminListen != "" {
 		cfg.AdminListen = *adminListen
 	}
+	var bad kernel.ConfigErrors
+	for _, err := range bad.Add(kconfig.ValidateStaticBrokers(cfg.Configs)) {
+		problems = append(problems, fmt.Errorf("configs: %w", err))
+	}
+	reg := kernel.NewRegistry()
+	standard.Register(reg)
+	problems = problems.Add(kernel.CheckConfig(cfg, reg))
+	if len(problems) > 0 {
+		where := "config"
+		if *configPath != "" {
+			where = *configPath
+		}
+		fmt.Fprintf(stderr, "sluice: %s: %v\n", where, problems.ByLine())
+		return 1
+	}
 	log, err := newLogger(cfg.Log, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
@@ -187,8 +206,6 @@ README.md and examples/configs. SIGINT or SIGTERM stops it in order.
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
 		return 1
 	}
-	reg := kernel.NewRegistry()
-	standard.Register(reg)
 	k, err := kernel.New(cfg, reg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice: %v\n", err)

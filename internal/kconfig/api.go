@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/kernel/suggest"
 )
 
@@ -259,7 +260,7 @@ func ValidateStaticBroker(name, value string) error {
 }
 
 // ValidateStaticBrokers checks every config of the config file's `configs:` section
-// and reports all the problems at once, one per line in name order, an unknown name
+// and reports all the problems at once (a kernel.ConfigErrors, in name order), an unknown name
 // with the known name it probably meant ("did you mean ...?"). Nil when all are fine.
 func ValidateStaticBrokers(configs map[string]string) error {
 	var errs []error
@@ -278,26 +279,10 @@ func ValidateStaticBrokers(configs map[string]string) error {
 		}
 		errs = append(errs, err)
 	}
-	switch len(errs) {
-	case 0:
+	if len(errs) == 0 {
 		return nil
-	case 1:
-		return errs[0]
 	}
-	return fmt.Errorf("%d problems:\n  %w", len(errs), errors.Join(indent(errs)...))
-}
-
-// indent prefixes every error but the first with two spaces, for errors.Join's lines.
-func indent(errs []error) []error {
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		if i == 0 {
-			out[i] = e
-			continue
-		}
-		out[i] = fmt.Errorf("  %w", e)
-	}
-	return out
+	return kernel.ConfigErrors(errs)
 }
 
 // ValidateTopicConfigs checks a topic's complete set of overrides, as CreateTopics and

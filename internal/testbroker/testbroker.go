@@ -82,9 +82,18 @@ func Start(t testing.TB, opts ...Option) *Broker {
 // YAML config, on dataDir, its first listener on listen and the admin listener on admin.
 func newKernel(t testing.TB, yaml, dataDir, listen, admin string, log *slog.Logger, extra ...kernel.ModuleInfo) *kernel.Kernel {
 	t.Helper()
-	cfg, err := kernel.ParseConfig([]byte(yaml))
+	k, err := buildKernel(yaml, dataDir, listen, admin, log, extra...)
 	if err != nil {
 		t.Fatalf("testbroker: %v", err)
+	}
+	return k
+}
+
+// buildKernel is newKernel returning its error: a config's problem, for StartError.
+func buildKernel(yaml, dataDir, listen, admin string, log *slog.Logger, extra ...kernel.ModuleInfo) (*kernel.Kernel, error) {
+	cfg, err := kernel.ParseConfig([]byte(yaml))
+	if err != nil {
+		return nil, err
 	}
 	cfg.DataDir = dataDir
 	if len(cfg.Listeners) == 0 {
@@ -97,11 +106,7 @@ func newKernel(t testing.TB, yaml, dataDir, listen, admin string, log *slog.Logg
 	for _, mi := range extra {
 		reg.Register(mi)
 	}
-	k, err := kernel.New(cfg, reg, log)
-	if err != nil {
-		t.Fatalf("testbroker: %v", err)
-	}
-	return k
+	return kernel.New(cfg, reg, log)
 }
 
 func (b *Broker) start(t testing.TB, listen, admin string) {
@@ -193,7 +198,10 @@ func (b *Broker) String() string { return fmt.Sprintf("broker %s (data %s)", b.A
 // build a kernel fails the test.
 func StartError(t testing.TB, yaml string) error {
 	t.Helper()
-	k := newKernel(t, yaml, t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	k, err := buildKernel(yaml, t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err // found by New, before anything was bound or written
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := k.Start(ctx); err != nil {

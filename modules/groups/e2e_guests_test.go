@@ -42,12 +42,13 @@ func TestMemoryOffsetsRebuiltAtRestart(t *testing.T) {
 	}
 }
 
-// Unknown guests are startup errors that list the known ones.
+// Unknown guests are config errors, found before anything is bound or written, that
+// list the known ones.
 func TestUnknownGuests(t *testing.T) {
 	for _, tc := range []struct{ name, groups, want string }{
 		{"offsets by name", "{offsets: bogus}", `unknown guest "bogus" for groups.offsets (known: badger, memory)`},
 		{"offsets by use", "{offsets: {use: bogus}}", `unknown guest "bogus" for groups.offsets (known: badger, memory)`},
-		{"offsets setting", "{offsets: {use: memory, dir: /x}}", "field dir not found"},
+		{"offsets setting", "{offsets: {use: memory, dir: /x}}", "line 1: groups.offsets.memory.dir: unknown key (this section takes no keys)"},
 		{"assignor", "{assignors: [uniform, sticky]}", `unknown assignor "sticky" (known: range, uniform;`},
 		{"assignor plugin by name", "{assignors: [plugin]}", `unknown assignor "plugin" (known: range, uniform;`},
 	} {

@@ -167,6 +167,14 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	return nil
 }
 
+// Check runs Validate against the broker's registry before anything is provisioned, so
+// an unknown assignor, offset store or guest key stops the broker before it touches
+// its data dir.
+func (m *Module) Check(reg *kernel.Registry) error {
+	m.guests = reg
+	return m.Validate()
+}
+
 // Validate checks the settings and makes the guests they name (loadGuests).
 func (m *Module) Validate() error {
 	if err := coordinator.CheckIntervals(m.SweepIntervalMs, m.LoadWaitMs); err != nil {

@@ -110,6 +110,10 @@ func (m *Module) cleanableLogs() []compact.Log {
 	return out
 }
 
+// Check runs Validate before anything is provisioned: the settings it checks need
+// nothing else, so a bad value stops the broker before it touches its data dir.
+func (m *Module) Check(*kernel.Registry) error { return m.Validate() }
+
 // Validate checks the settings.
 func (m *Module) Validate() error {
 	if m.RetentionCheckIntervalMs <= 0 {
