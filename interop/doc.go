@@ -94,7 +94,7 @@
 //
 // # Invariants
 //
-//   - Only TestReadmeFirstCommand uses the default ports 127.0.0.1:9092 and :9644; it
+//   - Only TestReadmeCommands uses the default ports 127.0.0.1:9092 and :9644; it
 //     does not run in parallel with anything, and it fails (rather than talk to a stranger)
 //     when something else already listens there.
 //   - Every process a test starts is killed and waited for in t.Cleanup, in its own
@@ -102,7 +102,7 @@
 //
 // # Concurrency
 //
-// Every test but TestReadmeFirstCommand (fixed default ports), TestClusterRun3Script (a
+// Every test but TestReadmeCommands (fixed default ports), TestClusterRun3Script (a
 // range of consecutive ports that freePort does not know about) and the TestTransform*
 // tests (compiling WASM in a -race broker is CPU-bound: three at once on two cores ran
 // past the CLI's deadline) calls t.Parallel:

@@ -32,7 +32,7 @@ set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
 FUZZTIME=${SLUICE_FUZZTIME:-2s}
-APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler openssl)
+APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler openssl curl)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
@@ -91,6 +91,7 @@ install_apt() {
 	dpkg -s python3-confluent-kafka >/dev/null 2>&1 || missing+=(python3-confluent-kafka)
 	command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler) # the proto freshness check
 	command -v openssl >/dev/null 2>&1 || missing+=(openssl)          # bench-security.sh's certificates
+	command -v curl >/dev/null 2>&1 || missing+=(curl)                # the README's commands
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		missing+=(nodejs npm)
 	fi

@@ -22,7 +22,8 @@ import (
 const consumeUsage = `usage: sluice consume TOPIC [flags]
 
   -n N                  stop after N records (default: run until interrupted)
-  -o, --offset WHERE    start, end, an offset, @UNIX_MILLISECONDS or an RFC 3339 time
+  -o, --offset WHERE    start, end, an offset, -N (the last N of each partition),
+                        @UNIX_MILLISECONDS or an RFC 3339 time
                         (default start; with --group, only where the group has no offset)
   --from-beginning      the same as -o start
   -e, --exit-at-end     stop at the end of every partition (as it was when starting)
@@ -43,7 +44,7 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 	fs, kf := newKafkaFlagSet("sluice consume", consumeUsage, stderr)
 	var where, group, format string
 	n := fs.Int("n", 0, "stop after N records (0: no limit)")
-	fs.StringVar(&where, "offset", "start", "start, end, OFFSET, @UNIX_MILLISECONDS or RFC 3339 time")
+	fs.StringVar(&where, "offset", "start", "start, end, OFFSET, -N, @UNIX_MILLISECONDS or RFC 3339 time")
 	fs.StringVar(&where, "o", "start", "shorthand for --offset")
 	fromBeginning := fs.Bool("from-beginning", false, "the same as -o start")
 	var exitAtEnd bool
@@ -88,6 +89,8 @@ func consumeRun(args []string, stdout, stderr io.Writer) error {
 		off = kgo.NewOffset().AtEnd()
 	case "offset":
 		off = kgo.NewOffset().At(spec.offset)
+	case "fromEnd":
+		off = kgo.NewOffset().AtEnd().Relative(-spec.offset)
 	case "time":
 		off = kgo.NewOffset().AfterMilli(spec.millis)
 	}

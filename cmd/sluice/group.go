@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"io"
 	"slices"
 	"strconv"
@@ -185,16 +186,17 @@ func orDash(s string) string {
 	return s
 }
 
-// offsetSpec is where a seek or a consume starts: start, end, an offset, or the first
-// record at or after a time.
+// offsetSpec is where a seek or a consume starts: start, end, an offset, so many
+// records before the end, or the first record at or after a time.
 type offsetSpec struct {
-	kind   string // "start", "end", "offset", "time"
-	offset int64
+	kind   string // "start", "end", "offset", "fromEnd", "time"
+	offset int64  // the offset, or for fromEnd how many records before the end
 	millis int64
 }
 
 // parseOffsetSpec reads start|beginning|earliest, end|latest, a non-negative offset,
-// @MILLIS or a time in RFC 3339.
+// -N (N records before each partition's end, as kcat's -o -N), @MILLIS or a time in
+// RFC 3339.
 func parseOffsetSpec(s string) (offsetSpec, error) {
 	switch strings.ToLower(s) {
 	case "start", "beginning", "earliest", "oldest":
@@ -211,14 +213,17 @@ func parseOffsetSpec(s string) (offsetSpec, error) {
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 {
-			return offsetSpec{}, usageError{fmt.Sprintf("offset %d: want 0 or more", n)}
+			if n == math.MinInt64 {
+				return offsetSpec{}, usageError{fmt.Sprintf("offset %d: out of range", n)}
+			}
+			return offsetSpec{kind: "fromEnd", offset: -n}, nil
 		}
 		return offsetSpec{kind: "offset", offset: n}, nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return offsetSpec{kind: "time", millis: t.UnixMilli()}, nil
 	}
-	return offsetSpec{}, usageError{fmt.Sprintf("%q: want start, end, an offset, @UNIX_MILLISECONDS or an RFC 3339 time", s)}
+	return offsetSpec{}, usageError{fmt.Sprintf("%q: want start, end, an offset, -N (N before the end), @UNIX_MILLISECONDS or an RFC 3339 time", s)}
 }
 
 // resolve lists, for each partition of topics, the offset spec names.
@@ -235,9 +240,21 @@ func (o offsetSpec) resolve(ctx context.Context, adm *kadm.Client, topics []stri
 	if err != nil {
 		return nil, err
 	}
-	for _, ps := range ends {
+	var starts kadm.ListedOffsets
+	if o.kind == "fromEnd" {
+		if starts, err = adm.ListStartOffsets(ctx, topics...); err != nil {
+			return nil, err
+		}
+	}
+	for t, ps := range ends {
 		for p, lo := range ps {
-			lo.Offset = min(o.offset, lo.Offset) // past the end is the end
+			if o.kind == "fromEnd" {
+				// Before the start is the start.
+				first, _ := starts.Lookup(t, p)
+				lo.Offset = max(lo.Offset-o.offset, first.Offset)
+			} else {
+				lo.Offset = min(o.offset, lo.Offset) // past the end is the end
+			}
 			ps[p] = lo
 		}
 	}
@@ -245,8 +262,8 @@ func (o offsetSpec) resolve(ctx context.Context, adm *kadm.Client, topics []stri
 }
 
 func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
-	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" GROUP --to start|end|OFFSET|TIME [--topic TOPIC]...\n", stderr)
-	to := fs.String("to", "", "start, end, an offset, @UNIX_MILLISECONDS or an RFC 3339 time")
+	fs, kf := newKafkaFlagSet(prog, "usage: "+prog+" GROUP --to start|end|OFFSET|-N|TIME [--topic TOPIC]...\n", stderr)
+	to := fs.String("to", "", "start, end, an offset, -N (N before the end), @UNIX_MILLISECONDS or an RFC 3339 time")
 	var topics keyValues
 	fs.Var(&topics, "topic", "a topic to move (repeatable; default: every topic the group has offsets for)")
 	names, err := kf.parse(fs, args, 1, 1, "group name")

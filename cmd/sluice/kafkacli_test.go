@@ -117,6 +117,13 @@ func TestKafkaCommands(t *testing.T) {
 	if out := mustCLI(t, addr, "consume", "audit", "-e", "-o", "end"); out != "" {
 		t.Fatalf("consume -e -o end printed %q", out)
 	}
+	// -o -N: the last N records of each partition (and no more than there are).
+	if out := mustCLI(t, addr, "consume", "audit", "-e", "-o", "-2", "-f", `%o|%v\n`); out != "1|v2\n2|plain\n" {
+		t.Fatalf("consume -e -o -2 printed %q", out)
+	}
+	if out := mustCLI(t, addr, "consume", "audit", "-e", "-o", "-10", "-p", "1", "-f", `%o\n`); out != "0\n1\n2\n" {
+		t.Fatalf("consume -e -o -10 printed %q", out)
+	}
 
 	// A group: consume commits, describe shows lag, seek moves it, delete removes it.
 	mustCLI(t, addr, "consume", "audit", "-g", "readers", "-n", "2")
