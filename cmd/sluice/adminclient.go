@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,9 +21,11 @@ const adminHelp = `Connecting to the admin API (every transform and plugin comma
   --password PW         that user's password (or SLUICE_ADMIN_PASSWORD); other local
                         users can see it in the process list: prefer the file or the variable
   --password-file FILE  read the password from FILE (its first line)
-  --ca-file FILE        PEM CA certificates that sign the broker's certificate (https)
-  --cert FILE --key FILE
-                        a PEM client certificate and key (mTLS, https)
+  --tls-ca FILE         PEM CA certificates that sign the broker's certificate (https;
+                        also --ca-file)
+  --tls-cert FILE --tls-key FILE
+                        a PEM client certificate and key (mTLS, https; also --cert
+                        and --key)
 A broker with authentication (modules: {auth: {use: acl}}) answers 401 without valid
 credentials; reading needs Describe on the cluster, deploying or deleting Alter on the
 cluster (or a super user), else 403.
@@ -40,22 +40,24 @@ const (
 
 // adminFlags are the flags that say how to reach and log in to the admin API.
 type adminFlags struct {
-	addr, user, password, passwordFile, caFile, cert, key string
+	addr  string
+	cred  credFlags
+	files tlsFlags
 }
 
-// register adds the admin flags to fs.
+// register adds the admin flags to fs. The TLS files also answer to their shorter
+// names (--ca-file, --cert, --key).
 func (a *adminFlags) register(fs *flag.FlagSet) {
 	def := os.Getenv(envAdmin)
 	if def == "" {
 		def = "127.0.0.1:9644"
 	}
 	fs.StringVar(&a.addr, "admin", def, "broker admin HTTP address: HOST:PORT or https://HOST:PORT (or $"+envAdmin+")")
-	fs.StringVar(&a.user, "user", "", "admin API user (default $"+envAdminUser+")")
-	fs.StringVar(&a.password, "password", "", "admin API password (default $"+envAdminPassword+")")
-	fs.StringVar(&a.passwordFile, "password-file", "", "file holding the admin API password")
-	fs.StringVar(&a.caFile, "ca-file", "", "PEM CA certificates to verify an https admin address")
-	fs.StringVar(&a.cert, "cert", "", "PEM client certificate for mTLS (with --key)")
-	fs.StringVar(&a.key, "key", "", "PEM private key of --cert")
+	a.cred.register(fs, "admin API", envAdminUser, envAdminPassword)
+	a.files.register(fs, "")
+	fs.StringVar(&a.files.caFile, "ca-file", "", "the same as --tls-ca")
+	fs.StringVar(&a.files.cert, "cert", "", "the same as --tls-cert")
+	fs.StringVar(&a.files.key, "key", "", "the same as --tls-key")
 }
 
 // adminClient talks to one broker's admin API.
@@ -81,69 +83,22 @@ func (a *adminFlags) client(timeout time.Duration) (*adminClient, error) {
 		addr = "http://" + addr
 	}
 	c.base = strings.TrimRight(addr, "/")
-	if !tlsOn && (a.caFile != "" || a.cert != "" || a.key != "") {
-		return nil, errors.New("--ca-file, --cert and --key need an https:// admin address")
+	if !tlsOn && a.files.set() {
+		return nil, errors.New("--tls-ca, --tls-cert and --tls-key (--ca-file, --cert, --key) need an https:// admin address")
 	}
 	if tlsOn {
-		tc, err := a.tlsConfig()
+		tc, err := a.files.config()
 		if err != nil {
 			return nil, err
 		}
 		c.http.Transport = &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}
 	}
-	c.user = a.user
-	if c.user == "" {
-		c.user = os.Getenv(envAdminUser)
-	}
-	switch {
-	case a.password != "" && a.passwordFile != "":
-		return nil, errors.New("give --password or --password-file, not both")
-	case a.passwordFile != "":
-		b, err := os.ReadFile(a.passwordFile)
-		if err != nil {
-			return nil, fmt.Errorf("--password-file: %w", err)
-		}
-		c.pass, _, _ = strings.Cut(string(b), "\n")
-		c.pass = strings.TrimSuffix(c.pass, "\r")
-	case a.password != "":
-		c.pass = a.password
-	default:
-		c.pass = os.Getenv(envAdminPassword)
-	}
-	if c.user == "" && c.pass != "" {
-		return nil, errors.New("a password without a user: give --user (or " + envAdminUser + ")")
-	}
-	if c.user != "" && c.pass == "" {
-		return nil, errors.New("user " + c.user + " without a password: give --password, --password-file (or " + envAdminPassword + ")")
+	var err error
+	c.user, c.pass, err = a.cred.resolve()
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
-}
-
-// tlsConfig is the client TLS configuration from --ca-file, --cert and --key.
-func (a *adminFlags) tlsConfig() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if a.caFile != "" {
-		pem, err := os.ReadFile(a.caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", a.caFile)
-		}
-		tc.RootCAs = pool
-	}
-	if (a.cert == "") != (a.key == "") {
-		return nil, errors.New("--cert and --key go together")
-	}
-	if a.cert != "" {
-		pair, err := tls.LoadX509KeyPair(a.cert, a.key)
-		if err != nil {
-			return nil, fmt.Errorf("--cert/--key: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
-	return tc, nil
 }
 
 // do sends a request and returns the answer's body. A non-2xx answer is an error

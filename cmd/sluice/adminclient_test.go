@@ -186,7 +186,7 @@ func TestAdminRefusalMessages(t *testing.T) {
 		{"user without password", []string{"transform", "list", "--admin", admin, "--user", "admin"}, 2, "without a password"},
 		{"both password flags", []string{"transform", "list", "--admin", admin, "--user", "a", "--password", "x", "--password-file", "f"}, 2, "not both"},
 		{"TLS flags on http", []string{"plugin", "list", "--admin", admin, "--ca-file", "ca.pem"}, 2, "need an https:// admin address"},
-		{"cert without key", []string{"plugin", "list", "--admin", "https://" + admin, "--cert", "c.pem"}, 2, "--cert and --key go together"},
+		{"cert without key", []string{"plugin", "list", "--admin", "https://" + admin, "--cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
 		{"bad scheme", []string{"plugin", "list", "--admin", "ftp://" + admin}, 2, "want HOST:PORT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,9 +201,10 @@ func TestAdminRefusalMessages(t *testing.T) {
 	}
 }
 
-// writePKI writes a CA, a server certificate for 127.0.0.1 and a client certificate
-// with CN "admin" as PEM files into dir, and returns the server's TLS certificate and
-// the CA pool.
+// writePKI writes a CA (ca.pem), a server certificate for 127.0.0.1 with its key
+// (server.pem, a broker's PEM keystore) and a client certificate with CN "admin"
+// (client.pem, client.key) into dir, and returns the server's TLS certificate and the
+// CA pool.
 func writePKI(t *testing.T, dir string) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
 	now := time.Now()
@@ -248,6 +249,15 @@ func writePKI(t *testing.T, dir string) (tls.Certificate, *x509.CertPool) {
 		t.Fatal(err)
 	}
 	writePEM("client.key", "PRIVATE KEY", keyDER)
+	srvKeyDER, err := x509.MarshalPKCS8PrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keystore := append(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: srvKeyDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER})...)
+	if err := os.WriteFile(filepath.Join(dir, "server.pem"), keystore, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	return tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey}, pool

@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -35,13 +37,14 @@ const kafkaHelp = `Connecting (every topic, group, cluster, produce and consume 
   --json                print JSON instead of tables
 Flags may come before or after the other arguments. Exit status: 0 done, 1 failed
 (the message says why), 2 wrong usage.
-`
+` + kafkaSecurityHelp
 
 // kafkaFlags say how to reach the brokers and how to print.
 type kafkaFlags struct {
 	brokers string
 	timeout time.Duration
 	json    bool
+	sec     kafkaSecurity
 }
 
 func (k *kafkaFlags) register(fs *flag.FlagSet) {
@@ -53,6 +56,7 @@ func (k *kafkaFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.brokers, "b", def, "shorthand for --brokers")
 	fs.DurationVar(&k.timeout, "timeout", 10*time.Second, "request timeout")
 	fs.BoolVar(&k.json, "json", false, "print JSON")
+	k.sec.register(fs)
 }
 
 // newKafkaFlagSet is newFlagSet with the kafkaFlags registered on it.
@@ -82,6 +86,10 @@ func (k *kafkaFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, 
 	if len(seeds) == 0 {
 		return nil, usageError{"--brokers is empty"}
 	}
+	secOpts, login, err := k.sec.opts()
+	if err != nil {
+		return nil, err
+	}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(min(k.timeout, 5*time.Second)),
@@ -89,6 +97,7 @@ func (k *kafkaFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, 
 		kgo.RetryTimeout(k.timeout),
 		kgo.ClientID("sluice-cli"),
 	}
+	base = append(base, secOpts...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, err
@@ -97,7 +106,7 @@ func (k *kafkaFlags) client(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, 
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
-		return nil, unreachable(k.brokers, err)
+		return nil, unreachable(k.brokers, login, k.sec.tlsOn(), err)
 	}
 	return cl, nil
 }
@@ -132,11 +141,31 @@ type adminConn struct {
 	kgo *kgo.Client
 }
 
-// unreachable words a failed first contact.
-func unreachable(brokers string, err error) error {
-	hint := "is a broker running there? `sluice serve` listens on 127.0.0.1:9092 by default"
-	if errors.Is(err, context.DeadlineExceeded) {
+// unreachable words a failed first contact: what failed and what to check. login
+// describes the SASL login ("" without one); tlsOn says whether TLS was asked.
+func unreachable(brokers, login string, tlsOn bool, err error) error {
+	var hint string
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var rh tls.RecordHeaderError
+	var eof *kgo.ErrFirstReadEOF
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Errorf("the broker at %s refused the login (%s): %v\n  check the user, the password and the mechanism (--sasl-mechanism; the broker's sasl.enabled.mechanisms)", brokers, login, err)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
+		return fmt.Errorf("the broker at %s does not take this login (%s): %v\n  give --sasl-mechanism one the listener enables (its sasl.enabled.mechanisms), or drop --user if it is not a SASL listener", brokers, login, err)
+	case errors.As(err, &ua):
+		hint = "the brokers' certificate is signed by a CA this client does not trust: give --tls-ca with that CA's PEM"
+	case errors.As(err, &hn):
+		hint = "the brokers' certificate does not name the address dialled: use a name it holds in --brokers (or advertise one)"
+	case errors.As(err, &rh), tlsOn && errors.As(err, &eof):
+		hint = "the listener does not seem to speak TLS: drop --tls and the --tls-* flags"
+	case errors.Is(err, context.DeadlineExceeded):
 		hint = "no answer in time: check the address, a firewall, or give --timeout more"
+	case tlsOn || login != "":
+		hint = "is a broker running there, and does the listener speak what was asked (TLS, SASL)?"
+	default:
+		hint = "is a broker running there? `sluice serve` listens on 127.0.0.1:9092 by default; a listener that needs TLS or SASL wants --tls, --tls-ca or --user (see --help)"
 	}
 	return fmt.Errorf("cannot reach a broker at %s: %v\n  %s; set --brokers or $%s", brokers, err, hint, envBrokers)
 }
