@@ -101,6 +101,24 @@ func (r *Registry) Guests(namespace string) []string {
 	return out
 }
 
+// Namespaces returns the guest namespaces under role, sorted: "groups.assignor" for a
+// registered "groups.assignor.range" (IDs of three or more segments).
+func (r *Registry) Namespaces(role string) []string {
+	var out []string
+	for id := range r.mods {
+		parts := strings.Split(id, ".")
+		if len(parts) < 3 || parts[0] != role {
+			continue
+		}
+		ns := strings.Join(parts[:len(parts)-1], ".")
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Roles returns the roles that have a registered module, sorted.
 func (r *Registry) Roles() []string {
 	var out []string

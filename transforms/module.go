@@ -39,8 +39,10 @@ type Module struct {
 	Instances int `yaml:"instances"`
 	// BreakerFailures consecutive failed batches pause a transform for BreakerPauseMs
 	// (doubling while it keeps failing after a pause, up to 10 minutes).
-	BreakerFailures int   `yaml:"breaker_failures"`
-	BreakerPauseMs  int64 `yaml:"breaker_pause_ms"`
+	BreakerFailures int `yaml:"breaker_failures"`
+	// BreakerPauseMs is the first pause of a transform that failed BreakerFailures
+	// batches in a row.
+	BreakerPauseMs int64 `yaml:"breaker_pause_ms"`
 	// MaxUploadBytes bounds a deployed module's size (413 over it); 0 or more than
 	// MaxBinaryBytes means MaxBinaryBytes. The kernel's admin_max_body_bytes and
 	// admin_max_concurrent_uploads bound every admin upload too.

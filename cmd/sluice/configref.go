@@ -72,15 +72,14 @@ empty: every key has a default.
 				continue
 			}
 			fmt.Fprintf(w, "\n### `%s: {use: %s}`\n\n", role, name)
-			v := reflect.ValueOf(mi.New())
-			for v.Kind() == reflect.Pointer {
-				v = v.Elem()
+			writeModuleKeys(w, mi.New(), docs)
+		}
+		for _, ns := range reg.Namespaces(role) {
+			for _, name := range reg.Guests(ns) {
+				mi, _ := reg.Lookup(ns + "." + name)
+				fmt.Fprintf(w, "\n### Guest `%s.%s`\n\nNamed in the `%s` module's section, by its key that takes `%s` guests.\n\n", ns, name, role, ns)
+				writeModuleKeys(w, mi.New(), docs)
 			}
-			if v.Kind() != reflect.Struct || !hasYAMLKeys(v.Type()) {
-				fmt.Fprint(w, "No keys of its own.\n")
-				continue
-			}
-			writeStructValues(w, v, docs)
 		}
 	}
 
@@ -117,6 +116,26 @@ func mdEscape(s string) string {
 }
 
 // yamlKey is a field's YAML key, "" for none or "-".
+// configShaper is a module whose keys are those of another value (its config
+// decoded by a YAML unmarshaler of its own): ConfigShape returns that value.
+type configShaper interface{ ConfigShape() any }
+
+// writeModuleKeys lists a new module's (or guest's) keys with their defaults.
+func writeModuleKeys(w io.Writer, m any, docs fieldDocs) {
+	if cs, ok := m.(configShaper); ok {
+		m = cs.ConfigShape()
+	}
+	v := reflect.ValueOf(m)
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct || !hasYAMLKeys(v.Type()) {
+		fmt.Fprint(w, "No keys of its own.\n")
+		return
+	}
+	writeStructValues(w, v, docs)
+}
+
 func yamlKey(f reflect.StructField) string {
 	tag := f.Tag.Get("yaml")
 	name, _, _ := strings.Cut(tag, ",")

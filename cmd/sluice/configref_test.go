@@ -91,9 +91,17 @@ func TestConfigReference(t *testing.T) {
 	if err != nil || !bytes.Equal(have, buf.Bytes()) {
 		t.Fatalf("docs/CONFIG.md is stale (or missing: %v): run go test ./cmd/sluice -run TestConfigReference -update", err)
 	}
-	for _, want := range []string{"`data_dir`", "### `storage: {use: segmentlog}`", "`num.partitions`", "`retention.ms`", "`fetch_session_cache_slots`"} {
+	for _, want := range []string{"`data_dir`", "### `storage: {use: segmentlog}`", "`num.partitions`", "`retention.ms`",
+		"`fetch_session_cache_slots`", "### Guest `groups.offsets.badger`", "| `sha256` |"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Fatalf("the reference lacks %s", want)
+		}
+	}
+	// Every key has a description: a key without a Go doc comment fails here.
+	for _, line := range strings.Split(buf.String(), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) >= 5 && strings.HasPrefix(strings.TrimSpace(cells[1]), "`") && strings.TrimSpace(cells[len(cells)-2]) == "" {
+			t.Errorf("no description (give the field a doc comment): %s", line)
 		}
 	}
 }

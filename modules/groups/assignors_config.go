@@ -33,13 +33,20 @@ import (
 // by its balancer, Kafka's consumer for "uniform" by default). A fallback is always
 // the built-in of that name.
 type AssignorConfig struct {
-	Name      string            `yaml:"name"`
-	Plugin    string            `yaml:"plugin,omitempty"`
-	SHA256    string            `yaml:"sha256,omitempty"`
-	TimeoutMs int64             `yaml:"timeout_ms,omitempty"`
-	Fallback  string            `yaml:"fallback,omitempty"`
-	Args      []string          `yaml:"args,omitempty"`
-	Env       map[string]string `yaml:"env,omitempty"`
+	// Name is the assignor's name, the one clients ask for (ServerAssignor).
+	Name string `yaml:"name"`
+	// Plugin is the executable serving plugins/assignor (go-plugin over gRPC).
+	Plugin string `yaml:"plugin,omitempty"`
+	// SHA256 is the plugin binary's hex checksum, checked at each launch when set.
+	SHA256 string `yaml:"sha256,omitempty"`
+	// TimeoutMs is one plugin call's deadline (default 1000).
+	TimeoutMs int64 `yaml:"timeout_ms,omitempty"`
+	// Fallback is the built-in assignor used while the plugin is down or misbehaves.
+	Fallback string `yaml:"fallback,omitempty"`
+	// Args are the plugin's command-line arguments.
+	Args []string `yaml:"args,omitempty"`
+	// Env is added to the broker's environment for the plugin process.
+	Env map[string]string `yaml:"env,omitempty"`
 }
 
 // defaultPluginTimeoutMs is a plugin call's deadline when timeout_ms is not set.

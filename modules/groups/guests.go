@@ -68,6 +68,7 @@ type pluginGuest struct{ cfg AssignorConfig }
 func (g *pluginGuest) UnmarshalYAML(n *yaml.Node) error { return g.cfg.UnmarshalYAML(n) }
 
 func (g *pluginGuest) Validate() error             { return g.cfg.validate() }
+func (g *pluginGuest) ConfigShape() any            { return &g.cfg }
 func (g *pluginGuest) Assignor() assignor.Assignor { return newPluginAssignor(g.cfg) }
 
 // guestRegistry returns the registry the module's guests come from: the broker's, when

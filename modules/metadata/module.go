@@ -56,15 +56,26 @@ type Module struct {
 	// RaftListen is host:port for raft's TCP transport. Empty with a single voter that
 	// has no address: raft's in-memory transport.
 	RaftListen string `yaml:"raft_listen"`
-	// Raft timeouts. Zero picks a default: short for a single voter, raft's own for more.
+	// HeartbeatTimeout is how long a follower goes without hearing from the raft
+	// leader before it stands for election. Zero: 50ms for a single voter, raft's 1s
+	// with more. (The raft timeouts' zero defaults: raftConfig.)
 	HeartbeatTimeout time.Duration `yaml:"heartbeat_timeout"`
-	ElectionTimeout  time.Duration `yaml:"election_timeout"`
-	LeaseTimeout     time.Duration `yaml:"lease_timeout"`
-	CommitTimeout    time.Duration `yaml:"commit_timeout"`
+	// ElectionTimeout is how long a candidate waits for votes before it tries again.
+	// Zero: 50ms for a single voter, raft's 1s with more.
+	ElectionTimeout time.Duration `yaml:"election_timeout"`
+	// LeaseTimeout is how long a raft leader keeps leading without a quorum's
+	// contact; at most HeartbeatTimeout. Zero: 50ms for a single voter, raft's 500ms
+	// with more.
+	LeaseTimeout time.Duration `yaml:"lease_timeout"`
+	// CommitTimeout is how long an idle leader waits before telling followers what
+	// committed: the metadata propagation delay to other brokers. Zero: 5ms for a
+	// single voter, 10ms with more.
+	CommitTimeout time.Duration `yaml:"commit_timeout"`
 	// SnapshotThreshold is how many entries since the last snapshot trigger a new one
-	// (default 8192); SnapshotInterval how often that is checked (default 2m).
-	SnapshotThreshold uint64        `yaml:"snapshot_threshold"`
-	SnapshotInterval  time.Duration `yaml:"snapshot_interval"`
+	// (default 8192).
+	SnapshotThreshold uint64 `yaml:"snapshot_threshold"`
+	// SnapshotInterval is how often SnapshotThreshold is checked (default 2m).
+	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
 
 	// node is the raft node this module runs and the services every part shares:
 	// the hub, proposing (locally or forwarded), tracked goroutines (node.go).
