@@ -245,7 +245,7 @@ func unknownModule(reg *Registry, role, use string, line int) error {
 // newModules makes the module of each section and decodes its keys into it, then runs
 // every module's Check. All problems of all sections are reported at once (a
 // ConfigErrors); nothing is provisioned, bound or written.
-func newModules(secs map[string]moduleSection, reg *Registry) (map[string]Module, error) {
+func newModules(secs map[string]moduleSection, reg *Registry, nodeID int32) (map[string]Module, error) {
 	out := map[string]Module{}
 	var errs ConfigErrors
 	for _, role := range slices.Sorted(maps.Keys(secs)) {
@@ -257,7 +257,7 @@ func newModules(secs map[string]moduleSection, reg *Registry) (map[string]Module
 		err := decodeModule("modules."+role, sec.node, m)
 		errs = errs.Add(err)
 		if c, ok := m.(Checker); ok {
-			if cerr := c.Check(reg); cerr != nil {
+			if cerr := c.Check(CheckContext{Registry: reg, NodeID: nodeID}); cerr != nil {
 				var ce ConfigErrors
 				switch {
 				case errors.As(cerr, &ce): // its problems name their lines
@@ -291,7 +291,7 @@ func CheckConfig(cfg *Config, reg *Registry) error {
 	secs, err := cfg.sections(reg)
 	var errs ConfigErrors
 	errs = errs.Add(err)
-	_, err = newModules(secs, reg)
+	_, err = newModules(secs, reg, cfg.NodeID)
 	errs = errs.Add(err)
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errs)

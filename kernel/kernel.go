@@ -243,7 +243,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 		cleanupGrace: defaultCleanupGrace,
 		tlsTimeout:   tlsHandshakeTimeout,
 	}
-	mods, err := newModules(secs, reg)
+	mods, err := newModules(secs, reg, cfg.NodeID)
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,8 @@ type (
 	// Checker checks a decoded module's settings before anything is provisioned,
 	// bound or written, so a broker with a bad config refuses to start having touched
 	// nothing, and says everything wrong at once (kernel.New collects every module's
-	// Check). reg is the registry the broker is composed from, for a host's guests.
-	Checker interface{ Check(reg *Registry) error }
+	// Check).
+	Checker interface{ Check(CheckContext) error }
 	// Provisioner sets a module up: it looks up the modules it depends on and claims
 	// API keys. It must not start goroutines.
 	Provisioner interface{ Provision(Context) error }
@@ -156,6 +156,14 @@ type Context interface {
 	HandleHTTP(pattern string, h http.Handler)
 	// Metrics is the broker's metrics registry, exported at /metrics.
 	Metrics() *Metrics
+}
+
+// CheckContext is what a Checker may consult: nothing is provisioned yet.
+type CheckContext struct {
+	// Registry is the registry the broker is composed from, for a host's guests.
+	Registry *Registry
+	// NodeID is this broker's node id from the config file.
+	NodeID int32
 }
 
 // BrokerInfo is the static identity of this broker.

@@ -119,7 +119,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 
 // Check runs Validate before anything is provisioned: the settings it checks need
 // nothing else, so a bad value stops the broker before it touches its data dir.
-func (m *Module) Check(*kernel.Registry) error { return m.Validate() }
+func (m *Module) Check(kernel.CheckContext) error { return m.Validate() }
 
 // Validate checks the settings.
 func (m *Module) Validate() error {

@@ -290,3 +290,33 @@ modules:
 		t.Fatalf("the data dir was created for a refused config: %v", err)
 	}
 }
+
+// The metadata module's settings (voters, raft_listen, raft's timeouts) are checked
+// from the file before anything is written, like every other module's.
+func TestServeMetadataConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ name, cfg, want string }{
+		{"non-voter without raft_listen", "node_id: 4\nmodules: {metadata: {use: raft, voters: [\"1@127.0.0.1:19093\", \"2@127.0.0.1:19094\"]}}\n",
+			"node 4 is not in voters"},
+		{"voter listed twice", "modules: {metadata: {use: raft, voters: [\"1@127.0.0.1:19093\", \"1@127.0.0.1:19094\"]}}\n",
+			"voter 1 listed twice"},
+		{"lease longer than heartbeat", "modules: {metadata: {use: raft, heartbeat_timeout: 100ms, lease_timeout: 1s}}\n",
+			"LeaderLeaseTimeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfgPath := filepath.Join(dir, "sluice.yaml")
+			if err := os.WriteFile(cfgPath, []byte(tc.cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			data := filepath.Join(dir, "data")
+			var out, errb bytes.Buffer
+			rc := run([]string{"serve", "--config", cfgPath, "--data-dir", data}, &out, &errb)
+			if rc != 1 || !strings.Contains(errb.String(), tc.want) || !strings.Contains(errb.String(), "metadata.raft") {
+				t.Fatalf("exit %d, stderr %q; want exit 1 and %q", rc, errb.String(), tc.want)
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Fatalf("the data dir was created for a refused config: %v", err)
+			}
+		})
+	}
+}

@@ -170,8 +170,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 // Check runs Validate against the broker's registry before anything is provisioned, so
 // an unknown assignor, offset store or guest key stops the broker before it touches
 // its data dir.
-func (m *Module) Check(reg *kernel.Registry) error {
-	m.guests = reg
+func (m *Module) Check(cc kernel.CheckContext) error {
+	m.guests = cc.Registry
 	return m.Validate()
 }
 

@@ -217,34 +217,46 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	return nil
 }
 
-func (m *Module) parseVoters() error {
+// voterSet parses Voters as node nodeID sees them: with none, nodeID alone at
+// raft_listen.
+func (m *Module) voterSet(nodeID int32) ([]voter, error) {
+	var out []voter
 	seen := map[int32]bool{}
 	for _, s := range m.Voters {
 		v, err := parseVoter(s)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if seen[v.ID] {
-			return fmt.Errorf("voter %d listed twice: %w", v.ID, ErrConfig)
+			return nil, fmt.Errorf("voter %d listed twice: %w", v.ID, ErrConfig)
 		}
 		seen[v.ID] = true
-		m.node.voters = append(m.node.voters, v)
+		out = append(out, v)
 	}
-	if len(m.node.voters) == 0 {
-		m.node.voters = []voter{{ID: m.node.nodeID, Addr: m.RaftListen}}
+	if len(out) == 0 {
+		out = []voter{{ID: nodeID, Addr: m.RaftListen}}
 	}
-	return nil
+	return out, nil
 }
 
-// self returns this node's voter entry.
-func (nd *node) self() (voter, bool) {
-	for _, v := range nd.voters {
-		if v.ID == nd.nodeID {
+func (m *Module) parseVoters() error {
+	vs, err := m.voterSet(m.node.nodeID)
+	m.node.voters = vs
+	return err
+}
+
+// selfIn returns node id's entry in voters.
+func selfIn(voters []voter, id int32) (voter, bool) {
+	for _, v := range voters {
+		if v.ID == id {
 			return v, true
 		}
 	}
 	return voter{}, false
 }
+
+// self returns this node's voter entry.
+func (nd *node) self() (voter, bool) { return selfIn(nd.voters, nd.nodeID) }
 
 // isVoter reports whether this node is in the static voter set.
 func (nd *node) isVoter() bool {
@@ -252,25 +264,39 @@ func (nd *node) isVoter() bool {
 	return ok
 }
 
+// Check checks the voter set and the raft settings from the config file alone,
+// before anything is provisioned (kernel.Checker); Validate checks them again on the
+// provisioned module.
+func (m *Module) Check(cc kernel.CheckContext) error {
+	voters, err := m.voterSet(cc.NodeID)
+	if err != nil {
+		return err
+	}
+	return m.checkSettings(cc.NodeID, voters)
+}
+
 // Validate checks the voter set and the raft settings.
-func (m *Module) Validate() error {
-	me, ok := m.node.self()
+func (m *Module) Validate() error { return m.checkSettings(m.node.nodeID, m.node.voters) }
+
+// checkSettings checks voters and the raft settings as node nodeID would run them.
+func (m *Module) checkSettings(nodeID int32, voters []voter) error {
+	me, ok := selfIn(voters, nodeID)
 	if !ok {
 		// A non-voter: it follows the log over raft, so it needs its own raft port and
 		// the voters' addresses to ask to be added.
 		if m.RaftListen == "" {
-			return fmt.Errorf("node %d is not in voters %v: a non-voting broker needs raft_listen: %w", m.node.nodeID, m.Voters, ErrConfig)
+			return fmt.Errorf("node %d is not in voters %v: a non-voting broker needs raft_listen: %w", nodeID, m.Voters, ErrConfig)
 		}
 		if _, _, err := net.SplitHostPort(m.RaftListen); err != nil {
 			return fmt.Errorf("raft_listen %q: %w: %v", m.RaftListen, ErrConfig, err)
 		}
-		for _, v := range m.node.voters {
+		for _, v := range voters {
 			if v.Addr == "" {
 				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
 			}
 		}
-	} else if len(m.node.voters) > 1 {
-		for _, v := range m.node.voters {
+	} else if len(voters) > 1 {
+		for _, v := range voters {
 			if v.Addr == "" {
 				return fmt.Errorf("voter %d has no address: %w", v.ID, ErrConfig)
 			}
@@ -279,7 +305,7 @@ func (m *Module) Validate() error {
 			return fmt.Errorf("raft_listen is required with several voters: %w", ErrConfig)
 		}
 	}
-	if err := raft.ValidateConfig(m.raftConfig()); err != nil {
+	if err := raft.ValidateConfig(m.raftSettings(nodeID, voters)); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil
@@ -296,11 +322,20 @@ func orDefault(d, def time.Duration) time.Duration {
 // on a non-voter); see raftConfig.
 const defaultClusterCommitTimeout = 10 * time.Millisecond
 
+// raftConfig is raft's configuration for this node, with its logger.
 func (m *Module) raftConfig() *raft.Config {
+	c := m.raftSettings(m.node.nodeID, m.node.voters)
+	c.Logger = newHCLog(m.node.log, len(m.node.voters) == 1 && m.node.isVoter(), m.node.stopping.Load)
+	return c
+}
+
+// raftSettings is raft's configuration for node nodeID among voters, without a
+// logger: the file's settings over the defaults.
+func (m *Module) raftSettings(nodeID int32, voters []voter) *raft.Config {
 	c := raft.DefaultConfig()
-	c.LocalID = raft.ServerID(strconv.FormatInt(int64(m.node.nodeID), 10))
+	c.LocalID = raft.ServerID(strconv.FormatInt(int64(nodeID), 10))
 	hb, el, lease, commit := 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond, 5*time.Millisecond
-	if len(m.node.voters) > 1 || !m.node.isVoter() {
+	if _, isVoter := selfIn(voters, nodeID); len(voters) > 1 || !isVoter {
 		// Raft's own timeouts, except the commit timeout: a follower learns that an
 		// entry committed with the leader's next AppendEntries, which an idle leader
 		// sends only after CommitTimeout (raft's default 50ms). That delay is the
@@ -317,7 +352,6 @@ func (m *Module) raftConfig() *raft.Config {
 	if m.SnapshotThreshold > 0 {
 		c.SnapshotThreshold = m.SnapshotThreshold
 	}
-	c.Logger = newHCLog(m.node.log, len(m.node.voters) == 1 && m.node.isVoter(), m.node.stopping.Load)
 	c.NoLegacyTelemetry = true
 	return c
 }
@@ -533,6 +567,7 @@ func (m *Module) Ready() bool {
 var (
 	_ kernel.Provisioner  = (*Module)(nil)
 	_ kernel.Validator    = (*Module)(nil)
+	_ kernel.Checker      = (*Module)(nil)
 	_ kernel.Starter      = (*Module)(nil)
 	_ kernel.Stopper      = (*Module)(nil)
 	_ kernel.CleanerUpper = (*Module)(nil)
