@@ -125,6 +125,58 @@ modules:
 		t.Fatalf("produce: %v %s", err, perr.String())
 	}
 
+	// reassign: an RF 1 partition with data moves onto all three brokers, then onto
+	// one other broker alone; each command waits until the move is done.
+	mustCLI(t, all, "topic", "create", "moved", "-p", "1", "-r", "1")
+	perr.Reset()
+	if err := produceRun([]string{"moved", "--brokers", all}, strings.NewReader("x\ny\nz\n"), &bytes.Buffer{}, &perr); err != nil {
+		t.Fatalf("produce: %v %s", err, perr.String())
+	}
+	replicas := func() []int32 {
+		var d []struct {
+			Partitions []struct {
+				Replicas []int32 `json:"replicas"`
+				ISR      []int32 `json:"isr"`
+			} `json:"partitions"`
+		}
+		if err := json.Unmarshal([]byte(mustCLI(t, all, "topic", "describe", "moved", "--json")), &d); err != nil || len(d) != 1 || len(d[0].Partitions) != 1 {
+			t.Fatalf("describe moved: %v %+v", err, d)
+		}
+		p := d[0].Partitions[0]
+		r := slices.Clone(p.Replicas)
+		slices.Sort(r)
+		isr := slices.Clone(p.ISR)
+		slices.Sort(isr)
+		if !slices.Equal(r, isr) {
+			t.Fatalf("after a finished move the ISR %v is not the replicas %v", p.ISR, p.Replicas)
+		}
+		return p.Replicas
+	}
+	orig := replicas()[0]
+	other := orig%3 + 1
+	out = mustCLI(t, all, "topic", "reassign", "moved", "-p", fmt.Sprintf("0:%d,%d,%d", other, 6-orig-other, orig)) // ids 1, 2 and 3
+	wantLines(t, out, "REPLICAS", "done")
+	if got := replicas(); len(got) != 3 || got[0] != other {
+		t.Fatalf("replicas after growing to three: %v", got)
+	}
+	out = mustCLI(t, all, "topic", "reassign", "moved", "-p", fmt.Sprintf("0:%d", other), "--json")
+	var rows []reassignRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].Status != "done" {
+		t.Fatalf("reassign --json: %v %s", err, out)
+	}
+	if got := replicas(); !slices.Equal(got, []int32{other}) {
+		t.Fatalf("replicas after moving to broker %d: %v", other, got)
+	}
+	if out := mustCLI(t, all, "consume", "moved", "-e", "-f", `%v\n`); out != "x\ny\nz\n" {
+		t.Fatalf("consumed %q after the moves", out)
+	}
+	if rc, out, errs := cli(t, all, "topic", "reassign", "moved", "-p", "0:1,9"); rc != 1 || !strings.Contains(out+errs, "failed") {
+		t.Fatalf("reassign onto an unknown broker: exit %d %s %s", rc, out, errs)
+	}
+	if rc, _, _ := cli(t, all, "topic", "reassign", "moved", "-p", "0"); rc != 2 {
+		t.Fatalf("reassign without brokers: exit %d", rc)
+	}
+
 	procs[2].Kill()
 	survivors := procs[0].Addr + "," + procs[1].Addr
 	poll(t, 30*time.Second, "health to report broker 3 down", func() string {

@@ -26,6 +26,8 @@ commands:
                       change topic configs (incrementally: others stay)
   add-partitions NAME... --num N
                       add N partitions to each topic
+  reassign NAME -p PARTITION:BROKER,BROKER... [-p ...] [--no-wait] [--cancel]
+                      move partitions' replicas and wait until the move is done
 
 ` + kafkaHelp
 
@@ -37,6 +39,7 @@ func topicCmd(args []string, stdout, stderr io.Writer) int {
 		{[]string{"delete"}, cliRun("sluice topic delete", topicDelete)},
 		{[]string{"alter-config"}, cliRun("sluice topic alter-config", topicAlterConfig)},
 		{[]string{"add-partitions"}, cliRun("sluice topic add-partitions", topicAddPartitions)},
+		{[]string{"reassign", "move"}, cliRun("sluice topic reassign", topicReassign)},
 	})
 }
 
