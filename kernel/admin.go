@@ -29,10 +29,7 @@ func (k *Kernel) startAdmin() {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	k.adminMux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		k.metric.WriteText(w)
-	})
+	k.adminMux.Handle("GET /metrics", k.metric.Handler(k.log))
 	if k.cfg.AdminPprof {
 		k.adminMux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		k.adminMux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

@@ -316,6 +316,8 @@ type frame struct {
 	produce bool
 	// reserved: the bytes this frame holds of the broker-wide budget.
 	reserved int64
+	// readAt: when the frame was read whole (the start of its request's time).
+	readAt time.Time
 }
 
 func (c *conn) serve() {
@@ -350,7 +352,7 @@ func (c *conn) serve() {
 		// Before authentication no buffer goes back to the pool: a raw SASL token may
 		// look like a Produce frame, and the exchange may keep its bytes.
 		recycle := f.produce && !c.preAuth.Load()
-		err := c.process(ctx, f.buf)
+		err := c.process(ctx, f.buf, f.readAt)
 		c.release(len(f.buf))
 		c.releaseGlobal(f.reserved)
 		if recycle {
@@ -419,7 +421,7 @@ func (c *conn) readLoop(out chan<- frame) {
 		}
 		c.addInflight(1)
 		produce = isProduceFrame(buf)
-		f := frame{buf: buf, produce: produce, reserved: c.reserved}
+		f := frame{buf: buf, produce: produce, reserved: c.reserved, readAt: time.Now()}
 		c.reserved = 0
 		select {
 		case out <- f:
@@ -430,8 +432,9 @@ func (c *conn) readLoop(out chan<- frame) {
 	}
 }
 
-// process decodes, dispatches and answers one request. An error closes the connection.
-func (c *conn) process(ctx context.Context, buf []byte) error {
+// process decodes, dispatches and answers one request read at readAt. An error closes
+// the connection.
+func (c *conn) process(ctx context.Context, buf []byte, readAt time.Time) error {
 	if c.sasl != nil && c.sasl.state == saslRawTokens {
 		return c.saslRawToken(ctx, buf)
 	}
@@ -487,7 +490,9 @@ func (c *conn) process(ctx context.Context, buf []byte) error {
 		c.log.Warn("malformed request body; closing connection", "api", kmsg.NameForKey(h.key), "api_version", h.version, "client_id", h.clientID, "err", err)
 		return err
 	}
-	slot.mCount.Add(1)
+	slot.m.count.Inc()
+	slot.m.queue.Observe(time.Since(readAt).Seconds())
+	defer slot.m.observeDone(readAt)
 	req := &Request{Key: h.key, Version: h.version, CorrelationID: h.correlation, ClientID: h.clientID,
 		Body: body, Conn: c.info, Authorizer: c.k.authz}
 	resp, err := c.runHandler(ctx, slot, req)

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/ratelog"
@@ -91,8 +93,9 @@ type Kernel struct {
 	mConns     *Counter
 	mBadReqs   *Counter
 	mTLSFailed *Counter
-	mSASLOK    *Counter
-	mSASLFail  *Counter
+	mSASLOK    prometheus.Counter
+	mSASLFail  prometheus.Counter
+	mAPI       *requestMetrics
 	// connLog bounds the warnings of failed handshakes and authentications.
 	connLog ratelog.Limiter
 
@@ -128,7 +131,7 @@ type handlerSlot struct {
 	minV, maxV int16
 	h          Handler
 	owner      string
-	mCount     *Counter
+	m          apiMetrics
 }
 
 type moduleSlot struct {
@@ -260,8 +263,10 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mRequests = k.metric.Counter("sluice_requests_total", "Requests received.")
 	k.mConns = k.metric.Counter("sluice_connections_total", "Connections accepted.")
 	k.mBadReqs = k.metric.Counter("sluice_bad_requests_total", "Requests or frames rejected as malformed.")
-	k.mSASLOK = k.metric.Counter(`sluice_sasl_authentications_total{result="success"}`, "SASL authentications (and re-authentications) by result.")
-	k.mSASLFail = k.metric.Counter(`sluice_sasl_authentications_total{result="failure"}`, "SASL authentications (and re-authentications) by result.")
+	sasl := promauto.With(k.metric.Registerer()).NewCounterVec(prometheus.CounterOpts{Name: "sluice_sasl_authentications_total",
+		Help: "SASL authentications (and re-authentications) by result."}, []string{"result"})
+	k.mSASLOK, k.mSASLFail = sasl.WithLabelValues("success"), sasl.WithLabelValues("failure")
+	k.mAPI = newRequestMetrics(k.metric.Registerer())
 	k.mTLSFailed = k.metric.Counter("sluice_tls_handshake_failures_total", "TLS handshakes that failed (or whose client certificate mapped to no principal).")
 	if queued > 0 {
 		k.reqBudget = newRequestBudget(queued)
@@ -621,8 +626,7 @@ func (k *Kernel) claim(owner string, key, minV, maxV int16, h Handler) error {
 	if prev := k.handlers[key]; prev != nil {
 		return fmt.Errorf("api key %d already claimed by %s", key, prev.owner)
 	}
-	k.handlers[key] = &handlerSlot{minV: minV, maxV: maxV, h: h, owner: owner,
-		mCount: k.metric.Counter(fmt.Sprintf("sluice_requests_by_api_total{api=%q,api_key=\"%d\"}", kmsg.NameForKey(key), key), "Requests by API (Kafka's name and key).")}
+	k.handlers[key] = &handlerSlot{minV: minV, maxV: maxV, h: h, owner: owner, m: k.mAPI.forKey(key)}
 	return nil
 }
 

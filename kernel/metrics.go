@@ -1,48 +1,46 @@
 package kernel
 
 import (
-	"fmt"
 	"io"
-	"sort"
+	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
-// Metrics is a small registry of counters and gauges written in the Prometheus text
-// format at /metrics. Metric names are snake_case and start with "sluice_".
+// Metrics is the broker's Prometheus registry, served at /metrics on the admin
+// listener. Metric names are snake_case, start with "sluice_" and carry their unit
+// (`_seconds`, `_bytes`, `_total` for counters), as Prometheus names them.
+//
+// Modules get it from their Context. The helpers below cover the common shapes
+// (an atomic counter, a gauge read at scrape time, a family whose labelled samples
+// are listed at scrape time); anything else (a histogram, a vector) is a
+// client_golang collector registered on Registerer.
+//
+// Cardinality is the registering code's responsibility: per-partition families must
+// be bounded (or switchable to per-topic aggregates) by configuration.
 type Metrics struct {
-	mu         sync.Mutex
-	counters   map[string]*Counter
-	gauges     map[string]func() float64
-	collectors map[string]collector
-	help       map[string]string
-}
+	reg *prometheus.Registry
 
-// collector is a metric family whose samples are listed at scrape time.
-type collector struct {
-	typ string
-	fn  func(emit func(labels string, v float64))
+	mu       sync.Mutex
+	counters map[string]*Counter
+	replace  map[string]prometheus.Collector // Gauge and Collect families by name
 }
 
 // NewMetrics returns an empty registry.
 func NewMetrics() *Metrics {
-	return &Metrics{counters: map[string]*Counter{}, gauges: map[string]func() float64{},
-		collectors: map[string]collector{}, help: map[string]string{}}
+	return &Metrics{reg: prometheus.NewRegistry(), counters: map[string]*Counter{}, replace: map[string]prometheus.Collector{}}
 }
 
-// Collect registers a metric family (typ "counter" or "gauge") whose samples fn lists
-// at scrape time by calling emit once per sample, with its labels in Prometheus form
-// without braces (`transform="redact",mode="inline"`, or "" for none). It suits label
-// sets that come and go (one sample per deployed transform). fn runs outside the
-// registry's lock. A second registration of name replaces it.
-func (m *Metrics) Collect(name, help, typ string, fn func(emit func(labels string, v float64))) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.collectors[name] = collector{typ: typ, fn: fn}
-	m.help[name] = help
-}
+// Registerer is where a module registers collectors of its own (histograms, vectors).
+// A second registration of the same name fails, as client_golang's does.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
 
-// Counter is a monotonically increasing count.
+// Counter is a monotonically increasing count: one atomic add on the hot path.
 type Counter struct{ v atomic.Int64 }
 
 // Add adds n (n >= 0).
@@ -51,81 +49,104 @@ func (c *Counter) Add(n int64) { c.v.Add(n) }
 // Value returns the count.
 func (c *Counter) Value() int64 { return c.v.Load() }
 
-// Counter returns the counter named name (with an optional label set in name, e.g.
-// `sluice_requests_total{api="Produce"}`), creating it on first use.
+// Counter returns the counter named name, creating and registering it on first use.
 func (m *Metrics) Counter(name, help string) *Counter {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.counters[name]
-	if !ok {
-		c = &Counter{}
-		m.counters[name] = c
-		m.help[baseName(name)] = help
+	if c, ok := m.counters[name]; ok {
+		return c
 	}
+	c := &Counter{}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(c.Value()) }))
+	m.counters[name] = c
 	return c
 }
 
-// Gauge registers a gauge read by fn at scrape time. A second registration replaces it.
+// Gauge registers a gauge read by fn at scrape time. A second registration of name
+// replaces the first.
 func (m *Metrics) Gauge(name, help string, fn func() float64) {
+	m.swap(name, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// Kind is the Prometheus type of a family registered with Collect.
+type Kind int
+
+const (
+	KindGauge Kind = iota
+	KindCounter
+)
+
+// Collect registers a family whose samples fn lists at scrape time, calling emit once
+// per sample with its value and the values of labels, in order. It suits label sets
+// that come and go (one sample per deployed transform, per group and partition). fn
+// runs at every scrape, outside the registry's lock. A second registration of name
+// replaces the first. A sample with the wrong number of label values is reported as
+// a scrape error for that sample (never a panic).
+func (m *Metrics) Collect(name, help string, kind Kind, labels []string, fn func(emit func(v float64, labelValues ...string))) {
+	vt := prometheus.GaugeValue
+	if kind == KindCounter {
+		vt = prometheus.CounterValue
+	}
+	m.swap(name, &funcCollector{desc: prometheus.NewDesc(name, help, labels, nil), vt: vt, fn: fn})
+}
+
+// swap registers c under name, unregistering what name had before.
+func (m *Metrics) swap(name string, c prometheus.Collector) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.gauges[name] = fn
-	m.help[baseName(name)] = help
+	if old, ok := m.replace[name]; ok {
+		m.reg.Unregister(old)
+	}
+	m.reg.MustRegister(c)
+	m.replace[name] = c
 }
 
-func baseName(name string) string {
-	for i := 0; i < len(name); i++ {
-		if name[i] == '{' {
-			return name[:i]
-		}
-	}
-	return name
+// funcCollector is a Collect family.
+type funcCollector struct {
+	desc *prometheus.Desc
+	vt   prometheus.ValueType
+	fn   func(emit func(float64, ...string))
 }
 
-// WriteText writes every metric in the Prometheus text exposition format.
-func (m *Metrics) WriteText(w io.Writer) {
-	m.mu.Lock()
-	type line struct {
-		name, typ string
-		val       float64
-	}
-	var lines []line
-	for n, c := range m.counters {
-		lines = append(lines, line{n, "counter", float64(c.Value())})
-	}
-	gauges := make(map[string]func() float64, len(m.gauges))
-	for n, fn := range m.gauges {
-		gauges[n] = fn
-	}
-	collectors := make(map[string]collector, len(m.collectors))
-	for n, c := range m.collectors {
-		collectors[n] = c
-	}
-	help := make(map[string]string, len(m.help))
-	for k, v := range m.help {
-		help[k] = v
-	}
-	m.mu.Unlock()
-	for n, fn := range gauges { // outside the lock: fn may take other locks
-		lines = append(lines, line{n, "gauge", fn()})
-	}
-	for n, c := range collectors {
-		c.fn(func(labels string, v float64) {
-			name := n
-			if labels != "" {
-				name = n + "{" + labels + "}"
-			}
-			lines = append(lines, line{name, c.typ, v})
-		})
-	}
-	sort.Slice(lines, func(i, j int) bool { return lines[i].name < lines[j].name })
-	seen := map[string]bool{}
-	for _, l := range lines {
-		b := baseName(l.name)
-		if !seen[b] {
-			seen[b] = true
-			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", b, help[b], b, l.typ)
+func (c *funcCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *funcCollector) Collect(ch chan<- prometheus.Metric) {
+	c.fn(func(v float64, lvs ...string) {
+		mt, err := prometheus.NewConstMetric(c.desc, c.vt, v, lvs...)
+		if err != nil {
+			mt = prometheus.NewInvalidMetric(c.desc, err)
 		}
-		fmt.Fprintf(w, "%s %g\n", l.name, l.val)
+		ch <- mt
+	})
+}
+
+// Handler serves the registry in Prometheus's text format (or OpenMetrics, when the
+// scraper asks for it), gzipped when the scraper accepts it. A collector's error
+// leaves that sample out and is logged, the rest is served.
+func (m *Metrics) Handler(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      promLogger{log},
+	})
+}
+
+// promLogger is promhttp's error log on slog.
+type promLogger struct{ log *slog.Logger }
+
+func (l promLogger) Println(v ...any) {
+	if l.log != nil {
+		l.log.Warn("metrics scrape", "err", v)
 	}
+}
+
+// WriteText writes every metric in the Prometheus text exposition format (tests,
+// tools). A collector's error is returned after the rest is written.
+func (m *Metrics) WriteText(w io.Writer) error {
+	mfs, gerr := m.reg.Gather()
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			return err
+		}
+	}
+	return gerr
 }

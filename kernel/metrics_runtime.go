@@ -31,27 +31,30 @@ const (
 func registerRuntimeMetrics(m *Metrics) {
 	rm := &runtimeMetrics{samples: []metrics.Sample{{Name: rmGCCycles}, {Name: rmGCPauses}, {Name: rmHeap}, {Name: rmGoroutines}, {Name: rmMemLimit}}}
 	// The runtime gauges and counters, in the order read returns them.
-	for i, g := range []struct{ name, help, kind string }{
-		{name: "sluice_go_gc_cycles_total", kind: "counter", help: "Completed garbage collection cycles."},
-		{name: "sluice_go_gc_pause_max_seconds", kind: "gauge", help: "Longest stop-the-world pause of the garbage collector since start (upper bound of its histogram bucket)."},
-		{name: "sluice_go_gc_pauses_over_1ms_total", kind: "counter", help: "Garbage collector stop-the-world pauses longer than 1 ms (by histogram bucket)."},
-		{name: "sluice_go_gc_pauses_over_5ms_total", kind: "counter", help: "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket)."},
-		{name: "sluice_go_heap_objects_bytes", kind: "gauge", help: "Bytes of live and not yet swept heap objects."},
-		{name: "sluice_go_goroutines", kind: "gauge", help: "Goroutines."},
-		{name: "sluice_go_memory_limit_bytes", kind: "gauge", help: "The Go runtime's soft memory limit (sluice.memory.limit.bytes or GOMEMLIMIT); math.MaxInt64 when none."},
+	for i, g := range []struct {
+		name, help string
+		kind       Kind
+	}{
+		{name: "sluice_go_gc_cycles_total", kind: KindCounter, help: "Completed garbage collection cycles."},
+		{name: "sluice_go_gc_pause_max_seconds", kind: KindGauge, help: "Longest stop-the-world pause of the garbage collector since start (upper bound of its histogram bucket)."},
+		{name: "sluice_go_gc_pauses_over_1ms_total", kind: KindCounter, help: "Garbage collector stop-the-world pauses longer than 1 ms (by histogram bucket)."},
+		{name: "sluice_go_gc_pauses_over_5ms_total", kind: KindCounter, help: "Garbage collector stop-the-world pauses longer than 5 ms (by histogram bucket)."},
+		{name: "sluice_go_heap_objects_bytes", kind: KindGauge, help: "Bytes of live and not yet swept heap objects."},
+		{name: "sluice_go_goroutines", kind: KindGauge, help: "Goroutines."},
+		{name: "sluice_go_memory_limit_bytes", kind: KindGauge, help: "The Go runtime's soft memory limit (sluice.memory.limit.bytes or GOMEMLIMIT); math.MaxInt64 when none."},
 	} {
-		m.Collect(g.name, g.help, g.kind, func(emit func(string, float64)) {
-			emit("", rm.read()[i])
+		m.Collect(g.name, g.help, g.kind, nil, func(emit func(float64, ...string)) {
+			emit(rm.read()[i])
 		})
 	}
-	m.Collect("sluice_process_resident_memory_bytes", "Resident set size of the broker process (VmRSS).", "gauge", func(emit func(string, float64)) {
+	m.Collect("sluice_process_resident_memory_bytes", "Resident set size of the broker process (VmRSS).", KindGauge, nil, func(emit func(float64, ...string)) {
 		if v, ok := procStatusBytes("VmRSS:"); ok {
-			emit("", v)
+			emit(v)
 		}
 	})
-	m.Collect("sluice_process_resident_memory_peak_bytes", "Peak resident set size of the broker process (VmHWM).", "gauge", func(emit func(string, float64)) {
+	m.Collect("sluice_process_resident_memory_peak_bytes", "Peak resident set size of the broker process (VmHWM).", KindGauge, nil, func(emit func(float64, ...string)) {
 		if v, ok := procStatusBytes("VmHWM:"); ok {
-			emit("", v)
+			emit(v)
 		}
 	})
 }

@@ -13,12 +13,12 @@ func TestMetricsCollect(t *testing.T) {
 	m := NewMetrics()
 	m.Counter("sluice_a_total", "a").Add(2)
 	samples := []string{"x", "y"}
-	m.Collect("sluice_b_total", "b per thing", "counter", func(emit func(string, float64)) {
+	m.Collect("sluice_b_total", "b per thing", KindCounter, []string{"thing"}, func(emit func(float64, ...string)) {
 		for i, s := range samples {
-			emit(`thing="`+s+`"`, float64(i+1))
+			emit(float64(i+1), s)
 		}
 	})
-	m.Collect("sluice_c", "c", "gauge", func(emit func(string, float64)) { emit("", 7) })
+	m.Collect("sluice_c", "c", KindGauge, nil, func(emit func(float64, ...string)) { emit(7) })
 	var sb strings.Builder
 	m.WriteText(&sb)
 	want := `# HELP sluice_a_total a
@@ -35,6 +35,15 @@ sluice_c 7
 	if sb.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", sb.String(), want)
 	}
+	// A second registration replaces the first; a sample with the wrong labels is an
+	// error of that family, not a panic, and the rest is still written.
+	m.Collect("sluice_c", "c", KindGauge, nil, func(emit func(float64, ...string)) { emit(8) })
+	m.Collect("sluice_d", "d", KindGauge, []string{"x"}, func(emit func(float64, ...string)) { emit(1) })
+	sb.Reset()
+	if err := m.WriteText(&sb); err == nil || !strings.Contains(sb.String(), "sluice_c 8") || strings.Contains(sb.String(), "sluice_c 7") {
+		t.Fatalf("err %v after a replacement and a bad sample:\n%s", err, sb.String())
+	}
+	m.Collect("sluice_d", "d", KindGauge, []string{"x"}, func(emit func(float64, ...string)) { emit(1, "y") })
 	// Samples come and go with what fn lists.
 	samples = samples[:1]
 	sb.Reset()

@@ -122,14 +122,14 @@ func (c *conn) saslSucceeded(now time.Time) error {
 	c.info.Principal = p
 	s.expiry, s.state, s.everAuthed, s.reauth, s.ex = exp, saslAuthenticated, true, false, nil
 	c.preAuth.Store(false)
-	c.k.mSASLOK.Add(1)
+	c.k.mSASLOK.Inc()
 	return nil
 }
 
 // saslFailed counts and logs a failed authentication and waits
 // connection.failed.authentication.delay.ms before the caller answers and closes.
 func (c *conn) saslFailed(ctx context.Context, err error) {
-	c.k.mSASLFail.Add(1)
+	c.k.mSASLFail.Inc()
 	c.logRejected("SASL authentication failed", fmt.Errorf("mechanism %s: %w", c.sasl.mech, err))
 	c.sasl.ex = nil
 	if d := c.k.failDelay; d > 0 {

@@ -45,10 +45,10 @@ func TestTransformMetrics(t *testing.T) {
 	text := scrape(t, b)
 	for _, want := range []string{
 		"# TYPE sluice_transform_records_in_total counter",
-		`sluice_transform_records_in_total{transform="filt",mode="inline"} 6`,
-		`sluice_transform_records_out_total{transform="filt",mode="inline"} 4`,
-		`sluice_transform_running{transform="filt",mode="inline"} 1`,
-		`sluice_transform_failures_total{transform="filt",mode="inline"} 0`,
+		`sluice_transform_records_in_total{mode="inline",transform="filt"} 6`,
+		`sluice_transform_records_out_total{mode="inline",transform="filt"} 4`,
+		`sluice_transform_running{mode="inline",transform="filt"} 1`,
+		`sluice_transform_failures_total{mode="inline",transform="filt"} 0`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Fatalf("/metrics lacks %q:\n%s", want, text)

@@ -1,9 +1,6 @@
 package transforms
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -14,16 +11,16 @@ import (
 // that as a counter reset).
 func (m *Module) registerMetrics(mt *kernel.Metrics) {
 	counter := func(name, help string, v func(*Status) float64) {
-		mt.Collect(name, help, "counter", func(emit func(string, float64)) {
+		mt.Collect(name, help, kernel.KindCounter, metricLabels, func(emit func(float64, ...string)) {
 			for _, s := range m.statuses() {
-				emit(metricLabels(&s), v(&s))
+				emit(v(&s), s.Name, s.Mode)
 			}
 		})
 	}
 	gauge := func(name, help string, v func(*Status) float64) {
-		mt.Collect(name, help, "gauge", func(emit func(string, float64)) {
+		mt.Collect(name, help, kernel.KindGauge, metricLabels, func(emit func(float64, ...string)) {
 			for _, s := range m.statuses() {
-				emit(metricLabels(&s), v(&s))
+				emit(v(&s), s.Name, s.Mode)
 			}
 		})
 	}
@@ -43,13 +40,5 @@ func (m *Module) registerMetrics(mt *kernel.Metrics) {
 	})
 }
 
-// metricLabels renders a transform's labels. Transform names are restricted to
-// [a-zA-Z0-9._-] at deploy, so no escaping is needed; quote anyway for safety.
-func metricLabels(s *Status) string {
-	var b strings.Builder
-	b.WriteString(`transform=`)
-	b.WriteString(strconv.Quote(s.Name))
-	b.WriteString(`,mode=`)
-	b.WriteString(strconv.Quote(s.Mode))
-	return b.String()
-}
+// metricLabels are the labels of every transform sample.
+var metricLabels = []string{"transform", "mode"}

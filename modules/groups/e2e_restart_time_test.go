@@ -192,7 +192,9 @@ func dirtyRatios(ctx context.Context, admin, topic string) (map[string]float64, 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	prefix := fmt.Sprintf("sluice_log_cleaner_dirty_ratio{topic=%q,partition=", topic)
+	// Labels come sorted by name: {partition="N",topic="T"}.
+	const prefix = `sluice_log_cleaner_dirty_ratio{partition="`
+	suffix := fmt.Sprintf(`",topic=%q} `, topic)
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -200,15 +202,15 @@ func dirtyRatios(ctx context.Context, admin, topic string) (map[string]float64, 
 		if !ok {
 			continue
 		}
-		labels, value, ok := strings.Cut(line, "} ")
+		part, value, ok := strings.Cut(line, suffix)
 		if !ok {
-			return nil, fmt.Errorf("metrics line %q", sc.Text())
+			continue // another topic
 		}
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			return nil, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
 		}
-		out[strings.Trim(labels, `"`)] = v
+		out[part] = v
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

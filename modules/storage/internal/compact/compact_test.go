@@ -146,10 +146,10 @@ func TestCleanerSkipsFailingLogs(t *testing.T) {
 	var sb strings.Builder
 	mt.WriteText(&sb)
 	for _, want := range []string{
-		`sluice_log_cleaner_uncleanable{topic="bad",partition="0"} 1`,
-		`sluice_log_cleaner_uncleanable{topic="good",partition="0"} 0`,
+		`sluice_log_cleaner_uncleanable{partition="0",topic="bad"} 1`,
+		`sluice_log_cleaner_uncleanable{partition="0",topic="good"} 0`,
 		`sluice_log_cleaner_errors_total 1`,
-		`sluice_log_cleaner_dirty_ratio{topic="good",partition="0"} 0.5`,
+		`sluice_log_cleaner_dirty_ratio{partition="0",topic="good"} 0.5`,
 	} {
 		if !strings.Contains(sb.String(), want) {
 			t.Errorf("metrics lack %q:\n%s", want, sb.String())
@@ -168,14 +168,14 @@ func TestCleanerSkipsFailingLogs(t *testing.T) {
 	}
 }
 
-func TestLabels(t *testing.T) {
-	for in, want := range map[string]string{
-		"orders-3":     `topic="orders",partition="3"`,
-		"a-b-c-12":     `topic="a-b-c",partition="12"`,
-		"no_partition": `topic="no_partition",partition=""`,
+func TestSplitName(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"orders-3":     {"orders", "3"},
+		"a-b-c-12":     {"a-b-c", "12"},
+		"no_partition": {"no_partition", ""},
 	} {
-		if got := labels(in); got != want {
-			t.Errorf("labels(%q) = %s, want %s", in, got, want)
+		if topic, part := splitName(in); topic != want[0] || part != want[1] {
+			t.Errorf("splitName(%q) = %q, %q, want %q", in, topic, part, want)
 		}
 	}
 }

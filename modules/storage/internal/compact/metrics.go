@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -17,19 +16,19 @@ func RegisterMetrics(mt *kernel.Metrics, c *Cleaner, logs func() []Log) {
 		return
 	}
 	total := func(name, help string, fn func(t Totals) int64) {
-		mt.Collect(name, help, "counter", func(emit func(string, float64)) { emit("", float64(fn(c.Totals()))) })
+		mt.Collect(name, help, kernel.KindCounter, nil, func(emit func(float64, ...string)) { emit(float64(fn(c.Totals()))) })
 	}
 	total("sluice_log_cleaner_passes_total", "Cleaning passes run.", func(t Totals) int64 { return t.Passes })
 	total("sluice_log_cleaner_errors_total", "Cleaning passes that failed (the partition is skipped for a while).", func(t Totals) int64 { return t.Errors })
 	total("sluice_log_cleaner_bytes_read_total", "Bytes the cleaner read.", func(t Totals) int64 { return t.BytesRead })
 	total("sluice_log_cleaner_bytes_written_total", "Bytes the cleaner wrote.", func(t Totals) int64 { return t.BytesWritten })
 	total("sluice_log_cleaner_records_removed_total", "Records the cleaner removed (superseded, aborted, expired tombstones and markers).", func(t Totals) int64 { return t.RecordsRemoved })
-	mt.Collect("sluice_log_cleaner_max_map_bytes", "Largest offset map table a pass used (bounded by log.cleaner.dedupe.buffer.size / log.cleaner.threads).", "gauge",
-		func(emit func(string, float64)) { emit("", float64(c.Totals().MaxMapBytes)) })
-	mt.Collect("sluice_log_cleaner_last_pass_seconds", "Duration of the latest cleaning pass.", "gauge",
-		func(emit func(string, float64)) { emit("", float64(c.Totals().LastPassMs)/1000) })
+	mt.Collect("sluice_log_cleaner_max_map_bytes", "Largest offset map table a pass used (bounded by log.cleaner.dedupe.buffer.size / log.cleaner.threads).", kernel.KindGauge, nil,
+		func(emit func(float64, ...string)) { emit(float64(c.Totals().MaxMapBytes)) })
+	mt.Collect("sluice_log_cleaner_last_pass_seconds", "Duration of the latest cleaning pass.", kernel.KindGauge, nil,
+		func(emit func(float64, ...string)) { emit(float64(c.Totals().LastPassMs) / 1000) })
 	perLog := func(name, help string, fn func(l Log, cand Candidate, lp lastPass, seen bool) (float64, bool)) {
-		mt.Collect(name, help, "gauge", func(emit func(string, float64)) {
+		mt.Collect(name, help, kernel.KindGauge, []string{"topic", "partition"}, func(emit func(float64, ...string)) {
 			nowMs := c.now().UnixMilli()
 			for _, l := range logs() {
 				cand, _ := l.Cleanable(nowMs)
@@ -37,7 +36,8 @@ func RegisterMetrics(mt *kernel.Metrics, c *Cleaner, logs func() []Log) {
 				lp, seen := c.last[l]
 				c.mu.Unlock()
 				if v, ok := fn(l, cand, lp, seen); ok {
-					emit(labels(l.Name()), v)
+					topic, part := splitName(l.Name())
+					emit(v, topic, part)
 				}
 			}
 		})
@@ -57,13 +57,12 @@ func RegisterMetrics(mt *kernel.Metrics, c *Cleaner, logs func() []Log) {
 		})
 }
 
-// labels turns "topic-partition" into Prometheus labels.
-func labels(name string) string {
-	topic, part := name, ""
+// splitName splits "topic-partition" into its topic and partition.
+func splitName(name string) (topic, partition string) {
 	if i := strings.LastIndexByte(name, '-'); i > 0 {
 		if _, err := strconv.Atoi(name[i+1:]); err == nil {
-			topic, part = name[:i], name[i+1:]
+			return name[:i], name[i+1:]
 		}
 	}
-	return fmt.Sprintf("topic=%q,partition=%q", topic, part)
+	return name, ""
 }
