@@ -45,3 +45,20 @@ type PartitionOffsets interface {
 	// it.
 	Offsets(tp TopicPartition) (logStart, highWatermark int64, ok bool)
 }
+
+// ReplicaOffsets is an optional interface of the replication module (found by type
+// assertion) for metrics computed at scrape time (consumer lag): what this broker
+// knows of a partition it holds a replica of, leader or follower, without a request
+// and without opening anything.
+type ReplicaOffsets interface {
+	// ReplicaOffsets returns tp's log start offset and high watermark (on a follower,
+	// the leader's as of the follower's last fetch); ok is false when this broker
+	// holds no open replica of tp.
+	ReplicaOffsets(tp TopicPartition) (logStart, highWatermark int64, ok bool)
+	// BatchTimestamp returns the timestamp of the batch holding offset, an offset
+	// below the high watermark (one at or below the log start reads the first batch):
+	// its first record's create time, or its append time under LogAppendTime. It
+	// costs one index lookup and one read of a batch header. ok is false when there
+	// is no such batch here.
+	BatchTimestamp(tp TopicPartition, offset int64) (timestampMs int64, ok bool)
+}

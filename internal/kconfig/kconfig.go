@@ -167,6 +167,7 @@ type Broker struct {
 
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
 	SluiceLogOpenFilesMax       int32 // sluice.log.open.files.max (0: half of RLIMIT_NOFILE)
+	SluiceMetricsPartitions     bool  // sluice.metrics.partition.series
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
 	// The log cleaner (compaction); all but LogCleanerEnable are dynamic cluster-wide.
@@ -248,6 +249,7 @@ func ResolveBroker(merged map[string]string) Broker {
 
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
 		SluiceLogOpenFilesMax:       int32(n("sluice.log.open.files.max")),
+		SluiceMetricsPartitions:     eff["sluice.metrics.partition.series"].bool(),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
 
 		LogCleanerEnable:              eff["log.cleaner.enable"].bool(),

@@ -1,0 +1,174 @@
+package groups
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/offsets"
+)
+
+// Group metrics, computed at scrape time from state the coordinator already has (no
+// work on the request path). Each broker reports the groups it coordinates: those of
+// the __consumer_offsets partitions it leads, in memory or with committed offsets
+// only.
+//
+//	sluice_consumer_group_lag{group,topic,partition}          high watermark minus
+//	    the committed offset (0 when caught up)
+//	sluice_consumer_group_lag_seconds{group,topic,partition}  now minus the timestamp
+//	    of the first unconsumed record (its batch's first, so at most the producer's
+//	    batching window early); 0 when caught up
+//	sluice_consumer_group_members{group}
+//	sluice_consumer_group_state{group,state}                  1 for the current state
+//	sluice_consumer_group_generation{group}                   a classic group's
+//	    generation or a KIP-848 group's epoch: it grows with every rebalance
+//
+// The lag of a partition needs a replica of it on the coordinator (leader or
+// follower; kernel.ReplicaOffsets): one high watermark read and, when it lags, one
+// index lookup and one batch header read. Partitions with no replica here are left
+// out. With sluice.metrics.partition.series=false the lag families drop the
+// partition label: the lag summed over a topic's partitions, the time lag the
+// largest.
+type groupCollector struct {
+	m          *Module
+	offs       kernel.ReplicaOffsets // nil: no lag families
+	partitions bool
+
+	lag, lagSeconds, members, state, generation *prometheus.Desc
+}
+
+func newGroupCollector(m *Module, ro kernel.ReplicaOffsets, partitions bool) *groupCollector {
+	lagLabels := []string{"group", "topic", "partition"}
+	if !partitions {
+		lagLabels = lagLabels[:2]
+	}
+	return &groupCollector{
+		m: m, offs: ro, partitions: partitions,
+		lag: prometheus.NewDesc("sluice_consumer_group_lag",
+			"Records a group has yet to consume: the high watermark minus its committed offset.", lagLabels, nil),
+		lagSeconds: prometheus.NewDesc("sluice_consumer_group_lag_seconds",
+			"How far behind a group is in time: now minus the timestamp of its first unconsumed record (0 when caught up).", lagLabels, nil),
+		members: prometheus.NewDesc("sluice_consumer_group_members",
+			"Members of a group this broker coordinates.", []string{"group"}, nil),
+		state: prometheus.NewDesc("sluice_consumer_group_state",
+			"1 for a group's current state (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead; Assigning, Reconciling for KIP-848 groups).", []string{"group", "state"}, nil),
+		generation: prometheus.NewDesc("sluice_consumer_group_generation",
+			"A classic group's generation or a KIP-848 group's epoch; it grows with every rebalance.", []string{"group"}, nil),
+	}
+}
+
+// registerMetrics registers the group families on mt.
+func (m *Module) registerMetrics(mt *kernel.Metrics, ro kernel.ReplicaOffsets) {
+	b := kconfig.ResolveBroker(kconfig.MergeBroker(m.broker.StaticConfigs, nil, nil))
+	mt.Registerer().MustRegister(newGroupCollector(m, ro, b.SluiceMetricsPartitions))
+}
+
+func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.lag, c.lagSeconds, c.members, c.state, c.generation} {
+		ch <- d
+	}
+}
+
+func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	if m.coord == nil || m.store == nil {
+		return
+	}
+	led := map[int32]bool{}
+	seen := map[string]bool{}
+	for _, s := range m.loadedShards() {
+		led[s.tp.Partition] = true
+		for _, g := range s.allGroups() {
+			seen[g.id] = true
+			members, gen := g.size()
+			ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(members), g.id)
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, g.id, g.state())
+			ch <- prometheus.MustNewConstMetric(c.generation, prometheus.GaugeValue, float64(gen), g.id)
+			c.collectLag(ch, g.id)
+		}
+	}
+	n := m.offsetsPartitions()
+	if n <= 0 || len(led) == 0 {
+		return
+	}
+	ids, err := m.store.Groups()
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if seen[id] || !led[offsets.PartitionFor(id, n)] {
+			continue
+		}
+		// Offsets only: an empty group the coordinator no longer keeps in memory.
+		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, 0, id)
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, id, "Empty")
+		c.collectLag(ch, id)
+	}
+}
+
+// topicLag is a topic's aggregate when partition series are off.
+type topicLag struct {
+	lag        int64
+	lagSeconds float64
+}
+
+// collectLag emits group's lag families.
+func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string) {
+	if c.offs == nil {
+		return
+	}
+	committed, err := c.m.store.FetchGroup(group)
+	if err != nil || len(committed) == 0 {
+		return
+	}
+	nowMs := c.m.now().UnixMilli()
+	var byTopic map[string]*topicLag
+	if !c.partitions {
+		byTopic = map[string]*topicLag{}
+	}
+	for otp, cm := range committed {
+		tp := kernel.TopicPartition{Topic: otp.Topic, Partition: otp.Partition}
+		_, hw, ok := c.offs.ReplicaOffsets(tp)
+		if !ok {
+			continue
+		}
+		lag := max(hw-cm.Offset, 0)
+		var lagSeconds float64
+		if lag > 0 {
+			if ts, ok := c.offs.BatchTimestamp(tp, cm.Offset); ok && nowMs > ts {
+				lagSeconds = float64(nowMs-ts) / 1000
+			}
+		}
+		if c.partitions {
+			p := strconv.Itoa(int(tp.Partition))
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), group, tp.Topic, p)
+			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, lagSeconds, group, tp.Topic, p)
+			continue
+		}
+		t := byTopic[tp.Topic]
+		if t == nil {
+			t = &topicLag{}
+			byTopic[tp.Topic] = t
+		}
+		t.lag += lag
+		t.lagSeconds = max(t.lagSeconds, lagSeconds)
+	}
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		t := byTopic[topic]
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(t.lag), group, topic)
+		ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, t.lagSeconds, group, topic)
+	}
+}
+
+// size returns the group's members and its generation (classic) or epoch (KIP-848).
+func (g *group) size() (members int, generation int32) {
+	if g.consumer != nil {
+		return g.consumer.Size(), g.consumer.GroupEpoch()
+	}
+	n, _ := g.classic.Size()
+	return n, g.classic.Generation()
+}
