@@ -35,17 +35,24 @@ func produceAtPace(t *testing.T, ctx context.Context, cl *kgo.Client, topic stri
 
 func commit(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string, offs map[int32]int64) {
 	t.Helper()
+	if err := commitErr(ctx, adm, group, map[string]map[int32]int64{topic: offs}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitErr commits offs (topic -> partition -> offset) for group.
+func commitErr(ctx context.Context, adm *kadm.Client, group string, offs map[string]map[int32]int64) error {
 	var o kadm.Offsets
-	for p, at := range offs {
-		o.AddOffset(topic, p, at, -1)
+	for topic, ps := range offs {
+		for p, at := range ps {
+			o.AddOffset(topic, p, at, -1)
+		}
 	}
 	resp, err := adm.CommitOffsets(ctx, group, o)
 	if err == nil {
 		err = resp.Error()
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	return err
 }
 
 // Lag in offsets and in seconds for a group that committed part of a topic written
@@ -180,5 +187,42 @@ func TestRequestLatencyHistograms(t *testing.T) {
 		if sum := m.GetHistogram().GetSampleSum(); sum < 0 || sum > 60 {
 			t.Fatalf("latency sum %v s", sum)
 		}
+	}
+}
+
+// Per-topic traffic: bytes and records appended, bytes sent to consumers.
+func TestTopicTraffic(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := b.Admin(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "traffic"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.Client(t, kgo.DefaultProduceTopic("traffic"), kgo.ProducerLinger(0))
+	for i := range 7 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "value-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := metricstest.Scrape(t, b.AdminAddr)
+	if v, _ := s.Value("sluice_topic_records_in_total", "topic", "traffic"); v != 7 {
+		t.Fatalf("records in %v, want 7", v)
+	}
+	in, _ := s.Value("sluice_topic_bytes_in_total", "topic", "traffic")
+	if in < 7*10 {
+		t.Fatalf("bytes in %v for 7 records", in)
+	}
+	consumer := b.Client(t, kgo.ConsumeTopics("traffic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < 7; {
+		fs := consumer.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	s = metricstest.Scrape(t, b.AdminAddr)
+	if out, _ := s.Value("sluice_topic_bytes_out_total", "topic", "traffic"); out != in {
+		t.Fatalf("bytes out %v after one consumer read everything once, bytes in %v", out, in)
 	}
 }

@@ -98,8 +98,12 @@ func (nd *node) proposeLocal(ctx context.Context, recs []image.Record) (*kernel.
 	}
 	entries := packEntries(recs, errs)
 	futures := make([]raft.ApplyFuture, len(entries))
+	began := time.Now()
 	for i, e := range entries {
 		futures[i] = r.Apply(e.data, timeout)
+	}
+	if nd.commitTime != nil {
+		defer func() { nd.commitTime.Observe(time.Since(began).Seconds()) }()
 	}
 	var last uint64
 	wake := false

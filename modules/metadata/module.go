@@ -205,14 +205,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return err
 	}
 	if mt := ctx.Metrics(); mt != nil {
-		mt.Gauge("sluice_metadata_image_version", "Index of the last metadata entry applied to this broker's image.",
-			func() float64 { return float64(m.node.hub.image().Version) })
-		mt.Gauge("sluice_metadata_is_controller", "1 if this broker is the metadata raft leader.", func() float64 {
-			if r := m.node.raft.Load(); r != nil && r.State() == raft.Leader {
-				return 1
-			}
-			return 0
-		})
+		m.registerMetrics(mt)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"sync"
@@ -27,11 +28,14 @@ type node struct {
 	voters []voter
 	rand   io.Reader // ids and placement; crypto/rand unless a test sets it
 
-	hub   *hub
-	raft  atomic.Pointer[raft.Raft]
-	trans raft.Transport
-	mux   *rpc.Mux    // raft port (raft + controller RPC); nil with the in-memory transport
-	rpc   *rpc.Client // calls to the controller
+	hub  *hub
+	raft atomic.Pointer[raft.Raft]
+	// commitTime observes a proposal's commit latency (metrics.go); nil without
+	// metrics.
+	commitTime prometheus.Observer
+	trans      raft.Transport
+	mux        *rpc.Mux    // raft port (raft + controller RPC); nil with the in-memory transport
+	rpc        *rpc.Client // calls to the controller
 
 	// changes coalesces concurrent AlterPartition proposals (changebatch.go).
 	changes changeBatcher

@@ -574,6 +574,9 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 	var bytes int64
 	for _, fp := range sent {
 		bytes += fp.records.Size
+		if op.replica < 0 && fp.readPart != nil {
+			fp.readPart.stats.out(fp.records.Size)
+		}
 		n := len(resp.topics)
 		if n == 0 || resp.topics[n-1].name != fp.topic || resp.topics[n-1].id != fp.topicID {
 			resp.topics = append(resp.topics, fetchTopic{name: fp.topic, id: fp.topicID})

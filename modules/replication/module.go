@@ -60,6 +60,7 @@ type Module struct {
 	sessions *sessionCache
 
 	produceBytes, fetchBytes *kernel.Counter
+	stats                    topicStatsMap // per-topic traffic (metrics.go)
 	// transformer is the registered kernel.ProduceTransformer (nil: none); see
 	// SetProduceTransformer.
 	transformer hookSlot[kernel.ProduceTransformer]
@@ -163,7 +164,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("replication: %w", err)
 	}
 	m.pg = newPurgatory()
-	m.env = &partitionEnv{self: m.broker.NodeID, pg: m.pg, log: m.log, alter: m.changer != nil}
+	m.env = &partitionEnv{self: m.broker.NodeID, pg: m.pg, log: m.log, alter: m.changer != nil, stats: &m.stats, elections: &kernel.Counter{}}
 	m.fetchers = newFetcherSet(m)
 	m.setBrokerLimits(m.brokerConfigs(nil))
 	m.parts = make(map[kernel.TopicPartition]*Partition)
@@ -179,6 +180,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	m.sessions = newSessionCache(slots, time.Duration(m.FetchSessionEvictionMs)*time.Millisecond, m.now)
 	m.produceBytes, m.fetchBytes = &kernel.Counter{}, &kernel.Counter{}
 	if mt := ctx.Metrics(); mt != nil {
+		m.registerMetrics(mt)
 		mt.Gauge("sluice_fetch_sessions", "Cached fetch sessions (KIP-227).", func() float64 { return float64(m.sessions.len()) })
 		mt.Gauge("sluice_leader_partitions", "Partitions this broker leads.", func() float64 { return float64(m.leaderCount()) })
 		mt.Gauge("sluice_purgatory_waiting", "Fetches and acks=all produces waiting in the purgatory.", func() float64 { return float64(m.pg.n.Load()) })

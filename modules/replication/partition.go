@@ -64,6 +64,11 @@ type partitionEnv struct {
 	// alter: the metadata module changes ISRs (kernel.PartitionChanger); without it the
 	// leader proposes no ISR change and the ISR is whatever images say.
 	alter bool
+	// stats holds the topics' traffic counters; elections counts leader epochs this
+	// node started, isrShrinks and isrExpands the changes of a led partition's ISR
+	// (metrics.go). All nil in tests that build partitions without a module.
+	stats                             *topicStatsMap
+	elections, isrShrinks, isrExpands *kernel.Counter
 }
 
 // Partition is one local replica of a partition: its log, its placement (leader,
@@ -80,6 +85,7 @@ type Partition struct {
 	self    int32
 	pg      *purgatory
 	env     *partitionEnv
+	stats   *topicStats // the topic's traffic counters (nil without a module)
 
 	// mu serialises appends (offset assignment and epoch stamping, follower appends and
 	// truncations), HW moves and placement changes.
@@ -139,7 +145,7 @@ type queuedMarker struct {
 }
 
 func newPartition(tp kernel.TopicPartition, id [16]byte, log kernel.Log, env *partitionEnv) *Partition {
-	p := &Partition{tp: tp, topicID: id, log: log, self: env.self, pg: env.pg, env: env}
+	p := &Partition{tp: tp, topicID: id, log: log, self: env.self, pg: env.pg, env: env, stats: env.stats.get(tp.Topic)}
 	p.place.Store(&placement{leader: -1, epoch: -1, cfg: &kconfig.Topic{}})
 	// The checkpointed HW (the log start when none was ever recorded): what is below
 	// it was committed before the restart. A leader with ISR = {self} moves it to the
@@ -232,8 +238,12 @@ func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconf
 	}
 	leader := np.leader == p.self
 	if leader && (old.leader != p.self || old.epoch != np.epoch) {
+		if c := p.env.elections; c != nil && old.epoch >= 0 {
+			c.Add(1) // not the first placement after opening (a restart)
+		}
 		p.becomeLeaderLocked(np, nowMs)
 	} else if leader {
+		p.countISRChange(old.isr, np.isr) // by an image: the controller's, or ours
 		p.syncFollowersLocked(np, nowMs)
 	}
 	if !leader {
@@ -556,6 +566,7 @@ func (p *Partition) isrChanged(req *kernel.AlterPartitionRequest, res *kernel.Pa
 		if !slices.Contains(np.isr, p.self) {
 			np.isr = append(np.isr, p.self)
 		}
+		p.countISRChange(pl.isr, np.isr)
 	}
 	np.maximal = np.isr
 	p.place.Store(&np)
@@ -563,6 +574,23 @@ func (p *Partition) isrChanged(req *kernel.AlterPartitionRequest, res *kernel.Pa
 		p.advanceHWLocked()
 	}
 	return true
+}
+
+// countISRChange counts a led partition's committed ISR going from old to isr within
+// a leader epoch: a shrink or an expansion, whoever made it (this leader's
+// AlterPartition, or the controller removing a fenced broker). Each change is seen
+// once: by the answer or by the image, whichever comes first.
+func (p *Partition) countISRChange(old, isr []int32) {
+	var c *kernel.Counter
+	switch {
+	case len(isr) < len(old):
+		c = p.env.isrShrinks
+	case len(isr) > len(old):
+		c = p.env.isrExpands
+	}
+	if c != nil {
+		c.Add(1)
+	}
 }
 
 // stillProposing reports whether req is still the change in flight (a retry of a

@@ -69,6 +69,7 @@ func (m *Module) Append(ctx context.Context, tp kernel.TopicPartition, records [
 		return res, err
 	}
 	m.produceBytes.Add(int64(len(records)))
+	p.stats.in(int64(len(records)), res.LastOffset-res.BaseOffset+1)
 	var werr error
 	try := func() bool {
 		done, err := p.ackState(res.LastOffset, epoch)

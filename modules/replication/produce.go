@@ -247,6 +247,7 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		return p
 	}
 	m.produceBytes.Add(int64(len(records))) // the stored bytes (a transform's output)
+	p.stats.in(int64(len(records)), res.LastOffset-res.BaseOffset+1)
 	if cfg.MessageTimestampType == "LogAppendTime" {
 		out.LogAppendTime = pc.now
 	}
