@@ -278,6 +278,17 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mConnRefused = k.metric.Counter("sluice_connections_refused_total", "Connections closed at once for max.connections.per.ip.")
 	k.mConnThrottled = k.metric.Counter("sluice_connection_accept_waits_total", "Accepts delayed by max.connections or max.connection.creation.rate.")
 	registerRuntimeMetrics(k.metric)
+	k.metric.Collect("sluice_connections_active", "Open client connections by listener.", KindGauge, []string{"listener"},
+		func(emit func(float64, ...string)) {
+			n := map[string]int{}
+			for _, l := range k.cfg.Listeners {
+				n[l.Name] = 0
+			}
+			k.conns.Range(func(c, _ any) bool { n[c.(*conn).info.Listener]++; return true })
+			for l, v := range n {
+				emit(float64(v), l)
+			}
+		})
 	return k, nil
 }
 

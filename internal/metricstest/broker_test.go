@@ -182,6 +182,9 @@ func TestRequestLatencyHistograms(t *testing.T) {
 	if !ok || count < 5 || hist != count || queue != count {
 		t.Fatalf("Produce: %v counted, %v in the latency histogram, %v in the queue histogram", count, hist, queue)
 	}
+	if conns, ok := s.Value("sluice_connections_active", "listener", "PLAINTEXT"); !ok || conns < 1 {
+		t.Fatalf("active connections %v %v with a client connected", conns, ok)
+	}
 	h := s["sluice_request_duration_seconds"]
 	for _, m := range h.GetMetric() {
 		if sum := m.GetHistogram().GetSampleSum(); sum < 0 || sum > 60 {

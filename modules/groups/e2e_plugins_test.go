@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/metricstest"
 	"github.com/sluicehq/sluice/internal/testbroker"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups"
@@ -170,6 +171,14 @@ modules:
 	before := pluginStats(t, b)["smallest"]
 	if before.Calls == 0 || before.Errors != 0 {
 		t.Fatalf("stats %+v", before)
+	}
+	// The same figures at /metrics.
+	ms := metricstest.Scrape(t, b.AdminAddr)
+	if up, _ := ms.Value("sluice_assignor_plugin_up", "assignor", "smallest"); up != 1 {
+		t.Fatalf("sluice_assignor_plugin_up %v", up)
+	}
+	if calls, _ := ms.Value("sluice_assignor_plugin_calls_total", "assignor", "smallest"); calls < float64(before.Calls) {
+		t.Fatalf("sluice_assignor_plugin_calls_total %v, stats %d", calls, before.Calls)
 	}
 
 	// SIGKILL the plugin while it computes a rebalance: the join's assignment call

@@ -26,6 +26,8 @@ import (
 //	sluice_consumer_group_state{group,state}                  1 for the current state
 //	sluice_consumer_group_generation{group}                   a classic group's
 //	    generation or a KIP-848 group's epoch: it grows with every rebalance
+//	sluice_assignor_plugin_{up,calls_total,errors_total,fallbacks_total,
+//	    restarts_total,last_call_seconds}{assignor}           each assignor plugin
 //
 // The lag of a partition needs a replica of it on the coordinator (leader or
 // follower; kernel.ReplicaOffsets): one high watermark read and, when it lags, one
@@ -38,7 +40,8 @@ type groupCollector struct {
 	offs       kernel.ReplicaOffsets // nil: no lag families
 	partitions bool
 
-	lag, lagSeconds, members, state, generation *prometheus.Desc
+	lag, lagSeconds, members, state, generation                                         *prometheus.Desc
+	pluginUp, pluginCalls, pluginErrors, pluginFallbacks, pluginRestarts, pluginLatency *prometheus.Desc
 }
 
 func newGroupCollector(m *Module, ro kernel.ReplicaOffsets, partitions bool) *groupCollector {
@@ -58,6 +61,18 @@ func newGroupCollector(m *Module, ro kernel.ReplicaOffsets, partitions bool) *gr
 			"1 for a group's current state (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead; Assigning, Reconciling for KIP-848 groups).", []string{"group", "state"}, nil),
 		generation: prometheus.NewDesc("sluice_consumer_group_generation",
 			"A classic group's generation or a KIP-848 group's epoch; it grows with every rebalance.", []string{"group"}, nil),
+		pluginUp: prometheus.NewDesc("sluice_assignor_plugin_up",
+			"1 while an assignor plugin's process serves, 0 while it is down (its fallback assigns).", []string{"assignor"}, nil),
+		pluginCalls: prometheus.NewDesc("sluice_assignor_plugin_calls_total",
+			"Assignments asked of an assignor plugin.", []string{"assignor"}, nil),
+		pluginErrors: prometheus.NewDesc("sluice_assignor_plugin_errors_total",
+			"Assignor plugin calls that failed (an error, a timeout, an invalid assignment).", []string{"assignor"}, nil),
+		pluginFallbacks: prometheus.NewDesc("sluice_assignor_plugin_fallbacks_total",
+			"Assignments made by an assignor plugin's built-in fallback.", []string{"assignor"}, nil),
+		pluginRestarts: prometheus.NewDesc("sluice_assignor_plugin_restarts_total",
+			"Times an assignor plugin's process was started again.", []string{"assignor"}, nil),
+		pluginLatency: prometheus.NewDesc("sluice_assignor_plugin_last_call_seconds",
+			"Duration of an assignor plugin's latest call.", []string{"assignor"}, nil),
 	}
 }
 
@@ -68,13 +83,26 @@ func (m *Module) registerMetrics(mt *kernel.Metrics, ro kernel.ReplicaOffsets) {
 }
 
 func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lag, c.lagSeconds, c.members, c.state, c.generation} {
+	for _, d := range []*prometheus.Desc{c.lag, c.lagSeconds, c.members, c.state, c.generation,
+		c.pluginUp, c.pluginCalls, c.pluginErrors, c.pluginFallbacks, c.pluginRestarts, c.pluginLatency} {
 		ch <- d
 	}
 }
 
 func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.m
+	for _, p := range m.PluginStats() {
+		up := 0.0
+		if p.State == PluginRunning {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.pluginUp, prometheus.GaugeValue, up, p.Name)
+		ch <- prometheus.MustNewConstMetric(c.pluginCalls, prometheus.CounterValue, float64(p.Calls), p.Name)
+		ch <- prometheus.MustNewConstMetric(c.pluginErrors, prometheus.CounterValue, float64(p.Errors), p.Name)
+		ch <- prometheus.MustNewConstMetric(c.pluginFallbacks, prometheus.CounterValue, float64(p.Fallbacks), p.Name)
+		ch <- prometheus.MustNewConstMetric(c.pluginRestarts, prometheus.CounterValue, float64(p.Restarts), p.Name)
+		ch <- prometheus.MustNewConstMetric(c.pluginLatency, prometheus.GaugeValue, p.LastLatencyMs/1000, p.Name)
+	}
 	if m.coord == nil || m.store == nil {
 		return
 	}
