@@ -41,6 +41,14 @@ func (l *Log) Name() string { return l.tp.String() }
 
 func compacted(cfg *kernel.LogConfig) bool { return strings.Contains(cfg.CleanupPolicy, "compact") }
 
+// compacted reports whether the log's cleanup.policy includes compact: the cleaner
+// and its per-partition metrics serve only such logs.
+func (l *Log) compacted() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return !l.closed && compacted(&l.cfg)
+}
+
 // cleanableEnd is compact.CleanableEnd of the log. mu held (read).
 func (l *Log) cleanableEnd(nowMs, from int64) int64 {
 	fu, unstable := l.prod.FirstUnstableOffset()

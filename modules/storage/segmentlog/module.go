@@ -99,13 +99,16 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	return nil
 }
 
-// cleanableLogs lists the open logs for the cleaner (each says whether it is
-// compacted and dirty enough).
+// cleanableLogs lists the open compacted logs, for the cleaner (each says whether it
+// is dirty enough) and its per-partition metrics: a log of another cleanup.policy
+// would only add series of zeros.
 func (m *Module) cleanableLogs() []compact.Log {
 	logs := m.store.openLogs()
-	out := make([]compact.Log, len(logs))
-	for i, l := range logs {
-		out[i] = l
+	out := make([]compact.Log, 0, len(logs))
+	for _, l := range logs {
+		if l.compacted() {
+			out = append(out, l)
+		}
 	}
 	return out
 }
