@@ -91,6 +91,7 @@ func defaultModules() map[string]string {
 		"groups":      "coordinator",
 		"transforms":  "wasm",
 		"txn":         "coordinator",
+		"console":     "web",
 	}
 }
 

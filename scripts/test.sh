@@ -3,7 +3,7 @@
 #
 #   ./scripts/test.sh
 #
-# Steps: install (apt: kcat, python3-confluent-kafka, protobuf-compiler; npm ci in
+# Steps: install (apt: kcat, python3-confluent-kafka, protobuf-compiler, chromium; npm ci in
 # interop/; staticcheck), gofmt, go mod tidy drift and a standalone build of every module,
 # generated-proto freshness, go vet, staticcheck, go test -race (every package but
 # interop), a short fuzz run of every Fuzz target, then the interop suite (real clients
@@ -32,7 +32,7 @@ set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2 # honnef.co/go/tools; 0.8.x supports Go 1.26
 FUZZTIME=${SLUICE_FUZZTIME:-2s}
-APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler openssl curl)
+APT_PACKAGES=(kcat python3-confluent-kafka protobuf-compiler openssl curl chromium)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
@@ -92,6 +92,7 @@ install_apt() {
 	command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler) # the proto freshness check
 	command -v openssl >/dev/null 2>&1 || missing+=(openssl)          # bench-security.sh's certificates
 	command -v curl >/dev/null 2>&1 || missing+=(curl)                # the README's commands
+	command -v chromium >/dev/null 2>&1 || missing+=(chromium)        # the console's browser test
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		missing+=(nodejs npm)
 	fi

@@ -5,6 +5,7 @@ package standard
 import (
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/auth"
+	"github.com/sluicehq/sluice/modules/console"
 	"github.com/sluicehq/sluice/modules/groups"
 	"github.com/sluicehq/sluice/modules/metadata"
 	"github.com/sluicehq/sluice/modules/replication"
@@ -29,4 +30,5 @@ func Register(reg *kernel.Registry) {
 	}
 	reg.Register(transforms.Info())
 	reg.Register(txn.Info())
+	reg.Register(console.Info())
 }
