@@ -236,6 +236,16 @@ async function group(name) {
   ];
 }
 
+// rates turns counters into per-second rates since the previous refresh of the
+// same page: prev[key] holds {at, value}.
+const prevCounts = {};
+function rate(key, value) {
+  const now = Date.now(), p = prevCounts[key];
+  prevCounts[key] = { at: now, value };
+  if (!p || now <= p.at || value < p.value) return "–";
+  return ((value - p.value) / ((now - p.at) / 1000)).toFixed(1) + "/s";
+}
+
 async function extensions() {
   const [tr, pl] = await Promise.all([
     get("/v1/transforms").catch((e) => ({ error: e.message })),
@@ -245,17 +255,18 @@ async function extensions() {
   const plugins = pl.plugins || [];
   return [
     h("h1", null, "Transforms"),
-    tr.error ? h("p", { class: "error" }, tr.error) : table([["Name"], ["Input"], ["Mode"], ["State"], ["Records in", "num"], ["Records out", "num"], ["Failures", "num"], ["Avg latency", "num"]],
+    tr.error ? h("p", { class: "error" }, tr.error) : table([["Name"], ["Input"], ["Mode"], ["State"], ["Records in", "num"], ["Rate in", "num"], ["Records out", "num"], ["Failures", "num"], ["Avg latency", "num"]],
       transforms.map((t) => h("tr", { class: t.state !== "running" ? "bad" : null },
         h("td", null, t.name), h("td", null, t.input), h("td", null, t.mode), h("td", null, t.state),
-        h("td", { class: "num" }, fmtInt(t.records_in)), h("td", { class: "num" }, fmtInt(t.records_out)),
+        h("td", { class: "num" }, fmtInt(t.records_in)), h("td", { class: "num" }, rate("t:" + t.name, t.records_in)),
+        h("td", { class: "num" }, fmtInt(t.records_out)),
         h("td", { class: "num" }, fmtInt(t.failures)), h("td", { class: "num" }, ((t.latency_avg_us || 0) / 1000).toFixed(2) + " ms"))),
       { id: "transforms", empty: "no transforms deployed" }),
     h("h1", null, "Assignor plugins"),
-    pl.error ? h("p", { class: "error" }, pl.error) : table([["Name"], ["State"], ["Fallback"], ["Calls", "num"], ["Errors", "num"], ["Fallbacks", "num"], ["Restarts", "num"], ["Last call", "num"]],
+    pl.error ? h("p", { class: "error" }, pl.error) : table([["Name"], ["State"], ["Fallback"], ["Calls", "num"], ["Call rate", "num"], ["Errors", "num"], ["Fallbacks", "num"], ["Restarts", "num"], ["Last call", "num"]],
       plugins.map((p) => h("tr", { class: p.state !== "running" ? "bad" : null },
         h("td", null, p.name), h("td", null, p.state), h("td", null, p.fallback),
-        h("td", { class: "num" }, fmtInt(p.calls)), h("td", { class: "num" }, fmtInt(p.errors)),
+        h("td", { class: "num" }, fmtInt(p.calls)), h("td", { class: "num" }, rate("p:" + p.name, p.calls)), h("td", { class: "num" }, fmtInt(p.errors)),
         h("td", { class: "num" }, fmtInt(p.fallbacks)), h("td", { class: "num" }, fmtInt(p.restarts)),
         h("td", { class: "num" }, (p.last_latency_ms || 0).toFixed(2) + " ms"))),
       { id: "plugins", empty: "no assignor plugins configured" }),
