@@ -44,19 +44,14 @@ func TestKafkaCommandsCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three broker processes")
 	}
-	raft := make([]string, 3)
-	voters := make([]string, 3)
-	for i := range raft {
-		raft[i] = brokerproc.FreeAddr(t)
-		voters[i] = fmt.Sprintf("%q", fmt.Sprintf("%d@%s", i+1, raft[i]))
-	}
+	raft, voters := brokerproc.RaftVoters(t, 3)
 	procs := make([]*brokerproc.Proc, 3)
 	for i := range procs {
 		cfg := fmt.Sprintf(`node_id: %d
 configs: {broker.session.timeout.ms: "3000", broker.heartbeat.interval.ms: "300", auto.create.topics.enable: "false"}
 modules:
-  metadata: {use: raft, raft_listen: %q, voters: [%s]}
-`, i+1, raft[i], strings.Join(voters, ", "))
+  metadata: {use: raft, raft_listen: %q, voters: %s}
+`, i+1, raft[i], voters)
 		procs[i] = brokerproc.StartNoWait(t, brokerproc.Options{Config: cfg})
 	}
 	for _, p := range procs {

@@ -500,6 +500,22 @@ var given = struct {
 	m map[string]bool
 }{m: map[string]bool{}}
 
+// RaftVoters returns n free raft listen addresses for brokers 1..n and the voter
+// list naming them, as a YAML flow sequence for a metadata section:
+//
+//	raft, voters := brokerproc.RaftVoters(t, 3)
+//	cfg := fmt.Sprintf("node_id: %d\nmodules:\n  metadata: {use: raft, raft_listen: %q, voters: %s}\n", i+1, raft[i], voters)
+func RaftVoters(t testing.TB, n int) (raft []string, voters string) {
+	t.Helper()
+	raft = make([]string, n)
+	quoted := make([]string, n)
+	for i := range raft {
+		raft[i] = freeAddr(t)
+		quoted[i] = strconv.Quote(strconv.Itoa(i+1) + "@" + raft[i])
+	}
+	return raft, "[" + strings.Join(quoted, ", ") + "]"
+}
+
 // FreeAddr is a 127.0.0.1 address with a port free now and not given out before by
 // this process (a raft listener, a proxy).
 func FreeAddr(t testing.TB) string {

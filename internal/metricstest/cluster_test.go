@@ -5,7 +5,6 @@ package metricstest_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,16 +18,11 @@ import (
 // startCluster starts three broker processes that form one cluster.
 func startCluster(t *testing.T, configs string) []*brokerproc.Proc {
 	t.Helper()
-	raft := make([]string, 3)
-	voters := make([]string, 3)
-	for i := range raft {
-		raft[i] = brokerproc.FreeAddr(t)
-		voters[i] = fmt.Sprintf("%q", fmt.Sprintf("%d@%s", i+1, raft[i]))
-	}
+	raft, voters := brokerproc.RaftVoters(t, 3)
 	procs := make([]*brokerproc.Proc, 3)
 	for i := range procs {
-		cfg := fmt.Sprintf("node_id: %d\nconfigs: {%s}\nmodules:\n  metadata: {use: raft, raft_listen: %q, voters: [%s]}\n",
-			i+1, configs, raft[i], strings.Join(voters, ", "))
+		cfg := fmt.Sprintf("node_id: %d\nconfigs: {%s}\nmodules:\n  metadata: {use: raft, raft_listen: %q, voters: %s}\n",
+			i+1, configs, raft[i], voters)
 		procs[i] = brokerproc.StartNoWait(t, brokerproc.Options{Config: cfg})
 	}
 	for _, p := range procs {

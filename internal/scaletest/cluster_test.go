@@ -45,12 +45,7 @@ func TestClusterControllerFailover(t *testing.T) {
 	s := clusterFailoverShape()
 	total := s.topics * s.perTopic
 	const sessionTimeout = 6 * time.Second
-	raftAddrs := make([]string, 3)
-	voters := make([]string, 3)
-	for i := range raftAddrs {
-		raftAddrs[i] = brokerproc.FreeAddr(t)
-		voters[i] = fmt.Sprintf("%q", fmt.Sprintf("%d@%s", i+1, raftAddrs[i]))
-	}
+	raftAddrs, voters := brokerproc.RaftVoters(t, 3)
 	procs := make([]*brokerproc.Proc, 3)
 	for i := range procs {
 		cfg := fmt.Sprintf(`node_id: %d
@@ -63,8 +58,8 @@ modules:
   metadata:
     use: raft
     raft_listen: %q
-    voters: [%s]
-`, i+1, sessionTimeout.Milliseconds(), s.configs, raftAddrs[i], strings.Join(voters, ", "))
+    voters: %s
+`, i+1, sessionTimeout.Milliseconds(), s.configs, raftAddrs[i], voters)
 		procs[i] = brokerproc.StartNoWait(t, brokerproc.Options{Config: cfg, NoFile: s.noFile,
 			ReadyTimeout: 3 * time.Minute, StopTimeout: 3 * time.Minute})
 	}
