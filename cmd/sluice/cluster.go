@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/clusterview"
 )
 
 const clusterUsage = `usage: sluice cluster <command> [flags]
@@ -73,40 +75,18 @@ func clusterInfo(prog string, args []string, stdout, stderr io.Writer) error {
 	}
 	defer v.done()
 	kf, dc, md := v.kf, v.dc, v.md
-	leaders, replicas := map[int32]int{}, map[int32]int{}
-	partitions := 0
-	for _, td := range md.Topics {
-		for _, pd := range td.Partitions {
-			partitions++
-			if pd.Leader >= 0 {
-				leaders[pd.Leader]++
-			}
-			for _, r := range pd.Replicas {
-				replicas[r]++
-			}
-		}
-	}
-	type brokerRow struct {
-		ID         int32  `json:"id"`
-		Host       string `json:"host"`
-		Port       int32  `json:"port"`
-		Rack       string `json:"rack,omitempty"`
-		Controller bool   `json:"controller"`
-		Leaders    int    `json:"leaders"`
-		Replicas   int    `json:"replicas"`
-	}
-	out := struct {
-		ClusterID  string      `json:"cluster_id"`
-		Controller int32       `json:"controller"`
-		Topics     int         `json:"topics"`
-		Partitions int         `json:"partitions"`
-		Brokers    []brokerRow `json:"brokers"`
-	}{ClusterID: dc.ClusterID, Controller: dc.ControllerID, Topics: len(md.Topics), Partitions: partitions, Brokers: []brokerRow{}}
+	brokers := make(kadm.BrokerDetails, 0, len(dc.Brokers))
 	for _, b := range dc.Brokers {
-		out.Brokers = append(out.Brokers, brokerRow{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: derefString(b.Rack),
-			Controller: b.NodeID == dc.ControllerID, Leaders: leaders[b.NodeID], Replicas: replicas[b.NodeID]})
+		brokers = append(brokers, kadm.BrokerDetail{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
 	}
-	slices.SortFunc(out.Brokers, func(a, b brokerRow) int { return int(a.ID) - int(b.ID) })
+	sum := clusterview.Summarize(md.Topics, brokers, dc.ControllerID)
+	out := struct {
+		ClusterID  string               `json:"cluster_id"`
+		Controller int32                `json:"controller"`
+		Topics     int                  `json:"topics"`
+		Partitions int                  `json:"partitions"`
+		Brokers    []clusterview.Broker `json:"brokers"`
+	}{ClusterID: dc.ClusterID, Controller: dc.ControllerID, Topics: sum.Topics, Partitions: sum.Partitions, Brokers: sum.Brokers}
 	if kf.json {
 		return printJSON(stdout, out)
 	}
@@ -127,13 +107,6 @@ func clusterInfo(prog string, args []string, stdout, stderr io.Writer) error {
 	}
 	t.flush()
 	return nil
-}
-
-func derefString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // partitionRef names one partition in the health report.

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/sluicehq/sluice/internal/clusterview"
 )
 
 // badRequest is a malformed or oversized request: 400 with its message.
@@ -61,26 +63,15 @@ func (m *Module) api(fn func(ctx context.Context, r *http.Request) (any, error))
 	})
 }
 
-// brokerJSON is one broker of the cluster.
-type brokerJSON struct {
-	ID         int32  `json:"id"`
-	Host       string `json:"host"`
-	Port       int32  `json:"port"`
-	Rack       string `json:"rack,omitempty"`
-	Controller bool   `json:"controller"`
-	Leaders    int    `json:"leaders"`
-	Replicas   int    `json:"replicas"`
-}
-
 type clusterJSON struct {
-	ClusterID       string       `json:"cluster_id"`
-	Controller      int32        `json:"controller"`
-	Brokers         []brokerJSON `json:"brokers"`
-	Topics          int          `json:"topics"`
-	Partitions      int          `json:"partitions"`
-	UnderReplicated int          `json:"under_replicated_partitions"`
-	Offline         int          `json:"offline_partitions"`
-	Broker          int32        `json:"serving_broker"`
+	ClusterID       string               `json:"cluster_id"`
+	Controller      int32                `json:"controller"`
+	Brokers         []clusterview.Broker `json:"brokers"`
+	Topics          int                  `json:"topics"`
+	Partitions      int                  `json:"partitions"`
+	UnderReplicated int                  `json:"under_replicated_partitions"`
+	Offline         int                  `json:"offline_partitions"`
+	Broker          int32                `json:"serving_broker"`
 }
 
 func (m *Module) cluster(ctx context.Context, _ *http.Request) (any, error) {
@@ -92,38 +83,9 @@ func (m *Module) cluster(ctx context.Context, _ *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := clusterJSON{ClusterID: md.Cluster, Controller: md.Controller, Broker: m.broker.NodeID}
-	leaders, replicas := map[int32]int{}, map[int32]int{}
-	for _, t := range md.Topics {
-		if t.Err != nil {
-			continue
-		}
-		out.Topics++
-		for _, p := range t.Partitions {
-			out.Partitions++
-			if p.Leader < 0 {
-				out.Offline++
-			} else {
-				leaders[p.Leader]++
-			}
-			if len(p.ISR) < len(p.Replicas) {
-				out.UnderReplicated++
-			}
-			for _, r := range p.Replicas {
-				replicas[r]++
-			}
-		}
-	}
-	for _, b := range md.Brokers {
-		rack := ""
-		if b.Rack != nil {
-			rack = *b.Rack
-		}
-		out.Brokers = append(out.Brokers, brokerJSON{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: rack,
-			Controller: b.NodeID == md.Controller, Leaders: leaders[b.NodeID], Replicas: replicas[b.NodeID]})
-	}
-	slices.SortFunc(out.Brokers, func(a, b brokerJSON) int { return int(a.ID - b.ID) })
-	return out, nil
+	s := clusterview.Summarize(md.Topics, md.Brokers, md.Controller)
+	return clusterJSON{ClusterID: md.Cluster, Controller: md.Controller, Brokers: s.Brokers, Topics: s.Topics,
+		Partitions: s.Partitions, UnderReplicated: s.UnderReplicated, Offline: s.Offline, Broker: m.broker.NodeID}, nil
 }
 
 type topicJSON struct {
