@@ -340,6 +340,11 @@ type AppendResult struct {
 type ReadResult struct {
 	Chunks []Chunk
 	Size   int64
+	// NextOffset is where the next read would start: past the last batch in Chunks
+	// (its last offset + 1, or further where a compacted log has a gap after it) and
+	// no later than the first batch not returned; 0 when the log does not say (or
+	// nothing was read). Metrics count the offsets a fetch sent with it.
+	NextOffset int64
 	// Release unpins the files in Chunks. Never nil.
 	Release func()
 }

@@ -193,7 +193,7 @@ func TestRequestLatencyHistograms(t *testing.T) {
 	}
 }
 
-// Per-topic traffic: bytes and records appended, bytes sent to consumers.
+// Per-topic traffic: bytes and records appended, bytes and records sent to consumers.
 func TestTopicTraffic(t *testing.T) {
 	b := testbroker.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -227,5 +227,8 @@ func TestTopicTraffic(t *testing.T) {
 	s = metricstest.Scrape(t, b.AdminAddr)
 	if out, _ := s.Value("sluice_topic_bytes_out_total", "topic", "traffic"); out != in {
 		t.Fatalf("bytes out %v after one consumer read everything once, bytes in %v", out, in)
+	}
+	if out, _ := s.Value("sluice_topic_records_out_total", "topic", "traffic"); out != 7 {
+		t.Fatalf("records out %v after one consumer read 7 records once", out)
 	}
 }

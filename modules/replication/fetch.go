@@ -575,7 +575,7 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 	for _, fp := range sent {
 		bytes += fp.records.Size
 		if op.replica < 0 && fp.readPart != nil {
-			fp.readPart.stats.out(fp.records.Size)
+			fp.readPart.stats.out(fp.records.Size, max(fp.records.NextOffset-fp.fetchOffset, 0))
 		}
 		n := len(resp.topics)
 		if n == 0 || resp.topics[n-1].name != fp.topic || resp.topics[n-1].id != fp.topicID {

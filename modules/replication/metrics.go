@@ -29,6 +29,11 @@ import (
 //	sluice_topic_records_in_total{topic}    records appended as leader
 //	sluice_topic_bytes_out_total{topic}     record batch bytes sent to consumers
 //	                                        (followers' fetches are not counted)
+//	sluice_topic_records_out_total{topic}   offsets sent to consumers: from the
+//	                                        fetch offset to the read's NextOffset
+//	                                        (records, and the control records and
+//	                                        compaction gaps between them; a log that
+//	                                        gives no NextOffset counts none)
 //
 // The partition gauges are one pass over the open partitions per scrape. The topic
 // counters are atomics each partition reaches through a pointer it took when it was
@@ -36,7 +41,7 @@ import (
 // series stays while this broker holds a partition of it.
 
 // topicStats are one topic's traffic counters on this broker.
-type topicStats struct{ bytesIn, recordsIn, bytesOut atomic.Int64 }
+type topicStats struct{ bytesIn, recordsIn, bytesOut, recordsOut atomic.Int64 }
 
 // in counts an append of bytes holding records (s may be nil: a partition built
 // without a module, in tests).
@@ -47,10 +52,11 @@ func (s *topicStats) in(bytes, records int64) {
 	}
 }
 
-// out counts bytes sent to a consumer.
-func (s *topicStats) out(bytes int64) {
+// out counts bytes, and the offsets they span, sent to a consumer.
+func (s *topicStats) out(bytes, offsets int64) {
 	if s != nil && bytes > 0 {
 		s.bytesOut.Add(bytes)
+		s.recordsOut.Add(offsets)
 	}
 }
 
@@ -71,9 +77,9 @@ func (t *topicStatsMap) get(topic string) *topicStats {
 
 // replicationCollector is the scrape-time view of the partitions and topics.
 type replicationCollector struct {
-	m                                           *Module
-	underReplicated, underMinISR, offline       *prometheus.Desc
-	topicBytesIn, topicRecordsIn, topicBytesOut *prometheus.Desc
+	m                                                            *Module
+	underReplicated, underMinISR, offline                        *prometheus.Desc
+	topicBytesIn, topicRecordsIn, topicBytesOut, topicRecordsOut *prometheus.Desc
 }
 
 func (m *Module) registerMetrics(mt *kernel.Metrics) {
@@ -99,11 +105,13 @@ func (m *Module) registerMetrics(mt *kernel.Metrics) {
 			"Records appended to a topic on this broker as leader.", topic, nil),
 		topicBytesOut: prometheus.NewDesc("sluice_topic_bytes_out_total",
 			"Record batch bytes of a topic this broker sent to consumers (not to followers).", topic, nil),
+		topicRecordsOut: prometheus.NewDesc("sluice_topic_records_out_total",
+			"Offsets of a topic this broker sent to consumers: its records, with the control records and compaction gaps among them.", topic, nil),
 	})
 }
 
 func (c *replicationCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.topicBytesIn, c.topicRecordsIn, c.topicBytesOut} {
+	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.topicBytesIn, c.topicRecordsIn, c.topicBytesOut, c.topicRecordsOut} {
 		ch <- d
 	}
 }
@@ -144,6 +152,7 @@ func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.topicBytesIn, prometheus.CounterValue, float64(s.bytesIn.Load()), name)
 		ch <- prometheus.MustNewConstMetric(c.topicRecordsIn, prometheus.CounterValue, float64(s.recordsIn.Load()), name)
 		ch <- prometheus.MustNewConstMetric(c.topicBytesOut, prometheus.CounterValue, float64(s.bytesOut.Load()), name)
+		ch <- prometheus.MustNewConstMetric(c.topicRecordsOut, prometheus.CounterValue, float64(s.recordsOut.Load()), name)
 	}
 	// Topics no partition here belongs to any more are forgotten (a topic deleted
 	// and created again starts from zero, which Prometheus reads as a reset).

@@ -431,6 +431,7 @@ func (l *Log) Read(offset, maxBytes, maxOffset int64, minOneBatch bool) (kernel.
 				break
 			}
 			end = bend
+			rr.NextOffset = bp.last + 1
 		}
 		if end > start {
 			rr.Chunks = append(rr.Chunks, kernel.Chunk{Bytes: s.data[start:end:end]})

@@ -348,7 +348,7 @@ func (l *Log) copyOut(h *readHandle, rr kernel.ReadResult) (kernel.ReadResult, e
 		}
 		p += c.N
 	}
-	return kernel.ReadResult{Chunks: []kernel.Chunk{{Bytes: buf}}, Size: rr.Size, Release: noRelease}, nil
+	return kernel.ReadResult{Chunks: []kernel.Chunk{{Bytes: buf}}, Size: rr.Size, NextOffset: rr.NextOffset, Release: noRelease}, nil
 }
 
 // readLocked is Read under mu (shared); h is nil when rr pins nothing.
@@ -375,7 +375,7 @@ func (l *Log) readLocked(offset, maxBytes, maxOffset int64, minOneBatch bool) (k
 	maxChunks := l.store.files.maxPinned()
 	for ; i < len(l.segs) && len(rr.Chunks) < maxChunks; i++ {
 		s := l.segs[i]
-		pos, n, full, err := s.scan(h.buf[:], offset, maxOffset, maxBytes-rr.Size, minOneBatch && rr.Size == 0)
+		pos, n, end, full, err := s.scan(h.buf[:], offset, maxOffset, maxBytes-rr.Size, minOneBatch && rr.Size == 0)
 		if err != nil {
 			h.release()
 			if errors.Is(err, kernel.ErrCorrupt) {
@@ -384,6 +384,9 @@ func (l *Log) readLocked(offset, maxBytes, maxOffset int64, minOneBatch bool) (k
 				err = fmt.Errorf("read %v at %d: %w", l.tp, offset, err)
 			}
 			return kernel.ReadResult{Release: noRelease}, nil, err
+		}
+		if n > 0 {
+			rr.NextOffset = end
 		}
 		if b, ok := s.tailBytes(pos, n); n > 0 && ok {
 			// Just written: from memory, no descriptor pinned (tail.go).

@@ -476,13 +476,15 @@ func (s *segment) startOf(buf []byte, offset int64) (int64, error) {
 
 // scan collects whole batches from the one holding offset: none with a base offset >=
 // maxOffset, at most budget bytes unless minOne lets the first batch through. full
-// reports that a bound (not the end of the segment) stopped it. It is one forward pass
+// reports that a bound (not the end of the segment) stopped it; end is the offset after
+// the last batch collected (the next batch's base, or the segment's next offset). It
+// is one forward pass
 // over 12-byte prefixes from the index entry: the prefix that shows the previous batch
 // holds offset is also the first prefix of the collection, and stretches between index
 // entries that fit both bounds are taken whole without reading their prefixes.
-func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool) (start, n int64, full bool, err error) {
+func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool) (start, n, end int64, full bool, err error) {
 	if offset >= s.next || s.size == 0 {
-		return 0, 0, false, nil
+		return 0, 0, 0, false, nil
 	}
 	pos := s.scanStart(offset)
 	start = -1
@@ -490,7 +492,7 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 	for pos < s.size {
 		base, size, err := s.readPrefix(buf, pos)
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, 0, false, err
 		}
 		if base > offset {
 			if start >= 0 && startBase < offset {
@@ -498,7 +500,7 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 				// gaps): read its last offset delta, and start here if it ends below.
 				last, err := s.readLastOffset(buf, start, startBase)
 				if err != nil {
-					return 0, 0, false, err
+					return 0, 0, 0, false, err
 				}
 				if last < offset {
 					start = -1
@@ -521,7 +523,7 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 		return true
 	}
 	if !add(startBase, startSize) {
-		return start, 0, true, nil
+		return start, 0, 0, true, nil
 	}
 	limit := s.size // furthest end of the range; budget may be near MaxInt64
 	if budget < s.size-start {
@@ -534,14 +536,14 @@ func (s *segment) scan(buf []byte, offset, maxOffset, budget int64, minOne bool)
 		}
 		base, size, err := s.readPrefix(buf, p)
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, 0, false, err
 		}
 		if !add(base, size) {
-			return start, n, true, nil
+			return start, n, base, true, nil
 		}
 		p += size
 	}
-	return start, n, false, nil
+	return start, n, s.next, false, nil
 }
 
 // errRecover marks a batch that ends recovery of a segment (torn or corrupt).

@@ -176,6 +176,11 @@ func read(t *testing.T, l kernel.Log, off, maxBytes, maxOffset int64, minOne boo
 	if err != nil {
 		t.Fatalf("Read(%d): %v", off, err)
 	}
+	// NextOffset, when the log gives it, is past the last batch read and not past
+	// the log's end.
+	if n := len(bs); n > 0 && rr.NextOffset != 0 && (rr.NextOffset <= bs[n-1].Last || rr.NextOffset > l.LogEndOffset()) {
+		t.Fatalf("Read(%d): NextOffset %d, the last batch read ends at %d, the log at %d", off, rr.NextOffset, bs[n-1].Last, l.LogEndOffset())
+	}
 	return bs
 }
 
