@@ -62,3 +62,14 @@ type ReplicaOffsets interface {
 	// is no such batch here.
 	BatchTimestamp(tp TopicPartition, offset int64) (timestampMs int64, ok bool)
 }
+
+// LeaderOffsets is an optional interface of the replication module (found by type
+// assertion) for metrics of partitions this broker holds no replica of: their high
+// watermarks, asked of their leaders.
+type LeaderOffsets interface {
+	// LeaderHighWatermarks asks the leaders of tps for their high watermarks
+	// (ListOffsets, one request per leader, concurrently) and returns those it learned
+	// before ctx ended. Partitions this broker leads, or without a leader, are not
+	// asked.
+	LeaderHighWatermarks(ctx context.Context, tps []TopicPartition) map[TopicPartition]int64
+}

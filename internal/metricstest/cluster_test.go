@@ -63,26 +63,37 @@ func TestClusterMetrics(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": ptr("2")}, "health"); err != nil {
 		t.Fatal(err)
 	}
+	// thin has one replica per partition, spread over the brokers: the group's
+	// coordinator holds at most one of them and asks the others' leaders.
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "thin"); err != nil {
+		t.Fatal(err)
+	}
 	seeds := kgo.SeedBrokers(procs[0].Addr, procs[1].Addr, procs[2].Addr)
 	cl := procs[0].Client(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	for p := range int32(3) {
-		for i := range 10 {
-			r := &kgo.Record{Topic: "health", Partition: p, Value: fmt.Appendf(nil, "%d", i)}
-			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-				t.Fatal(err)
+	for _, topic := range []string{"health", "thin"} {
+		for p := range int32(3) {
+			for i := range 10 {
+				r := &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%d", i)}
+				if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
 	offs := map[int32]int64{0: 5, 1: 5, 2: 5}
 	testbroker.RetryCoordinator(t, ctx, "commit", func() error {
-		var o = make(map[string]map[int32]int64)
-		o["health"] = offs
-		return commitErr(ctx, adm, "watchers", o)
+		return commitErr(ctx, adm, "watchers", map[string]map[int32]int64{"health": offs, "thin": offs})
 	})
 
 	all := procs
 	testbroker.WaitFor(t, 30*time.Second, "the group's lag from its coordinator alone, and a healthy cluster", func() string {
 		lag, n := clusterValue(all, "sluice_consumer_group_lag", "group", "watchers", "topic", "health")
+		// thin's partitions led elsewhere come from their leaders' high watermarks,
+		// asked after a first scrape.
+		thin, tn := clusterValue(all, "sluice_consumer_group_lag", "group", "watchers", "topic", "thin")
+		if thin != 15 || tn != 1 {
+			return fmt.Sprintf("thin's lag %v from %d brokers", thin, tn)
+		}
 		under, _ := clusterValue(all, "sluice_under_replicated_partitions")
 		active, _ := clusterValue(all, "sluice_brokers", "state", "active")
 		ctl, _ := clusterValue(all, "sluice_metadata_is_controller")

@@ -2,10 +2,13 @@ package groups
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,28 +34,33 @@ import (
 //	sluice_assignor_plugin_{up,calls_total,errors_total,fallbacks_total,
 //	    restarts_total,last_call_seconds}{assignor}           each assignor plugin
 //
-// The lag of a partition needs a replica of it on the coordinator (leader or
-// follower; kernel.ReplicaOffsets): one high watermark read and, when it lags, one
-// index lookup and one batch header read. Partitions with no replica here are left
-// out. With sluice.metrics.partition.series=false the lag families drop the
+// The lag of a partition with a replica on the coordinator (leader or follower;
+// kernel.ReplicaOffsets) costs one high watermark read and, when it lags, one index
+// lookup and one batch header read. For a partition with no replica here the lag in
+// records uses its leader's high watermark, asked off the scrape path
+// (kernel.LeaderOffsets, one ListOffsets per leader broker at most every 5 s, started
+// by a scrape and used by the next), and its lag in seconds is left out while it lags
+// (it would need a batch header from the leader). With sluice.metrics.partition.series=false the lag families drop the
 // partition label: the lag summed over a topic's partitions, the time lag the
 // largest.
 type groupCollector struct {
 	m          *Module
 	offs       kernel.ReplicaOffsets // nil: no lag families
+	leaders    kernel.LeaderOffsets  // nil: partitions without a replica here are left out
 	partitions bool
+	remote     remoteHWs
 
 	lag, lagSeconds, members, state, generation                                         *prometheus.Desc
 	pluginUp, pluginCalls, pluginErrors, pluginFallbacks, pluginRestarts, pluginLatency *prometheus.Desc
 }
 
-func newGroupCollector(m *Module, ro kernel.ReplicaOffsets, partitions bool) *groupCollector {
+func newGroupCollector(m *Module, ro kernel.ReplicaOffsets, lo kernel.LeaderOffsets, partitions bool) *groupCollector {
 	lagLabels := []string{"group", "topic", "partition"}
 	if !partitions {
 		lagLabels = lagLabels[:2]
 	}
 	return &groupCollector{
-		m: m, offs: ro, partitions: partitions,
+		m: m, offs: ro, leaders: lo, partitions: partitions, remote: remoteHWs{vals: map[kernel.TopicPartition]int64{}},
 		lag: prometheus.NewDesc("sluice_consumer_group_lag",
 			"Records a group has yet to consume: the high watermark minus its committed offset.", lagLabels, nil),
 		lagSeconds: prometheus.NewDesc("sluice_consumer_group_lag_seconds",
@@ -79,9 +87,58 @@ func newGroupCollector(m *Module, ro kernel.ReplicaOffsets, partitions bool) *gr
 }
 
 // registerMetrics registers the group families on mt.
-func (m *Module) registerMetrics(mt *kernel.Metrics, ro kernel.ReplicaOffsets) {
+func (m *Module) registerMetrics(mt *kernel.Metrics, ro kernel.ReplicaOffsets, lo kernel.LeaderOffsets) {
 	b := kconfig.ResolveBroker(kconfig.MergeBroker(m.broker.StaticConfigs, nil, nil))
-	mt.Registerer().MustRegister(newGroupCollector(m, ro, b.SluiceMetricsPartitions))
+	mt.Registerer().MustRegister(newGroupCollector(m, ro, lo, b.SluiceMetricsPartitions))
+}
+
+// remoteRefreshEvery is how stale the leaders' high watermarks may get before a
+// scrape starts asking again.
+const remoteRefreshEvery = 5 * time.Second
+
+// remoteHWs caches the high watermarks of partitions with no replica here, asked of
+// their leaders off the scrape path: a scrape uses what the last refresh learned and
+// starts the next one when it is older than remoteRefreshEvery (one at a time).
+type remoteHWs struct {
+	mu         sync.Mutex
+	vals       map[kernel.TopicPartition]int64
+	at         time.Time
+	refreshing bool
+}
+
+// get returns tp's cached high watermark.
+func (r *remoteHWs) get(tp kernel.TopicPartition) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hw, ok := r.vals[tp]
+	return hw, ok
+}
+
+// refresh asks the leaders of wanted in the background when the cache is stale.
+func (c *groupCollector) refresh(wanted []kernel.TopicPartition) {
+	r := &c.remote
+	r.mu.Lock()
+	if r.refreshing || len(wanted) == 0 || c.m.now().Sub(r.at) < remoteRefreshEvery {
+		r.mu.Unlock()
+		return
+	}
+	r.refreshing = true
+	r.mu.Unlock()
+	slices.SortFunc(wanted, func(a, b kernel.TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	wanted = slices.Compact(wanted) // a partition several groups commit on
+	c.m.coord.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, remoteRefreshEvery)
+		defer cancel()
+		got := c.leaders.LeaderHighWatermarks(ctx, wanted)
+		r.mu.Lock()
+		r.vals, r.at, r.refreshing = got, c.m.now(), false
+		r.mu.Unlock()
+	})
 }
 
 func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -134,6 +191,7 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.id, b.id) })
+	var wanted []kernel.TopicPartition
 	for _, e := range all {
 		members, gen, state := 0, int32(0), "Empty"
 		if e.g != nil {
@@ -145,8 +203,9 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		if e.g != nil {
 			ch <- prometheus.MustNewConstMetric(c.generation, prometheus.GaugeValue, float64(gen), e.id)
 		}
-		c.collectLag(ch, e.id)
+		c.collectLag(ch, e.id, &wanted)
 	}
+	c.refresh(wanted)
 }
 
 // topicLag is a topic's aggregate when partition series are off.
@@ -155,8 +214,9 @@ type topicLag struct {
 	lagSeconds float64
 }
 
-// collectLag emits group's lag families.
-func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string) {
+// collectLag emits group's lag families, adding to wanted the partitions it found no
+// replica of here.
+func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string, wanted *[]kernel.TopicPartition) {
 	if c.offs == nil {
 		return
 	}
@@ -181,21 +241,33 @@ func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string) {
 	for _, otp := range tps {
 		cm := committed[otp]
 		tp := kernel.TopicPartition{Topic: otp.Topic, Partition: otp.Partition}
-		_, hw, ok := c.offs.ReplicaOffsets(tp)
-		if !ok {
-			continue
+		_, hw, local := c.offs.ReplicaOffsets(tp)
+		if !local {
+			if c.leaders == nil {
+				continue
+			}
+			*wanted = append(*wanted, tp)
+			var ok bool
+			if hw, ok = c.remote.get(tp); !ok {
+				continue
+			}
 		}
 		lag := max(hw-cm.Offset, 0)
+		// The time lag needs the batch's timestamp from a replica here: a partition
+		// behind on another broker's replica has a lag in records only.
 		var lagSeconds float64
-		if lag > 0 {
-			if ts, ok := c.offs.BatchTimestamp(tp, cm.Offset); ok && nowMs > ts {
-				lagSeconds = float64(nowMs-ts) / 1000
+		knownSeconds := lag == 0
+		if lag > 0 && local {
+			if ts, ok := c.offs.BatchTimestamp(tp, cm.Offset); ok {
+				lagSeconds, knownSeconds = max(float64(nowMs-ts)/1000, 0), true
 			}
 		}
 		if c.partitions {
 			p := strconv.Itoa(int(tp.Partition))
 			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(lag), group, tp.Topic, p)
-			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, lagSeconds, group, tp.Topic, p)
+			if knownSeconds {
+				ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, lagSeconds, group, tp.Topic, p)
+			}
 			continue
 		}
 		t := byTopic[tp.Topic]

@@ -160,7 +160,8 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.commits = mt.Counter("sluice_group_offset_commits_total", "Offsets committed (one per partition).")
 		mt.Gauge("sluice_groups", "Groups in memory on this coordinator.", func() float64 { return float64(m.groupCount()) })
 		ro, _ := kernel.LookupAs[kernel.ReplicaOffsets](ctx, "replication")
-		m.registerMetrics(mt, ro)
+		lo, _ := kernel.LookupAs[kernel.LeaderOffsets](ctx, "replication")
+		m.registerMetrics(mt, ro, lo)
 	}
 	ctx.HandleHTTP("GET /v1/plugins", http.HandlerFunc(m.servePlugins))
 	if err := kernel.ClaimAll(ctx, m.claims()...); err != nil {

@@ -458,37 +458,49 @@ func (f *fetcher) backOff(failing *bool, msg string, err error, d time.Duration)
 // connect dials the leader's inter-broker listener (from the current image) and
 // negotiates versions.
 func (f *fetcher) connect(cfg *replicaConfig) (*kclient.Conn, map[int16]int16, error) {
-	b := f.m.meta.Image().Brokers[f.key.leader]
+	// A fetch answer is bounded by replica.fetch.response.max.bytes, except that the
+	// first batch is returned whole (KIP-74) whatever its size.
+	ctx, cancel := context.WithTimeout(f.ctx, cfg.socketTimout)
+	defer cancel()
+	conn, vers, err := f.m.dialBroker(ctx, cfg, f.key.leader, fmt.Sprintf("sluice-replica-fetcher-%d-%d", f.m.broker.NodeID, f.key.shard),
+		max(2*cfg.respMax, kclient.DefaultMaxResponseBytes))
+	if err != nil {
+		return nil, nil, err
+	}
+	if v, ok := vers[kmsg.Fetch.Int16()]; !ok || v < 4 {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("broker %d does not support Fetch v4+", f.key.leader)
+	}
+	return conn, vers, nil
+}
+
+// dialBroker dials broker id's inter-broker listener (from the current image) as
+// clientID, with this broker's TLS and SASL settings for it, and negotiates versions.
+func (m *Module) dialBroker(ctx context.Context, cfg *replicaConfig, id int32, clientID string, maxResp int32) (*kclient.Conn, map[int16]int16, error) {
+	b := m.meta.Image().Brokers[id]
 	if b == nil {
-		return nil, nil, fmt.Errorf("broker %d is not in the metadata image", f.key.leader)
+		return nil, nil, fmt.Errorf("broker %d is not in the metadata image", id)
 	}
 	listener := cfg.listener
-	if f.m.sec != nil {
-		listener = f.m.sec.Listener
+	if m.sec != nil {
+		listener = m.sec.Listener
 	}
 	ep, ok := b.Endpoint(listener)
 	if !ok {
-		return nil, nil, fmt.Errorf("broker %d has no listener %q", f.key.leader, listener)
+		return nil, nil, fmt.Errorf("broker %d has no listener %q", id, listener)
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	opts := kclient.Options{
-		ClientID:    fmt.Sprintf("sluice-replica-fetcher-%d-%d", f.m.broker.NodeID, f.key.shard),
-		DialTimeout: 10 * time.Second,
-		// A fetch answer is bounded by replica.fetch.response.max.bytes, except that
-		// the first batch is returned whole (KIP-74) whatever its size.
-		MaxResponseBytes: max(2*cfg.respMax, kclient.DefaultMaxResponseBytes),
-	}
-	if f.m.sec != nil {
-		// TLS checks the leader's certificate against its advertised host; SASL logs
-		// in with this broker's own credentials (the principal needs ClusterAction).
-		opts.TLS = f.m.sec.ClientTLS(ep.Host)
+	opts := kclient.Options{ClientID: clientID, DialTimeout: 10 * time.Second, MaxResponseBytes: maxResp}
+	if m.sec != nil {
+		// TLS checks the other broker's certificate against its advertised host; SASL
+		// logs in with this broker's own credentials (the principal needs
+		// ClusterAction).
+		opts.TLS = m.sec.ClientTLS(ep.Host)
 		var err error
-		if opts.SASL, err = f.m.sec.Mechanism(); err != nil {
+		if opts.SASL, err = m.sec.Mechanism(); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errAuth, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, cfg.socketTimout)
-	defer cancel()
 	conn, err := kclient.Dial(ctx, addr, opts)
 	if err != nil {
 		if errors.Is(err, kclient.ErrSASL) || errors.Is(err, kclient.ErrTLS) {
@@ -500,10 +512,6 @@ func (f *fetcher) connect(cfg *replicaConfig) (*kclient.Conn, map[int16]int16, e
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, err
-	}
-	if v, ok := vers[kmsg.Fetch.Int16()]; !ok || v < 4 {
-		_ = conn.Close()
-		return nil, nil, fmt.Errorf("broker %d at %s does not support Fetch v4+", f.key.leader, addr)
 	}
 	return conn, vers, nil
 }

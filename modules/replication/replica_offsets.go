@@ -1,8 +1,15 @@
 package replication
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
+	"maps"
+	"sync"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kclient"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -77,3 +84,89 @@ func copyPrefix(dst []byte, rr *kernel.ReadResult) int {
 }
 
 var _ kernel.ReplicaOffsets = (*Module)(nil)
+
+// LeaderHighWatermarks implements kernel.LeaderOffsets: one ListOffsets (latest,
+// read_uncommitted: the high watermark) to each leader of tps, over a connection
+// dialed for it and closed after.
+func (m *Module) LeaderHighWatermarks(ctx context.Context, tps []kernel.TopicPartition) map[kernel.TopicPartition]int64 {
+	im := m.meta.Image()
+	byLeader := map[int32]map[string][]int32{}
+	for _, tp := range tps {
+		t := im.Topic(tp.Topic)
+		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			continue
+		}
+		l := t.Partitions[tp.Partition].Leader
+		if l < 0 || l == m.broker.NodeID {
+			continue
+		}
+		if byLeader[l] == nil {
+			byLeader[l] = map[string][]int32{}
+		}
+		byLeader[l][tp.Topic] = append(byLeader[l][tp.Topic], tp.Partition)
+	}
+	out := map[kernel.TopicPartition]int64{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	cfg := m.rcfg.Load()
+	for leader, topics := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got := m.askHighWatermarks(ctx, cfg, leader, topics)
+			mu.Lock()
+			maps.Copy(out, got)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// askHighWatermarks is one leader's ListOffsets for topics' partitions; errors leave
+// partitions out (the caller keeps what it knew).
+func (m *Module) askHighWatermarks(ctx context.Context, cfg *replicaConfig, leader int32, topics map[string][]int32) map[kernel.TopicPartition]int64 {
+	conn, vers, err := m.dialBroker(ctx, cfg, leader, fmt.Sprintf("sluice-lag-%d", m.broker.NodeID), kclient.DefaultMaxResponseBytes)
+	if err != nil {
+		m.log.Debug("asking a leader for high watermarks", "leader", leader, "err", err)
+		return nil
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrListOffsetsRequest()
+	v, ok := vers[kmsg.ListOffsets.Int16()]
+	if !ok || v < 1 {
+		return nil
+	}
+	req.SetVersion(min(req.MaxVersion(), v))
+	req.ReplicaID = -1
+	for topic, ps := range topics {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for _, p := range ps {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	kresp, err := conn.Request(ctx, req)
+	if err != nil {
+		m.log.Debug("asking a leader for high watermarks", "leader", leader, "err", err)
+		return nil
+	}
+	resp, ok := kresp.(*kmsg.ListOffsetsResponse)
+	if !ok {
+		return nil
+	}
+	out := map[kernel.TopicPartition]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 && p.Offset >= 0 {
+				out[kernel.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Offset
+			}
+		}
+	}
+	return out
+}
+
+var _ kernel.LeaderOffsets = (*Module)(nil)
