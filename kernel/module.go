@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Module is any value a ModuleInfo.New returns. What a module can do is found by type
@@ -207,4 +208,18 @@ func LookupAs[T any](ctx Context, role string) (T, error) {
 		return zero, fmt.Errorf("%s module %T does not implement %T", role, m, (*T)(nil))
 	}
 	return t, nil
+}
+
+// WaitGroup waits for wg, or for ctx to end first (then it returns ctx.Err(); the
+// goroutines go on and wg's waiter with them). Modules' Stop methods use it to bound
+// the wait for their goroutines.
+func WaitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

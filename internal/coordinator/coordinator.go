@@ -172,14 +172,7 @@ func (c *Shards[S]) Close() {
 
 // Wait waits for every goroutine of the shards (after Close), or for ctx.
 func (c *Shards[S]) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kernel.WaitGroup(ctx, &c.wg)
 }
 
 // Shard returns the shard of partition p if this broker leads it, creating it (and

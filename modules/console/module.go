@@ -146,14 +146,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	if cl != nil {
 		cl.Close()
 	}
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kernel.WaitGroup(ctx, &m.wg)
 }
 
 // errUnavailable: the console cannot reach the cluster (stopped, or no credentials).

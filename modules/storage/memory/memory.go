@@ -87,14 +87,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return kernel.WaitGroup(ctx, &m.wg)
 }
 
 // Cleanup drops all data.

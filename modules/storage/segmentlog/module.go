@@ -198,12 +198,8 @@ func (m *Module) Stop(ctx context.Context) error {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := kernel.WaitGroup(ctx, &m.wg); err != nil {
+		return err
 	}
 	if m.cleaner != nil {
 		m.cleaner.Stop() // a pass in progress is abandoned: the log stays as it was
