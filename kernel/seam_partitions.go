@@ -72,4 +72,10 @@ type LeaderOffsets interface {
 	// before ctx ended. Partitions this broker leads, or without a leader, are not
 	// asked.
 	LeaderHighWatermarks(ctx context.Context, tps []TopicPartition) map[TopicPartition]int64
+	// LeaderBatchTimestamps asks the leaders of the partitions in at for the batch
+	// holding each offset (one consumer Fetch per leader, a few KiB per partition)
+	// and returns their timestamps, as BatchTimestamp does. A batch larger than that
+	// (a fetch returns only the first whole), an offset out of range or an error
+	// leaves its partition out.
+	LeaderBatchTimestamps(ctx context.Context, at map[TopicPartition]int64) map[TopicPartition]int64
 }

@@ -94,6 +94,10 @@ func TestClusterMetrics(t *testing.T) {
 		if thin != 15 || tn != 1 {
 			return fmt.Sprintf("thin's lag %v from %d brokers", thin, tn)
 		}
+		// and their time lags from the leaders' batch headers: every partition's.
+		if n := lagSecondsSamples(all, "watchers", "thin"); n != 3 {
+			return fmt.Sprintf("thin's time lag for %d partitions, want 3", n)
+		}
 		under, _ := clusterValue(all, "sluice_under_replicated_partitions")
 		active, _ := clusterValue(all, "sluice_brokers", "state", "active")
 		ctl, _ := clusterValue(all, "sluice_metadata_is_controller")
@@ -142,3 +146,30 @@ func TestClusterMetrics(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// lagSecondsSamples counts the positive sluice_consumer_group_lag_seconds samples of
+// group and topic over the brokers.
+func lagSecondsSamples(procs []*brokerproc.Proc, group, topic string) int {
+	n := 0
+	for _, p := range procs {
+		s, err := metricstest.TryScrape(p.AdminAddr)
+		if err != nil {
+			continue
+		}
+		for _, m := range s["sluice_consumer_group_lag_seconds"].GetMetric() {
+			var g, tp string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "group":
+					g = l.GetValue()
+				case "topic":
+					tp = l.GetValue()
+				}
+			}
+			if g == group && tp == topic && m.GetGauge().GetValue() > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -36,11 +36,11 @@ import (
 //
 // The lag of a partition with a replica on the coordinator (leader or follower;
 // kernel.ReplicaOffsets) costs one high watermark read and, when it lags, one index
-// lookup and one batch header read. For a partition with no replica here the lag in
-// records uses its leader's high watermark, asked off the scrape path
-// (kernel.LeaderOffsets, one ListOffsets per leader broker at most every 5 s, started
-// by a scrape and used by the next), and its lag in seconds is left out while it lags
-// (it would need a batch header from the leader). With sluice.metrics.partition.series=false the lag families drop the
+// lookup and one batch header read. For a partition with no replica here both come
+// from its leader, asked off the scrape path (kernel.LeaderOffsets: one ListOffsets
+// and one small Fetch per leader broker at most every 5 s, started by a scrape and
+// used by the next); its time lag is left out while unknown (a batch over 64 KiB, a
+// committed offset other groups' smaller one crowded out of that refresh). With sluice.metrics.partition.series=false the lag families drop the
 // partition label: the lag summed over a topic's partitions, the time lag the
 // largest.
 type groupCollector struct {
@@ -102,8 +102,37 @@ const remoteRefreshEvery = 5 * time.Second
 type remoteHWs struct {
 	mu         sync.Mutex
 	vals       map[kernel.TopicPartition]int64
+	ts         map[kernel.TopicPartition]offsetTime // the batch timestamp at an offset
 	at         time.Time
 	refreshing bool
+}
+
+// offsetTime is the timestamp of the batch holding offset.
+type offsetTime struct{ offset, ts int64 }
+
+// timestamp returns the cached timestamp of tp's batch at offset.
+func (r *remoteHWs) timestamp(tp kernel.TopicPartition, offset int64) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ot, ok := r.ts[tp]
+	return ot.ts, ok && ot.offset == offset
+}
+
+// remoteWant is what a scrape found missing: partitions without a replica here, and
+// for those behind, the committed offset to ask the time of (the smallest among the
+// groups: one offset per partition per refresh).
+type remoteWant struct {
+	tps []kernel.TopicPartition
+	at  map[kernel.TopicPartition]int64
+}
+
+func (w *remoteWant) behind(tp kernel.TopicPartition, offset int64) {
+	if w.at == nil {
+		w.at = map[kernel.TopicPartition]int64{}
+	}
+	if cur, ok := w.at[tp]; !ok || offset < cur {
+		w.at[tp] = offset
+	}
 }
 
 // get returns tp's cached high watermark.
@@ -114,8 +143,11 @@ func (r *remoteHWs) get(tp kernel.TopicPartition) (int64, bool) {
 	return hw, ok
 }
 
-// refresh asks the leaders of wanted in the background when the cache is stale.
-func (c *groupCollector) refresh(wanted []kernel.TopicPartition) {
+// refresh asks the leaders of the wanted partitions in the background when the
+// cache is stale: their high watermarks, then the timestamps at the offsets of those
+// behind.
+func (c *groupCollector) refresh(want remoteWant) {
+	wanted := want.tps
 	r := &c.remote
 	r.mu.Lock()
 	if r.refreshing || len(wanted) == 0 || c.m.now().Sub(r.at) < remoteRefreshEvery {
@@ -135,8 +167,14 @@ func (c *groupCollector) refresh(wanted []kernel.TopicPartition) {
 		ctx, cancel := context.WithTimeout(ctx, remoteRefreshEvery)
 		defer cancel()
 		got := c.leaders.LeaderHighWatermarks(ctx, wanted)
+		ts := map[kernel.TopicPartition]offsetTime{}
+		if len(want.at) > 0 {
+			for tp, t := range c.leaders.LeaderBatchTimestamps(ctx, want.at) {
+				ts[tp] = offsetTime{want.at[tp], t}
+			}
+		}
 		r.mu.Lock()
-		r.vals, r.at, r.refreshing = got, c.m.now(), false
+		r.vals, r.ts, r.at, r.refreshing = got, ts, c.m.now(), false
 		r.mu.Unlock()
 	})
 }
@@ -191,7 +229,7 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.id, b.id) })
-	var wanted []kernel.TopicPartition
+	var wanted remoteWant
 	for _, e := range all {
 		members, gen, state := 0, int32(0), "Empty"
 		if e.g != nil {
@@ -216,7 +254,7 @@ type topicLag struct {
 
 // collectLag emits group's lag families, adding to wanted the partitions it found no
 // replica of here.
-func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string, wanted *[]kernel.TopicPartition) {
+func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string, wanted *remoteWant) {
 	if c.offs == nil {
 		return
 	}
@@ -246,19 +284,26 @@ func (c *groupCollector) collectLag(ch chan<- prometheus.Metric, group string, w
 			if c.leaders == nil {
 				continue
 			}
-			*wanted = append(*wanted, tp)
+			wanted.tps = append(wanted.tps, tp)
 			var ok bool
 			if hw, ok = c.remote.get(tp); !ok {
 				continue
 			}
 		}
 		lag := max(hw-cm.Offset, 0)
-		// The time lag needs the batch's timestamp from a replica here: a partition
-		// behind on another broker's replica has a lag in records only.
+		// The time lag is the batch's timestamp: from a replica here, or as the
+		// partition's leader last told it for this committed offset.
 		var lagSeconds float64
 		knownSeconds := lag == 0
-		if lag > 0 && local {
-			if ts, ok := c.offs.BatchTimestamp(tp, cm.Offset); ok {
+		if lag > 0 {
+			ts, ok := int64(0), false
+			if local {
+				ts, ok = c.offs.BatchTimestamp(tp, cm.Offset)
+			} else {
+				wanted.behind(tp, cm.Offset)
+				ts, ok = c.remote.timestamp(tp, cm.Offset)
+			}
+			if ok {
 				lagSeconds, knownSeconds = max(float64(nowMs-ts)/1000, 0), true
 			}
 		}

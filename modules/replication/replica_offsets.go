@@ -2,7 +2,6 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"sync"
@@ -54,10 +53,7 @@ func (m *Module) BatchTimestamp(tp kernel.TopicPartition, offset int64) (int64, 
 	if n := copyPrefix(hdr[:], &rr); n < len(hdr) {
 		return 0, false
 	}
-	if binary.BigEndian.Uint16(hdr[recordbatch.OffAttributes:])&recordbatch.AttrLogAppendTime != 0 {
-		return int64(binary.BigEndian.Uint64(hdr[recordbatch.OffMaxTimestamp:])), true
-	}
-	return int64(binary.BigEndian.Uint64(hdr[recordbatch.OffBaseTimestamp:])), true
+	return batchTimestamp(hdr[:], offset)
 }
 
 // copyPrefix copies the first len(dst) bytes of rr into dst and returns how many it
@@ -170,3 +166,128 @@ func (m *Module) askHighWatermarks(ctx context.Context, cfg *replicaConfig, lead
 }
 
 var _ kernel.LeaderOffsets = (*Module)(nil)
+
+// timestampFetchBytes bounds what a LeaderBatchTimestamps fetch asks per partition,
+// and timestampFetchMax the whole answer.
+const (
+	timestampFetchBytes = 64 << 10
+	timestampFetchMax   = 8 << 20
+)
+
+// LeaderBatchTimestamps implements kernel.LeaderOffsets: one Fetch (as a consumer,
+// read_uncommitted, no wait) to each leader of the partitions in at, each from its
+// offset; the first batch of each answer gives the timestamp.
+func (m *Module) LeaderBatchTimestamps(ctx context.Context, at map[kernel.TopicPartition]int64) map[kernel.TopicPartition]int64 {
+	im := m.meta.Image()
+	byLeader := map[int32]map[kernel.TopicPartition]int64{}
+	ids := map[[16]byte]string{}
+	for tp, off := range at {
+		t := im.Topic(tp.Topic)
+		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			continue
+		}
+		l := t.Partitions[tp.Partition].Leader
+		if l < 0 || l == m.broker.NodeID {
+			continue
+		}
+		if byLeader[l] == nil {
+			byLeader[l] = map[kernel.TopicPartition]int64{}
+		}
+		byLeader[l][tp] = off
+		ids[t.ID] = tp.Topic
+	}
+	out := map[kernel.TopicPartition]int64{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	cfg := m.rcfg.Load()
+	for leader, parts := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got := m.askBatchTimestamps(ctx, cfg, leader, parts, ids)
+			mu.Lock()
+			maps.Copy(out, got)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// askBatchTimestamps is one leader's Fetch for parts (partition -> offset).
+func (m *Module) askBatchTimestamps(ctx context.Context, cfg *replicaConfig, leader int32, parts map[kernel.TopicPartition]int64, ids map[[16]byte]string) map[kernel.TopicPartition]int64 {
+	conn, vers, err := m.dialBroker(ctx, cfg, leader, fmt.Sprintf("sluice-lag-%d", m.broker.NodeID), 2*timestampFetchMax)
+	if err != nil {
+		m.log.Debug("asking a leader for batch timestamps", "leader", leader, "err", err)
+		return nil
+	}
+	defer conn.Close()
+	req := kmsg.NewPtrFetchRequest()
+	v, ok := vers[kmsg.Fetch.Int16()]
+	if !ok || v < 4 {
+		return nil
+	}
+	req.SetVersion(min(req.MaxVersion(), v))
+	req.ReplicaID, req.ReplicaState.ID = -1, -1
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 0, timestampFetchMax
+	req.SessionID, req.SessionEpoch = 0, -1
+	im := m.meta.Image()
+	topics := map[string]int{}
+	for tp, off := range parts {
+		i, ok := topics[tp.Topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = tp.Topic
+			if ti := im.Topic(tp.Topic); ti != nil {
+				t.TopicID = ti.ID
+			}
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[tp.Topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, off, timestampFetchBytes
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := conn.Request(ctx, req)
+	if err != nil {
+		m.log.Debug("asking a leader for batch timestamps", "leader", leader, "err", err)
+		return nil
+	}
+	resp, ok := kresp.(*kmsg.FetchResponse)
+	if !ok {
+		return nil
+	}
+	out := map[kernel.TopicPartition]int64{}
+	for _, t := range resp.Topics {
+		name := t.Topic
+		if name == "" {
+			name = ids[t.TopicID]
+		}
+		for _, p := range t.Partitions {
+			tp := kernel.TopicPartition{Topic: name, Partition: p.Partition}
+			off, asked := parts[tp]
+			if !asked || p.ErrorCode != 0 {
+				continue
+			}
+			if ts, ok := batchTimestamp(p.RecordBatches, off); ok {
+				out[tp] = ts
+			}
+		}
+	}
+	return out
+}
+
+// batchTimestamp reads the timestamp of the first batch of b, if it is whole enough
+// to have a header and holds offset (or starts after it: offset fell in a gap).
+func batchTimestamp(b []byte, offset int64) (int64, bool) {
+	h, err := recordbatch.ParseHeader(b)
+	if err != nil || h.LastOffset() < offset {
+		return 0, false
+	}
+	if h.Attributes&recordbatch.AttrLogAppendTime != 0 {
+		return h.MaxTimestamp, true
+	}
+	return h.BaseTimestamp, true
+}
