@@ -84,6 +84,10 @@ func TestClusterMetrics(t *testing.T) {
 	testbroker.RetryCoordinator(t, ctx, "commit", func() error {
 		return commitErr(ctx, adm, "watchers", map[string]map[int32]int64{"health": offs, "thin": offs})
 	})
+	// A second group on thin at other offsets: its time lags need fetches of their own.
+	testbroker.RetryCoordinator(t, ctx, "commit", func() error {
+		return commitErr(ctx, adm, "watchers2", map[string]map[int32]int64{"thin": {0: 2, 1: 2, 2: 2}})
+	})
 
 	all := procs
 	testbroker.WaitFor(t, 30*time.Second, "the group's lag from its coordinator alone, and a healthy cluster", func() string {
@@ -97,6 +101,10 @@ func TestClusterMetrics(t *testing.T) {
 		// and their time lags from the leaders' batch headers: every partition's.
 		if n := lagSecondsSamples(all, "watchers", "thin"); n != 3 {
 			return fmt.Sprintf("thin's time lag for %d partitions, want 3", n)
+		}
+		thin2, _ := clusterValue(all, "sluice_consumer_group_lag", "group", "watchers2", "topic", "thin")
+		if n := lagSecondsSamples(all, "watchers2", "thin"); thin2 != 24 || n != 3 {
+			return fmt.Sprintf("watchers2 on thin: lag %v, time lag for %d partitions", thin2, n)
 		}
 		under, _ := clusterValue(all, "sluice_under_replicated_partitions")
 		active, _ := clusterValue(all, "sluice_brokers", "state", "active")

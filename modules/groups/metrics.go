@@ -39,8 +39,9 @@ import (
 // lookup and one batch header read. For a partition with no replica here both come
 // from its leader, asked off the scrape path (kernel.LeaderOffsets: one ListOffsets
 // and one small Fetch per leader broker at most every 5 s, started by a scrape and
-// used by the next); its time lag is left out while unknown (a batch over 64 KiB, a
-// committed offset other groups' smaller one crowded out of that refresh). With sluice.metrics.partition.series=false the lag families drop the
+// used by the next; a partition where groups stand at several offsets gets a fetch
+// round per offset, at most 8); its time lag is left out while unknown (a batch over
+// 64 KiB). With sluice.metrics.partition.series=false the lag families drop the
 // partition label: the lag summed over a topic's partitions, the time lag the
 // largest.
 type groupCollector struct {
@@ -102,37 +103,15 @@ const remoteRefreshEvery = 5 * time.Second
 type remoteHWs struct {
 	mu         sync.Mutex
 	vals       map[kernel.TopicPartition]int64
-	ts         map[kernel.TopicPartition]offsetTime // the batch timestamp at an offset
+	ts         map[offsetAt]int64 // the batch timestamp at a partition's offset
 	at         time.Time
 	refreshing bool
 }
 
-// offsetTime is the timestamp of the batch holding offset.
-type offsetTime struct{ offset, ts int64 }
-
-// timestamp returns the cached timestamp of tp's batch at offset.
-func (r *remoteHWs) timestamp(tp kernel.TopicPartition, offset int64) (int64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ot, ok := r.ts[tp]
-	return ot.ts, ok && ot.offset == offset
-}
-
-// remoteWant is what a scrape found missing: partitions without a replica here, and
-// for those behind, the committed offset to ask the time of (the smallest among the
-// groups: one offset per partition per refresh).
-type remoteWant struct {
-	tps []kernel.TopicPartition
-	at  map[kernel.TopicPartition]int64
-}
-
-func (w *remoteWant) behind(tp kernel.TopicPartition, offset int64) {
-	if w.at == nil {
-		w.at = map[kernel.TopicPartition]int64{}
-	}
-	if cur, ok := w.at[tp]; !ok || offset < cur {
-		w.at[tp] = offset
-	}
+// offsetAt is an offset of a partition.
+type offsetAt struct {
+	tp     kernel.TopicPartition
+	offset int64
 }
 
 // get returns tp's cached high watermark.
@@ -141,6 +120,53 @@ func (r *remoteHWs) get(tp kernel.TopicPartition) (int64, bool) {
 	defer r.mu.Unlock()
 	hw, ok := r.vals[tp]
 	return hw, ok
+}
+
+// timestamp returns the cached timestamp of tp's batch at offset.
+func (r *remoteHWs) timestamp(tp kernel.TopicPartition, offset int64) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, ok := r.ts[offsetAt{tp, offset}]
+	return ts, ok
+}
+
+// maxTimestampRounds bounds the fetches one refresh sends a leader for the time lags:
+// a partition on which more groups stand at different offsets gets the smallest
+// offsets' times only.
+const maxTimestampRounds = 8
+
+// remoteWant is what a scrape found missing: partitions without a replica here, and
+// for those behind, the committed offsets to ask the times of.
+type remoteWant struct {
+	tps []kernel.TopicPartition
+	at  map[offsetAt]bool
+}
+
+func (w *remoteWant) behind(tp kernel.TopicPartition, offset int64) {
+	if w.at == nil {
+		w.at = map[offsetAt]bool{}
+	}
+	w.at[offsetAt{tp, offset}] = true
+}
+
+// rounds splits the wanted offsets into fetches of one offset per partition: round i
+// asks each partition's i-th smallest offset.
+func (w *remoteWant) rounds() []map[kernel.TopicPartition]int64 {
+	byTP := map[kernel.TopicPartition][]int64{}
+	for oa := range w.at {
+		byTP[oa.tp] = append(byTP[oa.tp], oa.offset)
+	}
+	var out []map[kernel.TopicPartition]int64
+	for tp, offs := range byTP {
+		slices.Sort(offs)
+		for i, off := range offs[:min(len(offs), maxTimestampRounds)] {
+			if i == len(out) {
+				out = append(out, map[kernel.TopicPartition]int64{})
+			}
+			out[i][tp] = off
+		}
+	}
+	return out
 }
 
 // refresh asks the leaders of the wanted partitions in the background when the
@@ -167,10 +193,10 @@ func (c *groupCollector) refresh(want remoteWant) {
 		ctx, cancel := context.WithTimeout(ctx, remoteRefreshEvery)
 		defer cancel()
 		got := c.leaders.LeaderHighWatermarks(ctx, wanted)
-		ts := map[kernel.TopicPartition]offsetTime{}
-		if len(want.at) > 0 {
-			for tp, t := range c.leaders.LeaderBatchTimestamps(ctx, want.at) {
-				ts[tp] = offsetTime{want.at[tp], t}
+		ts := map[offsetAt]int64{}
+		for _, round := range want.rounds() {
+			for tp, t := range c.leaders.LeaderBatchTimestamps(ctx, round) {
+				ts[offsetAt{tp, round[tp]}] = t
 			}
 		}
 		r.mu.Lock()
