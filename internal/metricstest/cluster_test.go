@@ -4,7 +4,9 @@ package metricstest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -117,6 +119,31 @@ func TestClusterMetrics(t *testing.T) {
 		}
 		return ""
 	})
+	// The console of any broker shows every partition's time lag, the ones led
+	// elsewhere from their leaders.
+	for _, p := range procs {
+		var g struct {
+			Partitions []struct {
+				Topic      string   `json:"topic"`
+				Lag        int64    `json:"lag"`
+				LagSeconds *float64 `json:"lag_seconds"`
+			} `json:"partitions"`
+		}
+		resp, err := http.Get("http://" + p.AdminAddr + "/v1/console/groups/watchers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&g)
+		resp.Body.Close()
+		if err != nil || len(g.Partitions) != 6 {
+			t.Fatalf("console of %s: %v %+v", p.Addr, err, g)
+		}
+		for _, row := range g.Partitions {
+			if row.Lag != 5 || row.LagSeconds == nil || *row.LagSeconds <= 0 {
+				t.Fatalf("console of %s: %+v", p.Addr, g.Partitions)
+			}
+		}
+	}
 	md, err := adm.Metadata(ctx, "health")
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func (m *Module) groups(ctx context.Context, _ *http.Request) (any, error) {
 			if e := l.Error(); e != nil {
 				gj.Error = e.Error()
 			}
-			rows := m.lagRows(l.Lag, time.Now())
+			rows := m.lagRows(ctx, l.Lag, time.Now(), false)
 			gj.Lag, gj.LagSeconds = totals(rows)
 		}
 		if gj.Type == "" {
@@ -124,16 +124,18 @@ func (m *Module) group(ctx context.Context, r *http.Request) (any, error) {
 		}
 		out.Members = append(out.Members, mj)
 	}
-	out.Partitions = m.lagRows(l.Lag, now)
+	out.Partitions = m.lagRows(ctx, l.Lag, now, true)
 	out.Lag, out.LagSeconds = totals(out.Partitions)
 	out.History = m.lags.record(name, lagSample{AtMs: now.UnixMilli(), Lag: out.Lag, LagSeconds: out.LagSeconds})
 	return out, nil
 }
 
 // lagRows turns kadm's lag into rows, sorted by topic and partition, with the time
-// lag from this broker's replicas.
-func (m *Module) lagRows(gl kadm.GroupLag, now time.Time) []lagRowJSON {
+// lag from this broker's replicas and, when remote is set, from the leaders of the
+// partitions it holds no replica of (one fetch per leader: kernel.LeaderOffsets).
+func (m *Module) lagRows(ctx context.Context, gl kadm.GroupLag, now time.Time, remote bool) []lagRowJSON {
 	rows := []lagRowJSON{}
+	ask := map[kernel.TopicPartition]int64{}
 	for _, l := range gl.Sorted() {
 		row := lagRowJSON{Topic: l.Topic, Partition: l.Partition, Committed: l.Commit.At, End: l.End.Offset, Lag: l.Lag}
 		if l.Member != nil {
@@ -153,6 +155,8 @@ func (m *Module) lagRows(gl kadm.GroupLag, now time.Time) []lagRowJSON {
 				at := max(l.Commit.At, 0)
 				if ts, ok := m.offsets.BatchTimestamp(tp, at); ok {
 					secs, known = max(float64(now.UnixMilli()-ts)/1000, 0), true
+				} else if _, _, local := m.offsets.ReplicaOffsets(tp); !local {
+					ask[tp] = at
 				}
 			}
 			if known {
@@ -160,6 +164,16 @@ func (m *Module) lagRows(gl kadm.GroupLag, now time.Time) []lagRowJSON {
 			}
 		}
 		rows = append(rows, row)
+	}
+	if remote && m.leaders != nil && len(ask) > 0 {
+		times := m.leaders.LeaderBatchTimestamps(ctx, ask)
+		for i := range rows {
+			r := &rows[i]
+			if ts, ok := times[kernel.TopicPartition{Topic: r.Topic, Partition: r.Partition}]; ok && r.LagSeconds == nil {
+				secs := max(float64(now.UnixMilli()-ts)/1000, 0)
+				r.LagSeconds = &secs
+			}
+		}
 	}
 	return rows
 }
@@ -300,7 +314,7 @@ func (m *Module) sampleLoop() {
 		now := time.Now()
 		if err == nil || len(lags) > 0 {
 			for g, l := range lags {
-				lag, secs := totals(m.lagRows(l.Lag, now))
+				lag, secs := totals(m.lagRows(ctx, l.Lag, now, true))
 				m.lags.sample(g, lagSample{AtMs: now.UnixMilli(), Lag: lag, LagSeconds: secs})
 			}
 		}

@@ -44,6 +44,7 @@ type Module struct {
 	broker  kernel.BrokerInfo
 	authz   kernel.Authorizer
 	offsets kernel.ReplicaOffsets // nil: no time lag
+	leaders kernel.LeaderOffsets  // nil: time lag from local replicas only
 
 	mu      sync.Mutex
 	cl      *kgo.Client // made at first use; nil until then and after Stop
@@ -104,6 +105,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.authz = a
 	}
 	m.offsets, _ = kernel.LookupAs[kernel.ReplicaOffsets](ctx, "replication")
+	m.leaders, _ = kernel.LookupAs[kernel.LeaderOffsets](ctx, "replication")
 	m.lags = newLagHistory(m.LagSamples)
 	m.stop = make(chan struct{})
 	if m.Disabled {
