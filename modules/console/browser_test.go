@@ -183,3 +183,35 @@ func TestConsoleInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// The transforms and plugins page with an assignor plugin running: its row, state and
+// counters render (the page with nothing deployed is in TestConsoleInBrowser).
+func TestConsoleExtensionsInBrowser(t *testing.T) {
+	bin := chromium(t)
+	plugin := filepath.Join(t.TempDir(), "rack-aware")
+	if out, err := exec.Command("go", "build", "-o", plugin, "../../examples/assignors/rack-aware").CombinedOutput(); err != nil {
+		t.Fatalf("build the example assignor: %v\n%s", err, out)
+	}
+	b := testbroker.Start(t, testbroker.WithConfig(fmt.Sprintf(
+		"modules:\n  groups: {use: coordinator, assignors: [uniform, range, {name: rack-aware, plugin: %q}]}\n", plugin)))
+	base := "http://" + b.AdminAddr
+	testbroker.WaitFor(t, 30*time.Second, "the plugin running", func() string {
+		var p struct {
+			Plugins []struct{ Name, State string } `json:"plugins"`
+		}
+		if code := getJSON(t, base+"/v1/plugins", &p); code != 200 || len(p.Plugins) != 1 || p.Plugins[0].State != "running" {
+			return fmt.Sprintf("HTTP %d %+v", code, p)
+		}
+		return ""
+	})
+	dom := headless(t, bin, base+"/#/extensions", "--dump-dom")
+	for _, w := range []string{`id="plugins"`, ">rack-aware<", ">running<", ">uniform<", "Call rate", `id="transforms"`} {
+		if !strings.Contains(dom, w) {
+			t.Errorf("the rendered page lacks %q:\n%s", w, dom)
+		}
+	}
+	if strings.Contains(dom, `class="error"`) {
+		t.Errorf("the page shows an error:\n%s", dom)
+	}
+	headless(t, bin, base+"/#/extensions", "--screenshot="+filepath.Join(artifactDir(t), "console-extensions-plugin.png"))
+}
