@@ -85,9 +85,22 @@ var _ kernel.ReplicaOffsets = (*Module)(nil)
 // read_uncommitted: the high watermark) to each leader of tps, over a connection
 // dialed for it and closed after.
 func (m *Module) LeaderHighWatermarks(ctx context.Context, tps []kernel.TopicPartition) map[kernel.TopicPartition]int64 {
-	im := m.meta.Image()
-	byLeader := map[int32]map[string][]int32{}
+	at := make(map[kernel.TopicPartition]int64, len(tps))
 	for _, tp := range tps {
+		at[tp] = 0
+	}
+	return m.askLeaders(ctx, at, m.askHighWatermarks)
+}
+
+// askLeaders groups the partitions of at (partition -> offset) by their leader in the
+// current image, leaving out those this broker leads or that have none, and runs ask
+// for each leader concurrently, merging what they answer.
+func (m *Module) askLeaders(ctx context.Context, at map[kernel.TopicPartition]int64,
+	ask func(ctx context.Context, cfg *replicaConfig, leader int32, parts map[kernel.TopicPartition]int64) map[kernel.TopicPartition]int64,
+) map[kernel.TopicPartition]int64 {
+	im := m.meta.Image()
+	byLeader := map[int32]map[kernel.TopicPartition]int64{}
+	for tp, off := range at {
 		t := im.Topic(tp.Topic)
 		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			continue
@@ -97,19 +110,19 @@ func (m *Module) LeaderHighWatermarks(ctx context.Context, tps []kernel.TopicPar
 			continue
 		}
 		if byLeader[l] == nil {
-			byLeader[l] = map[string][]int32{}
+			byLeader[l] = map[kernel.TopicPartition]int64{}
 		}
-		byLeader[l][tp.Topic] = append(byLeader[l][tp.Topic], tp.Partition)
+		byLeader[l][tp] = off
 	}
 	out := map[kernel.TopicPartition]int64{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	cfg := m.rcfg.Load()
-	for leader, topics := range byLeader {
+	for leader, parts := range byLeader {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got := m.askHighWatermarks(ctx, cfg, leader, topics)
+			got := ask(ctx, cfg, leader, parts)
 			mu.Lock()
 			maps.Copy(out, got)
 			mu.Unlock()
@@ -121,7 +134,7 @@ func (m *Module) LeaderHighWatermarks(ctx context.Context, tps []kernel.TopicPar
 
 // askHighWatermarks is one leader's ListOffsets for topics' partitions; errors leave
 // partitions out (the caller keeps what it knew).
-func (m *Module) askHighWatermarks(ctx context.Context, cfg *replicaConfig, leader int32, topics map[string][]int32) map[kernel.TopicPartition]int64 {
+func (m *Module) askHighWatermarks(ctx context.Context, cfg *replicaConfig, leader int32, parts map[kernel.TopicPartition]int64) map[kernel.TopicPartition]int64 {
 	conn, vers, err := m.dialBroker(ctx, cfg, leader, fmt.Sprintf("sluice-lag-%d", m.broker.NodeID), kclient.DefaultMaxResponseBytes)
 	if err != nil {
 		m.log.Debug("asking a leader for high watermarks", "leader", leader, "err", err)
@@ -135,15 +148,19 @@ func (m *Module) askHighWatermarks(ctx context.Context, cfg *replicaConfig, lead
 	}
 	req.SetVersion(min(req.MaxVersion(), v))
 	req.ReplicaID = -1
-	for topic, ps := range topics {
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		for _, p := range ps {
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
+	topics := map[string]int{}
+	for tp := range parts {
+		i, ok := topics[tp.Topic]
+		if !ok {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = tp.Topic
+			req.Topics = append(req.Topics, rt)
+			i = len(req.Topics) - 1
+			topics[tp.Topic] = i
 		}
-		req.Topics = append(req.Topics, rt)
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = tp.Partition, -1, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	kresp, err := conn.Request(ctx, req)
 	if err != nil {
@@ -178,44 +195,11 @@ const (
 // read_uncommitted, no wait) to each leader of the partitions in at, each from its
 // offset; the first batch of each answer gives the timestamp.
 func (m *Module) LeaderBatchTimestamps(ctx context.Context, at map[kernel.TopicPartition]int64) map[kernel.TopicPartition]int64 {
-	im := m.meta.Image()
-	byLeader := map[int32]map[kernel.TopicPartition]int64{}
-	ids := map[[16]byte]string{}
-	for tp, off := range at {
-		t := im.Topic(tp.Topic)
-		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
-			continue
-		}
-		l := t.Partitions[tp.Partition].Leader
-		if l < 0 || l == m.broker.NodeID {
-			continue
-		}
-		if byLeader[l] == nil {
-			byLeader[l] = map[kernel.TopicPartition]int64{}
-		}
-		byLeader[l][tp] = off
-		ids[t.ID] = tp.Topic
-	}
-	out := map[kernel.TopicPartition]int64{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	cfg := m.rcfg.Load()
-	for leader, parts := range byLeader {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got := m.askBatchTimestamps(ctx, cfg, leader, parts, ids)
-			mu.Lock()
-			maps.Copy(out, got)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+	return m.askLeaders(ctx, at, m.askBatchTimestamps)
 }
 
 // askBatchTimestamps is one leader's Fetch for parts (partition -> offset).
-func (m *Module) askBatchTimestamps(ctx context.Context, cfg *replicaConfig, leader int32, parts map[kernel.TopicPartition]int64, ids map[[16]byte]string) map[kernel.TopicPartition]int64 {
+func (m *Module) askBatchTimestamps(ctx context.Context, cfg *replicaConfig, leader int32, parts map[kernel.TopicPartition]int64) map[kernel.TopicPartition]int64 {
 	conn, vers, err := m.dialBroker(ctx, cfg, leader, fmt.Sprintf("sluice-lag-%d", m.broker.NodeID), 2*timestampFetchMax)
 	if err != nil {
 		m.log.Debug("asking a leader for batch timestamps", "leader", leader, "err", err)
@@ -233,6 +217,7 @@ func (m *Module) askBatchTimestamps(ctx context.Context, cfg *replicaConfig, lea
 	req.SessionID, req.SessionEpoch = 0, -1
 	im := m.meta.Image()
 	topics := map[string]int{}
+	ids := map[[16]byte]string{} // v13+ answers name topics by id
 	for tp, off := range parts {
 		i, ok := topics[tp.Topic]
 		if !ok {
@@ -240,6 +225,7 @@ func (m *Module) askBatchTimestamps(ctx context.Context, cfg *replicaConfig, lea
 			t.Topic = tp.Topic
 			if ti := im.Topic(tp.Topic); ti != nil {
 				t.TopicID = ti.ID
+				ids[ti.ID] = tp.Topic
 			}
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
