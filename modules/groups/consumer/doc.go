@@ -57,8 +57,10 @@
 // heartbeat tries again.
 //
 // Regex subscriptions (v1+) use Go's regexp, the RE2 dialect Kafka's RE2J
-// also speaks, and must match a whole topic name; topics whose names start
-// with "__" are never matched. A new regex is resolved at once; all are
+// also speaks, and must match a whole topic name. Internal topics
+// (__consumer_offsets, __transaction_state) are matched like any other, as
+// Kafka's coordinator does: a client that does not want them says so in its
+// pattern. A new regex is resolved at once; all are
 // resolved again every Config.RegexRefreshInterval (a heartbeat does it), so
 // new topics are picked up.
 //

@@ -486,12 +486,28 @@ func TestSubscribeToMissingTopic(t *testing.T) {
 	}
 }
 
+// An internal topic is matched like any other (Kafka 4's coordinator does; franz-go's
+// Test848RegexBrokerResolves checks it with __consumer_offsets).
+func TestRegexMatchesInternalTopics(t *testing.T) {
+	h := newHarness(t, Config{})
+	internal := h.topics.add("__consumer_offsets", 3)
+	orders := h.topics.add("orders", 1)
+	h.topics.add("orders-v2", 1)
+	req := joinReq("m1")
+	req.SubscribedTopicNames = nil
+	req.SubscribedTopicRegex = strp("(?:orders)|(?:__consumer_offsets)")
+	resp := h.mustOK(h.hb(req))
+	if got := respAssignment(resp); !equalTPs(got, tps{internal: {0, 1, 2}, orders: {0}}) {
+		t.Fatalf("assignment %v", got)
+	}
+}
+
 func TestRegexSubscription(t *testing.T) {
 	h := newHarness(t, Config{})
 	foo := h.topics.add("foo-1", 2)
 	h.topics.add("bar", 2)
-	h.topics.add("__foo-internal", 2)
-	h.topics.add("xfoo-1", 2) // must not match: whole-name match
+	h.topics.add("__foo-1", 2) // must not match: whole-name match
+	h.topics.add("xfoo-1", 2)  // nor this
 	req := joinReq("m1")
 	req.SubscribedTopicNames = nil
 	req.SubscribedTopicRegex = strp("foo-.*")

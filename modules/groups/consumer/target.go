@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/modules/groups/assignor"
@@ -102,7 +101,7 @@ func (g *Group) refreshRegexes(topics TopicView, now time.Time) (changed bool) {
 		var matched []string
 		if e.re != nil {
 			for _, n := range names {
-				if !strings.HasPrefix(n, "__") && e.re.MatchString(n) {
+				if e.re.MatchString(n) {
 					matched = append(matched, n)
 				}
 			}
