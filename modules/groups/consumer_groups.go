@@ -38,9 +38,16 @@ func (m *Module) topicView() imageTopics { return imageTopics{m.meta.Image(), m}
 // of config name → value.
 const GroupConfigsNamespace = "groups.configs"
 
-// GroupAssignorConfig is the group config naming a KIP-848 group's server-side
-// assignor when no member asks for one.
+// GroupAssignorConfig is the group config naming a group's server-side assignor; when
+// set it wins over the assignor a KIP-848 member names, and classic-protocol members
+// are assigned by it on the coordinator too (classic_assign.go).
 const GroupAssignorConfig = "sluice.consumer.assignor"
+
+// logAssignorChosen logs, at info, which assignor computes a group's assignment
+// and why, each time that changes (consumer.Config.OnAssignorChosen).
+func (m *Module) logAssignorChosen(group, assignor, why string) {
+	m.log.Info("group assignor chosen", "group", group, "assignor", assignor, "why", why)
+}
 
 // GroupAssignor implements consumer.GroupAssignors: the group's
 // sluice.consumer.assignor if it names a configured assignor; else "" (an unknown

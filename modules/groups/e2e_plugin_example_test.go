@@ -128,12 +128,10 @@ modules:
 		mb.leave()
 	}
 
-	// A kgo group: kgo in KIP-848 mode always names a server assignor (uniform
-	// for the sticky balancers, range for the range balancer), and a member's
-	// choice wins over the group config sluice.consumer.assignor, so the group
-	// config (set here with IncrementalAlterConfigs on a GROUP resource) does not
-	// apply; the plugin is reached under the name range instead, the way a
-	// plugin replaces a built-in.
+	// A kgo group: kgo in KIP-848 mode always names a server assignor (range for
+	// the range balancer), and the group config sluice.consumer.assignor (set here
+	// with IncrementalAlterConfigs on a GROUP resource) wins over it: the plugin
+	// serves the group although no client names it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -150,7 +148,7 @@ modules:
 	if len(iacResp.Resources) != 1 || iacResp.Resources[0].ErrorCode != 0 {
 		t.Fatalf("IncrementalAlterConfigs GROUP: %+v", iacResp.Resources)
 	}
-	calls := pluginStats(t, b)["range"].Calls
+	calls := pluginStats(t, b)["rack-aware"].Calls
 
 	const n = 300
 	produceN(t, cl, "tr", n)
@@ -163,7 +161,7 @@ modules:
 		kgo.WithContext(nextGen()), kgo.Rack("r1"), kgo.Balancers(kgo.RangeBalancer()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	waitFor(t, 30*time.Second, "kgo consumes everything with the plugin", func() string {
-		if g := describe848(t, cl, "g-kgo"); g.AssignorName != "range" {
+		if g := describe848(t, cl, "g-kgo"); g.AssignorName != "rack-aware" {
 			return fmt.Sprintf("assignor %q, state %s", g.AssignorName, g.State)
 		}
 		if missing, ex := seen.missing(want); missing > 0 {
@@ -171,7 +169,7 @@ modules:
 		}
 		return ""
 	})
-	if st := pluginStats(t, b)["range"]; st.Calls <= calls || st.Errors != 0 || st.Fallbacks != 0 {
+	if st := pluginStats(t, b)["rack-aware"]; st.Calls <= calls || st.Errors != 0 || st.Fallbacks != 0 {
 		t.Errorf("the plugin did not serve the kgo group: %+v (calls before %d)", st, calls)
 	}
 }

@@ -294,6 +294,9 @@ modules:
 	if err := es.PutExtension(ctx, groups.GroupConfigsNamespace, "g-cfg", []byte(`{"sluice.consumer.assignor":"smallest"}`)); err != nil {
 		t.Fatal(err)
 	}
+	if err := es.PutExtension(ctx, groups.GroupConfigsNamespace, "g-cfg-wins", []byte(`{"sluice.consumer.assignor":"smallest"}`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := es.PutExtension(ctx, groups.GroupConfigsNamespace, "g-unknown", []byte(`{"sluice.consumer.assignor":"nope"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -303,15 +306,18 @@ modules:
 		}
 		return ""
 	})
+	uniform := func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.ServerAssignor = ptr("uniform") }
 	for _, tc := range []struct {
 		group, what, assignor string
+		named                 func(*kmsg.ConsumerGroupHeartbeatRequest)
 		check                 func(kmsg.ConsumerGroupDescribeResponseGroup) string
 	}{
-		{"g-cfg", "the group's configured assignor", "smallest", func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return smallestGetsAll(g, 6) }},
-		{"g-unknown", "the default for an unknown configured assignor", "uniform", func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return spread(g, 2, 6) }},
+		{"g-cfg", "the group's configured assignor", "smallest", nil, func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return smallestGetsAll(g, 6) }},
+		{"g-cfg-wins", "the configured assignor over the members' named one", "smallest", uniform, func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return smallestGetsAll(g, 6) }},
+		{"g-unknown", "the default for an unknown configured assignor", "uniform", nil, func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return spread(g, 2, 6) }},
 	} {
-		x := join848(t, cl, tc.group, nil, "tf")
-		y := join848(t, cl, tc.group, nil, "tf")
+		x := join848(t, cl, tc.group, tc.named, "tf")
+		y := join848(t, cl, tc.group, tc.named, "tf")
 		waitFor(t, 10*time.Second, tc.what, func() string {
 			x.ack()
 			y.ack()

@@ -275,6 +275,7 @@ func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Er
 			HeartbeatInterval: set.consumerHeartbeat,
 			MaxSize:           set.consumerMaxSize,
 			Assignors:         s.m.assignors,
+			OnAssignorChosen:  s.m.logAssignorChosen,
 		}
 		return &group{id: id, consumer: consumer.New(id, cfg, s.m.now())}
 	})

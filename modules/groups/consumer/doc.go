@@ -49,8 +49,12 @@
 // exist are not assigned and are looked up again on each heartbeat.
 //
 // A heartbeat that finds the group epoch ahead of the target epoch runs the
-// assignor: the one most members ask for (ServerAssignor; ties go to the one
-// configured first), else Config.Assignors[0]. Each member's previous target
+// assignor: the group's configured one (GroupAssignors: the group config
+// sluice.consumer.assignor) when set, whatever the members ask for, so an
+// operator's choice holds with clients that always name one (franz-go names
+// uniform or range); else the one most members ask for (ServerAssignor; ties go
+// to the one configured first); else Config.Assignors[0]. A change of the
+// choice or its reason is reported through Config.OnAssignorChosen. Each member's previous target
 // is its Current, so assignments are sticky. If the assignor fails, panics
 // or returns an assignment assignor.Check rejects, the previous target stays,
 // the target epoch does not move, LastAssignorError says why, and the next

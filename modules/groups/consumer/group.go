@@ -111,8 +111,8 @@ type TopicRacks interface {
 
 // GroupAssignors is an optional interface of a TopicView: the assignor a
 // group is configured to use (the group config sluice.consumer.assignor),
-// used when no member names one in ServerAssignor. "" means none; a name
-// that is not one of Config.Assignors is ignored (the default is used).
+// which wins over the members' ServerAssignor. "" means none; a name that is
+// not one of Config.Assignors is ignored.
 type GroupAssignors interface {
 	GroupAssignor(group string) string
 }
@@ -151,6 +151,11 @@ type Config struct {
 	// again against TopicView.TopicNames (a new regex is resolved at once).
 	// Default 10s; negative means on every heartbeat.
 	RegexRefreshInterval time.Duration
+	// OnAssignorChosen, if set, is called when the assignor that computes the
+	// group's target, or the reason it was chosen (WhyGroupConfig, WhyRequested,
+	// WhyDefault), differs from the previous computation's. It runs under the
+	// group's lock: it must not block or call the Group.
+	OnAssignorChosen func(group, assignor, why string)
 	// NewMemberID generates a member id for a v0 join without one. Default
 	// a random UUID in Kafka's text form (22 characters of url-safe base64).
 	NewMemberID func() string
@@ -242,6 +247,9 @@ type Group struct {
 	targetEpoch int32
 	target      assignor.Assignment // member id → its target partitions
 	targetBy    string              // assignor that computed target
+	chosenBy    string              // assignor chosen at the last computation (even if it failed)
+	chosenWhy   string              // why it was chosen (WhyGroupConfig, ...)
+	targetWhy   string              // why targetBy was chosen
 	assignErr   error
 
 	members  map[string]*member
@@ -328,6 +336,14 @@ func (g *Group) LastAssignorError() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.assignErr
+}
+
+// AssignorChoice returns the assignor that computed the current target and why it
+// was chosen; both "" before the first computation.
+func (g *Group) AssignorChoice() (name, why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.targetBy, g.targetWhy
 }
 
 // MarkDead marks the group Dead (deleted or unloaded) and forgets its
@@ -478,7 +494,8 @@ func (g *Group) Describe(topics TopicView, now time.Time) kmsg.ConsumerGroupDesc
 	r.Epoch = g.groupEpoch
 	r.AssignmentEpoch = g.targetEpoch
 	if !g.dead {
-		r.AssignorName = g.chooseAssignor(topics).Name()
+		a, _ := g.chooseAssignor(topics)
+		r.AssignorName = a.Name()
 	}
 	for _, m := range g.sortedMembers() {
 		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()

@@ -181,11 +181,26 @@ func (g *Group) metaChanged(cur map[string]topicMeta) bool {
 	return false
 }
 
-// chooseAssignor returns the assignor most members prefer (ties go to the
-// one configured first); when no member names one, the group's configured
-// assignor (GroupAssignors, sluice.consumer.assignor) if it is one of
-// Config.Assignors; else the default, Config.Assignors[0].
-func (g *Group) chooseAssignor(topics TopicView) assignor.Assignor {
+// Why an assignor was chosen, as AssignorChoice and Config.OnAssignorChosen say it.
+const (
+	WhyGroupConfig = "group config sluice.consumer.assignor"
+	WhyRequested   = "requested by members"
+	WhyDefault     = "default (first configured assignor)"
+)
+
+// chooseAssignor returns the assignor that computes the group's target, and why.
+// Precedence: the group's configured assignor (GroupAssignors, the group config
+// sluice.consumer.assignor) when it names one of Config.Assignors, so an operator's
+// choice holds whatever the clients name; else the one most members ask for in
+// ServerAssignor (ties go to the one configured first); else Config.Assignors[0].
+func (g *Group) chooseAssignor(topics TopicView) (assignor.Assignor, string) {
+	if ga, ok := topics.(GroupAssignors); ok {
+		if name := ga.GroupAssignor(g.id); name != "" {
+			if a := g.assignorNamed(name); a != nil {
+				return a, WhyGroupConfig
+			}
+		}
+	}
 	count := map[string]int{}
 	for _, m := range g.members {
 		if m.serverAssignor != "" {
@@ -199,16 +214,9 @@ func (g *Group) chooseAssignor(topics TopicView) assignor.Assignor {
 		}
 	}
 	if bestN > 0 {
-		return best
+		return best, WhyRequested
 	}
-	if ga, ok := topics.(GroupAssignors); ok {
-		if name := ga.GroupAssignor(g.id); name != "" {
-			if a := g.assignorNamed(name); a != nil {
-				return a
-			}
-		}
-	}
-	return best
+	return best, WhyDefault
 }
 
 func (g *Group) assignorNamed(name string) assignor.Assignor {
@@ -223,7 +231,13 @@ func (g *Group) assignorNamed(name string) assignor.Assignor {
 // computeTarget runs the assignor for the current group epoch. On failure
 // the previous target stays and the error is kept for LastAssignorError.
 func (g *Group) computeTarget(ctx context.Context, topics TopicView, cur map[string]topicMeta) {
-	a := g.chooseAssignor(topics)
+	a, why := g.chooseAssignor(topics)
+	if a.Name() != g.chosenBy || why != g.chosenWhy {
+		g.chosenBy, g.chosenWhy = a.Name(), why
+		if g.cfg.OnAssignorChosen != nil {
+			g.cfg.OnAssignorChosen(g.id, a.Name(), why)
+		}
+	}
 	stats, _ := topics.(TopicStats)
 	if su, ok := a.(StatsUser); !ok || !su.UsesPartitionStats() {
 		stats = nil // built-ins ignore end offsets and lag: keep them cheap
@@ -271,7 +285,7 @@ func (g *Group) computeTarget(ctx context.Context, topics TopicView, cur map[str
 	for _, m := range ms {
 		target[m.id] = cloneTPs(out[m.id])
 	}
-	g.target, g.targetEpoch, g.targetBy, g.assignErr = target, g.groupEpoch, a.Name(), nil
+	g.target, g.targetEpoch, g.targetBy, g.targetWhy, g.assignErr = target, g.groupEpoch, a.Name(), why, nil
 }
 
 // callAssignor runs a, turning a panic into an error: a broken assignor
