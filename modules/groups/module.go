@@ -73,6 +73,10 @@ type Module struct {
 
 	commits *kernel.Counter
 
+	// assigning runs server-side assignments of classic groups (classic_assign.go);
+	// each ends with its shard's context, and Stop waits for them.
+	assigning sync.WaitGroup
+
 	// coord holds the __consumer_offsets partitions this broker coordinates and runs
 	// their loaders, writers and the sweeper.
 	coord      *coordinator.Shards[*shard]
@@ -222,6 +226,9 @@ func (m *Module) Start(ctx context.Context) error {
 // sweeper, loaders and writers and waits for them.
 func (m *Module) Stop(ctx context.Context) error {
 	m.coord.Close()
+	if err := kernel.WaitGroup(ctx, &m.assigning); err != nil { // their shards' contexts are done
+		return fmt.Errorf("groups: stop: %w", err)
+	}
 	perr := m.stopPlugins(ctx) // after the groups are dead: no new calls, in-flight ones finish
 	if err := m.coord.Wait(ctx); err != nil {
 		return fmt.Errorf("groups: stop: %w", err)

@@ -106,6 +106,7 @@ func (s *shard) restoreGroups() int {
 		return 0
 	}
 	cfg := s.m.settings.Load().classic
+	cfg.Server = classicAssigner{s}
 	now := s.m.now()
 	restored := 0
 	s.mu.Lock()

@@ -255,6 +255,7 @@ func (s *shard) allGroups() []*group {
 func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Error) {
 	g, e := s.groupOf(id, create, false, kerr.InconsistentGroupProtocol, kerr.UnknownMemberID, func() *group {
 		cfg := s.m.settings.Load().classic
+		cfg.Server = classicAssigner{s}
 		return &group{id: id, classic: classic.New(id, cfg, s.m.now())}
 	})
 	if e != nil {

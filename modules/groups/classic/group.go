@@ -58,6 +58,29 @@ type Config struct {
 	// NewMemberID generates a member id for a client id. Default
 	// "<clientID>-<32 random hex digits>". Tests inject a deterministic one.
 	NewMemberID func(clientID string) string
+	// Server, if set, lets the coordinator assign generations itself (see
+	// ServerAssigner); nil means the leader always assigns.
+	Server ServerAssigner
+}
+
+// ServerAssigner lets the coordinator assign a classic group's generations itself
+// instead of the leader (server-side assignment of classic members, as Kafka 4 does
+// for classic members of a consumer group).
+//
+// In a server-assigned generation every member is told it is a follower (an empty
+// leader id and member list, as Kafka's coordinator answers), each with a protocol
+// name of its own (the first it listed, so members need not share one), and the
+// group waits for Group.Assign instead of the leader's SyncGroup.
+type ServerAssigner interface {
+	// Wants reports whether the coordinator assigns group's next generation. It is
+	// asked when a member joins (a group the coordinator assigns admits members
+	// without a protocol in common) and when a join phase ends. It runs under the
+	// group's lock: it must be quick and must not call the Group.
+	Wants(group, protocolType string) bool
+	// Start is called, under the group's lock, when a server-assigned generation
+	// begins. It must not block or call the Group; it arranges for g.Assign to be
+	// called with that generation (from another goroutine).
+	Start(g *Group, generation int32)
 }
 
 func (c Config) withDefaults() Config {
@@ -117,12 +140,26 @@ type member struct {
 	rebalanceTimeout time.Duration
 	sessionDeadline  time.Time
 	assignment       []byte
-	assignGen        int32 // generation assignment came from
+	assignGen        int32  // generation assignment came from
+	selected         string // in a server-assigned generation, the protocol it is told
+	prevAssignment   []byte // the last assignment before the current rebalance
 
 	join        chan *kmsg.JoinGroupResponse // non-nil while awaiting the join's end
 	joinVersion int16
 	sync        chan *kmsg.SyncGroupResponse // non-nil while awaiting the leader's sync
 	syncVersion int16
+}
+
+// protocolFor is the protocol name m is told: its own in a server-assigned generation,
+// else the group's, else (a restored member of a server-assigned group) its first.
+func (g *Group) protocolFor(m *member) string {
+	if m.selected != "" {
+		return m.selected
+	}
+	if m.metadataFor(g.protocol) != nil || len(m.protocols) == 0 {
+		return g.protocol
+	}
+	return m.protocols[0].name
 }
 
 func (m *member) metadataFor(name string) []byte {
@@ -167,6 +204,11 @@ type Group struct {
 	// have not sent SyncGroup yet, and when they are given up on.
 	pendingSync  map[string]struct{}
 	syncDeadline time.Time
+
+	// server: this generation is assigned by cfg.Server (see ServerAssigner); in
+	// CompletingRebalance the group then waits for Assign until syncDeadline.
+	// followUp: Assign asked for another rebalance once every member has synced.
+	server, followUp bool
 }
 
 // New returns an Empty group with generation 0.
@@ -305,7 +347,8 @@ func (g *Group) nextEvent() (time.Time, event, string) {
 	if g.state == PreparingRebalance {
 		consider(g.joinDeadline, evJoin, "")
 	}
-	if (g.state == CompletingRebalance || g.state == Stable) && len(g.pendingSync) > 0 {
+	if (g.state == CompletingRebalance || g.state == Stable) && len(g.pendingSync) > 0 ||
+		g.state == CompletingRebalance && g.server {
 		consider(g.syncDeadline, evSync, "")
 	}
 	return at, kind, who
@@ -338,6 +381,10 @@ func (g *Group) advance(now time.Time) {
 				}
 			}
 			clear(g.pendingSync)
+			// Also the backstop of a server-assigned generation whose
+			// assignment did not come in time (the coordinator always
+			// answers, falling back to a built-in assignor): waiting syncs
+			// get REBALANCE_IN_PROGRESS and members rejoin.
 			g.prepareRebalance(at)
 		}
 	}
@@ -437,9 +484,14 @@ func (g *Group) prepareRebalance(at time.Time) {
 		}
 	}
 	for _, m := range g.members {
+		if m.assignment != nil {
+			m.prevAssignment = m.assignment
+		}
 		m.assignment = nil
+		m.selected = ""
 	}
 	clear(g.pendingSync)
+	g.server, g.followUp = false, false
 	timeout := maxRebalanceTimeout(g.members)
 	if g.state == Empty && g.cfg.InitialRebalanceDelay > 0 {
 		g.initialDelay = true
@@ -501,6 +553,16 @@ func (g *Group) completeJoin(at time.Time) {
 		g.leader = joined[0].id
 	}
 	g.protocol = selectProtocol(g.members)
+	// Members admitted without a protocol in common (the coordinator wanted to
+	// assign when they joined) are assigned by the coordinator whatever Wants says
+	// now: no leader could.
+	g.server = g.cfg.Server != nil && (g.protocol == "" || g.cfg.Server.Wants(g.id, g.protocolType))
+	if g.server {
+		g.protocol = "" // set by Assign: the assignor's name
+		for _, m := range g.members {
+			m.selected = m.protocols[0].name
+		}
+	}
 	g.setState(CompletingRebalance, at)
 	g.syncDeadline = at.Add(maxRebalanceTimeout(g.members))
 	for _, m := range joined {
@@ -511,6 +573,9 @@ func (g *Group) completeJoin(at time.Time) {
 		m.join = nil
 		m.sessionDeadline = at.Add(m.sessionTimeout)
 	}
+	if g.server {
+		g.cfg.Server.Start(g, g.generation)
+	}
 }
 
 // joinResponse describes the current generation to m; the leader gets the
@@ -519,10 +584,13 @@ func (g *Group) joinResponse(m *member, version int16, skip bool) *kmsg.JoinGrou
 	r := kmsg.NewPtrJoinGroupResponse()
 	r.Version = version
 	r.Generation = g.generation
-	pt, p := g.protocolType, g.protocol
+	pt, p := g.protocolType, g.protocolFor(m)
 	r.ProtocolType, r.Protocol = &pt, &p
-	r.LeaderID = g.leader
 	r.MemberID = m.id
+	if g.server {
+		return r // every member a follower: empty leader id and member list
+	}
+	r.LeaderID = g.leader
 	if m.id == g.leader && (!skip || version >= 9) {
 		r.SkipAssignment = skip
 		for _, x := range g.members {

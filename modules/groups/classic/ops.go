@@ -75,7 +75,8 @@ func (g *Group) Join(req *kmsg.JoinGroupRequest, c Client, now time.Time) <-chan
 	if self != nil {
 		others--
 	}
-	if others > 0 && (req.ProtocolType != g.protocolType || !g.supports(protos, self)) {
+	if others > 0 && (req.ProtocolType != g.protocolType ||
+		!g.supports(protos, self) && (g.cfg.Server == nil || !g.cfg.Server.Wants(g.id, req.ProtocolType))) {
 		return fail(kerr.InconsistentGroupProtocol, req.MemberID)
 	}
 	j := joinArgs{req: req, c: c, protos: protos, session: session, rebalance: rebalance, ch: ch, now: now}
@@ -274,7 +275,7 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, now time.Time) <-chan *kmsg.Syn
 	}
 	m := g.byID[req.MemberID]
 	if req.Version >= 5 && ((req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
-		(req.Protocol != nil && *req.Protocol != g.protocol)) {
+		(req.Protocol != nil && *req.Protocol != g.protocolFor(m))) {
 		return fail(kerr.InconsistentGroupProtocol)
 	}
 	switch g.state {
@@ -284,10 +285,11 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, now time.Time) <-chan *kmsg.Syn
 		delete(g.pendingSync, m.id)
 		m.sessionDeadline = now.Add(m.sessionTimeout)
 		ch <- g.syncResponse(m, req.Version)
+		g.maybeFollowUp(now)
 		return ch
 	}
 	// CompletingRebalance.
-	if m.id == g.leader {
+	if m.id == g.leader && !g.server {
 		for _, a := range req.GroupAssignment {
 			if len(a.MemberAssignment) > g.cfg.MaxAssignmentBytes {
 				fail(kerr.InvalidRequest)
@@ -305,13 +307,20 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, now time.Time) <-chan *kmsg.Syn
 		m.sync <- r
 	}
 	m.sync, m.syncVersion = ch, req.Version
-	if m.id != g.leader {
+	if m.id != g.leader || g.server {
 		return ch
 	}
 	given := make(map[string][]byte, len(req.GroupAssignment))
 	for _, a := range req.GroupAssignment {
 		given[a.MemberID] = a.MemberAssignment
 	}
+	g.install(given, now)
+	return ch
+}
+
+// install gives every member its assignment (none for a member given has not),
+// makes the group Stable and answers the waiting syncs.
+func (g *Group) install(given map[string][]byte, now time.Time) {
 	for _, x := range g.members {
 		x.assignment = append([]byte{}, given[x.id]...)
 		x.assignGen = g.generation
@@ -324,13 +333,78 @@ func (g *Group) Sync(req *kmsg.SyncGroupRequest, now time.Time) <-chan *kmsg.Syn
 			x.sessionDeadline = now.Add(x.sessionTimeout)
 		}
 	}
-	return ch
+}
+
+// Assign installs a server-assigned generation's assignment (see ServerAssigner):
+// each member's ConsumerMemberAssignment bytes, the assignor's name (the group's
+// protocol as DescribeGroups shows it) and whether another rebalance must follow once
+// every member has synced (partitions were withheld until their owners release them).
+// It reports false, changing nothing, when generation is no longer waiting for it.
+func (g *Group) Assign(generation int32, assignor string, given map[string][]byte, followUp bool, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.advance(now)
+	if g.state != CompletingRebalance || !g.server || g.generation != generation {
+		return false
+	}
+	for _, a := range given {
+		if len(a) > g.cfg.MaxAssignmentBytes {
+			// Not the members' fault: assign nothing this generation and rebalance.
+			g.prepareRebalance(g.now)
+			return false
+		}
+	}
+	g.protocol = assignor
+	g.followUp = followUp
+	g.install(given, g.now)
+	g.maybeFollowUp(g.now)
+	return true
+}
+
+// ServerMember is one member of a server-assigned generation, as the coordinator's
+// assignor sees it.
+type ServerMember struct {
+	ID         string
+	InstanceID *string
+	ClientID   string
+	// Protocol is the protocol name the member was told and Metadata its
+	// subscription under it (a ConsumerMemberMetadata for protocol type consumer).
+	Protocol string
+	Metadata []byte
+	// Assignment is the member's assignment of the previous generation it was
+	// assigned in (nil if none), for members whose metadata lists no owned partitions.
+	Assignment []byte
+}
+
+// ServerMembers returns the members of a server-assigned generation in join order,
+// or false when generation is no longer waiting for its assignment.
+func (g *Group) ServerMembers(generation int32) ([]ServerMember, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state != CompletingRebalance || !g.server || g.generation != generation {
+		return nil, false
+	}
+	out := make([]ServerMember, 0, len(g.members))
+	for _, m := range g.members {
+		sm := ServerMember{ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, Protocol: m.selected,
+			Metadata: m.metadataFor(m.selected), Assignment: m.prevAssignment}
+		out = append(out, sm)
+	}
+	return out, true
+}
+
+// maybeFollowUp starts the rebalance Assign asked for once nobody is left to sync.
+func (g *Group) maybeFollowUp(now time.Time) {
+	if g.followUp && g.state == Stable && len(g.pendingSync) == 0 {
+		g.followUp = false
+		g.prepareRebalance(now)
+	}
 }
 
 func (g *Group) syncResponse(m *member, version int16) *kmsg.SyncGroupResponse {
 	r := kmsg.NewPtrSyncGroupResponse()
 	r.Version = version
-	pt, p := g.protocolType, g.protocol
+	pt, p := g.protocolType, g.protocolFor(m)
 	r.ProtocolType, r.Protocol = &pt, &p
 	r.MemberAssignment = m.assignment
 	return r
@@ -458,7 +532,7 @@ func (g *Group) Describe(now time.Time) kmsg.DescribeGroupsResponseGroup {
 		dm.MemberID, dm.InstanceID = m.id, m.instanceID
 		dm.ClientID, dm.ClientHost = m.clientID, m.host
 		if g.state == Stable {
-			dm.ProtocolMetadata = m.metadataFor(g.protocol)
+			dm.ProtocolMetadata = m.metadataFor(g.protocolFor(m))
 			dm.MemberAssignment = m.assignment
 		}
 		d.Members = append(d.Members, dm)

@@ -64,7 +64,7 @@ func (g *Group) Snapshot() Snapshot {
 			Host:             m.host,
 			RebalanceTimeout: m.rebalanceTimeout,
 			SessionTimeout:   m.sessionTimeout,
-			Metadata:         append([]byte(nil), m.metadataFor(g.protocol)...),
+			Metadata:         append([]byte(nil), m.metadataFor(g.protocolFor(m))...),
 		}
 		if m.instanceID != nil {
 			inst := *m.instanceID
