@@ -152,13 +152,20 @@
 // from the image. Built-ins get none of these (uniform would change its answers on
 // racked clusters if it were given racks).
 //
-// Which assignor a group uses: the one its members name in ServerAssignor (most
-// votes; an unknown name is UNSUPPORTED_ASSIGNOR); if none names one, the group config
-// sluice.consumer.assignor (metadata extension records "groups.configs"/<group id>, a
-// JSON object of config name → value, written by IncrementalAlterConfigs on the GROUP
-// resource) if it names a configured assignor (else logged once and ignored); else the
-// broker's default. A change of the group config takes effect at the group's next
-// rebalance (it does not bump the group epoch).
+// Which assignor a group uses: the group config sluice.consumer.assignor (metadata
+// extension records "groups.configs"/<group id>, a JSON object of config name → value,
+// written by IncrementalAlterConfigs on the GROUP resource) when it names a configured
+// assignor (else logged once and ignored); else, for KIP-848 groups, the one its
+// members name in ServerAssignor (most votes; an unknown name is UNSUPPORTED_ASSIGNOR);
+// else the broker's default. The coordinator logs at info which assignor computes a
+// group's assignment and why, each time that changes. A change of the group config
+// takes effect at the group's next rebalance (it does not bump the group epoch).
+//
+// Classic groups with that config set are assigned on the coordinator too
+// (classic_assign.go, classic.ServerAssigner): members are all followers, each told
+// its own protocol, and the configured assignor's answer is what SyncGroup returns,
+// so clients that speak only the classic protocol reach built-ins and plugins alike.
+// A classic group without the config is assigned by its leader, as in Kafka.
 //
 // # Invariants
 //
@@ -176,7 +183,9 @@
 //   - A group's metadata records reach the log in the order of their snapshots:
 //     they are taken and queued under the shard's metaMu (restore.go).
 //   - No goroutine outlives Stop: the sweeper, loaders and writers are counted in
-//     Module.wg, and Stop marks every group dead so waiting joins are answered.
+//     Module.wg, classic server-side assignments in Module.assigning (each ends with
+//     its shard's context), and Stop marks every group dead so waiting joins are
+//     answered.
 //   - No plugin process outlives Stop, and none is killed during a call unless Stop's
 //     context ends first.
 //   - A plugin never stalls a group: every plugin call ends within timeout_ms and any

@@ -53,6 +53,16 @@
 // do not sync within the rebalance timeout are removed and a new rebalance
 // starts, so a leader that vanishes does not wedge the group.
 //
+// Server-side assignment (Config.Server, ServerAssigner): when the coordinator wants
+// to assign a generation itself, a join ending makes every member a follower (empty
+// leader id and member list) told its own first protocol, members without a
+// protocol in common are admitted, the leader's SyncGroup assignments are ignored,
+// and Assign installs the coordinator's answer (Stable, waiting syncs answered). If
+// no Assign comes within the rebalance timeout, waiting syncs get
+// REBALANCE_IN_PROGRESS. Assign may ask for a follow-up rebalance once every member
+// has synced (partitions withheld from cooperative members until their owners
+// revoke them).
+//
 // Persistence: Snapshot returns what Kafka's group metadata record holds and
 // Restore builds a group from it (Stable with its members, assignments and static
 // members, every session starting at the restore; or Empty at its generation).
