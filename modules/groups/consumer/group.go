@@ -259,6 +259,11 @@ type Group struct {
 	regexes  map[string]*regexEntry
 	regexAt  time.Time // when regexes were last resolved
 	meta     map[string]topicMeta
+
+	// For TakeChanges (persist.go): members whose records may have changed since
+	// the last take, and whether the target assignment was recomputed.
+	touched     map[string]struct{}
+	targetDirty bool
 }
 
 // New returns an Empty group with group epoch 0.
@@ -416,6 +421,7 @@ func (g *Group) advance(now time.Time) {
 // removeMember fences m: forgets it, frees its partitions and bumps the
 // group epoch. The target assignment is recomputed by the next heartbeat.
 func (g *Group) removeMember(m *member) {
+	g.touch(m.id)
 	g.setOwnership(m, nil, nil)
 	g.setNames(m, nil)
 	g.setRegex(m, "")

@@ -180,6 +180,7 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 		if e != nil {
 			return fail(e)
 		}
+		g.touch(m)
 		resp.MemberID = &m
 		resp.MemberEpoch = r.epoch
 		return resp
@@ -239,6 +240,7 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 	}
 
 	g.reconcile(m, r.owned)
+	g.touch(m.id)
 	m.sessionDeadline = now.Add(g.cfg.SessionTimeout)
 	if m.state != MemberUnrevokedPartitions {
 		m.revokeDeadline = time.Time{}
@@ -320,6 +322,7 @@ func (g *Group) replaceStatic(prev *member, id string) *member {
 	}
 	assigned := prev.assigned
 	g.setOwnership(prev, nil, nil)
+	g.touch(prev.id)
 	delete(g.members, prev.id)
 	g.members[id] = m
 	g.static[m.instanceID] = id

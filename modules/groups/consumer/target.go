@@ -286,6 +286,7 @@ func (g *Group) computeTarget(ctx context.Context, topics TopicView, cur map[str
 		target[m.id] = cloneTPs(out[m.id])
 	}
 	g.target, g.targetEpoch, g.targetBy, g.targetWhy, g.assignErr = target, g.groupEpoch, a.Name(), why, nil
+	g.targetDirty = true
 }
 
 // callAssignor runs a, turning a panic into an error: a broken assignor
