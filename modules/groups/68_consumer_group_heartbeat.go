@@ -1,7 +1,7 @@
 // ConsumerGroupHeartbeat: v0-v1 (KIP-848; the state machine is
 // modules/groups/consumer, the assignors the module's `assignors`). Not implemented:
-// classic members inside a consumer group (see consumer_groups.go); restoring members
-// after a coordinator move or restart (they rejoin with epoch 0; skipped.md).
+// classic members inside a consumer group (see consumer_groups.go). Every change is
+// written to __consumer_offsets before the answer (consumer_persist.go).
 
 package groups
 
@@ -60,7 +60,14 @@ func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.R
 	}
 	client := consumer.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
 	view := describableTopics{imageTopics: m.topicView(), ctx: ctx, req: req}
-	return kernel.Reply(g.Heartbeat(ctx, r, r.Version, client, view, m.now())), nil
+	resp := g.Heartbeat(ctx, r, r.Version, client, view, m.now())
+	// The change the heartbeat made is in the log before it is answered, so a
+	// restarted or moved coordinator restores what the member was told
+	// (consumer_persist.go).
+	if sg := s.lookup(r.Group); sg != nil && sg.consumer == g {
+		s.persistConsumer(ctx, sg)
+	}
+	return kernel.Reply(resp), nil
 }
 
 // describableTopics is the topic view of one heartbeat: regex subscriptions that the

@@ -79,8 +79,8 @@ func (m *Module) storedGroup(id string) bool {
 }
 
 // deleteGroup deletes an empty group: it is forgotten, then a tombstone for each
-// committed or pending transactional offset and for the group metadata goes through
-// the log.
+// committed or pending transactional offset, for the group metadata and for each
+// KIP-848 group record goes through the log.
 func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string) *kerr.Error {
 	s, e := m.groupShard(ctx, req, kernel.OpDelete, id)
 	if e != nil {
@@ -106,13 +106,20 @@ func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string
 		return kerr.CoordinatorNotAvailable
 	}
 	_, hasMeta, _ := m.store.GroupMetadata(id)
+	crecs, err := m.store.ConsumerGroupRecords(id)
+	if err != nil {
+		return kerr.CoordinatorNotAvailable
+	}
 	// Pending transactional offsets are deleted with the group, as Kafka does: a
 	// tombstone of their key supersedes them, so their COMMIT applies nothing.
 	pending := s.pendingPartitions(id)
-	if g == nil && len(offs) == 0 && !hasMeta && len(pending) == 0 {
+	if g == nil && len(offs) == 0 && !hasMeta && len(pending) == 0 && len(crecs) == 0 {
 		return kerr.GroupIDNotFound
 	}
-	recs := make([]kv, 0, len(offs)+len(pending)+1)
+	recs := make([]kv, 0, len(offs)+len(pending)+len(crecs)+1)
+	for _, c := range crecs {
+		recs = append(recs, kv{key: c.Key})
+	}
 	for tp := range offs {
 		recs = append(recs, kv{key: offsets.EncodeOffsetKey(id, tp.Topic, tp.Partition)})
 	}

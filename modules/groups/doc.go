@@ -61,9 +61,12 @@
 // session timers start at the load, or Empty at its generation. Members that come
 // back keep heartbeating and committing with their generation; members that do not
 // expire and the group rebalances, as in Kafka. Only Stable and Empty snapshots are
-// written, so a crash mid-rebalance restores the previous generation. KIP-848 members
-// still rejoin with epoch 0: Sluice does not write KIP-848 group records (key
-// versions 3+).
+// written, so a crash mid-rebalance restores the previous generation. KIP-848 groups
+// survive too (consumer_persist.go): every heartbeat that changes a group writes
+// Kafka's consumer group records (key versions 3, 5, 6, 7, 8: group epoch, member
+// metadata, target assignment, current assignment) before it is answered, and a load
+// restores each group from them (consumer.Restore): members keep their epochs and
+// assignments and heartbeat on; those that do not come back expire.
 //
 // # Shards and the writer
 //

@@ -3,6 +3,7 @@ package groups
 import (
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,6 +24,16 @@ type group struct {
 	// record was written (or when it was restored from one). Guarded by the
 	// shard's metaMu.
 	persistedRev uint64
+
+	// KIP-848 persistence (consumer_persist.go): writeMu is held from a snapshot
+	// of the group's changes to the end of their write; written maps each record
+	// key written to its value's hash; full asks for a full rewrite after a failed
+	// write. kindChecked: the store was checked for the other protocol's records
+	// of this group id (guarded by the shard's metaMu).
+	writeMu     sync.Mutex
+	written     map[string]uint64
+	full        bool
+	kindChecked bool
 }
 
 // metadataRecord returns the group metadata record to write when a classic group is

@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -108,11 +109,17 @@ func (s *shard) restoreGroups() int {
 	cfg := s.m.settings.Load().classic
 	cfg.Server = classicAssigner{s}
 	now := s.m.now()
+	ccfg := s.consumerConfig()
 	restored := 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
 		if offsets.PartitionFor(id, n) != s.tp.Partition || s.groups[id] != nil {
+			continue
+		}
+		if g := s.restoreConsumer(id, ccfg, now); g != nil {
+			s.groups[id] = g
+			restored++
 			continue
 		}
 		md, ok, err := s.m.store.GroupMetadata(id)
@@ -121,7 +128,7 @@ func (s *shard) restoreGroups() int {
 			continue
 		}
 		if !ok {
-			continue // offsets only (simple commits, KIP-848 groups)
+			continue // offsets only (simple commits)
 		}
 		g := &group{id: id, classic: classic.Restore(id, cfg, fromGroupMetadata(md), now)}
 		g.persistedRev = g.classic.Revision() // the record just read is current
@@ -134,23 +141,48 @@ func (s *shard) restoreGroups() int {
 	return restored
 }
 
-// persist writes the group metadata records of gs that changed since the last ones
-// written (group.metadataRecord) and waits for them. Records are snapshotted and
-// queued under s.metaMu, so one group's records reach the log in snapshot order. A
-// group whose record was not written (queue or append failure) is marked to be
-// written again.
+// persist writes the records of gs that changed since the last ones written (classic
+// group metadata: group.metadataRecord; KIP-848 groups: consumer_persist.go) and waits
+// for them. Records are snapshotted and queued under s.metaMu, so one group's records
+// reach the log in snapshot order. A KIP-848 group's writeMu is held from its snapshot
+// to the end of the write. A group whose records were not written (queue or append
+// failure) is marked to be written again in full.
 func (s *shard) persist(ctx context.Context, gs ...*group) {
+	for _, g := range gs {
+		if g.consumer != nil && g.consumer.HasChanges() {
+			g.writeMu.Lock()
+			defer g.writeMu.Unlock()
+			s.persistLocked(ctx, g)
+		}
+	}
+	s.persistLocked(ctx, slices.DeleteFunc(slices.Clone(gs), func(g *group) bool { return g.consumer != nil })...)
+}
+
+// persistLocked is persist for classic groups and KIP-848 groups whose writeMu the
+// caller holds.
+func (s *shard) persistLocked(ctx context.Context, gs ...*group) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	s.metaMu.Lock()
 	var (
 		recs    []kv
 		written []*group
+		hashes  []map[string]uint64
 	)
 	for _, g := range gs {
-		if r := g.metadataRecord(); r != nil {
-			recs = append(recs, *r)
+		if g.consumer != nil {
+			rs, next := s.consumerRecords(g)
+			if len(rs) > 0 {
+				recs = append(recs, rs...)
+				written = append(written, g)
+				hashes = append(hashes, next)
+			}
+			continue
+		}
+		if r := s.metadataRecordOf(g); len(r) > 0 {
+			recs = append(recs, r...)
 			written = append(written, g)
+			hashes = append(hashes, nil)
 		}
 	}
 	if len(recs) == 0 {
@@ -178,15 +210,44 @@ func (s *shard) persist(ctx context.Context, gs ...*group) {
 		}
 	}
 	if e == nil {
+		for i, g := range written {
+			if hashes[i] != nil {
+				g.remember(hashes[i])
+			}
+		}
 		return
 	}
 	s.metaMu.Lock()
 	for _, g := range written {
-		g.persistedRev = math.MaxUint64 // never a revision: write again next time
+		if g.consumer != nil {
+			g.full = true // what was written is unknown: write everything next time
+		} else {
+			g.persistedRev = math.MaxUint64 // never a revision: write again next time
+		}
 	}
 	s.metaMu.Unlock()
 	if s.Context().Err() != nil {
 		return // unloaded: the next load restores from the last record written
 	}
-	s.m.log.Warn("writing group metadata failed", "partition", s.tp.Partition, "groups", len(recs), "err", e)
+	s.m.log.Warn("writing group records failed", "partition", s.tp.Partition, "groups", len(written), "err", e)
+}
+
+// metadataRecordOf is g's classic group metadata record to write, if any, preceded by
+// tombstones of the KIP-848 records its id held before (one protocol's records per
+// group id). Called with s.metaMu held.
+func (s *shard) metadataRecordOf(g *group) []kv {
+	r := g.metadataRecord()
+	if r == nil {
+		return nil
+	}
+	var out []kv
+	if !g.kindChecked {
+		g.kindChecked = true
+		if recs, err := s.m.store.ConsumerGroupRecords(g.id); err == nil {
+			for _, c := range recs {
+				out = append(out, kv{key: c.Key})
+			}
+		}
+	}
+	return append(out, *r)
 }

@@ -270,13 +270,11 @@ func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Erro
 // one group (Kafka's group.consumer.migration.policy=disabled).
 func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Error) {
 	g, e := s.groupOf(id, create, true, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
-		set := s.m.settings.Load()
-		cfg := consumer.Config{
-			SessionTimeout:    set.consumerSession,
-			HeartbeatInterval: set.consumerHeartbeat,
-			MaxSize:           set.consumerMaxSize,
-			Assignors:         s.m.assignors,
-			OnAssignorChosen:  s.m.logAssignorChosen,
+		cfg := s.consumerConfig()
+		// A group forgotten while empty (or never loaded) comes back with its
+		// epochs from its records, so they never go back.
+		if g := s.restoreConsumer(id, cfg, s.m.now()); g != nil {
+			return g
 		}
 		return &group{id: id, consumer: consumer.New(id, cfg, s.m.now())}
 	})
@@ -284,6 +282,18 @@ func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Er
 		return nil, e
 	}
 	return g.consumer, nil
+}
+
+// consumerConfig is the configuration of the shard's KIP-848 groups.
+func (s *shard) consumerConfig() consumer.Config {
+	set := s.m.settings.Load()
+	return consumer.Config{
+		SessionTimeout:    set.consumerSession,
+		HeartbeatInterval: set.consumerHeartbeat,
+		MaxSize:           set.consumerMaxSize,
+		Assignors:         s.m.assignors,
+		OnAssignorChosen:  s.m.logAssignorChosen,
+	}
 }
 
 // groupOf returns group id of one protocol (KIP-848 if kip848 is set, classic

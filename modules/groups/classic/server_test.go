@@ -16,8 +16,10 @@ type fakeServer struct {
 	started []int32
 }
 
-func (f *fakeServer) Wants(group, protocolType string) bool { return f.wants && protocolType == "consumer" }
-func (f *fakeServer) Start(_ *Group, gen int32)             { f.started = append(f.started, gen) }
+func (f *fakeServer) Wants(group, protocolType string) bool {
+	return f.wants && protocolType == "consumer"
+}
+func (f *fakeServer) Start(_ *Group, gen int32) { f.started = append(f.started, gen) }
 
 // A server-assigned generation: members without a protocol in common are admitted,
 // each is told it is a follower with its own protocol, syncs wait for Assign, which

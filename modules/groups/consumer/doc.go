@@ -126,7 +126,18 @@
 // ValidateCommit and ValidateFetch check OffsetCommit / OffsetFetch member
 // epochs (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) as Kafka does.
 //
-// Not here: persisting the group to __consumer_offsets, the network
+// # Persistence
+//
+// TakeChanges reports what changed since the last call (the group and target
+// epochs, the members a heartbeat or an expiry touched, the whole target when it
+// was recomputed, members that left); the coordinator writes them as Kafka's
+// consumer group records before answering. Snapshot is the whole state and Restore
+// rebuilds a group from it: member epochs, states, assigned and pending partitions
+// and targets come back; sessions and revocation timeouts restart at the restore;
+// regexes are resolved again; and a metadata hash that differs from the topics'
+// current one bumps the group epoch at the next heartbeat.
+//
+// Not here: writing the records to __consumer_offsets, the network
 // handlers, classic-protocol members in a consumer group (KIP-848 upgrade
 // path), rack-aware topic metadata (PartitionRacks), and
 // coordinator-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,

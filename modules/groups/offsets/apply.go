@@ -28,12 +28,13 @@ type applyOp struct {
 	skip   bool      // unread key version: only the applied offset moves
 	delete bool      // a tombstone
 	c      Committed // an offset commit's value
-	meta   []byte    // a group metadata value (decodable; the record's bytes, not copied)
+	value  []byte    // a group metadata or consumer group record value (decodable; the record's bytes, not copied)
 }
 
 // decodeApply decodes every record of an apply to partition before anything
 // changes, so a bad record fails the whole batch: offsets must ascend, keys of
-// versions this package cannot read are skipped, and values must decode.
+// versions this package cannot read are skipped, and values must decode (consumer
+// group record values with their type's decoder, though only their bytes are kept).
 func decodeApply(partition int32, recs []Record) ([]applyOp, error) {
 	ops := make([]applyOp, len(recs))
 	for i, r := range recs {
@@ -56,11 +57,16 @@ func decodeApply(partition int32, recs []Record) ([]applyOp, error) {
 			if ops[i].c, err = DecodeOffsetValue(r.Value); err != nil {
 				return nil, fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
 			}
-		default:
+		case k.IsConsumerGroup():
+			if err := checkConsumerValue(k.Version, r.Value); err != nil {
+				return nil, fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
+			}
+			ops[i].value = r.Value
+		default: // GroupKeyV2, the only other version DecodeKey returns
 			if _, err := DecodeGroupMetadataValue(r.Value); err != nil {
 				return nil, fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
 			}
-			ops[i].meta = r.Value
+			ops[i].value = r.Value
 		}
 	}
 	return ops, nil

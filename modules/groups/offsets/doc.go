@@ -1,7 +1,9 @@
 // Package offsets is the committed-offset store of the group coordinator: the Kafka
 // __consumer_offsets record format, View (what the coordinator needs of a store), and
 // two Views: Store, a badger/v4 store that materializes those records for fast reads
-// and quick restarts, and Memory, which keeps them in memory only.
+// and quick restarts, and Memory, which keeps them in memory only. Besides offsets
+// and classic group metadata they hold the KIP-848 consumer group records, which the
+// coordinator reads back (ConsumerGroupRecords) to restore its consumer groups.
 //
 // The log (__consumer_offsets) is the truth; a store is a view of it that a load
 // completes by replaying the log from AppliedOffset(p)+1. Store keeps its view across
@@ -29,9 +31,16 @@
 //
 //	| version 0/1 | group string | topic string | partition int32 |   offset commit key (written: 1; read: 0, 1)
 //	| version 2   | group string |                                    group metadata key (written and read: 2)
+//	| version 3   | group string |                                    consumer group metadata (KIP-848)
+//	| version 5   | group string | member string |                    consumer group member metadata
+//	| version 6   | group string |                                    consumer group target assignment metadata
+//	| version 7   | group string | member string |                    consumer group target assignment of a member
+//	| version 8   | group string | member string |                    consumer group current assignment of a member
 //
-// Key versions 3 and up (KIP-848 consumer group records) return
-// ErrUnsupportedVersion; Apply skips them.
+// From version 3 on the key version is Kafka's record type. Types 4 (partition
+// metadata), 16 (regular expressions) and 9-15 (share groups) are not read:
+// DecodeKey returns ErrUnsupportedVersion and Apply skips them (the applied
+// offset moves past them).
 //
 // Offset commit value (written: 1 if ExpireTimestamp > 0, else 3; read: 0-4):
 //
@@ -71,11 +80,37 @@
 //	  tagged fields                                 x
 //	tagged fields                                   x
 //
+// Consumer group record values (types 3, 5-8): version 0 only, read and
+// written; flexible (compact strings and arrays, uuids as 16 raw bytes, a
+// tagged-field section after each struct, nested ones included). Unknown tags
+// are skipped; none are written but MetadataHash. Nullable strings decode null
+// as "" and encode "" as null; empty arrays decode as nil.
+//
+//	type 3 ConsumerGroupMetadataValue:      epoch int32; tag 0: metadata_hash int64
+//	                                        (8 bytes, written only when not 0)
+//	type 5 ConsumerGroupMemberMetadataValue: instance_id nullable, rack_id nullable,
+//	                                        client_id, client_host, subscribed_topic_names
+//	                                        array of string, subscribed_topic_regex nullable,
+//	                                        server_assignor nullable, rebalance_timeout_ms
+//	                                        int32 (Kafka's tag 0, classic member metadata,
+//	                                        is skipped)
+//	type 6 ConsumerGroupTargetAssignmentMetadataValue: assignment_epoch int32
+//	type 7 ConsumerGroupTargetAssignmentMemberValue: topic_partitions
+//	type 8 ConsumerGroupCurrentMemberAssignmentValue: member_epoch int32,
+//	                                        previous_member_epoch int32, state int8,
+//	                                        assigned_partitions, partitions_pending_revocation
+//	topic partitions: array of { topic_id uuid, partitions array of int32, tags }
+//
+// The store keeps these values' bytes exactly as applied, once they decode with
+// their type's decoder; the coordinator decodes them (ConsumerGroupRecords).
+// Array counts are checked against the bytes left before anything is allocated.
+//
 // A null value (tombstone) deletes: an offset key's offset, a group key's
-// metadata (Kafka tombstones each offset of a deleted group separately).
+// metadata, a consumer group record (Kafka tombstones each offset of a deleted
+// group, and each of its consumer group records, separately).
 // Decoders are strict: short input, negative lengths (other than a null
-// nullable string), member counts the remaining bytes cannot hold, and
-// trailing bytes are ErrCorrupt.
+// nullable string), null arrays, member and other array counts the remaining
+// bytes cannot hold, and trailing bytes are ErrCorrupt.
 //
 // # Badger key layout
 //
@@ -83,7 +118,12 @@
 // escaping is needed; FetchGroup and DeleteGroup are prefix scans.
 //
 //	0x00 "layout"                                  -> u32 layout version (1); Open refuses others
+//	0x00 "kip848"                                  -> u32 1: the store applies consumer group records
+//	                                                  (absent: written before it did; see Upgrade)
 //	'a' | partition u32                            -> last applied __consumer_offsets offset, i64
+//	'c' | u16 len | group | type u16 [| u16 len | member]
+//	                                               -> consumer group record value, Kafka bytes as
+//	                                                  applied (member for types 5, 7, 8)
 //	'r' | partition u32                            -> TxnReplayStart: first offset of the earliest
 //	                                                  transactional batch whose marker is not
 //	                                                  applied, i64 (absent: none)
@@ -92,8 +132,22 @@
 //	    | 0x01 | offset i64 | leader_epoch i32 | commit_ts i64 | expire_ts i64 | metadata ... |
 //
 // The stored offset keeps the leader epoch and the expire timestamp together,
-// which no single Kafka value version does. The layout version is bumped on
-// any change; a store of another layout is rebuilt from the log by the caller.
+// which no single Kafka value version does. A 'c' key is the group's prefix and
+// then the Kafka key without its group, so a group's consumer group records are
+// one prefix (ConsumerGroupRecords and DeleteGroup are prefix scans) and sort as
+// their Kafka keys do; the Kafka key is rebuilt from it. The layout version is
+// bumped on any change that an older reader would misread; a store of another
+// layout is rebuilt from the log by the caller.
+//
+// # Upgrade
+//
+// Stores written before the consumer group records were read have skipped
+// them while their applied offsets moved past them, so they lack them. Open
+// recognizes such a store by the missing 0x00 "kip848" key: it deletes the
+// applied offsets (nothing else) and sets the key, in one transaction, and the
+// next load replays every partition from the log's start, as with Memory. The
+// layout stays 1, so an older binary still opens the store and ignores the 'c'
+// keys (it neither reads nor deletes them).
 //
 // # Durability
 //
@@ -119,6 +173,12 @@
 //     ApplyMarker apply whatever they are given (a replay from TxnReplayStart
 //     re-applies that stretch of the log in log order) and never lower it.
 //   - A store written before the 'r' key existed has none: nothing was pending.
+//   - A consumer group record's stored value decodes with its type's decoder
+//     (the apply checks it first; a value that does not fails the batch).
+//   - A group is in Groups while it has an offset, metadata or a consumer group
+//     record; DeleteGroup removes all three kinds. ExpireOffsets deletes offsets
+//     only; it judges a group with a consumer group metadata record (type 3) by
+//     commit timestamps, as Kafka does KIP-848 groups.
 //   - Memory applies exactly as Store (same decoding, skips and all-or-none
 //     batches); offsetstest holds both to it.
 //

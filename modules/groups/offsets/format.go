@@ -64,15 +64,18 @@ type Committed struct {
 }
 
 // Key is a decoded __consumer_offsets record key. Versions 0 and 1 are offset
-// commit keys (Group, Topic, Partition); version 2 is a group metadata key (Group).
+// commit keys (Group, Topic, Partition); version 2 is a group metadata key (Group);
+// versions 3, 5, 6, 7 and 8 are KIP-848 consumer group records (Group, and Member for
+// 5, 7 and 8; see IsConsumerGroup).
 type Key struct {
 	Version   int16
 	Group     string
 	Topic     string
 	Partition int32
+	Member    string
 }
 
-// IsOffset reports whether k is an offset commit key (else a group metadata key).
+// IsOffset reports whether k is an offset commit key (versions 0 and 1).
 func (k Key) IsOffset() bool { return k.Version == OffsetKeyV0 || k.Version == OffsetKeyV1 }
 
 // GroupMetadata is a decoded group metadata value. Nullable strings (Protocol,
@@ -116,8 +119,8 @@ func appendOffsetKey(dst []byte, version int16, group, topic string, partition i
 	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
 
-// DecodeKey decodes a record key. Unknown versions (for example the KIP-848
-// record types, 3 and up) return ErrUnsupportedVersion with the version set.
+// DecodeKey decodes a record key. Unknown versions (among them record types 4 and
+// 9 and up) return ErrUnsupportedVersion with the version set.
 func DecodeKey(b []byte) (Key, error) {
 	r := reader{b: b}
 	k := Key{Version: r.int16()}
@@ -129,8 +132,11 @@ func DecodeKey(b []byte) (Key, error) {
 		k.Group = r.string()
 		k.Topic = r.string()
 		k.Partition = r.int32()
-	case GroupKeyV2:
+	case GroupKeyV2, ConsumerGroupMetadataKeyV3, ConsumerTargetMetadataKeyV6:
 		k.Group = r.string()
+	case ConsumerMemberMetadataKeyV5, ConsumerTargetMemberKeyV7, ConsumerCurrentAssignmentKeyV8:
+		k.Group = r.string()
+		k.Member = r.string()
 	default:
 		return Key{Version: k.Version}, fmt.Errorf("key version %d: %w", k.Version, ErrUnsupportedVersion)
 	}
@@ -361,19 +367,30 @@ func (r *reader) length(fixed func() int32) int32 {
 func (r *reader) arrayLen() int32 { return r.length(r.int32) }
 
 // tags skips a tagged-field section in flexible versions.
-func (r *reader) tags() {
+func (r *reader) tags() { r.taggedFields(nil) }
+
+// taggedFields reads a tagged-field section in flexible versions and passes each
+// field's tag and bytes to fn (nil: skip them all); an error from fn becomes the
+// reader's. Every field takes at least two bytes, so a forged count ends at the
+// input's end.
+func (r *reader) taggedFields(fn func(tag uint32, field []byte) error) {
 	if !r.flex {
 		return
 	}
 	n := r.uvarint()
 	for i := uint32(0); r.err == nil && i < n; i++ {
-		r.uvarint() // tag
+		tag := r.uvarint()
 		size := r.uvarint()
 		if size > math.MaxInt32 {
 			r.err = fmt.Errorf("tag size %d: %w", size, ErrCorrupt)
 			return
 		}
-		r.take(int(size))
+		field := r.take(int(size))
+		if r.err == nil && fn != nil {
+			if err := fn(tag, field); err != nil {
+				r.err = err
+			}
+		}
 	}
 }
 

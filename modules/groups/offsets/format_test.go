@@ -87,7 +87,14 @@ func TestDecodeKeyErrors(t *testing.T) {
 		{"negative string", (&hand{}).i16(1).i16(-1).b, ErrCorrupt},
 		{"string past end", (&hand{}).i16(2).i16(0x7fff).b, ErrCorrupt},
 		{"trailing", append(EncodeGroupKey("g"), 0), ErrCorrupt},
-		{"kip848 version", (&hand{}).i16(3).str("g").b, ErrUnsupportedVersion},
+		{"partition metadata type 4", (&hand{}).i16(4).str("g").b, ErrUnsupportedVersion},
+		{"share group type 9", (&hand{}).i16(9).str("g").b, ErrUnsupportedVersion},
+		{"regular expression type 16", (&hand{}).i16(16).str("g").str("re").b, ErrUnsupportedVersion},
+		{"consumer metadata trailing", append(EncodeConsumerGroupKey(3, "g", ""), 0), ErrCorrupt},
+		{"consumer member missing member", (&hand{}).i16(5).str("g").b, ErrCorrupt},
+		{"consumer member trailing", append(EncodeConsumerGroupKey(8, "g", "m"), 1), ErrCorrupt},
+		{"consumer member negative member", (&hand{}).i16(7).str("g").i16(-1).b, ErrCorrupt},
+		{"consumer member past end", (&hand{}).i16(7).str("g").i16(3).b, ErrCorrupt},
 		{"negative version", (&hand{}).i16(-1).b, ErrUnsupportedVersion},
 	}
 	for _, tc := range tests {

@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,6 +22,7 @@ type Memory struct {
 	closed   bool
 	offsets  map[string]map[TopicPartition]Committed // by group; no empty inner maps
 	meta     map[string][]byte                       // group metadata values, by group (decodable)
+	consumer map[string]map[string][]byte            // consumer group record values (decodable), by group, then Kafka key; no empty inner maps
 	applied  map[int32]int64
 	txnStart map[int32]int64
 }
@@ -30,6 +32,7 @@ func NewMemory() *Memory {
 	return &Memory{
 		offsets:  make(map[string]map[TopicPartition]Committed),
 		meta:     make(map[string][]byte),
+		consumer: make(map[string]map[string][]byte),
 		applied:  make(map[int32]int64),
 		txnStart: make(map[int32]int64),
 	}
@@ -40,7 +43,7 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.offsets, m.meta = nil, nil
+	m.offsets, m.meta, m.consumer = nil, nil, nil
 	return nil
 }
 
@@ -88,6 +91,22 @@ func (m *Memory) GroupMetadata(group string) (GroupMetadata, bool, error) {
 	return g, true, nil
 }
 
+// ConsumerGroupRecords implements View.
+func (m *Memory) ConsumerGroupRecords(group string) ([]KV, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, fmt.Errorf("consumer group records %s: %w", group, ErrClosed)
+	}
+	recs := m.consumer[group]
+	out := make([]KV, 0, len(recs))
+	for k, v := range recs {
+		out = append(out, KV{Key: []byte(k), Value: slices.Clone(v)})
+	}
+	slices.SortFunc(out, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
 // Groups implements View.
 func (m *Memory) Groups() ([]string, error) {
 	m.mu.RLock()
@@ -95,12 +114,18 @@ func (m *Memory) Groups() ([]string, error) {
 	if m.closed {
 		return nil, fmt.Errorf("list groups: %w", ErrClosed)
 	}
-	out := make([]string, 0, len(m.offsets)+len(m.meta))
+	out := make([]string, 0, len(m.offsets)+len(m.meta)+len(m.consumer))
 	for g := range m.offsets {
 		out = append(out, g)
 	}
 	for g := range m.meta {
 		if _, dup := m.offsets[g]; !dup {
+			out = append(out, g)
+		}
+	}
+	for g := range m.consumer {
+		_, dupOffsets := m.offsets[g]
+		if _, dupMeta := m.meta[g]; !dupOffsets && !dupMeta {
 			out = append(out, g)
 		}
 	}
@@ -189,11 +214,28 @@ func (m *Memory) apply(partition int32, recs []Record, o applyOpts) error {
 // put applies one decoded record; m.mu is held.
 func (m *Memory) put(op applyOp) {
 	g := op.key.Group
-	if !op.key.IsOffset() {
+	switch {
+	case op.key.IsConsumerGroup():
+		k := string(EncodeConsumerGroupKey(op.key.Version, g, op.key.Member))
+		if op.delete {
+			delete(m.consumer[g], k)
+			if len(m.consumer[g]) == 0 {
+				delete(m.consumer, g)
+			}
+			return
+		}
+		recs := m.consumer[g]
+		if recs == nil {
+			recs = make(map[string][]byte)
+			m.consumer[g] = recs
+		}
+		recs[k] = slices.Clone(op.value)
+		return
+	case !op.key.IsOffset(): // group metadata
 		if op.delete {
 			delete(m.meta, g)
 		} else {
-			m.meta[g] = slices.Clone(op.meta)
+			m.meta[g] = slices.Clone(op.value)
 		}
 		return
 	}

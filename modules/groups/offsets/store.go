@@ -28,16 +28,22 @@ var ErrLayout = errors.New("offsets: unknown store layout")
 
 // Badger key prefixes; see "Badger key layout" in doc.go. Frozen.
 const (
-	prefixMeta    byte = 0x00 // 0x00 "layout" -> u32 layoutVersion
-	prefixApplied byte = 'a'  // 'a' | partition u32 -> last applied log offset i64
-	prefixGroup   byte = 'g'  // 'g' | u16 len | group -> Kafka group metadata value
-	prefixOffset  byte = 'o'  // 'o' | u16 len | group | u16 len | topic | partition u32 -> storedValue
-	prefixTxn     byte = 'r'  // 'r' | partition u32 -> first offset of the earliest pending transactional batch, i64
+	prefixMeta     byte = 0x00 // 0x00 "layout" -> u32 layoutVersion
+	prefixApplied  byte = 'a'  // 'a' | partition u32 -> last applied log offset i64
+	prefixConsumer byte = 'c'  // 'c' | u16 len | group | type u16 [| u16 len | member] -> Kafka consumer group record value
+	prefixGroup    byte = 'g'  // 'g' | u16 len | group -> Kafka group metadata value
+	prefixOffset   byte = 'o'  // 'o' | u16 len | group | u16 len | topic | partition u32 -> storedValue
+	prefixTxn      byte = 'r'  // 'r' | partition u32 -> first offset of the earliest pending transactional batch, i64
 )
 
 const layoutVersion uint32 = 1
 
 var layoutKey = []byte{prefixMeta, 'l', 'a', 'y', 'o', 'u', 't'}
+
+// consumerRecordsKey marks a store that has applied every consumer group record
+// since its applied offsets were last -1 (see load). Its value is u32 1. A layout 1
+// store written before this package read those records lacks it.
+var consumerRecordsKey = []byte{prefixMeta, 'k', 'i', 'p', '8', '4', '8'}
 
 // storedValueV1 is the version byte of a committed offset inside badger.
 const storedValueV1 byte = 1
@@ -56,8 +62,8 @@ type Entry struct {
 	Committed Committed
 }
 
-// Store is the materialized view of committed offsets and group metadata.
-// All methods are safe for concurrent use.
+// Store is the materialized view of committed offsets, group metadata and KIP-848
+// consumer group records. All methods are safe for concurrent use.
 type Store struct {
 	log *slog.Logger
 
@@ -149,8 +155,16 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 }
 
 // load checks (or writes) the layout version and reads the applied offsets.
+//
+// A store without consumerRecordsKey was written by a version of this package that
+// skipped the consumer group records (key versions 3, 5-8) while advancing its
+// applied offsets past them: load deletes its applied offsets (its entries stay), so
+// the next load replays every partition from the log's start and applies them, and
+// sets the key. The layout version stays 1, so an older binary still opens the store
+// (it ignores the 'c' keys).
 func (s *Store) load() error {
-	return s.db.Update(func(txn *badger.Txn) error {
+	reset := 0
+	err := s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(layoutKey)
 		switch {
 		case errors.Is(err, badger.ErrKeyNotFound):
@@ -168,6 +182,9 @@ func (s *Store) load() error {
 				return fmt.Errorf("layout %x: %w", v, ErrLayout)
 			}
 		}
+		if reset, err = upgradeConsumerRecords(txn); err != nil {
+			return err
+		}
 		for prefix, into := range map[byte]map[int32]int64{prefixApplied: s.applied, prefixTxn: s.txnStart} {
 			if err := readPartitionOffsets(txn, prefix, into); err != nil {
 				return err
@@ -175,6 +192,33 @@ func (s *Store) load() error {
 		}
 		return nil
 	})
+	if err == nil && reset > 0 {
+		s.log.Info("offsets store predates consumer group records: applied offsets dropped, each partition's next load replays it from the log's start",
+			"partitions", reset)
+	}
+	return err
+}
+
+// upgradeConsumerRecords sets consumerRecordsKey, deleting the applied offsets of a
+// store that lacks it (see load), and returns how many it deleted. The applied
+// offsets are one key per partition, so this fits one transaction.
+func upgradeConsumerRecords(txn *badger.Txn) (int, error) {
+	_, err := txn.Get(consumerRecordsKey)
+	if !errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, err // nil: set already
+	}
+	var keys [][]byte
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{prefixApplied}})
+	for it.Rewind(); it.Valid(); it.Next() {
+		keys = append(keys, it.Item().KeyCopy(nil))
+	}
+	it.Close()
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), txn.Set(consumerRecordsKey, binary.BigEndian.AppendUint32(nil, 1))
 }
 
 // readPartitionOffsets reads the 'prefix | partition u32 -> i64' keys into into.
@@ -323,6 +367,34 @@ func (s *Store) GroupMetadata(group string) (GroupMetadata, bool, error) {
 	return g, found, nil
 }
 
+// ConsumerGroupRecords returns the consumer group records last applied for group,
+// as their Kafka key and value bytes, sorted by key bytes (empty, not nil, if none).
+func (s *Store) ConsumerGroupRecords(group string) ([]KV, error) {
+	out := []KV{}
+	prefix := groupPrefix(prefixConsumer, group)
+	err := s.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k, err := consumerKafkaKey(group, item.Key()[len(prefix):])
+			if err != nil {
+				return fmt.Errorf("key %x: %w", item.Key(), err)
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, KV{Key: k, Value: v})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer group records %s: %w", group, err)
+	}
+	return out, nil
+}
+
 // PutGroupMetadata stores group metadata for group, replacing any earlier one.
 func (s *Store) PutGroupMetadata(group string, g GroupMetadata) error {
 	if err := checkLens(group, "", ""); err != nil {
@@ -361,10 +433,12 @@ func (s *Store) deleteOffsets(group string, tps []TopicPartition) error {
 	return nil
 }
 
-// DeleteGroup removes the group's metadata and all its offsets. A group with
-// more offsets than one transaction holds is deleted in several; deletes are
-// idempotent, so a crash in between leaves a group that a retry finishes.
+// DeleteGroup removes the group's metadata, all its offsets and all its consumer
+// group records. A group with more keys than one transaction holds is deleted in
+// several; deletes are idempotent, so a crash in between leaves a group that a retry
+// finishes.
 func (s *Store) DeleteGroup(group string) error {
+	prefixes := [][]byte{groupOffsetPrefix(group), groupPrefix(prefixConsumer, group)}
 	err := s.with(func(db *badger.DB) error {
 		for {
 			// Chunks well inside badger's transaction limit (15% of a memtable),
@@ -372,16 +446,18 @@ func (s *Store) DeleteGroup(group string) error {
 			var keys [][]byte
 			size, last := 0, true
 			err := db.View(func(txn *badger.Txn) error {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: groupOffsetPrefix(group)})
-				defer it.Close()
-				for it.Rewind(); it.Valid(); it.Next() {
-					if len(keys) == 1000 || size > 256<<10 {
-						last = false
-						break
+				for _, prefix := range prefixes {
+					it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+					for it.Rewind(); it.Valid() && last; it.Next() {
+						if len(keys) == 1000 || size > 256<<10 {
+							last = false
+							break
+						}
+						k := it.Item().KeyCopy(nil)
+						keys = append(keys, k)
+						size += len(k)
 					}
-					k := it.Item().KeyCopy(nil)
-					keys = append(keys, k)
-					size += len(k)
+					it.Close()
 				}
 				return nil
 			})
@@ -413,11 +489,12 @@ func (s *Store) DeleteGroup(group string) error {
 	return nil
 }
 
-// Groups returns, sorted, every group with offsets or metadata in the store.
+// Groups returns, sorted, every group with offsets, metadata or consumer group
+// records in the store.
 func (s *Store) Groups() ([]string, error) {
 	seen := make(map[string]struct{})
 	err := s.view(func(txn *badger.Txn) error {
-		for _, p := range []byte{prefixOffset, prefixGroup} {
+		for _, p := range []byte{prefixOffset, prefixGroup, prefixConsumer} {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{p}})
 			for it.Rewind(); it.Valid(); {
 				g, ok := keyGroup(it.Item().Key())
@@ -427,10 +504,10 @@ func (s *Store) Groups() ([]string, error) {
 				}
 				seen[g] = struct{}{}
 				// Skip the group's other keys: seek past its prefix.
-				if p == prefixOffset {
-					it.Seek(prefixEnd(groupOffsetPrefix(g)))
-				} else {
+				if p == prefixGroup {
 					it.Next()
+				} else {
+					it.Seek(prefixEnd(groupPrefix(p, g)))
 				}
 			}
 			it.Close()
@@ -452,9 +529,13 @@ func (s *Store) Groups() ([]string, error) {
 // reports true (Kafka's offsets.retention.minutes, KIP-211), and returns how
 // many it deleted. An offset expires when its explicit expire timestamp (value
 // v1) is at or before now; without one, when now - base >= retention, where
-// base is the group's current state timestamp if the group has metadata with a
-// protocol type and a timestamp (it became Empty then), else the commit
-// timestamp. Groups with members keep their offsets. The caller must also write
+// base is the group's current state timestamp if the group is a classic group
+// with metadata with a protocol type and a timestamp (it became Empty then),
+// else the commit timestamp. A group with a consumer group metadata record (key
+// version 3) is a KIP-848 group, whose offsets Kafka expires by commit timestamp
+// even if a classic metadata record is left. Groups with members keep their
+// offsets. Expiry deletes offsets only: a group's metadata and consumer group
+// records stay (and so does the group, in Groups). The caller must also write
 // tombstones to __consumer_offsets, or a replay from the log restores them.
 func (s *Store) ExpireOffsets(now time.Time, retention time.Duration, isEmpty func(group string) bool) (int, error) {
 	groups, err := s.Groups()
@@ -483,6 +564,10 @@ func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	isConsumerGroup, err := s.get(consumerKey(ConsumerGroupMetadataKeyV3, g, ""), func([]byte) error { return nil })
+	if err != nil {
+		return 0, fmt.Errorf("consumer group metadata %s: %w", g, err)
+	}
 	offs, err := s.FetchGroup(g)
 	if err != nil {
 		return 0, err
@@ -496,7 +581,7 @@ func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
 			continue
 		}
 		base := c.CommitTimestamp
-		if hasMeta && meta.ProtocolType != "" && meta.CurrentStateTimestamp >= 0 {
+		if !isConsumerGroup && hasMeta && meta.ProtocolType != "" && meta.CurrentStateTimestamp >= 0 {
 			base = meta.CurrentStateTimestamp
 		}
 		if nowMs-base >= retentionMs {
@@ -517,11 +602,13 @@ func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
 
 // Apply materializes one __consumer_offsets record at log offset offset of
 // __consumer_offsets partition partition: an offset commit sets or (nil value,
-// a tombstone) deletes an offset; group metadata is stored or deleted likewise.
+// a tombstone) deletes an offset; group metadata and consumer group records are
+// stored (their values as applied, once they decode) or deleted likewise.
 // The partition's applied offset advances in the same transaction. Records at
 // or below AppliedOffset(partition) were applied already and are skipped, so
 // replaying a log prefix twice is harmless. Records with key versions this
-// package does not read (KIP-848 records) only advance the applied offset.
+// package does not read (KIP-848 types 4 and 16, share groups) only advance the
+// applied offset.
 //
 // The partition is an argument, not derived from the key, because the store
 // does not know offsets.topic.num.partitions (see PartitionFor).
@@ -654,8 +741,11 @@ func (s *Store) apply(partition int32, recs []Record, o applyOpts) error {
 // storedKV is the badger key and stored value (nil for a tombstone) of op, a record
 // that is not skipped.
 func storedKV(op applyOp) (key, value []byte) {
-	if !op.key.IsOffset() {
-		return groupKey(op.key.Group), op.meta // meta is nil for a tombstone
+	switch {
+	case op.key.IsConsumerGroup():
+		return consumerKey(op.key.Version, op.key.Group, op.key.Member), op.value // value is nil for a tombstone
+	case !op.key.IsOffset():
+		return groupKey(op.key.Group), op.value // group metadata; nil for a tombstone
 	}
 	key = offsetKey(op.key.Group, op.key.Topic, op.key.Partition)
 	if !op.delete {
@@ -685,10 +775,45 @@ func checkLens(group, topic, metadata string) error {
 	return nil
 }
 
-func groupOffsetPrefix(group string) []byte {
+func groupOffsetPrefix(group string) []byte { return groupPrefix(prefixOffset, group) }
+
+// groupPrefix is prefix | u16 len | group: every key of group under prefix ('o',
+// 'c') starts with it, and no other group's does.
+func groupPrefix(prefix byte, group string) []byte {
 	k := make([]byte, 0, 3+len(group))
-	k = append(k, prefixOffset)
+	k = append(k, prefix)
 	return appendString(k, group)
+}
+
+// consumerKey is the badger key of a consumer group record: the group's 'c'
+// prefix, then the Kafka key without its group (the record type, and the member
+// for types 5, 7 and 8). Within a group these sort as the Kafka keys do.
+func consumerKey(version int16, group, member string) []byte {
+	k := make([]byte, 0, 7+len(group)+len(member))
+	k = append(k, prefixConsumer)
+	k = appendString(k, group)
+	k = binary.BigEndian.AppendUint16(k, uint16(version))
+	if hasMember(version) {
+		k = appendString(k, member)
+	}
+	return k
+}
+
+// consumerKafkaKey rebuilds the Kafka key of a consumer group record of group
+// from the rest of its badger key (after the group's prefix).
+func consumerKafkaKey(group string, rest []byte) ([]byte, error) {
+	r := reader{b: rest}
+	k := Key{Version: r.int16(), Group: group}
+	if r.err == nil && !k.IsConsumerGroup() {
+		return nil, fmt.Errorf("record type %d: %w", k.Version, ErrCorrupt)
+	}
+	if hasMember(k.Version) {
+		k.Member = r.string()
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return EncodeConsumerGroupKey(k.Version, k.Group, k.Member), nil
 }
 
 func offsetKey(group, topic string, partition int32) []byte {
@@ -711,7 +836,7 @@ func txnKey(partition int32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{prefixTxn}, uint32(partition))
 }
 
-// keyGroup extracts the group of an 'o' or 'g' key.
+// keyGroup extracts the group of an 'o', 'g' or 'c' key.
 func keyGroup(k []byte) (string, bool) {
 	if len(k) < 3 {
 		return "", false

@@ -329,7 +329,7 @@ func TestApplyReplay(t *testing.T) {
 		{EncodeOffsetKey("g", "t", 0), EncodeOffsetValue(cA), 0},
 		{EncodeOffsetKey("g", "t", 1), EncodeOffsetValue(cB), 1},
 		{EncodeGroupKey("g"), EncodeGroupMetadataValue(gm), 2},
-		{(&hand{}).i16(3).str("g").b, []byte("kip-848 record"), 3}, // unread key version: skipped
+		{(&hand{}).i16(4).str("g").b, []byte("kip-848 record"), 3}, // unread key version (type 4): skipped
 		{EncodeOffsetKey("g", "t", 0), EncodeOffsetValue(cA2), 4},
 		{EncodeOffsetKey("g", "t", 1), nil, 5}, // tombstone
 		{EncodeOffsetKey("h", "t", 0), EncodeOffsetValue(cA), 6},

@@ -16,7 +16,12 @@ type View interface {
 	FetchGroup(group string) (map[TopicPartition]Committed, error)
 	// GroupMetadata returns the group metadata last applied for group.
 	GroupMetadata(group string) (GroupMetadata, bool, error)
-	// Groups returns, sorted, every group with offsets or metadata.
+	// ConsumerGroupRecords returns the KIP-848 consumer group records (key versions
+	// 3, 5-8) last applied for group, as their Kafka key and value bytes, sorted by
+	// key bytes (empty, not nil, if none). The caller owns the returned bytes.
+	ConsumerGroupRecords(group string) ([]KV, error)
+	// Groups returns, sorted, every group with offsets, metadata or consumer group
+	// records.
 	Groups() ([]string, error)
 
 	// ApplyBatch applies records of one __consumer_offsets partition, ascending
@@ -38,6 +43,11 @@ type View interface {
 
 	// Close releases the store; a second Close is a no-op.
 	Close() error
+}
+
+// KV is one stored record: its __consumer_offsets key and value bytes, as applied.
+type KV struct {
+	Key, Value []byte
 }
 
 var (

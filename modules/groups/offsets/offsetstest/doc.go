@@ -11,7 +11,10 @@
 // What the suite checks is what the coordinator relies on: records apply in log order,
 // a batch all or none; records at or below a partition's applied offset are skipped by
 // ApplyBatch and applied by Reapply; tombstones delete; the applied offset never moves
-// back; a partition's applied offset and transaction replay start are its own.
+// back; a partition's applied offset and transaction replay start are its own;
+// consumer group records (key types 3, 5-8) are kept as applied and read back sorted
+// by key, per group, and a view that can delete a group (DeleteGroup) deletes them
+// with it.
 //
 // # Concurrency
 //

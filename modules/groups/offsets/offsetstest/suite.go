@@ -1,6 +1,7 @@
 package offsetstest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,6 +25,9 @@ func Run(t *testing.T, open func(t *testing.T) offsets.View) {
 		{"Marker", testMarker},
 		{"AllOrNone", testAllOrNone},
 		{"UnreadKeyVersion", testUnreadKeyVersion},
+		{"ConsumerGroupRecords", testConsumerGroupRecords},
+		{"ConsumerGroupRecordsReplay", testConsumerGroupRecordsReplay},
+		{"DeleteGroup", testDeleteGroup},
 		{"PartitionsIndependent", testPartitionsIndependent},
 		{"Closed", testClosed},
 		{"Hammer", testHammer},
@@ -109,6 +113,10 @@ func testEmpty(t *testing.T, v offsets.View) {
 	}
 	if _, ok, err := v.GroupMetadata("g"); ok || err != nil {
 		t.Fatalf("GroupMetadata: found %v, %v", ok, err)
+	}
+	recs, err := v.ConsumerGroupRecords("g")
+	if err != nil || recs == nil || len(recs) != 0 {
+		t.Fatalf("ConsumerGroupRecords = %v, %v; want an empty slice", recs, err)
 	}
 	wantGroups(t, v)
 	// An empty batch changes nothing.
@@ -232,6 +240,11 @@ func testAllOrNone(t *testing.T, v offsets.View) {
 		{"bad offset value", []offsets.Record{commit("g", "t", 0, 1, 5), {Key: offsets.EncodeOffsetKey("g", "t", 1), Value: []byte{0, 9, 1}, Offset: 6}}},
 		{"bad group value", []offsets.Record{commit("g", "t", 0, 1, 5), {Key: offsets.EncodeGroupKey("g"), Value: []byte{0, 3}, Offset: 6}}},
 		{"bad key", []offsets.Record{commit("g", "t", 0, 1, 5), {Key: []byte{0}, Value: []byte{1}, Offset: 6}}},
+		{"bad consumer value", []offsets.Record{commit("g", "t", 0, 1, 5), consumerRec(offsets.ConsumerCurrentAssignmentKeyV8, "g", "m",
+			offsets.EncodeConsumerTargetMetadata(offsets.ConsumerTargetMetadata{AssignmentEpoch: 1}), 6)}},
+		{"consumer value version 1", []offsets.Record{commit("g", "t", 0, 1, 5), consumerRec(offsets.ConsumerTargetMetadataKeyV6, "g", "",
+			[]byte{0, 1, 0, 0, 0, 1, 0}, 6)}},
+		{"bad consumer key", []offsets.Record{commit("g", "t", 0, 1, 5), {Key: []byte{0, 5, 0, 1, 'g'}, Value: []byte{1}, Offset: 6}}},
 	} {
 		if err := v.ApplyBatch(0, tc.recs); err == nil {
 			t.Fatalf("%s: applied", tc.name)
@@ -240,17 +253,188 @@ func testAllOrNone(t *testing.T, v offsets.View) {
 		if got := v.AppliedOffset(0); got != -1 {
 			t.Fatalf("%s: applied offset %d after a failed batch", tc.name, got)
 		}
+		wantConsumerRecords(t, v, "g")
 	}
 }
 
 func testUnreadKeyVersion(t *testing.T, v offsets.View) {
-	// A KIP-848 record (key version 3 and up) only advances the applied offset.
-	kip848 := offsets.Record{Key: []byte{0, 11, 0, 1, 'g'}, Value: []byte{0, 0, 1}, Offset: 4}
-	mustApply(t, v.ApplyBatch(0, []offsets.Record{commit("g", "t", 0, 1, 3), kip848}))
-	if got := v.AppliedOffset(0); got != 4 {
-		t.Fatalf("applied offset %d, want 4", got)
+	// Records of types this package does not read (4: partition metadata, 9-15:
+	// share groups, 16: regular expressions) only advance the applied offset.
+	share := offsets.Record{Key: []byte{0, 11, 0, 1, 'g'}, Value: []byte{0, 0, 1}, Offset: 4}
+	partitionMeta := offsets.Record{Key: []byte{0, 4, 0, 1, 'h'}, Value: []byte{0, 0, 0}, Offset: 5}
+	regex := offsets.Record{Key: []byte{0, 16, 0, 1, 'h', 0, 1, 'r'}, Value: []byte("not decoded"), Offset: 6}
+	mustApply(t, v.ApplyBatch(0, []offsets.Record{commit("g", "t", 0, 1, 3), share, partitionMeta, regex}))
+	if got := v.AppliedOffset(0); got != 6 {
+		t.Fatalf("applied offset %d, want 6", got)
 	}
 	wantGroups(t, v, "g")
+	wantConsumerRecords(t, v, "g")
+	wantConsumerRecords(t, v, "h")
+}
+
+// consumerRec is a consumer group record (value nil: a tombstone) at log offset at.
+func consumerRec(version int16, group, member string, value []byte, at int64) offsets.Record {
+	return offsets.Record{Key: offsets.EncodeConsumerGroupKey(version, group, member), Value: value, Offset: at}
+}
+
+// consumerRecords is one of each consumer group record type for group, with the
+// epochs made from epoch, at log offsets from at on (in an order unlike the keys').
+func consumerRecords(group string, epoch int32, at int64) []offsets.Record {
+	topic := [16]byte{15: byte(epoch)}
+	tps := []offsets.TopicPartitions{{TopicID: topic, Partitions: []int32{0, epoch}}}
+	recs := []offsets.Record{
+		consumerRec(offsets.ConsumerCurrentAssignmentKeyV8, group, "m2", offsets.EncodeConsumerCurrentAssignment(
+			offsets.ConsumerCurrentAssignment{MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 0, Assigned: tps}), 0),
+		consumerRec(offsets.ConsumerGroupMetadataKeyV3, group, "", offsets.EncodeConsumerGroupMetadata(
+			offsets.ConsumerGroupMetadata{Epoch: epoch, MetadataHash: int64(epoch) << 40}), 0),
+		consumerRec(offsets.ConsumerMemberMetadataKeyV5, group, "m1", offsets.EncodeConsumerMemberMetadata(
+			offsets.ConsumerMemberMetadata{ClientID: "c1", ClientHost: "/h", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: epoch}), 0),
+		consumerRec(offsets.ConsumerTargetMemberKeyV7, group, "m1", offsets.EncodeConsumerTargetMember(
+			offsets.ConsumerTargetMember{TopicPartitions: tps}), 0),
+		consumerRec(offsets.ConsumerTargetMetadataKeyV6, group, "", offsets.EncodeConsumerTargetMetadata(
+			offsets.ConsumerTargetMetadata{AssignmentEpoch: epoch}), 0),
+		consumerRec(offsets.ConsumerCurrentAssignmentKeyV8, group, "m1", offsets.EncodeConsumerCurrentAssignment(
+			offsets.ConsumerCurrentAssignment{MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 1, PendingRevocation: tps}), 0),
+		consumerRec(offsets.ConsumerMemberMetadataKeyV5, group, "m2", offsets.EncodeConsumerMemberMetadata(
+			offsets.ConsumerMemberMetadata{InstanceID: "i2", ClientID: "c2", ClientHost: "/h", SubscribedTopicRegex: "t.*", RebalanceTimeoutMs: epoch}), 0),
+	}
+	for i := range recs {
+		recs[i].Offset = at + int64(i)
+	}
+	return recs
+}
+
+// wantConsumerRecords checks group's consumer group records: want's keys and values
+// (the last of each key wins; nil values delete), sorted by key.
+func wantConsumerRecords(t *testing.T, v offsets.View, group string, want ...offsets.Record) {
+	t.Helper()
+	latest := map[string][]byte{}
+	for _, r := range want {
+		if r.Value == nil {
+			delete(latest, string(r.Key))
+		} else {
+			latest[string(r.Key)] = r.Value
+		}
+	}
+	keys := make([]string, 0, len(latest))
+	for k := range latest {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	got, err := v.ConsumerGroupRecords(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil {
+		t.Fatalf("ConsumerGroupRecords(%q) is nil, want a slice", group)
+	}
+	if len(got) != len(keys) {
+		t.Fatalf("%q: %d consumer group records, want %d: %x", group, len(got), len(keys), got)
+	}
+	for i, kv := range got {
+		if string(kv.Key) != keys[i] || !bytes.Equal(kv.Value, latest[keys[i]]) {
+			t.Fatalf("%q: record %d is %x -> %x, want %x -> %x", group, i, kv.Key, kv.Value, keys[i], latest[keys[i]])
+		}
+	}
+}
+
+func testConsumerGroupRecords(t *testing.T, v offsets.View) {
+	cg := consumerRecords("cg", 5, 10)
+	// Neighbours: a group whose name extends "cg", one it extends, a classic group.
+	cg2 := consumerRecords("cg2", 6, 20)
+	c := consumerRecords("c", 7, 30)
+	batch := append(append(append([]offsets.Record{commit("cg", "t", 0, 1, 0), groupMeta("classic", 1, 1)}, cg...), cg2...), c...)
+	mustApply(t, v.ApplyBatch(3, batch))
+	if got := v.AppliedOffset(3); got != 36 {
+		t.Fatalf("applied offset %d, want 36", got)
+	}
+	wantConsumerRecords(t, v, "cg", cg...)
+	wantConsumerRecords(t, v, "cg2", cg2...)
+	wantConsumerRecords(t, v, "c", c...)
+	wantConsumerRecords(t, v, "classic")
+	wantConsumerRecords(t, v, "none")
+	wantGroups(t, v, "c", "cg", "cg2", "classic")
+	wantOffset(t, v, "cg", "t", 0, 1)
+
+	// The caller owns what it gets.
+	got, _ := v.ConsumerGroupRecords("cg")
+	got[0].Key[0], got[0].Value[0] = 0xEE, 0xEE
+	wantConsumerRecords(t, v, "cg", cg...)
+
+	// Overwrites (a later epoch of every record) and tombstones.
+	cgNext := consumerRecords("cg", 8, 40)
+	mustApply(t, v.ApplyBatch(3, cgNext))
+	wantConsumerRecords(t, v, "cg", append(cg, cgNext...)...)
+	gone := []offsets.Record{
+		consumerRec(offsets.ConsumerMemberMetadataKeyV5, "cg", "m2", nil, 50),
+		consumerRec(offsets.ConsumerCurrentAssignmentKeyV8, "cg", "m2", nil, 51),
+		consumerRec(offsets.ConsumerCurrentAssignmentKeyV8, "cg", "nobody", nil, 52),
+	}
+	mustApply(t, v.ApplyBatch(3, gone))
+	wantConsumerRecords(t, v, "cg", append(append(cg, cgNext...), gone...)...)
+
+	// A group that loses every record leaves Groups; one keeping an offset stays.
+	var tombs []offsets.Record
+	for i, r := range append(cg2, append(cgNext, cg...)...) {
+		tombs = append(tombs, offsets.Record{Key: r.Key, Offset: 60 + int64(i)})
+	}
+	mustApply(t, v.ApplyBatch(3, tombs))
+	wantConsumerRecords(t, v, "cg2")
+	wantConsumerRecords(t, v, "cg")
+	wantGroups(t, v, "c", "cg", "classic")
+	mustApply(t, v.ApplyBatch(3, []offsets.Record{tombstone("cg", "t", 0, 100)}))
+	wantGroups(t, v, "c", "classic")
+	wantConsumerRecords(t, v, "c", c...)
+}
+
+func testConsumerGroupRecordsReplay(t *testing.T, v offsets.View) {
+	first := consumerRecords("g", 1, 10)
+	mustApply(t, v.ApplyBatch(0, first))
+	// ApplyBatch skips records at or below the applied offset...
+	stale := consumerRecords("g", 2, 10)
+	mustApply(t, v.ApplyBatch(0, stale))
+	wantConsumerRecords(t, v, "g", first...)
+	// ...Reapply applies them, in log order, and a marker applies its records.
+	mustApply(t, v.Reapply(0, stale[:3]))
+	wantConsumerRecords(t, v, "g", append(first, stale[:3]...)...)
+	del := consumerRec(offsets.ConsumerGroupMetadataKeyV3, "g", "", nil, 12)
+	mustApply(t, v.ApplyMarker(0, []offsets.Record{del}, 30, -1))
+	wantConsumerRecords(t, v, "g", append(append(first, stale[:3]...), del)...)
+	if got := v.AppliedOffset(0); got != 30 {
+		t.Fatalf("applied offset %d, want 30", got)
+	}
+}
+
+// groupDeleter is a View that can delete a whole group (Store).
+type groupDeleter interface {
+	DeleteGroup(group string) error
+}
+
+func testDeleteGroup(t *testing.T, v offsets.View) {
+	d, ok := v.(groupDeleter)
+	if !ok {
+		t.Skip("the view has no DeleteGroup")
+	}
+	cg := consumerRecords("g", 3, 10)
+	keep := consumerRecords("g2", 3, 20)
+	mustApply(t, v.ApplyBatch(0, append(append([]offsets.Record{commit("g", "t", 0, 1, 0), groupMeta("g", 1, 1)}, cg...), keep...)))
+	only := consumerRecords("only", 4, 30)
+	mustApply(t, v.ApplyBatch(0, only))
+	wantGroups(t, v, "g", "g2", "only")
+	if err := d.DeleteGroup("g"); err != nil {
+		t.Fatal(err)
+	}
+	wantConsumerRecords(t, v, "g")
+	wantOffset(t, v, "g", "t", 0, -1)
+	if _, ok, _ := v.GroupMetadata("g"); ok {
+		t.Fatal("group metadata survived DeleteGroup")
+	}
+	wantConsumerRecords(t, v, "g2", keep...)
+	if err := d.DeleteGroup("only"); err != nil {
+		t.Fatal(err)
+	}
+	wantConsumerRecords(t, v, "only")
+	wantGroups(t, v, "g2")
 }
 
 func testPartitionsIndependent(t *testing.T, v offsets.View) {
@@ -280,7 +464,8 @@ func testClosed(t *testing.T, v offsets.View) {
 	_, _, err3 := v.GroupMetadata("g")
 	_, err4 := v.Groups()
 	err5 := v.ApplyBatch(0, []offsets.Record{commit("g", "t", 0, 2, 1)})
-	for i, err := range []error{err1, err2, err3, err4, err5} {
+	_, err6 := v.ConsumerGroupRecords("g")
+	for i, err := range []error{err1, err2, err3, err4, err5, err6} {
 		if !errors.Is(err, offsets.ErrClosed) {
 			t.Fatalf("call %d after Close: %v, want ErrClosed", i+1, err)
 		}

@@ -1,0 +1,381 @@
+package offsets
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Key versions of the KIP-848 consumer group records (the key version is the record
+// type). Frozen: they are Kafka's. Types 4 (partition metadata), 9-15 (share groups)
+// and 16 (regular expressions) are not read: DecodeKey returns ErrUnsupportedVersion
+// and an apply skips them.
+const (
+	// ConsumerGroupMetadataKeyV3 keys a group's epoch (ConsumerGroupMetadataValue).
+	ConsumerGroupMetadataKeyV3 int16 = 3
+	// ConsumerMemberMetadataKeyV5 keys one member's subscription and client
+	// (ConsumerGroupMemberMetadataValue).
+	ConsumerMemberMetadataKeyV5 int16 = 5
+	// ConsumerTargetMetadataKeyV6 keys the epoch of the group's target assignment
+	// (ConsumerGroupTargetAssignmentMetadataValue).
+	ConsumerTargetMetadataKeyV6 int16 = 6
+	// ConsumerTargetMemberKeyV7 keys one member's target assignment
+	// (ConsumerGroupTargetAssignmentMemberValue).
+	ConsumerTargetMemberKeyV7 int16 = 7
+	// ConsumerCurrentAssignmentKeyV8 keys one member's current assignment and epochs
+	// (ConsumerGroupCurrentMemberAssignmentValue).
+	ConsumerCurrentAssignmentKeyV8 int16 = 8
+)
+
+// ConsumerValueV0 is the only version of the consumer group record values, read and
+// written. It is flexible (compact strings and arrays, tagged fields).
+const ConsumerValueV0 int16 = 0
+
+// IsConsumerGroup reports whether k is the key of a KIP-848 consumer group record
+// (versions 3, 5, 6, 7 and 8). Member is set for 5, 7 and 8.
+func (k Key) IsConsumerGroup() bool {
+	switch k.Version {
+	case ConsumerGroupMetadataKeyV3, ConsumerTargetMetadataKeyV6:
+		return true
+	}
+	return hasMember(k.Version)
+}
+
+// hasMember reports whether keys of version v carry a member id after the group.
+func hasMember(v int16) bool {
+	return v == ConsumerMemberMetadataKeyV5 || v == ConsumerTargetMemberKeyV7 || v == ConsumerCurrentAssignmentKeyV8
+}
+
+// EncodeConsumerGroupKey returns the key of a consumer group record of type version
+// (ConsumerGroupMetadataKeyV3 ... ConsumerCurrentAssignmentKeyV8): the group, and for
+// the member records (5, 7, 8) the member; member is ignored for 3 and 6. Any other
+// version returns nil, which no decoder accepts. group and member must fit a Kafka
+// string (32767 bytes), as for the other encoders.
+func EncodeConsumerGroupKey(version int16, group, member string) []byte {
+	if !(Key{Version: version}).IsConsumerGroup() {
+		return nil
+	}
+	dst := make([]byte, 0, 6+len(group)+len(member))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(version))
+	dst = appendString(dst, group)
+	if hasMember(version) {
+		dst = appendString(dst, member)
+	}
+	return dst
+}
+
+// TopicPartitions is a topic, by id, and some of its partitions: an entry of a target
+// or current assignment.
+type TopicPartitions struct {
+	TopicID    [16]byte
+	Partitions []int32
+}
+
+// ConsumerGroupMetadata is a ConsumerGroupMetadataValue (key type 3).
+type ConsumerGroupMetadata struct {
+	Epoch int32
+	// MetadataHash is tagged field 0, written only when not zero (Kafka 4.1+ hashes
+	// the subscribed topics' metadata into it; absent decodes as 0).
+	MetadataHash int64
+}
+
+// ConsumerMemberMetadata is a ConsumerGroupMemberMetadataValue (key type 5). The
+// nullable strings (InstanceID, RackID, SubscribedTopicRegex, ServerAssignor) decode
+// null as "" and encode "" as null. Kafka's tagged field 0 (ClassicMemberMetadata, for
+// classic members of a consumer group) is skipped on read and never written.
+type ConsumerMemberMetadata struct {
+	InstanceID           string
+	RackID               string
+	ClientID             string
+	ClientHost           string
+	SubscribedTopicNames []string
+	SubscribedTopicRegex string
+	ServerAssignor       string
+	RebalanceTimeoutMs   int32
+}
+
+// ConsumerTargetMetadata is a ConsumerGroupTargetAssignmentMetadataValue (key type 6).
+type ConsumerTargetMetadata struct {
+	AssignmentEpoch int32
+}
+
+// ConsumerTargetMember is a ConsumerGroupTargetAssignmentMemberValue (key type 7).
+type ConsumerTargetMember struct {
+	TopicPartitions []TopicPartitions
+}
+
+// ConsumerCurrentAssignment is a ConsumerGroupCurrentMemberAssignmentValue (key type
+// 8). State is Kafka's MemberState id, kept as is.
+type ConsumerCurrentAssignment struct {
+	MemberEpoch         int32
+	PreviousMemberEpoch int32
+	State               int8
+	Assigned            []TopicPartitions // AssignedPartitions
+	PendingRevocation   []TopicPartitions // PartitionsPendingRevocation
+}
+
+// Empty arrays decode as nil, so a decoded value re-encodes to the same value.
+
+// EncodeConsumerGroupMetadata returns g as a version 0 value.
+func EncodeConsumerGroupMetadata(g ConsumerGroupMetadata) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(g.Epoch))
+	if g.MetadataHash == 0 {
+		return append(dst, 0) // no tagged fields
+	}
+	dst = append(dst, 1, 0, 8) // one tagged field: tag 0, 8 bytes
+	return binary.BigEndian.AppendUint64(dst, uint64(g.MetadataHash))
+}
+
+// DecodeConsumerGroupMetadata decodes a version 0 ConsumerGroupMetadataValue.
+// Tagged field 0 must be 8 bytes; other tags are skipped.
+func DecodeConsumerGroupMetadata(b []byte) (ConsumerGroupMetadata, error) {
+	const what = "consumer group metadata value"
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+		return ConsumerGroupMetadata{}, err
+	}
+	var g ConsumerGroupMetadata
+	g.Epoch = r.int32()
+	r.taggedFields(func(tag uint32, field []byte) error {
+		if tag != 0 {
+			return nil
+		}
+		if len(field) != 8 {
+			return fmt.Errorf("metadata hash of %d bytes: %w", len(field), ErrCorrupt)
+		}
+		g.MetadataHash = int64(binary.BigEndian.Uint64(field))
+		return nil
+	})
+	if err := r.done(); err != nil {
+		return ConsumerGroupMetadata{}, fmt.Errorf("%s version 0: %w", what, err)
+	}
+	return g, nil
+}
+
+// EncodeConsumerMemberMetadata returns m as a version 0 value.
+func EncodeConsumerMemberMetadata(m ConsumerMemberMetadata) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
+	dst = appendCompactNullableString(dst, m.InstanceID)
+	dst = appendCompactNullableString(dst, m.RackID)
+	dst = appendCompactString(dst, m.ClientID)
+	dst = appendCompactString(dst, m.ClientHost)
+	dst = appendCompactLen(dst, len(m.SubscribedTopicNames))
+	for _, t := range m.SubscribedTopicNames {
+		dst = appendCompactString(dst, t)
+	}
+	dst = appendCompactNullableString(dst, m.SubscribedTopicRegex)
+	dst = appendCompactNullableString(dst, m.ServerAssignor)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.RebalanceTimeoutMs))
+	return append(dst, 0) // no tagged fields
+}
+
+// DecodeConsumerMemberMetadata decodes a version 0
+// ConsumerGroupMemberMetadataValue; its tags are skipped.
+func DecodeConsumerMemberMetadata(b []byte) (ConsumerMemberMetadata, error) {
+	const what = "consumer member metadata value"
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+		return ConsumerMemberMetadata{}, err
+	}
+	var m ConsumerMemberMetadata
+	m.InstanceID = r.nullableString()
+	m.RackID = r.nullableString()
+	m.ClientID = r.string()
+	m.ClientHost = r.string()
+	// A compact string is at least its one-byte length.
+	if n := r.count("subscribed topic", 1); n > 0 {
+		m.SubscribedTopicNames = make([]string, n)
+		for i := range m.SubscribedTopicNames {
+			m.SubscribedTopicNames[i] = r.string()
+		}
+	}
+	m.SubscribedTopicRegex = r.nullableString()
+	m.ServerAssignor = r.nullableString()
+	m.RebalanceTimeoutMs = r.int32()
+	r.tags()
+	if err := r.done(); err != nil {
+		return ConsumerMemberMetadata{}, fmt.Errorf("%s version 0: %w", what, err)
+	}
+	return m, nil
+}
+
+// EncodeConsumerTargetMetadata returns t as a version 0 value.
+func EncodeConsumerTargetMetadata(t ConsumerTargetMetadata) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(t.AssignmentEpoch))
+	return append(dst, 0) // no tagged fields
+}
+
+// DecodeConsumerTargetMetadata decodes a version 0
+// ConsumerGroupTargetAssignmentMetadataValue; its tags are skipped.
+func DecodeConsumerTargetMetadata(b []byte) (ConsumerTargetMetadata, error) {
+	const what = "consumer target metadata value"
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+		return ConsumerTargetMetadata{}, err
+	}
+	t := ConsumerTargetMetadata{AssignmentEpoch: r.int32()}
+	r.tags()
+	if err := r.done(); err != nil {
+		return ConsumerTargetMetadata{}, fmt.Errorf("%s version 0: %w", what, err)
+	}
+	return t, nil
+}
+
+// EncodeConsumerTargetMember returns t as a version 0 value.
+func EncodeConsumerTargetMember(t ConsumerTargetMember) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
+	dst = appendTopicPartitions(dst, t.TopicPartitions)
+	return append(dst, 0) // no tagged fields
+}
+
+// DecodeConsumerTargetMember decodes a version 0
+// ConsumerGroupTargetAssignmentMemberValue; its tags are skipped.
+func DecodeConsumerTargetMember(b []byte) (ConsumerTargetMember, error) {
+	const what = "consumer target member value"
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+		return ConsumerTargetMember{}, err
+	}
+	t := ConsumerTargetMember{TopicPartitions: r.topicPartitions()}
+	r.tags()
+	if err := r.done(); err != nil {
+		return ConsumerTargetMember{}, fmt.Errorf("%s version 0: %w", what, err)
+	}
+	return t, nil
+}
+
+// EncodeConsumerCurrentAssignment returns a as a version 0 value.
+func EncodeConsumerCurrentAssignment(a ConsumerCurrentAssignment) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(a.MemberEpoch))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(a.PreviousMemberEpoch))
+	dst = append(dst, byte(a.State))
+	dst = appendTopicPartitions(dst, a.Assigned)
+	dst = appendTopicPartitions(dst, a.PendingRevocation)
+	return append(dst, 0) // no tagged fields
+}
+
+// DecodeConsumerCurrentAssignment decodes a version 0
+// ConsumerGroupCurrentMemberAssignmentValue; its tags are skipped.
+func DecodeConsumerCurrentAssignment(b []byte) (ConsumerCurrentAssignment, error) {
+	const what = "consumer current assignment value"
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+		return ConsumerCurrentAssignment{}, err
+	}
+	var a ConsumerCurrentAssignment
+	a.MemberEpoch = r.int32()
+	a.PreviousMemberEpoch = r.int32()
+	a.State = r.int8()
+	a.Assigned = r.topicPartitions()
+	a.PendingRevocation = r.topicPartitions()
+	r.tags()
+	if err := r.done(); err != nil {
+		return ConsumerCurrentAssignment{}, fmt.Errorf("%s version 0: %w", what, err)
+	}
+	return a, nil
+}
+
+// checkConsumerValue reports whether b decodes as the value of a consumer group
+// record with key version keyVersion (an apply stores only values that do).
+func checkConsumerValue(keyVersion int16, b []byte) error {
+	var err error
+	switch keyVersion {
+	case ConsumerGroupMetadataKeyV3:
+		_, err = DecodeConsumerGroupMetadata(b)
+	case ConsumerMemberMetadataKeyV5:
+		_, err = DecodeConsumerMemberMetadata(b)
+	case ConsumerTargetMetadataKeyV6:
+		_, err = DecodeConsumerTargetMetadata(b)
+	case ConsumerTargetMemberKeyV7:
+		_, err = DecodeConsumerTargetMember(b)
+	case ConsumerCurrentAssignmentKeyV8:
+		_, err = DecodeConsumerCurrentAssignment(b)
+	default:
+		err = fmt.Errorf("key version %d: %w", keyVersion, ErrUnsupportedVersion)
+	}
+	return err
+}
+
+// minTopicPartitionsLen is the smallest encoding of one TopicPartitions: a uuid, an
+// empty compact array and an empty tag section. It bounds the count by the bytes
+// present, so a forged count cannot force a large allocation.
+const minTopicPartitionsLen = 16 + 1 + 1
+
+func appendTopicPartitions(dst []byte, tps []TopicPartitions) []byte {
+	dst = appendCompactLen(dst, len(tps))
+	for _, tp := range tps {
+		dst = append(dst, tp.TopicID[:]...)
+		dst = appendCompactLen(dst, len(tp.Partitions))
+		for _, p := range tp.Partitions {
+			dst = binary.BigEndian.AppendUint32(dst, uint32(p))
+		}
+		dst = append(dst, 0) // no tagged fields
+	}
+	return dst
+}
+
+// topicPartitions reads a compact array of TopicPartitions (flexible versions only).
+func (r *reader) topicPartitions() []TopicPartitions {
+	n := r.count("topic", minTopicPartitionsLen)
+	if n == 0 {
+		return nil
+	}
+	tps := make([]TopicPartitions, n)
+	for i := range tps {
+		tp := &tps[i]
+		copy(tp.TopicID[:], r.take(16))
+		if m := r.count("partition", 4); m > 0 {
+			tp.Partitions = make([]int32, m)
+			for j := range tp.Partitions {
+				tp.Partitions[j] = r.int32()
+			}
+		}
+		r.tags()
+		if r.err != nil {
+			return nil
+		}
+	}
+	return tps
+}
+
+// count reads the length of an array that is not nullable and whose elements take at
+// least minLen bytes each: a null or negative length, or more elements than the
+// remaining bytes can hold, is ErrCorrupt. It returns 0 after an error.
+func (r *reader) count(what string, minLen int) int {
+	n := r.arrayLen()
+	if r.err != nil {
+		return 0
+	}
+	if n < 0 || int64(n)*int64(minLen) > int64(len(r.b)) {
+		r.err = fmt.Errorf("%s count %d with %d bytes left: %w", what, n, len(r.b), ErrCorrupt)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) int8() int8 {
+	if p := r.take(1); p != nil {
+		return int8(p[0])
+	}
+	return 0
+}
+
+// appendCompactLen writes a compact length: uvarint(n+1), as Kafka's flexible
+// versions do for strings and arrays.
+func appendCompactLen(dst []byte, n int) []byte {
+	return binary.AppendUvarint(dst, uint64(n)+1)
+}
+
+func appendCompactString(dst []byte, s string) []byte {
+	return append(appendCompactLen(dst, len(s)), s...)
+}
+
+// appendCompactNullableString writes "" as null (length 0).
+func appendCompactNullableString(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, 0)
+	}
+	return appendCompactString(dst, s)
+}
