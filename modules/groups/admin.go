@@ -106,7 +106,7 @@ func (m *Module) deleteGroup(ctx context.Context, req *kernel.Request, id string
 		return kerr.CoordinatorNotAvailable
 	}
 	_, hasMeta, _ := m.store.GroupMetadata(id)
-	crecs, err := m.store.ConsumerGroupRecords(id)
+	crecs, err := m.store.GroupRecords(id)
 	if err != nil {
 		return kerr.CoordinatorNotAvailable
 	}

@@ -161,11 +161,15 @@ func fromTopicPartitions(tps []offsets.TopicPartitions) map[assignor.TopicID][]i
 // restoreConsumer rebuilds a KIP-848 group from its records in the store, or returns
 // nil when it has none. Records that do not decode are skipped (logged).
 func (s *shard) restoreConsumer(id string, cfg consumer.Config, now time.Time) *group {
-	recs, err := s.m.store.ConsumerGroupRecords(id)
+	recs, err := s.m.store.GroupRecords(id)
 	if err != nil {
 		s.m.log.Warn("reading consumer group records failed; group not restored", "partition", s.tp.Partition, "group", id, "err", err)
 		return nil
 	}
+	recs = slices.DeleteFunc(recs, func(r offsets.KV) bool {
+		k, err := offsets.DecodeKey(r.Key)
+		return err == nil && !k.IsConsumerGroup() // share state records belong to share groups
+	})
 	if len(recs) == 0 {
 		return nil
 	}

@@ -243,9 +243,11 @@ func (s *shard) metadataRecordOf(g *group) []kv {
 	var out []kv
 	if !g.kindChecked {
 		g.kindChecked = true
-		if recs, err := s.m.store.ConsumerGroupRecords(g.id); err == nil {
+		if recs, err := s.m.store.GroupRecords(g.id); err == nil {
 			for _, c := range recs {
-				out = append(out, kv{key: c.Key})
+				if k, err := offsets.DecodeKey(c.Key); err == nil && k.IsConsumerGroup() {
+					out = append(out, kv{key: c.Key})
+				}
 			}
 		}
 	}

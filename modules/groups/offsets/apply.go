@@ -57,8 +57,8 @@ func decodeApply(partition int32, recs []Record) ([]applyOp, error) {
 			if ops[i].c, err = DecodeOffsetValue(r.Value); err != nil {
 				return nil, fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
 			}
-		case k.IsConsumerGroup():
-			if err := checkConsumerValue(k.Version, r.Value); err != nil {
+		case k.IsGroupRecord():
+			if err := checkGroupRecordValue(k.Version, r.Value); err != nil {
 				return nil, fmt.Errorf("apply %d@%d: %w", partition, r.Offset, err)
 			}
 			ops[i].value = r.Value

@@ -277,9 +277,9 @@ func DecodeConsumerCurrentAssignment(b []byte) (ConsumerCurrentAssignment, error
 	return a, nil
 }
 
-// checkConsumerValue reports whether b decodes as the value of a consumer group
-// record with key version keyVersion (an apply stores only values that do).
-func checkConsumerValue(keyVersion int16, b []byte) error {
+// checkGroupRecordValue reports whether b decodes as the value of a group record
+// (IsGroupRecord) with key version keyVersion (an apply stores only values that do).
+func checkGroupRecordValue(keyVersion int16, b []byte) error {
 	var err error
 	switch keyVersion {
 	case ConsumerGroupMetadataKeyV3:
@@ -292,6 +292,8 @@ func checkConsumerValue(keyVersion int16, b []byte) error {
 		_, err = DecodeConsumerTargetMember(b)
 	case ConsumerCurrentAssignmentKeyV8:
 		_, err = DecodeConsumerCurrentAssignment(b)
+	case ShareStateKeyV1001:
+		_, err = DecodeShareState(b)
 	default:
 		err = fmt.Errorf("key version %d: %w", keyVersion, ErrUnsupportedVersion)
 	}

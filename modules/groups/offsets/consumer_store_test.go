@@ -31,7 +31,7 @@ func consumerLog(group string, epoch int32, at int64) []Record {
 	return recs
 }
 
-// consumerKVs is what ConsumerGroupRecords returns after recs: their consumer group
+// consumerKVs is what GroupRecords returns after recs: their consumer group
 // records, sorted by key.
 func consumerKVs(recs []Record) []KV {
 	var out []KV
@@ -46,7 +46,7 @@ func consumerKVs(recs []Record) []KV {
 
 func mustConsumerRecords(t *testing.T, s *Store, group string) []KV {
 	t.Helper()
-	kvs, err := s.ConsumerGroupRecords(group)
+	kvs, err := s.GroupRecords(group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestConsumerRecordsUpgrade(t *testing.T) {
 }
 
 // TestConsumerKeyOrder: within a group, badger keys sort as the Kafka keys do, so a
-// prefix scan returns ConsumerGroupRecords sorted by Kafka key bytes.
+// prefix scan returns GroupRecords sorted by Kafka key bytes.
 func TestConsumerKeyOrder(t *testing.T) {
 	type rec struct {
 		v int16
@@ -147,7 +147,7 @@ func TestConsumerKeyOrder(t *testing.T) {
 	}
 	for _, a := range recs {
 		for _, b := range recs {
-			ka, kb := consumerKey(a.v, "grp", a.m), consumerKey(b.v, "grp", b.m)
+			ka, kb := groupRecordKey(Key{Version: a.v, Group: "grp", Member: a.m}), groupRecordKey(Key{Version: b.v, Group: "grp", Member: b.m})
 			wa, wb := EncodeConsumerGroupKey(a.v, "grp", a.m), EncodeConsumerGroupKey(b.v, "grp", b.m)
 			if bytes.Compare(ka, kb) != bytes.Compare(wa, wb) {
 				t.Fatalf("%v vs %v: badger order %d, Kafka order %d", a, b, bytes.Compare(ka, kb), bytes.Compare(wa, wb))
@@ -163,7 +163,7 @@ func TestConsumerRecordsCorruptBadgerKey(t *testing.T) {
 		if err := s.update(func(txn *badger.Txn) error { return txn.Set(bad, []byte{0}) }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ConsumerGroupRecords("g"); !errors.Is(err, ErrCorrupt) {
+		if _, err := s.GroupRecords("g"); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("key %x: %v, want ErrCorrupt", bad, err)
 		}
 		if err := s.update(func(txn *badger.Txn) error { return txn.Delete(bad) }); err != nil {

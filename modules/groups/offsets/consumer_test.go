@@ -123,6 +123,7 @@ var consumerCodecs = []consumerCodec{
 	codec("target metadata", ConsumerTargetMetadataKeyV6, EncodeConsumerTargetMetadata, DecodeConsumerTargetMetadata),
 	codec("target member", ConsumerTargetMemberKeyV7, EncodeConsumerTargetMember, DecodeConsumerTargetMember),
 	codec("current assignment", ConsumerCurrentAssignmentKeyV8, EncodeConsumerCurrentAssignment, DecodeConsumerCurrentAssignment),
+	codec("share state", ShareStateKeyV1001, EncodeShareState, DecodeShareState),
 }
 
 func sampleMember() ConsumerMemberMetadata {
@@ -203,8 +204,8 @@ func TestConsumerValueRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.value) {
 				t.Fatalf("got %+v\nwant %+v", got, tc.value)
 			}
-			if err := checkConsumerValue(tc.codec.version, enc); err != nil {
-				t.Fatalf("checkConsumerValue: %v", err)
+			if err := checkGroupRecordValue(tc.codec.version, enc); err != nil {
+				t.Fatalf("checkGroupRecordValue: %v", err)
 			}
 		})
 	}
@@ -301,8 +302,8 @@ func TestConsumerValueErrors(t *testing.T) {
 				if _, err := tc.codec.decode(in); !errors.Is(err, ErrUnsupportedVersion) {
 					t.Fatalf("value version %d: %v, want ErrUnsupportedVersion", v, err)
 				}
-				if err := checkConsumerValue(tc.codec.version, in); !errors.Is(err, ErrUnsupportedVersion) {
-					t.Fatalf("checkConsumerValue version %d: %v", v, err)
+				if err := checkGroupRecordValue(tc.codec.version, in); !errors.Is(err, ErrUnsupportedVersion) {
+					t.Fatalf("checkGroupRecordValue version %d: %v", v, err)
 				}
 			}
 		})
@@ -357,10 +358,10 @@ func TestCheckConsumerValueWrongType(t *testing.T) {
 	// A value of one type under another type's key fails (here type 3's value,
 	// too short for type 8's).
 	v := EncodeConsumerGroupMetadata(ConsumerGroupMetadata{Epoch: 1})
-	if err := checkConsumerValue(ConsumerCurrentAssignmentKeyV8, v); !errors.Is(err, ErrCorrupt) {
+	if err := checkGroupRecordValue(ConsumerCurrentAssignmentKeyV8, v); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("err %v, want ErrCorrupt", err)
 	}
-	if err := checkConsumerValue(4, v); !errors.Is(err, ErrUnsupportedVersion) {
+	if err := checkGroupRecordValue(4, v); !errors.Is(err, ErrUnsupportedVersion) {
 		t.Fatalf("type 4: %v, want ErrUnsupportedVersion", err)
 	}
 }

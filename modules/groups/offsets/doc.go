@@ -3,7 +3,7 @@
 // two Views: Store, a badger/v4 store that materializes those records for fast reads
 // and quick restarts, and Memory, which keeps them in memory only. Besides offsets
 // and classic group metadata they hold the KIP-848 consumer group records, which the
-// coordinator reads back (ConsumerGroupRecords) to restore its consumer groups.
+// coordinator reads back (GroupRecords) to restore its consumer groups.
 //
 // The log (__consumer_offsets) is the truth; a store is a view of it that a load
 // completes by replaying the log from AppliedOffset(p)+1. Store keeps its view across
@@ -102,7 +102,7 @@
 //	topic partitions: array of { topic_id uuid, partitions array of int32, tags }
 //
 // The store keeps these values' bytes exactly as applied, once they decode with
-// their type's decoder; the coordinator decodes them (ConsumerGroupRecords).
+// their type's decoder; the coordinator decodes them (GroupRecords).
 // Array counts are checked against the bytes left before anything is allocated.
 //
 // A null value (tombstone) deletes: an offset key's offset, a group key's
@@ -134,7 +134,7 @@
 // The stored offset keeps the leader epoch and the expire timestamp together,
 // which no single Kafka value version does. A 'c' key is the group's prefix and
 // then the Kafka key without its group, so a group's consumer group records are
-// one prefix (ConsumerGroupRecords and DeleteGroup are prefix scans) and sort as
+// one prefix (GroupRecords and DeleteGroup are prefix scans) and sort as
 // their Kafka keys do; the Kafka key is rebuilt from it. The layout version is
 // bumped on any change that an older reader would misread; a store of another
 // layout is rebuilt from the log by the caller.

@@ -66,13 +66,15 @@ type Committed struct {
 // Key is a decoded __consumer_offsets record key. Versions 0 and 1 are offset
 // commit keys (Group, Topic, Partition); version 2 is a group metadata key (Group);
 // versions 3, 5, 6, 7 and 8 are KIP-848 consumer group records (Group, and Member for
-// 5, 7 and 8; see IsConsumerGroup).
+// 5, 7 and 8; see IsConsumerGroup); version 1001 is Sluice's share-partition state
+// (Group, TopicID, Partition; share.go).
 type Key struct {
 	Version   int16
 	Group     string
 	Topic     string
 	Partition int32
 	Member    string
+	TopicID   [16]byte
 }
 
 // IsOffset reports whether k is an offset commit key (versions 0 and 1).
@@ -137,6 +139,10 @@ func DecodeKey(b []byte) (Key, error) {
 	case ConsumerMemberMetadataKeyV5, ConsumerTargetMemberKeyV7, ConsumerCurrentAssignmentKeyV8:
 		k.Group = r.string()
 		k.Member = r.string()
+	case ShareStateKeyV1001:
+		k.Group = r.string()
+		copy(k.TopicID[:], r.take(16))
+		k.Partition = r.int32()
 	default:
 		return Key{Version: k.Version}, fmt.Errorf("key version %d: %w", k.Version, ErrUnsupportedVersion)
 	}

@@ -28,12 +28,15 @@ func FuzzDecodeKey(f *testing.F) {
 		switch {
 		case k.IsOffset():
 			again = appendOffsetKey(nil, k.Version, k.Group, k.Topic, k.Partition)
-		case k.IsConsumerGroup():
+		case k.IsGroupRecord():
 			again = EncodeConsumerGroupKey(k.Version, k.Group, k.Member)
+			if k.Version == ShareStateKeyV1001 {
+				again = EncodeShareStateKey(k.Group, k.TopicID, k.Partition)
+			}
 			// The badger key gives the Kafka key back.
-			ck := consumerKey(k.Version, k.Group, k.Member)
+			ck := groupRecordKey(k)
 			rest := ck[len(groupPrefix(prefixConsumer, k.Group)):]
-			if kk, err := consumerKafkaKey(k.Group, rest); err != nil || string(kk) != string(b) {
+			if kk, err := groupRecordKafkaKey(k.Group, rest); err != nil || string(kk) != string(b) {
 				t.Fatalf("badger key %x gave %x, %v; input %x", ck, kk, err, b)
 			}
 		default:
@@ -100,13 +103,13 @@ func FuzzDecodeConsumerValue(f *testing.F) {
 				if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
 					t.Fatalf("%s: unmarked error %v", c.name, err)
 				}
-				if checkConsumerValue(c.version, b) == nil {
-					t.Fatalf("%s: checkConsumerValue accepts what the decoder refuses", c.name)
+				if checkGroupRecordValue(c.version, b) == nil {
+					t.Fatalf("%s: checkGroupRecordValue accepts what the decoder refuses", c.name)
 				}
 				continue
 			}
-			if err := checkConsumerValue(c.version, b); err != nil {
-				t.Fatalf("%s: checkConsumerValue: %v", c.name, err)
+			if err := checkGroupRecordValue(c.version, b); err != nil {
+				t.Fatalf("%s: checkGroupRecordValue: %v", c.name, err)
 			}
 			again := c.encode(v)
 			v2, err := c.decode(again)

@@ -91,8 +91,8 @@ func (m *Memory) GroupMetadata(group string) (GroupMetadata, bool, error) {
 	return g, true, nil
 }
 
-// ConsumerGroupRecords implements View.
-func (m *Memory) ConsumerGroupRecords(group string) ([]KV, error) {
+// GroupRecords implements View.
+func (m *Memory) GroupRecords(group string) ([]KV, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
@@ -215,8 +215,11 @@ func (m *Memory) apply(partition int32, recs []Record, o applyOpts) error {
 func (m *Memory) put(op applyOp) {
 	g := op.key.Group
 	switch {
-	case op.key.IsConsumerGroup():
+	case op.key.IsGroupRecord():
 		k := string(EncodeConsumerGroupKey(op.key.Version, g, op.key.Member))
+		if op.key.Version == ShareStateKeyV1001 {
+			k = string(EncodeShareStateKey(g, op.key.TopicID, op.key.Partition))
+		}
 		if op.delete {
 			delete(m.consumer[g], k)
 			if len(m.consumer[g]) == 0 {

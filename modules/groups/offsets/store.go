@@ -367,9 +367,9 @@ func (s *Store) GroupMetadata(group string) (GroupMetadata, bool, error) {
 	return g, found, nil
 }
 
-// ConsumerGroupRecords returns the consumer group records last applied for group,
+// GroupRecords returns the consumer group records last applied for group,
 // as their Kafka key and value bytes, sorted by key bytes (empty, not nil, if none).
-func (s *Store) ConsumerGroupRecords(group string) ([]KV, error) {
+func (s *Store) GroupRecords(group string) ([]KV, error) {
 	out := []KV{}
 	prefix := groupPrefix(prefixConsumer, group)
 	err := s.view(func(txn *badger.Txn) error {
@@ -377,7 +377,7 @@ func (s *Store) ConsumerGroupRecords(group string) ([]KV, error) {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
-			k, err := consumerKafkaKey(group, item.Key()[len(prefix):])
+			k, err := groupRecordKafkaKey(group, item.Key()[len(prefix):])
 			if err != nil {
 				return fmt.Errorf("key %x: %w", item.Key(), err)
 			}
@@ -564,7 +564,7 @@ func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	isConsumerGroup, err := s.get(consumerKey(ConsumerGroupMetadataKeyV3, g, ""), func([]byte) error { return nil })
+	isConsumerGroup, err := s.get(groupRecordKey(Key{Version: ConsumerGroupMetadataKeyV3, Group: g}), func([]byte) error { return nil })
 	if err != nil {
 		return 0, fmt.Errorf("consumer group metadata %s: %w", g, err)
 	}
@@ -742,8 +742,8 @@ func (s *Store) apply(partition int32, recs []Record, o applyOpts) error {
 // that is not skipped.
 func storedKV(op applyOp) (key, value []byte) {
 	switch {
-	case op.key.IsConsumerGroup():
-		return consumerKey(op.key.Version, op.key.Group, op.key.Member), op.value // value is nil for a tombstone
+	case op.key.IsGroupRecord():
+		return groupRecordKey(op.key), op.value // value is nil for a tombstone
 	case !op.key.IsOffset():
 		return groupKey(op.key.Group), op.value // group metadata; nil for a tombstone
 	}
@@ -785,33 +785,45 @@ func groupPrefix(prefix byte, group string) []byte {
 	return appendString(k, group)
 }
 
-// consumerKey is the badger key of a consumer group record: the group's 'c'
-// prefix, then the Kafka key without its group (the record type, and the member
-// for types 5, 7 and 8). Within a group these sort as the Kafka keys do.
-func consumerKey(version int16, group, member string) []byte {
-	k := make([]byte, 0, 7+len(group)+len(member))
-	k = append(k, prefixConsumer)
-	k = appendString(k, group)
-	k = binary.BigEndian.AppendUint16(k, uint16(version))
-	if hasMember(version) {
-		k = appendString(k, member)
+// groupRecordKey is the badger key of a group record (IsGroupRecord): the group's 'c'
+// prefix, then the Kafka key without its group (the record type, then the member for
+// types 5, 7 and 8, or the topic id and partition for share state). Within a group
+// these sort as the Kafka keys do.
+func groupRecordKey(k Key) []byte {
+	b := make([]byte, 0, 27+len(k.Group)+len(k.Member))
+	b = append(b, prefixConsumer)
+	b = appendString(b, k.Group)
+	b = binary.BigEndian.AppendUint16(b, uint16(k.Version))
+	switch {
+	case hasMember(k.Version):
+		b = appendString(b, k.Member)
+	case k.Version == ShareStateKeyV1001:
+		b = append(b, k.TopicID[:]...)
+		b = binary.BigEndian.AppendUint32(b, uint32(k.Partition))
 	}
-	return k
+	return b
 }
 
-// consumerKafkaKey rebuilds the Kafka key of a consumer group record of group
-// from the rest of its badger key (after the group's prefix).
-func consumerKafkaKey(group string, rest []byte) ([]byte, error) {
+// groupRecordKafkaKey rebuilds the Kafka key of a group record of group from the
+// rest of its badger key (after the group's prefix).
+func groupRecordKafkaKey(group string, rest []byte) ([]byte, error) {
 	r := reader{b: rest}
 	k := Key{Version: r.int16(), Group: group}
-	if r.err == nil && !k.IsConsumerGroup() {
+	if r.err == nil && !k.IsGroupRecord() {
 		return nil, fmt.Errorf("record type %d: %w", k.Version, ErrCorrupt)
 	}
-	if hasMember(k.Version) {
+	switch {
+	case hasMember(k.Version):
 		k.Member = r.string()
+	case k.Version == ShareStateKeyV1001:
+		copy(k.TopicID[:], r.take(16))
+		k.Partition = r.int32()
 	}
 	if err := r.done(); err != nil {
 		return nil, err
+	}
+	if k.Version == ShareStateKeyV1001 {
+		return EncodeShareStateKey(k.Group, k.TopicID, k.Partition), nil
 	}
 	return EncodeConsumerGroupKey(k.Version, k.Group, k.Member), nil
 }

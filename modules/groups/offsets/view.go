@@ -16,10 +16,10 @@ type View interface {
 	FetchGroup(group string) (map[TopicPartition]Committed, error)
 	// GroupMetadata returns the group metadata last applied for group.
 	GroupMetadata(group string) (GroupMetadata, bool, error)
-	// ConsumerGroupRecords returns the KIP-848 consumer group records (key versions
+	// GroupRecords returns the KIP-848 consumer group records (key versions
 	// 3, 5-8) last applied for group, as their Kafka key and value bytes, sorted by
 	// key bytes (empty, not nil, if none). The caller owns the returned bytes.
-	ConsumerGroupRecords(group string) ([]KV, error)
+	GroupRecords(group string) ([]KV, error)
 	// Groups returns, sorted, every group with offsets, metadata or consumer group
 	// records.
 	Groups() ([]string, error)

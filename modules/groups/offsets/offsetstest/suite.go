@@ -25,8 +25,9 @@ func Run(t *testing.T, open func(t *testing.T) offsets.View) {
 		{"Marker", testMarker},
 		{"AllOrNone", testAllOrNone},
 		{"UnreadKeyVersion", testUnreadKeyVersion},
-		{"ConsumerGroupRecords", testConsumerGroupRecords},
-		{"ConsumerGroupRecordsReplay", testConsumerGroupRecordsReplay},
+		{"GroupRecords", testGroupRecords},
+		{"GroupRecordsReplay", testGroupRecordsReplay},
+		{"ShareState", testShareState},
 		{"DeleteGroup", testDeleteGroup},
 		{"PartitionsIndependent", testPartitionsIndependent},
 		{"Closed", testClosed},
@@ -114,9 +115,9 @@ func testEmpty(t *testing.T, v offsets.View) {
 	if _, ok, err := v.GroupMetadata("g"); ok || err != nil {
 		t.Fatalf("GroupMetadata: found %v, %v", ok, err)
 	}
-	recs, err := v.ConsumerGroupRecords("g")
+	recs, err := v.GroupRecords("g")
 	if err != nil || recs == nil || len(recs) != 0 {
-		t.Fatalf("ConsumerGroupRecords = %v, %v; want an empty slice", recs, err)
+		t.Fatalf("GroupRecords = %v, %v; want an empty slice", recs, err)
 	}
 	wantGroups(t, v)
 	// An empty batch changes nothing.
@@ -321,12 +322,12 @@ func wantConsumerRecords(t *testing.T, v offsets.View, group string, want ...off
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	got, err := v.ConsumerGroupRecords(group)
+	got, err := v.GroupRecords(group)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got == nil {
-		t.Fatalf("ConsumerGroupRecords(%q) is nil, want a slice", group)
+		t.Fatalf("GroupRecords(%q) is nil, want a slice", group)
 	}
 	if len(got) != len(keys) {
 		t.Fatalf("%q: %d consumer group records, want %d: %x", group, len(got), len(keys), got)
@@ -338,7 +339,7 @@ func wantConsumerRecords(t *testing.T, v offsets.View, group string, want ...off
 	}
 }
 
-func testConsumerGroupRecords(t *testing.T, v offsets.View) {
+func testGroupRecords(t *testing.T, v offsets.View) {
 	cg := consumerRecords("cg", 5, 10)
 	// Neighbours: a group whose name extends "cg", one it extends, a classic group.
 	cg2 := consumerRecords("cg2", 6, 20)
@@ -357,7 +358,7 @@ func testConsumerGroupRecords(t *testing.T, v offsets.View) {
 	wantOffset(t, v, "cg", "t", 0, 1)
 
 	// The caller owns what it gets.
-	got, _ := v.ConsumerGroupRecords("cg")
+	got, _ := v.GroupRecords("cg")
 	got[0].Key[0], got[0].Value[0] = 0xEE, 0xEE
 	wantConsumerRecords(t, v, "cg", cg...)
 
@@ -387,7 +388,7 @@ func testConsumerGroupRecords(t *testing.T, v offsets.View) {
 	wantConsumerRecords(t, v, "c", c...)
 }
 
-func testConsumerGroupRecordsReplay(t *testing.T, v offsets.View) {
+func testGroupRecordsReplay(t *testing.T, v offsets.View) {
 	first := consumerRecords("g", 1, 10)
 	mustApply(t, v.ApplyBatch(0, first))
 	// ApplyBatch skips records at or below the applied offset...
@@ -464,7 +465,7 @@ func testClosed(t *testing.T, v offsets.View) {
 	_, _, err3 := v.GroupMetadata("g")
 	_, err4 := v.Groups()
 	err5 := v.ApplyBatch(0, []offsets.Record{commit("g", "t", 0, 2, 1)})
-	_, err6 := v.ConsumerGroupRecords("g")
+	_, err6 := v.GroupRecords("g")
 	for i, err := range []error{err1, err2, err3, err4, err5, err6} {
 		if !errors.Is(err, offsets.ErrClosed) {
 			t.Fatalf("call %d after Close: %v, want ErrClosed", i+1, err)
@@ -510,5 +511,43 @@ func testHammer(t *testing.T, v offsets.View) {
 			t.Fatalf("partition %d applied offset %d, want %d", w, got, 2*batches-1)
 		}
 		wantOffset(t, v, fmt.Sprint("g", w), "t", 1, 2*batches-2)
+	}
+}
+
+// testShareState: share state records (ShareStateKeyV1001) are group records: stored
+// per group with the consumer group records, sorted by key, replaced, tombstoned, and
+// a value that does not decode fails its batch.
+func testShareState(t *testing.T, v offsets.View) {
+	key := func(group string, p int32) []byte { return offsets.EncodeShareStateKey(group, [16]byte{9}, p) }
+	val := func(start int64) []byte {
+		return offsets.EncodeShareState(offsets.ShareState{StateEpoch: 1, LeaderEpoch: 2, StartOffset: start,
+			Batches: []offsets.ShareStateBatch{{FirstOffset: start, LastOffset: start + 3, DeliveryState: 2, DeliveryCount: 1}}})
+	}
+	recs := []offsets.Record{
+		{Key: key("sg", 1), Value: val(10), Offset: 0},
+		{Key: key("sg", 0), Value: val(20), Offset: 1},
+		{Key: key("other", 0), Value: val(30), Offset: 2},
+		{Key: key("sg", 1), Value: val(40), Offset: 3},
+	}
+	if err := v.ApplyBatch(0, recs); err != nil {
+		t.Fatal(err)
+	}
+	wantConsumerRecords(t, v, "sg", recs[0], recs[1], recs[3])
+	if groups, err := v.Groups(); err != nil || !slices.Contains(groups, "sg") || !slices.Contains(groups, "other") {
+		t.Fatalf("Groups = %v, %v; want sg and other listed", groups, err)
+	}
+	if err := v.ApplyBatch(0, []offsets.Record{{Key: key("sg", 0), Offset: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	wantConsumerRecords(t, v, "sg", recs[3])
+	bad := []offsets.Record{{Key: key("sg", 2), Value: []byte{0, 0, 1}, Offset: 5}}
+	if err := v.ApplyBatch(0, bad); err == nil {
+		t.Fatal("a share state value that does not decode was applied")
+	}
+	wantConsumerRecords(t, v, "sg", recs[3])
+	got, _ := v.GroupRecords("sg")
+	st, err := offsets.DecodeShareState(got[0].Value)
+	if err != nil || st.StartOffset != 40 || len(st.Batches) != 1 || st.Batches[0].DeliveryState != 2 {
+		t.Fatalf("decoded %+v, %v", st, err)
 	}
 }
