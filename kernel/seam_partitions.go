@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Partitions is an optional interface of the replication module (found by type
@@ -36,6 +37,17 @@ type Partitions interface {
 
 // ErrNotLeader: this broker does not lead the partition (or does not know it).
 var ErrNotLeader = errors.New("not the leader of the partition")
+
+// PartitionWaiter is an optional interface of the replication module (found by type
+// assertion): wait, without polling, for something to change on partitions this broker
+// leads. The share fetch path uses it to long-poll as Fetch does.
+type PartitionWaiter interface {
+	// WaitPartitions calls try, and again after every change (an append, a high
+	// watermark or log start move, a leadership change) to one of tps, until try
+	// reports true (then it returns true), timeout passes or ctx ends (false). try
+	// runs on the caller's goroutine, never concurrently with itself.
+	WaitPartitions(ctx context.Context, tps []TopicPartition, timeout time.Duration, try func() bool) bool
+}
 
 // PartitionOffsets is an optional interface of the replication module (found by type
 // assertion): the offsets of a partition this broker leads, without a request. The

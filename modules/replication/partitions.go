@@ -223,4 +223,11 @@ func (m *Module) Offsets(tp kernel.TopicPartition) (int64, int64, bool) {
 var (
 	_ kernel.Partitions       = (*Module)(nil)
 	_ kernel.PartitionOffsets = (*Module)(nil)
+	_ kernel.PartitionWaiter  = (*Module)(nil)
 )
+
+// WaitPartitions implements kernel.PartitionWaiter with the purgatory fetches wait in.
+func (m *Module) WaitPartitions(ctx context.Context, tps []kernel.TopicPartition, timeout time.Duration, try func() bool) bool {
+	ok, _ := m.pg.wait(ctx, tps, timeout, try)
+	return ok
+}
