@@ -206,14 +206,21 @@ type Broker struct {
 	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
 	TransactionStateLogSegmentBytes      int64 // transaction.state.log.segment.bytes
 
-	GroupInitialRebalanceDelayMs     int64 // group.initial.rebalance.delay.ms
-	GroupMinSessionTimeoutMs         int64 // group.min.session.timeout.ms
-	GroupMaxSessionTimeoutMs         int64 // group.max.session.timeout.ms
-	GroupConsumerSessionTimeoutMs    int64 // group.consumer.session.timeout.ms
-	GroupConsumerHeartbeatIntervalMs int64 // group.consumer.heartbeat.interval.ms
-	GroupMaxSize                     int32 // group.max.size
-	GroupConsumerMaxSize             int32 // group.consumer.max.size
-	OffsetMetadataMaxBytes           int32 // offset.metadata.max.bytes
+	GroupInitialRebalanceDelayMs      int64 // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeoutMs          int64 // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs          int64 // group.max.session.timeout.ms
+	GroupConsumerSessionTimeoutMs     int64 // group.consumer.session.timeout.ms
+	GroupConsumerHeartbeatIntervalMs  int64 // group.consumer.heartbeat.interval.ms
+	GroupMaxSize                      int32 // group.max.size
+	GroupConsumerMaxSize              int32 // group.consumer.max.size
+	GroupShareEnable                  bool  // group.share.enable
+	GroupShareSessionTimeoutMs        int64 // group.share.session.timeout.ms
+	GroupShareHeartbeatIntervalMs     int64 // group.share.heartbeat.interval.ms
+	GroupShareMaxSize                 int32 // group.share.max.size
+	GroupShareRecordLockDurationMs    int64 // group.share.record.lock.duration.ms
+	GroupShareDeliveryCountLimit      int32 // group.share.delivery.count.limit
+	GroupSharePartitionMaxRecordLocks int32 // group.share.partition.max.record.locks
+	OffsetMetadataMaxBytes            int32 // offset.metadata.max.bytes
 
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	MinInsyncReplicas           int32  // min.insync.replicas
@@ -287,14 +294,21 @@ func ResolveBroker(merged map[string]string) Broker {
 		ProducerIDExpirationMs:               n("producer.id.expiration.ms"),
 		TransactionStateLogSegmentBytes:      n("transaction.state.log.segment.bytes"),
 
-		GroupInitialRebalanceDelayMs:     n("group.initial.rebalance.delay.ms"),
-		GroupMinSessionTimeoutMs:         n("group.min.session.timeout.ms"),
-		GroupMaxSessionTimeoutMs:         n("group.max.session.timeout.ms"),
-		GroupConsumerSessionTimeoutMs:    n("group.consumer.session.timeout.ms"),
-		GroupConsumerHeartbeatIntervalMs: n("group.consumer.heartbeat.interval.ms"),
-		GroupMaxSize:                     int32(n("group.max.size")),
-		GroupConsumerMaxSize:             int32(n("group.consumer.max.size")),
-		OffsetMetadataMaxBytes:           int32(n("offset.metadata.max.bytes")),
+		GroupInitialRebalanceDelayMs:      n("group.initial.rebalance.delay.ms"),
+		GroupMinSessionTimeoutMs:          n("group.min.session.timeout.ms"),
+		GroupMaxSessionTimeoutMs:          n("group.max.session.timeout.ms"),
+		GroupConsumerSessionTimeoutMs:     n("group.consumer.session.timeout.ms"),
+		GroupConsumerHeartbeatIntervalMs:  n("group.consumer.heartbeat.interval.ms"),
+		GroupMaxSize:                      int32(n("group.max.size")),
+		GroupConsumerMaxSize:              int32(n("group.consumer.max.size")),
+		GroupShareEnable:                  eff["group.share.enable"].bool(),
+		GroupShareSessionTimeoutMs:        n("group.share.session.timeout.ms"),
+		GroupShareHeartbeatIntervalMs:     n("group.share.heartbeat.interval.ms"),
+		GroupShareMaxSize:                 int32(n("group.share.max.size")),
+		GroupShareRecordLockDurationMs:    n("group.share.record.lock.duration.ms"),
+		GroupShareDeliveryCountLimit:      int32(n("group.share.delivery.count.limit")),
+		GroupSharePartitionMaxRecordLocks: int32(n("group.share.partition.max.record.locks")),
+		OffsetMetadataMaxBytes:            int32(n("offset.metadata.max.bytes")),
 
 		UncleanLeaderElectionEnable: eff["unclean.leader.election.enable"].bool(),
 		MinInsyncReplicas:           int32(n("min.insync.replicas")),

@@ -70,7 +70,7 @@ func TestE2EGroupConfigs(t *testing.T) {
 	b.Restart(t)
 	cl = b.Client(t)
 	got := describe(cl, "payments")
-	if c := got["consumer.session.timeout.ms"]; len(got) != 3 || c.Value == nil || *c.Value != "55000" || c.Source != kmsg.ConfigSourceGroupConfig {
+	if c := got["consumer.session.timeout.ms"]; len(got) != 12 || c.Value == nil || *c.Value != "55000" || c.Source != kmsg.ConfigSourceGroupConfig {
 		t.Errorf("session after restart: %+v", got)
 	}
 	if c := got["sluice.consumer.assignor"]; c.Value == nil || *c.Value != "uniform" {

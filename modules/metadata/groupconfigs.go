@@ -30,6 +30,17 @@ const (
 	// coordinator checks that it names a configured assignor; unset means the broker's
 	// default order.
 	GroupConfigAssignor = "sluice.consumer.assignor"
+
+	// Share group configs (KIP-932, KIP-1240, KIP-1191).
+	GroupConfigShareAutoOffsetReset  = "share.auto.offset.reset"
+	GroupConfigShareIsolationLevel   = "share.isolation.level"
+	GroupConfigShareLockDurationMs   = "share.record.lock.duration.ms"
+	GroupConfigShareDeliveryLimit    = "share.delivery.count.limit"
+	GroupConfigShareMaxRecordLocks   = "share.partition.max.record.locks"
+	GroupConfigShareSessionTimeoutMs = "share.session.timeout.ms"
+	GroupConfigShareHeartbeatMs      = "share.heartbeat.interval.ms"
+	GroupConfigDeadLetterTopic       = "errors.deadletterqueue.topic.name"
+	GroupConfigDeadLetterCopy        = "errors.deadletterqueue.copy.record.enable"
 )
 
 // Bounds of the group session timeout and heartbeat interval. Kafka takes them from
@@ -62,6 +73,24 @@ var groupConfigDefs = []groupConfigDef{
 		"Heartbeat interval given to the group's members; default group.consumer.heartbeat.interval.ms. Between 5000 and 15000 and less than consumer.session.timeout.ms."},
 	{GroupConfigSessionTimeoutMs, kconfig.TypeInt, "group.consumer.session.timeout.ms",
 		"Session timeout of the group's members; default group.consumer.session.timeout.ms. Between 45000 and 60000."},
+	{GroupConfigDeadLetterCopy, kconfig.TypeBoolean, "",
+		"Share groups: whether a record sent to the dead-letter topic keeps its key, value and headers (true) or is written as the context headers alone (false, the default)."},
+	{GroupConfigDeadLetterTopic, kconfig.TypeString, "",
+		"Share groups: the topic records go to when they reach the delivery count limit (created if missing). Empty: no dead-letter topic."},
+	{GroupConfigShareAutoOffsetReset, kconfig.TypeString, "",
+		"Share groups: where a share-partition without state starts: latest (the default), earliest, or by_duration:PnDTnHnMn.nS."},
+	{GroupConfigShareDeliveryLimit, kconfig.TypeInt, "group.share.delivery.count.limit",
+		"Share groups: deliveries of a record before it is archived; default group.share.delivery.count.limit. Between 2 and 10."},
+	{GroupConfigShareHeartbeatMs, kconfig.TypeInt, "group.share.heartbeat.interval.ms",
+		"Share groups: heartbeat interval given to members; default group.share.heartbeat.interval.ms. Between 5000 and 15000."},
+	{GroupConfigShareIsolationLevel, kconfig.TypeString, "",
+		"Share groups: read_uncommitted (the default) or read_committed (only committed transactional records are delivered)."},
+	{GroupConfigShareMaxRecordLocks, kconfig.TypeInt, "group.share.partition.max.record.locks",
+		"Share groups: most records of one share-partition acquired at once; default group.share.partition.max.record.locks. Between 100 and 10000."},
+	{GroupConfigShareLockDurationMs, kconfig.TypeInt, "group.share.record.lock.duration.ms",
+		"Share groups: how long a consumer holds an acquired record; default group.share.record.lock.duration.ms. Between 1000 and 3600000."},
+	{GroupConfigShareSessionTimeoutMs, kconfig.TypeInt, "group.share.session.timeout.ms",
+		"Share groups: session timeout of members; default group.share.session.timeout.ms. Between 45000 and 60000."},
 	{GroupConfigAssignor, kconfig.TypeString, "",
 		"Name of the server-side assignor the group uses; it must be one the broker is configured with. Empty: the broker's default order."},
 }
@@ -95,6 +124,44 @@ func validateGroupConfig(name, raw string) (string, error) {
 			return "", invalid("Value must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10))
 		}
 		return strconv.FormatInt(n, 10), nil
+	case GroupConfigShareLockDurationMs, GroupConfigShareDeliveryLimit, GroupConfigShareMaxRecordLocks,
+		GroupConfigShareSessionTimeoutMs, GroupConfigShareHeartbeatMs:
+		bounds := map[string][2]int64{
+			GroupConfigShareLockDurationMs:   {1000, 3_600_000},
+			GroupConfigShareDeliveryLimit:    {2, 10},
+			GroupConfigShareMaxRecordLocks:   {100, 10_000},
+			GroupConfigShareSessionTimeoutMs: {groupMinSessionTimeoutMs, groupMaxSessionTimeoutMs},
+			GroupConfigShareHeartbeatMs:      {groupMinHeartbeatIntervalMs, groupMaxHeartbeatIntervalMs},
+		}[name]
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return "", invalid("Not a number of type INT")
+		}
+		if n < bounds[0] || n > bounds[1] {
+			return "", invalid("Value must be between " + strconv.FormatInt(bounds[0], 10) + " and " + strconv.FormatInt(bounds[1], 10))
+		}
+		return strconv.FormatInt(n, 10), nil
+	case GroupConfigShareAutoOffsetReset:
+		if s == "latest" || s == "earliest" || validISODuration(strings.TrimPrefix(s, "by_duration:")) && strings.HasPrefix(s, "by_duration:") {
+			return s, nil
+		}
+		return "", invalid("Value must be latest, earliest or by_duration:PnDTnHnMn.nS")
+	case GroupConfigShareIsolationLevel:
+		if s == "read_uncommitted" || s == "read_committed" {
+			return s, nil
+		}
+		return "", invalid("Value must be read_uncommitted or read_committed")
+	case GroupConfigDeadLetterCopy:
+		switch strings.ToLower(s) {
+		case "true", "false":
+			return strings.ToLower(s), nil
+		}
+		return "", invalid("Value must be true or false")
+	case GroupConfigDeadLetterTopic:
+		if len(s) > 249 {
+			return "", invalid("Value must be a topic name of at most 249 characters")
+		}
+		return s, nil
 	case GroupConfigAssignor:
 		switch {
 		case s == "":
@@ -236,4 +303,26 @@ func (m *Module) checkGroupHeartbeat(im *kernel.Image, cfg map[string]string) er
 			GroupConfigHeartbeatIntervalMs, h, GroupConfigSessionTimeoutMs, s)
 	}
 	return nil
+}
+
+// validISODuration reports whether d is an ISO 8601 duration of days and time parts
+// (PnDTnHnMn.nS), as share.auto.offset.reset's by_duration takes.
+func validISODuration(d string) bool {
+	if !strings.HasPrefix(d, "P") || len(d) < 3 {
+		return false
+	}
+	inTime, num, any := false, false, false
+	for _, r := range d[1:] {
+		switch {
+		case r == 'T' && !inTime && !num:
+			inTime = true
+		case r >= '0' && r <= '9' || r == '.' && num:
+			num = true
+		case num && (r == 'D' && !inTime || inTime && (r == 'H' || r == 'M' || r == 'S')):
+			num, any = false, true
+		default:
+			return false
+		}
+	}
+	return any && !num
 }

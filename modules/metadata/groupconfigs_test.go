@@ -76,7 +76,7 @@ func TestGroupConfigsIncremental(t *testing.T) {
 	}
 
 	res := describeConfigs(t, fc, g, "orders")
-	if res.ErrorCode != 0 || len(res.Configs) != 3 {
+	if res.ErrorCode != 0 || len(res.Configs) != len(groupConfigDefs) {
 		t.Fatalf("describe: %d %+v", res.ErrorCode, res.Configs)
 	}
 	for _, c := range res.Configs {
@@ -100,7 +100,9 @@ func TestGroupConfigsIncremental(t *testing.T) {
 				t.Errorf("assignor: %+v", c)
 			}
 		default:
-			t.Errorf("unexpected config %s", c.Name)
+			if groupConfigDefOf(c.Name) == nil || c.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Errorf("unexpected config %+v", c)
+			}
 		}
 	}
 	if only := describeConfigs(t, fc, g, "orders", GroupConfigAssignor); len(only.Configs) != 1 || only.Configs[0].Name != GroupConfigAssignor {
@@ -234,7 +236,7 @@ func TestGroupConfigsAuthorization(t *testing.T) {
 		t.Errorf("describe: %d %+v", r.ErrorCode, r.Configs)
 	}
 	// Describe is allowed with DESCRIBE_CONFIGS alone.
-	if r := call[*kmsg.DescribeConfigsResponse](t, fc, groupDeny{kernel.OpAlterConfigs: true}, dreq).Resources[0]; r.ErrorCode != 0 || len(r.Configs) != 3 {
+	if r := call[*kmsg.DescribeConfigsResponse](t, fc, groupDeny{kernel.OpAlterConfigs: true}, dreq).Resources[0]; r.ErrorCode != 0 || len(r.Configs) != len(groupConfigDefs) {
 		t.Errorf("describe allowed: %d %+v", r.ErrorCode, r.Configs)
 	}
 	if m.Image().Extensions[GroupConfigsNamespace] != nil {
@@ -302,5 +304,32 @@ func TestGroupConfigsConcurrent(t *testing.T) {
 	}
 	if got := groupConfigsOf(t, m, "g"); !maps.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestShareGroupConfigValues(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, want string
+		ok                bool
+	}{
+		{GroupConfigShareAutoOffsetReset, "earliest", "earliest", true},
+		{GroupConfigShareAutoOffsetReset, "by_duration:PT1H30M", "by_duration:PT1H30M", true},
+		{GroupConfigShareAutoOffsetReset, "by_duration:P1DT0.5S", "by_duration:P1DT0.5S", true},
+		{GroupConfigShareAutoOffsetReset, "by_duration:PT", "", false},
+		{GroupConfigShareAutoOffsetReset, "by_duration:-PT1H", "", false},
+		{GroupConfigShareAutoOffsetReset, "none", "", false},
+		{GroupConfigShareIsolationLevel, "read_committed", "read_committed", true},
+		{GroupConfigShareIsolationLevel, "serializable", "", false},
+		{GroupConfigShareLockDurationMs, " 15000 ", "15000", true},
+		{GroupConfigShareLockDurationMs, "999", "", false},
+		{GroupConfigShareDeliveryLimit, "11", "", false},
+		{GroupConfigShareMaxRecordLocks, "100", "100", true},
+		{GroupConfigDeadLetterCopy, "TRUE", "true", true},
+		{GroupConfigDeadLetterTopic, "orders-dlq", "orders-dlq", true},
+	} {
+		got, err := validateGroupConfig(tc.name, tc.value)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%s=%q: %q, %v", tc.name, tc.value, got, err)
+		}
 	}
 }
