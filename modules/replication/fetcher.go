@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/kclient"
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
@@ -477,43 +476,15 @@ func (f *fetcher) connect(cfg *replicaConfig) (*kclient.Conn, map[int16]int16, e
 // dialBroker dials broker id's inter-broker listener (from the current image) as
 // clientID, with this broker's TLS and SASL settings for it, and negotiates versions.
 func (m *Module) dialBroker(ctx context.Context, cfg *replicaConfig, id int32, clientID string, maxResp int32) (*kclient.Conn, map[int16]int16, error) {
-	b := m.meta.Image().Brokers[id]
-	if b == nil {
-		return nil, nil, fmt.Errorf("broker %d is not in the metadata image", id)
+	sec := m.sec
+	if sec == nil { // a module built by hand (tests): plaintext on the configured listener
+		sec = &interbroker.Security{Listener: cfg.listener, Protocol: kernel.ProtocolPlaintext}
 	}
-	listener := cfg.listener
-	if m.sec != nil {
-		listener = m.sec.Listener
+	conn, vers, err := sec.Dial(ctx, m.meta.Image(), id, clientID, maxResp)
+	if err != nil && (errors.Is(err, kclient.ErrSASL) || errors.Is(err, kclient.ErrTLS)) {
+		err = fmt.Errorf("%w: %w", errAuth, err)
 	}
-	ep, ok := b.Endpoint(listener)
-	if !ok {
-		return nil, nil, fmt.Errorf("broker %d has no listener %q", id, listener)
-	}
-	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	opts := kclient.Options{ClientID: clientID, DialTimeout: 10 * time.Second, MaxResponseBytes: maxResp}
-	if m.sec != nil {
-		// TLS checks the other broker's certificate against its advertised host; SASL
-		// logs in with this broker's own credentials (the principal needs
-		// ClusterAction).
-		opts.TLS = m.sec.ClientTLS(ep.Host)
-		var err error
-		if opts.SASL, err = m.sec.Mechanism(); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errAuth, err)
-		}
-	}
-	conn, err := kclient.Dial(ctx, addr, opts)
-	if err != nil {
-		if errors.Is(err, kclient.ErrSASL) || errors.Is(err, kclient.ErrTLS) {
-			err = fmt.Errorf("%w: %w", errAuth, err)
-		}
-		return nil, nil, err
-	}
-	vers, err := conn.APIVersions(ctx)
-	if err != nil {
-		_ = conn.Close()
-		return nil, nil, err
-	}
-	return conn, vers, nil
+	return conn, vers, err
 }
 
 // sentPart is one partition of a fetch in flight.
