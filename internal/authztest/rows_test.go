@@ -27,7 +27,7 @@ func rows() []row {
 	)
 	d := func(cs ...check) []check { return cs }
 	taf, gaf, caf, tiaf := kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed
-	return []row{
+	return append([]row{
 		// Produce
 		codesRow("Produce: Write on the topic", kmsg.Produce, d(topic(write, topicT)), -1,
 			func(f *fixture) kmsg.Request { return produceReq(f, nil, plainBatch()) }, produceCodes, taf, endOfT),
@@ -562,7 +562,7 @@ func rows() []row {
 		codeRow("DescribeLogDirs: Describe on the cluster", kmsg.DescribeLogDirs, d(cluster(describe)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.DescribeLogDirsResponse).ErrorCode }, caf, nil),
-	}
+	}, shareRows()...)
 }
 
 // noErrE is "no error" for wantCode.

@@ -109,6 +109,9 @@ func (m *Module) validateCommit(s *shard, r *kmsg.OffsetCommitRequest) *kerr.Err
 		}
 		return nil
 	}
+	if g.share != nil {
+		return kerr.GroupIDNotFound // a share group commits nothing: its position is its share state
+	}
 	if g.consumer != nil {
 		if e := g.consumer.ValidateCommit(r.MemberID, r.Generation); e != nil {
 			return e

@@ -2,8 +2,10 @@
 // group's __consumer_offsets partition. Key type 1 (transaction): the leader of the
 // transactional id's __transaction_state partition, as the transaction coordinator
 // (role "txn", kernel.TxnCoordinatorLocator) names it; COORDINATOR_NOT_AVAILABLE when
-// the broker has none. Other types: INVALID_REQUEST. Not implemented: type 2 (share
-// groups, KIP-932).
+// the broker has none. Key type 2 (share, KIP-932; "group:topicId:partition", which
+// brokers ask for): Sluice keeps share state with the group (share_state.go), so the
+// group's coordinator; ClusterAction on the cluster, as Kafka checks. Other types:
+// INVALID_REQUEST.
 
 package groups
 
@@ -11,6 +13,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,6 +66,19 @@ func (m *Module) findOne(ctx context.Context, req *kernel.Request, key string, t
 			return fail(kerr.CoordinatorNotAvailable, "__consumer_offsets is not available")
 		}
 		tp = kernel.TopicPartition{Topic: OffsetsTopic, Partition: offsets.PartitionFor(key, int32(len(t.Partitions)))}
+	case 2:
+		if !req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName) {
+			return fail(kerr.ClusterAuthorizationFailed, "")
+		}
+		group, ok := shareKeyGroup(key)
+		if !ok {
+			return fail(kerr.InvalidRequest, "a share coordinator key is group:topicId:partition")
+		}
+		t, err := m.ensureOffsetsTopic(ctx)
+		if err != nil || t == nil || len(t.Partitions) == 0 {
+			return fail(kerr.CoordinatorNotAvailable, "__consumer_offsets is not available")
+		}
+		tp = kernel.TopicPartition{Topic: OffsetsTopic, Partition: offsets.PartitionFor(group, int32(len(t.Partitions)))}
 	case 1:
 		if !req.Allowed(ctx, kernel.OpDescribe, kernel.ResTransactionalID, key) {
 			return fail(kerr.TransactionalIDAuthorizationFailed, "")
@@ -113,4 +129,21 @@ func clientHost(c *kernel.ConnInfo) string {
 		return "/" + c.Remote.String()
 	}
 	return "/" + host
+}
+
+// shareKeyGroup returns the group of a share coordinator key, group:topicId:partition
+// (the group may itself hold colons: the last two fields are split off).
+func shareKeyGroup(key string) (string, bool) {
+	i := strings.LastIndexByte(key, ':')
+	if i <= 0 {
+		return "", false
+	}
+	if _, err := strconv.ParseInt(key[i+1:], 10, 32); err != nil {
+		return "", false
+	}
+	j := strings.LastIndexByte(key[:i], ':')
+	if j <= 0 || j == i-1 {
+		return "", false
+	}
+	return key[:j], true
 }

@@ -150,6 +150,9 @@ func (m *Module) validateTxnCommit(s *shard, r *kmsg.TxnOffsetCommitRequest) *ke
 		}
 		return nil
 	}
+	if g.share != nil {
+		return kerr.GroupIDNotFound // a share group commits nothing
+	}
 	if g.consumer != nil {
 		return g.consumer.ValidateCommit(r.MemberID, r.Generation)
 	}

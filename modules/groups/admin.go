@@ -47,6 +47,11 @@ func (m *Module) describeGroup(ctx context.Context, req *kernel.Request, r *kmsg
 	}
 	if g := s.lookup(id); g != nil && g.consumer != nil {
 		d = m.describeConsumerAsClassic(g, d)
+	} else if g != nil && g.share != nil {
+		// As Kafka: a share group is described by ShareGroupDescribe.
+		d.ErrorCode = kerr.GroupIDNotFound.Code
+		msg := "group " + id + " is a share group"
+		d.ErrorMessage = &msg
 	} else if g != nil {
 		d = g.classic.Describe(m.now())
 	} else if m.storedGroup(id) {

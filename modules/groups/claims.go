@@ -5,7 +5,7 @@ import "github.com/sluicehq/sluice/kernel"
 // claims lists the API keys the module serves. Each claim is written, with its
 // versions, in the key's own file (08_offset_commit.go ... 69_consumer_group_describe.go).
 func (m *Module) claims() []kernel.Claim {
-	return []kernel.Claim{
+	cs := []kernel.Claim{
 		offsetCommitClaim(m),
 		offsetFetchClaim(m),
 		findCoordinatorClaim(m),
@@ -21,4 +21,19 @@ func (m *Module) claims() []kernel.Claim {
 		consumerGroupHeartbeatClaim(m),
 		consumerGroupDescribeClaim(m),
 	}
+	if m.shares != nil {
+		// Share groups (KIP-932), with group.share.enable (read at start).
+		cs = append(cs,
+			shareGroupHeartbeatClaim(m),
+			shareGroupDescribeClaim(m),
+			shareFetchClaim(m),
+			shareAcknowledgeClaim(m),
+			describeShareGroupOffsetsClaim(m),
+			alterShareGroupOffsetsClaim(m),
+			deleteShareGroupOffsetsClaim(m),
+			readShareGroupStateClaim(m),
+			writeShareGroupStateClaim(m),
+		)
+	}
+	return cs
 }

@@ -12,13 +12,15 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/classic"
 	"github.com/sluicehq/sluice/modules/groups/consumer"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
+	"github.com/sluicehq/sluice/modules/groups/share"
 )
 
-// group is one group of a shard: exactly one of classic and consumer is set.
+// group is one group of a shard: exactly one of classic, consumer and share is set.
 type group struct {
 	id         string
 	classic    *classic.Group
 	consumer   *consumer.Group
+	share      *share.Group
 	emptySince time.Time // zero while the group has members; the sweeper's
 	// persistedRev is the classic group's Revision when its last group metadata
 	// record was written (or when it was restored from one). Guarded by the
@@ -61,51 +63,93 @@ func (g *group) metadataRecord() *kv {
 	return &kv{key: offsets.EncodeGroupKey(g.id), value: offsets.EncodeGroupMetadataValue(toGroupMetadata(snap))}
 }
 
+// groupKind is a group's protocol: classic, consumer (KIP-848) or share (KIP-932).
+type groupKind int8
+
+const (
+	kindClassic groupKind = iota
+	kindConsumer
+	kindShare
+)
+
+// String is the group type ListGroups shows.
+func (k groupKind) String() string {
+	switch k {
+	case kindConsumer:
+		return "consumer"
+	case kindShare:
+		return "share"
+	}
+	return "classic"
+}
+
+func (g *group) kind() groupKind {
+	switch {
+	case g.consumer != nil:
+		return kindConsumer
+	case g.share != nil:
+		return kindShare
+	}
+	return kindClassic
+}
+
 func (g *group) isEmpty() bool {
-	if g.consumer != nil {
+	switch g.kind() {
+	case kindConsumer:
 		return g.consumer.IsEmpty()
+	case kindShare:
+		return g.share.IsEmpty()
 	}
 	return g.classic.IsEmpty()
 }
 
 func (g *group) markDead(err *kerr.Error) {
-	if g.consumer != nil {
+	switch g.kind() {
+	case kindConsumer:
 		g.consumer.MarkDead(err)
-		return
+	case kindShare:
+		g.share.MarkDead(err)
+	default:
+		g.classic.MarkDead(err)
 	}
-	g.classic.MarkDead(err)
 }
 
 func (g *group) tick(now time.Time) {
-	if g.consumer != nil {
-		if d, ok := g.consumer.NextDeadline(); ok && !d.After(now) {
-			g.consumer.Tick(now)
-		}
-		return
+	type ticker interface {
+		NextDeadline() (time.Time, bool)
+		Tick(time.Time)
 	}
-	if d, ok := g.classic.NextDeadline(); ok && !d.After(now) {
-		g.classic.Tick(now)
+	var t ticker = g.classic
+	switch g.kind() {
+	case kindConsumer:
+		t = g.consumer
+	case kindShare:
+		t = g.share
+	}
+	if d, ok := t.NextDeadline(); ok && !d.After(now) {
+		t.Tick(now)
 	}
 }
 
-// typ is the group type ListGroups shows: "classic" or "consumer".
-func (g *group) typ() string {
-	if g.consumer != nil {
-		return "consumer"
-	}
-	return "classic"
-}
+// typ is the group type ListGroups shows: "classic", "consumer" or "share".
+func (g *group) typ() string { return g.kind().String() }
 
 func (g *group) state() string {
-	if g.consumer != nil {
+	switch g.kind() {
+	case kindConsumer:
 		return g.consumer.State().String()
+	case kindShare:
+		return g.share.State().String()
 	}
 	return g.classic.State().String()
 }
 
 func (g *group) protocolType() string {
-	if g.consumer != nil {
+	switch g.kind() {
+	case kindConsumer:
 		return "consumer"
+	case kindShare:
+		return "share"
 	}
 	return g.classic.ProtocolType()
 }
@@ -116,6 +160,14 @@ func (g *group) protocolType() string {
 // a classic group is Stable, and conservatively true while it rebalances or uses
 // another protocol type.
 func (g *group) subscribedTo(topic string) bool {
+	if g.share != nil {
+		for _, mb := range g.share.Members() {
+			if slices.Contains(mb.SubscribedTopicNames, topic) {
+				return true
+			}
+		}
+		return false
+	}
 	if g.consumer != nil {
 		for _, mb := range g.consumer.Members() {
 			if slices.Contains(mb.SubscribedTopicNames, topic) {

@@ -63,9 +63,12 @@ func (m *Module) TxnCommitOffsets(ctx context.Context, transactionalID, group st
 	// A group that exists (someone joined it with a consumer) validates the commit
 	// as the handler would for a request with no member and generation -1.
 	if g := s.lookup(group); g != nil {
-		if g.consumer != nil {
+		switch {
+		case g.share != nil:
+			e = kerr.GroupIDNotFound
+		case g.consumer != nil:
 			e = g.consumer.ValidateCommit("", -1)
-		} else {
+		default:
 			e = g.classic.ValidateTxnCommit("", nil, -1, m.now())
 		}
 		if e != nil {

@@ -365,8 +365,11 @@ func cmpDecimal(a, b int32) int {
 
 // size returns the group's members and its generation (classic) or epoch (KIP-848).
 func (g *group) size() (members int, generation int32) {
-	if g.consumer != nil {
+	switch g.kind() {
+	case kindConsumer:
 		return g.consumer.Size(), g.consumer.GroupEpoch()
+	case kindShare:
+		return g.share.Size(), g.share.GroupEpoch()
 	}
 	n, _ := g.classic.Size()
 	return n, g.classic.Generation()

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/internal/coordinator"
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/assignor"
 	"github.com/sluicehq/sluice/modules/groups/classic"
@@ -73,6 +74,17 @@ type Module struct {
 
 	commits *kernel.Counter
 
+	// Share groups (KIP-932), with group.share.enable: shares serves the
+	// share-partitions of the partitions this broker leads (share_leader.go), and
+	// its sweep runs until shareStop; interbroker dials other brokers' coordinators.
+	shares      *shareLeader
+	waiter      kernel.PartitionWaiter // nil if replication does not offer it
+	leaderOffs  kernel.LeaderOffsets   // nil if replication does not offer it
+	interbroker *interbroker.Security
+	shareDLQ    *kernel.Counter
+	shareStop   context.CancelFunc
+	shareDone   chan struct{}
+
 	// assigning runs server-side assignments of classic groups (classic_assign.go);
 	// each ends with its shard's context, and Stop waits for them.
 	assigning sync.WaitGroup
@@ -106,6 +118,18 @@ type settings struct {
 	consumerSession   time.Duration
 	consumerHeartbeat time.Duration
 	consumerMaxSize   int
+	share             shareSettings
+}
+
+// shareSettings are the broker configs of share groups (group.share.*).
+type shareSettings struct {
+	enable         bool
+	session        time.Duration
+	heartbeat      time.Duration
+	maxSize        int
+	lockDuration   time.Duration
+	deliveryLimit  int
+	maxRecordLocks int
 }
 
 func (m *Module) readSettings(im *kernel.Image) *settings {
@@ -131,6 +155,15 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 		consumerSession:   ms(b.GroupConsumerSessionTimeoutMs),
 		consumerHeartbeat: ms(b.GroupConsumerHeartbeatIntervalMs),
 		consumerMaxSize:   int(b.GroupConsumerMaxSize),
+		share: shareSettings{
+			enable:         b.GroupShareEnable,
+			session:        ms(b.GroupShareSessionTimeoutMs),
+			heartbeat:      ms(b.GroupShareHeartbeatIntervalMs),
+			maxSize:        int(b.GroupShareMaxSize),
+			lockDuration:   ms(b.GroupShareRecordLockDurationMs),
+			deliveryLimit:  int(b.GroupShareDeliveryCountLimit),
+			maxRecordLocks: int(b.GroupSharePartitionMaxRecordLocks),
+		},
 	}
 }
 
@@ -159,9 +192,19 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		m.log.Warn("the replication module has no transaction marker hook; transactional offset commits apply only on reload", "err", err)
 	}
 	m.settings.Store(m.readSettings(nil))
-	m.commits = &kernel.Counter{}
+	m.commits, m.shareDLQ = &kernel.Counter{}, &kernel.Counter{}
+	m.waiter, _ = kernel.LookupAs[kernel.PartitionWaiter](ctx, "replication")
+	m.leaderOffs, _ = kernel.LookupAs[kernel.LeaderOffsets](ctx, "replication")
+	var err error
+	if m.interbroker, err = interbroker.New(m.broker, m.log.With("component", "tls")); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
+	if m.settings.Load().share.enable && m.poffs != nil {
+		m.shares = newShareLeader(m)
+	}
 	if mt := ctx.Metrics(); mt != nil {
 		m.commits = mt.Counter("sluice_group_offset_commits_total", "Offsets committed (one per partition).")
+		m.shareDLQ = mt.Counter("sluice_share_records_delivery_limit_total", "Share group records archived because they reached the delivery count limit.")
 		mt.Gauge("sluice_groups", "Groups in memory on this coordinator.", func() float64 { return float64(m.groupCount()) })
 		ro, _ := kernel.LookupAs[kernel.ReplicaOffsets](ctx, "replication")
 		lo, _ := kernel.LookupAs[kernel.LeaderOffsets](ctx, "replication")
@@ -219,12 +262,26 @@ func (m *Module) Start(ctx context.Context) error {
 	m.store = st
 	m.coord.Start()
 	m.startPlugins()
+	if m.shares != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		m.shareStop, m.shareDone = cancel, make(chan struct{})
+		go m.shares.run(ctx, time.Duration(m.SweepIntervalMs)*time.Millisecond, m.shareDone)
+	}
 	return nil
 }
 
 // Stop unloads every group (waiting requests get NOT_COORDINATOR), stops the
 // sweeper, loaders and writers and waits for them.
 func (m *Module) Stop(ctx context.Context) error {
+	if m.shareStop != nil {
+		m.shareStop()
+		select {
+		case <-m.shareDone:
+		case <-ctx.Done():
+			return fmt.Errorf("groups: stop: %w", ctx.Err())
+		}
+		m.shares.remote.close()
+	}
 	m.coord.Close()
 	if err := kernel.WaitGroup(ctx, &m.assigning); err != nil { // their shards' contexts are done
 		return fmt.Errorf("groups: stop: %w", err)

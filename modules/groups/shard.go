@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/modules/groups/classic"
 	"github.com/sluicehq/sluice/modules/groups/consumer"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
+	"github.com/sluicehq/sluice/modules/groups/share"
 )
 
 // A shard is one __consumer_offsets partition this broker leads, with the groups that
@@ -52,6 +53,10 @@ type shard struct {
 	// one group reach the log in the order of their snapshots whether the sweeper
 	// or a SyncGroup handler writes them.
 	metaMu sync.Mutex
+
+	// shareMu serializes the fencing checks and writes of share-partition states
+	// (share_state.go).
+	shareMu sync.Mutex
 
 	// Transactional offset commits (txn.go). txnMu guards txns; only the replay and
 	// the writer change them.
@@ -253,7 +258,7 @@ func (s *shard) allGroups() []*group {
 // classicGroup returns the classic group id, creating it if create is set. A group of
 // the other protocol answers INCONSISTENT_GROUP_PROTOCOL.
 func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Error) {
-	g, e := s.groupOf(id, create, false, kerr.InconsistentGroupProtocol, kerr.UnknownMemberID, func() *group {
+	g, e := s.groupOf(id, create, kindClassic, kerr.InconsistentGroupProtocol, kerr.UnknownMemberID, func() *group {
 		cfg := s.m.settings.Load().classic
 		cfg.Server = classicAssigner{s}
 		return &group{id: id, classic: classic.New(id, cfg, s.m.now())}
@@ -269,7 +274,7 @@ func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Erro
 // answers GROUP_ID_NOT_FOUND: Sluice does not mix classic and consumer members in
 // one group (Kafka's group.consumer.migration.policy=disabled).
 func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Error) {
-	g, e := s.groupOf(id, create, true, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
+	g, e := s.groupOf(id, create, kindConsumer, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
 		cfg := s.consumerConfig()
 		// A group forgotten while empty (or never loaded) comes back with its
 		// epochs from its records, so they never go back.
@@ -284,6 +289,21 @@ func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Er
 	return g.consumer, nil
 }
 
+// shareGroup returns the share group id, creating it if create is set. An empty group
+// of another protocol becomes a share group on a join; one with members answers
+// GROUP_ID_NOT_FOUND (a group id holds one protocol's members).
+func (s *shard) shareGroup(id string, create bool) (*share.Group, *kerr.Error) {
+	g, e := s.groupOf(id, create, kindShare, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
+		set := s.m.settings.Load().share
+		cfg := share.Config{SessionTimeout: set.session, HeartbeatInterval: set.heartbeat, MaxSize: set.maxSize}
+		return &group{id: id, share: share.New(id, cfg, s.m.now())}
+	})
+	if e != nil {
+		return nil, e
+	}
+	return g.share, nil
+}
+
 // consumerConfig is the configuration of the shard's KIP-848 groups.
 func (s *shard) consumerConfig() consumer.Config {
 	set := s.m.settings.Load()
@@ -296,19 +316,19 @@ func (s *shard) consumerConfig() consumer.Config {
 	}
 }
 
-// groupOf returns group id of one protocol (KIP-848 if kip848 is set, classic
-// otherwise), creating it with newGroup (called with s.mu held) if create is set. A
-// group of the other protocol answers other, unless create is set and it is empty:
-// it then becomes a group of this protocol on the join, as in Kafka, and its
-// committed offsets stay. Without create a missing group answers missing.
-func (s *shard) groupOf(id string, create, kip848 bool, other, missing *kerr.Error, newGroup func() *group) (*group, *kerr.Error) {
+// groupOf returns group id of protocol kind, creating it with newGroup (called with
+// s.mu held) if create is set. A group of another protocol answers other, unless
+// create is set and it is empty: it then becomes a group of this protocol on the
+// join, as in Kafka, and its committed offsets stay. Without create a missing group
+// answers missing.
+func (s *shard) groupOf(id string, create bool, kind groupKind, other, missing *kerr.Error, newGroup func() *group) (*group, *kerr.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
 		return nil, kerr.NotCoordinator
 	}
 	if g := s.groups[id]; g != nil {
-		if (g.consumer != nil) == kip848 {
+		if g.kind() == kind {
 			return g, nil
 		}
 		if !create || !g.isEmpty() {

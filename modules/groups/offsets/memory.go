@@ -107,6 +107,24 @@ func (m *Memory) GroupRecords(group string) ([]KV, error) {
 	return out, nil
 }
 
+// GroupRecord implements View.
+func (m *Memory) GroupRecord(key []byte) ([]byte, bool, error) {
+	k, err := DecodeKey(key)
+	if err == nil && !k.IsGroupRecord() {
+		err = fmt.Errorf("key version %d: not a group record: %w", k.Version, ErrUnsupportedVersion)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, false, fmt.Errorf("group record %s: %w", k.Group, ErrClosed)
+	}
+	v, ok := m.consumer[k.Group][string(key)]
+	return slices.Clone(v), ok, nil
+}
+
 // Groups implements View.
 func (m *Memory) Groups() ([]string, error) {
 	m.mu.RLock()

@@ -395,6 +395,27 @@ func (s *Store) GroupRecords(group string) ([]KV, error) {
 	return out, nil
 }
 
+// GroupRecord returns the value last applied for one group record's Kafka key, and
+// whether there is one.
+func (s *Store) GroupRecord(key []byte) ([]byte, bool, error) {
+	k, err := DecodeKey(key)
+	if err == nil && !k.IsGroupRecord() {
+		err = fmt.Errorf("key version %d: not a group record: %w", k.Version, ErrUnsupportedVersion)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var v []byte
+	found, err := s.get(groupRecordKey(k), func(b []byte) error {
+		v = append([]byte(nil), b...)
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("group record %s: %w", k.Group, err)
+	}
+	return v, found, nil
+}
+
 // PutGroupMetadata stores group metadata for group, replacing any earlier one.
 func (s *Store) PutGroupMetadata(group string, g GroupMetadata) error {
 	if err := checkLens(group, "", ""); err != nil {

@@ -545,6 +545,15 @@ func testShareState(t *testing.T, v offsets.View) {
 		t.Fatal("a share state value that does not decode was applied")
 	}
 	wantConsumerRecords(t, v, "sg", recs[3])
+	if b, ok, err := v.GroupRecord(key("sg", 1)); err != nil || !ok || !bytes.Equal(b, val(40)) {
+		t.Fatalf("GroupRecord = %x, %v, %v; want %x", b, ok, err, val(40))
+	}
+	if _, ok, err := v.GroupRecord(key("sg", 0)); err != nil || ok {
+		t.Fatalf("GroupRecord of a tombstoned key = %v, %v", ok, err)
+	}
+	if _, _, err := v.GroupRecord(offsets.EncodeGroupKey("sg")); err == nil {
+		t.Fatal("GroupRecord of a group metadata key: no error")
+	}
 	got, _ := v.GroupRecords("sg")
 	st, err := offsets.DecodeShareState(got[0].Value)
 	if err != nil || st.StartOffset != 40 || len(st.Batches) != 1 || st.Batches[0].DeliveryState != 2 {
