@@ -10,11 +10,19 @@ import (
 
 // franzGroupTests are franz-go's own group tests (pkg/kgo, from the module cache) that
 // must pass against Sluice. Test848RegexBrokerResolves checks that a KIP-848 regex is
-// resolved by the broker over whole names, internal topics included.
+// resolved by the broker over whole names, internal topics included; the TestShare*
+// tests (and TestConsumeRegexShareSkipsInternal) need share groups (ShareFetch and
+// ShareAcknowledge v2), TestShareGroupETL runs 500,000 records through three levels
+// of share consumers with releases, rejects and killed members.
 var franzGroupTests = []string{
 	"Test848RegexBrokerResolves",
 	"TestConsumeRegex",
 	"TestSignalSubscriptionChange848",
+	"TestConsumeRegexShareSkipsInternal",
+	"TestShareGroup",
+	"TestShareGroupAckOnClose",
+	"TestShareGroupOffsetsAdmin",
+	"TestShareGroupETL",
 }
 
 // TestFranzGroupSuite runs franzGroupTests against one broker and fails on any that
