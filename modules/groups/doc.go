@@ -1,5 +1,5 @@
 // Package groups is the group coordinator module (groups.coordinator): consumer
-// groups of both protocols and their committed offsets.
+// groups of both protocols and their committed offsets, and share groups (KIP-932).
 //
 // # Pieces
 //
@@ -12,6 +12,8 @@
 //	groups/offsets         __consumer_offsets record formats, the View a store
 //	                       offers, the badger Store and the in-memory Memory
 //	groups/offsets/offsetstest  the View conformance suite both stores pass
+//	groups/share           share group membership (ShareGroupHeartbeat), pure
+//	groups/sharepart       one share-partition's record states, pure
 //
 // # Guests
 //
@@ -119,8 +121,31 @@
 //
 // # One protocol per group
 //
-// A group id holds classic members or KIP-848 members, never both (Kafka's
-// group.consumer.migration.policy=disabled): see consumer_groups.go.
+// A group id holds classic members, KIP-848 members or share members, never two kinds
+// at once (Kafka's group.consumer.migration.policy=disabled): see consumer_groups.go.
+// An empty group becomes a group of the protocol that joins it.
+//
+// # Share groups (KIP-932)
+//
+// With group.share.enable (read at start), two roles, on possibly different brokers:
+//
+//   - The group coordinator (the group's __consumer_offsets partition leader) runs
+//     membership (76_share_group_heartbeat.go, groups/share: no revocation, partitions
+//     may be shared), answers the admin APIs (90-92) and keeps each share-partition's
+//     durable state as a group record (offsets.ShareStateKeyV1001, share_state.go),
+//     fenced by state and leader epochs. Kafka keeps that state in a separate
+//     __share_group_state topic behind a share coordinator; keeping it with the group
+//     needs no other internal topic and lets DescribeShareGroupOffsets read it locally.
+//   - Each partition's leader serves ShareFetch and ShareAcknowledge
+//     (share_leader.go, groups/sharepart): share sessions, acquisition locks, delivery
+//     counts, the delivery limit and the dead-letter topic. It reads a
+//     share-partition's state when it first serves it (fencing the previous leader)
+//     and writes it after acknowledgements (before answering) and after lock expiry
+//     (the sweep), locally or through ReadShareGroupState / WriteShareGroupState.
+//
+// The leader does not check membership with the coordinator (Kafka does not either):
+// a share session is keyed by group and member id, and what a member holds is
+// released when its session closes or idles out.
 //
 // # Assignor plugins
 //
