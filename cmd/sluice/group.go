@@ -18,9 +18,11 @@ const groupUsage = `usage: sluice group <command> [flags]
 
 commands:
   list                  groups with their type and state
-  describe GROUP...     state, assignor, members and lag per partition
+  describe GROUP...     state, assignor, members and lag per partition (share groups:
+                        start offset and lag per partition, and which members hold it)
   seek GROUP --to start|end|OFFSET|TIME [--topic TOPIC]...
-                        move a group's committed offsets (the group must be empty);
+                        move a group's committed offsets, or a share group's start
+                        offsets (the group must be empty);
                         TIME is unix milliseconds or RFC 3339 (2026-12-01T10:00:00Z)
   delete GROUP...       delete groups (they must be empty)
 
@@ -83,8 +85,15 @@ func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
-	lags, err := adm.Lag(ctx, names...)
-	if err != nil {
+	shares := shareGroupsOf(ctx, adm, names)
+	var others []string
+	for _, n := range names {
+		if _, ok := shares[n]; !ok {
+			others = append(others, n)
+		}
+	}
+	lags, err := adm.Lag(ctx, others...)
+	if err != nil && len(others) > 0 {
 		return err
 	}
 	type partRow struct {
@@ -100,6 +109,7 @@ func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 	}
 	type groupOut struct {
 		Group       string    `json:"group"`
+		Type        string    `json:"type,omitempty"`
 		Coordinator int32     `json:"coordinator"`
 		State       string    `json:"state"`
 		Protocol    string    `json:"protocol_type"`
@@ -112,6 +122,46 @@ func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 	var out []groupOut
 	bad := 0
 	for _, name := range names {
+		if sg, ok := shares[name]; ok {
+			// A share group (KIP-932): its start offsets and lag per partition.
+			g := groupOut{Group: name, Type: "share", Coordinator: sg.Coordinator.NodeID, State: sg.GroupState,
+				Protocol: "share", Assignor: sg.Assignor, Members: len(sg.Members), Partitions: []partRow{}}
+			held := map[string]map[int32][]kadm.ShareGroupMember{}
+			for _, m := range sg.Members {
+				for t, ps := range m.Assignment {
+					if held[t] == nil {
+						held[t] = map[int32][]kadm.ShareGroupMember{}
+					}
+					for p := range ps {
+						held[t][p] = append(held[t][p], m)
+					}
+				}
+			}
+			offs, err := adm.DescribeShareGroupOffsets(ctx, name)
+			if err == nil {
+				err = offs[name].Err
+			}
+			if err != nil {
+				g.Error = errString(err)
+				bad++
+				out = append(out, g)
+				continue
+			}
+			for _, o := range offs[name].Offsets.Sorted() {
+				pr := partRow{Topic: o.Topic, Partition: o.Partition, Current: o.StartOffset, LogEnd: -1, Lag: o.Lag, Error: errString(o.Err)}
+				if o.StartOffset >= 0 && o.Lag >= 0 {
+					g.TotalLag += o.Lag
+				}
+				var ids, hosts, clients []string
+				for _, m := range held[o.Topic][o.Partition] {
+					ids, hosts, clients = append(ids, m.MemberID), append(hosts, m.ClientHost), append(clients, m.ClientID)
+				}
+				pr.ConsumerID, pr.Host, pr.ClientID = strings.Join(ids, ","), strings.Join(hosts, ","), strings.Join(clients, ",")
+				g.Partitions = append(g.Partitions, pr)
+			}
+			out = append(out, g)
+			continue
+		}
 		l, ok := lags[name]
 		g := groupOut{Group: name, Partitions: []partRow{}}
 		if !ok {
@@ -160,6 +210,9 @@ func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 		}
 		t := newTable(stdout)
 		t.row("GROUP", g.Group)
+		if g.Type != "" {
+			t.row("TYPE", g.Type)
+		}
 		t.row("COORDINATOR", g.Coordinator)
 		t.row("STATE", g.State)
 		t.row("ASSIGNOR", g.Assignor)
@@ -170,6 +223,14 @@ func groupDescribe(prog string, args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintln(stdout)
+		if g.Type == "share" {
+			t = newTable(stdout, "TOPIC", "PARTITION", "START-OFFSET", "LAG", "CONSUMER-IDS")
+			for _, p := range g.Partitions {
+				t.row(p.Topic, p.Partition, dash(p.Current), dash(p.Lag), orDash(p.ConsumerID))
+			}
+			t.flush()
+			continue
+		}
 		t = newTable(stdout, "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
 		for _, p := range g.Partitions {
 			t.row(p.Topic, p.Partition, dash(p.Current), dash(p.LogEnd), dash(p.Lag), orDash(p.ConsumerID), orDash(p.Host), orDash(p.ClientID))
@@ -283,14 +344,33 @@ func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
-	dg, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return err
+	sg, share := shareGroupsOf(ctx, adm, []string{group})[group]
+	if share && len(sg.Members) > 0 {
+		return fmt.Errorf("share group %s has %d members (state %s): stop its consumers first", group, len(sg.Members), sg.GroupState)
 	}
-	if d, ok := dg[group]; ok && d.Err == nil && len(d.Members) > 0 {
-		return fmt.Errorf("group %s has %d members (state %s): stop its consumers first", group, len(d.Members), d.State)
+	if !share {
+		dg, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		if d, ok := dg[group]; ok && d.Err == nil && len(d.Members) > 0 {
+			return fmt.Errorf("group %s has %d members (state %s): stop its consumers first", group, len(d.Members), d.State)
+		}
 	}
 	list := []string(topics)
+	if len(list) == 0 && share {
+		offs, err := adm.DescribeShareGroupOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		for t := range offs[group].Offsets {
+			list = append(list, t)
+		}
+		slices.Sort(list)
+		if len(list) == 0 {
+			return errors.New("the share group has no state: name the topics with --topic")
+		}
+	}
 	if len(list) == 0 {
 		committed, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
@@ -312,9 +392,24 @@ func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	offsets := listed.Offsets()
-	resp, err := adm.CommitOffsets(ctx, group, offsets)
-	if err != nil {
-		return err
+	var partErr func(topic string, p int32) error
+	if share {
+		resp, err := adm.AlterShareGroupOffsets(ctx, group, offsets)
+		if err != nil {
+			return err
+		}
+		partErr = func(topic string, p int32) error { e, _ := resp.Lookup(topic, p); return e }
+	} else {
+		resp, err := adm.CommitOffsets(ctx, group, offsets)
+		if err != nil {
+			return err
+		}
+		partErr = func(topic string, p int32) error {
+			if or, ok := resp.Lookup(topic, p); ok {
+				return or.Err
+			}
+			return nil
+		}
 	}
 	type row struct {
 		Topic     string `json:"topic"`
@@ -326,8 +421,8 @@ func groupSeek(prog string, args []string, stdout, stderr io.Writer) error {
 	bad := 0
 	for _, o := range offsets.Sorted() {
 		r := row{Topic: o.Topic, Partition: o.Partition, Offset: o.At}
-		if or, ok := resp.Lookup(o.Topic, o.Partition); ok && or.Err != nil {
-			r.Error = errString(or.Err)
+		if err := partErr(o.Topic, o.Partition); err != nil {
+			r.Error = errString(err)
 			bad++
 		}
 		rows = append(rows, r)
@@ -358,4 +453,23 @@ func groupDelete(prog string, args []string, stdout, stderr io.Writer) error {
 		func(ctx context.Context, adm *adminConn, names []string) (kadm.DeleteGroupResponses, error) {
 			return adm.DeleteGroups(ctx, names...)
 		}, func(r kadm.DeleteGroupResponse) (string, error) { return r.ErrMessage, r.Err })
+}
+
+// shareGroupsOf returns those of names that are share groups (KIP-932), described.
+// A broker without share groups, or an error, gives none.
+func shareGroupsOf(ctx context.Context, adm *adminConn, names []string) map[string]kadm.DescribedShareGroup {
+	out := map[string]kadm.DescribedShareGroup{}
+	if len(names) == 0 {
+		return out
+	}
+	ds, err := adm.DescribeShareGroups(ctx, names...)
+	if err != nil && ds == nil {
+		return out
+	}
+	for name, d := range ds {
+		if d.Err == nil {
+			out[name] = d
+		}
+	}
+	return out
 }

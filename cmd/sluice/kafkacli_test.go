@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"io"
@@ -10,8 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -318,5 +324,69 @@ func TestServeMetadataConfigErrors(t *testing.T) {
 				t.Fatalf("the data dir was created for a refused config: %v", err)
 			}
 		})
+	}
+}
+
+// A share group (KIP-932) in the CLI: group list shows its type, describe its start
+// offsets and lag, seek moves its start offsets once it is empty.
+func TestKafkaCommandsShareGroup(t *testing.T) {
+	b := testbroker.Start(t)
+	addr := b.Addr
+	mustCLI(t, addr, "topic", "create", "queue", "-p", "1")
+	cl := b.Client(t, kgo.DefaultProduceTopic("queue"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	iac.Resources = append(iac.Resources, res)
+	if resp, err := iac.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("group config: %v %+v", err, resp)
+	}
+	sc := b.Client(t, kgo.ShareGroup("workers"), kgo.ConsumeTopics("queue"))
+	got := 0
+	for got < 5 && ctx.Err() == nil {
+		sc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept); got++ })
+	}
+	if err := sc.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, mustCLI(t, addr, "group", "list"), "workers  share")
+	var described []struct {
+		Type       string `json:"type"`
+		Members    int    `json:"members"`
+		Partitions []struct {
+			Current int64 `json:"current_offset"`
+			Lag     int64 `json:"lag"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, addr, "group", "describe", "workers", "--json")), &described); err != nil ||
+		len(described) != 1 || described[0].Type != "share" || described[0].Members != 1 ||
+		len(described[0].Partitions) != 1 || described[0].Partitions[0].Current != 5 || described[0].Partitions[0].Lag != 0 {
+		t.Fatalf("describe --json: %v %+v", err, described)
+	}
+	wantLines(t, mustCLI(t, addr, "group", "describe", "workers"), "TYPE         share", "START-OFFSET  LAG")
+	if rc, _, errs := cli(t, addr, "group", "seek", "workers", "--to", "start"); rc != 1 || !strings.Contains(errs, "stop its consumers first") {
+		t.Fatalf("seek with a member: exit %d %s", rc, errs)
+	}
+	sc.Close()
+	testbroker.WaitFor(t, 60*time.Second, "the share member gone", func() string {
+		if out := mustCLI(t, addr, "group", "list"); !strings.Contains(out, "Empty") {
+			return out
+		}
+		return ""
+	})
+	wantLines(t, mustCLI(t, addr, "group", "seek", "workers", "--to", "start"), "queue  0          0           ok")
+	if err := json.Unmarshal([]byte(mustCLI(t, addr, "group", "describe", "workers", "--json")), &described); err != nil ||
+		described[0].Partitions[0].Current != 0 || described[0].Partitions[0].Lag != 5 {
+		t.Fatalf("describe after seek: %v %+v", err, described)
 	}
 }
