@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -101,4 +102,66 @@ modules:
 	if code := get("admin", "admin-secret", "/"); code != http.StatusOK {
 		t.Fatalf("admin loads the page: HTTP %d", code)
 	}
+}
+
+// A share group (KIP-932) in the console: listed with its type, members and lag, and
+// its page shows each partition's start offset and lag.
+func TestConsoleShareGroup(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := b.Admin(t).CreateTopic(ctx, 1, 1, nil, "q"); err != nil {
+		t.Fatal(err)
+	}
+	cl := b.Client(t, kgo.DefaultProduceTopic("q"))
+	for range 4 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sg"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	iac.Resources = append(iac.Resources, res)
+	if resp, err := iac.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("group config: %v %+v", err, resp)
+	}
+	sc := b.Client(t, kgo.ShareGroup("sg"), kgo.ConsumeTopics("q"))
+	got := 0
+	for got < 3 && ctx.Err() == nil {
+		sc.PollRecords(ctx, 3-got).EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept); got++ })
+	}
+	if err := sc.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) string {
+		resp, err := http.Get("http://" + b.AdminAddr + "/v1/console/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body bytes.Buffer
+		_, _ = body.ReadFrom(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: HTTP %d %s", path, resp.StatusCode, body.String())
+		}
+		return body.String()
+	}
+	testbroker.WaitFor(t, 20*time.Second, "the share group with lag 1", func() string {
+		list, page := get("groups"), get("groups/sg")
+		for _, want := range []string{`"group":"sg","type":"share"`, `"members":1`, `"lag":1`} {
+			if !strings.Contains(list, want) {
+				return "list: " + list
+			}
+		}
+		for _, want := range []string{`"type":"share"`, `"topic":"q","partition":0,"committed":3`, `"assigned":["q/0"]`} {
+			if !strings.Contains(page, want) {
+				return "page: " + page
+			}
+		}
+		return ""
+	})
 }

@@ -34,17 +34,29 @@ func (m *Module) groups(ctx context.Context, _ *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := listed.Groups()
-	out := make([]groupJSON, 0, len(names))
-	if len(names) == 0 {
+	var names, shares []string
+	for _, lg := range listed.Sorted() {
+		if lg.GroupType == "share" {
+			shares = append(shares, lg.Group)
+		} else {
+			names = append(names, lg.Group)
+		}
+	}
+	out := make([]groupJSON, 0, len(listed))
+	if len(listed) == 0 {
 		return out, nil
 	}
 	lags, err := adm.Lag(ctx, names...)
-	if err != nil && len(lags) == 0 {
+	if err != nil && len(lags) == 0 && len(names) > 0 {
 		return nil, err
 	}
+	shared := m.shareGroups(ctx, adm, shares)
 	for _, lg := range listed.Sorted() {
 		gj := groupJSON{Group: lg.Group, Type: lg.GroupType, State: lg.State, Coordinator: lg.Coordinator}
+		if d, ok := shared[lg.Group]; ok {
+			out = append(out, d.groupJSON)
+			continue
+		}
 		if l, ok := lags[lg.Group]; ok {
 			gj.State, gj.Protocol, gj.Members = l.State, l.Protocol, len(l.Members)
 			if e := l.Error(); e != nil {
@@ -92,6 +104,10 @@ func (m *Module) group(ctx context.Context, r *http.Request) (any, error) {
 	adm, _, err := m.client()
 	if err != nil {
 		return nil, err
+	}
+	if d, ok := m.shareGroups(ctx, adm, []string{name})[name]; ok {
+		d.History = m.lags.record(name, lagSample{AtMs: time.Now().UnixMilli(), Lag: d.Lag})
+		return d, nil
 	}
 	lags, err := adm.Lag(ctx, name)
 	if err != nil {
@@ -320,4 +336,53 @@ func (m *Module) sampleLoop() {
 		}
 		cancel()
 	}
+}
+
+// shareGroups describes those of names that are share groups (KIP-932): members with
+// the partitions they were assigned, and per partition the share-partition start
+// offset (as committed) and lag (records not yet acknowledged or archived).
+func (m *Module) shareGroups(ctx context.Context, adm *kadm.Client, names []string) map[string]groupDetailJSON {
+	out := map[string]groupDetailJSON{}
+	if len(names) == 0 {
+		return out
+	}
+	ds, err := adm.DescribeShareGroups(ctx, names...)
+	if err != nil && ds == nil {
+		return out
+	}
+	offs, _ := adm.DescribeShareGroupOffsets(ctx, names...)
+	for name, d := range ds {
+		if d.Err != nil {
+			continue
+		}
+		g := groupDetailJSON{groupJSON: groupJSON{Group: name, Type: "share", State: d.GroupState, Protocol: d.Assignor,
+			Coordinator: d.Coordinator.NodeID, Members: len(d.Members)}, Members: []memberJSON{}, Partitions: []lagRowJSON{}}
+		holders := map[string][]string{}
+		for _, mb := range d.Members {
+			mj := memberJSON{ID: mb.MemberID, ClientID: mb.ClientID, Host: mb.ClientHost, Assigned: []string{}}
+			for _, t := range mb.Assignment.Sorted() {
+				for _, p := range t.Partitions {
+					tp := t.Topic + "/" + itoa(p)
+					mj.Assigned = append(mj.Assigned, tp)
+					holders[tp] = append(holders[tp], mb.MemberID)
+				}
+			}
+			g.Members = append(g.Members, mj)
+		}
+		if o, ok := offs[name]; ok && o.Err == nil {
+			for _, so := range o.Offsets.Sorted() {
+				row := lagRowJSON{Topic: so.Topic, Partition: so.Partition, Committed: so.StartOffset, End: -1, Lag: so.Lag}
+				if hs := holders[so.Topic+"/"+itoa(so.Partition)]; len(hs) > 0 {
+					row.Member = hs[0]
+				}
+				if so.Err != nil {
+					row.Error = so.Err.Error()
+				}
+				g.Partitions = append(g.Partitions, row)
+			}
+		}
+		g.Lag, _ = totals(g.Partitions)
+		out[name] = g
+	}
+	return out
 }
