@@ -1,8 +1,7 @@
 // ShareGroupHeartbeat: v0-v1 (KIP-932; the state machine is modules/groups/share).
 // Served when group.share.enable is true. Read on the group, then Describe on each
-// subscribed topic, as Kafka checks. Not implemented: share group membership is not
-// written to __consumer_offsets (members rejoin after a coordinator move; their
-// share-partition state is durable, share_state.go).
+// subscribed topic, as Kafka checks. Membership is written to __consumer_offsets
+// before the answer (share_persist.go). Not implemented: nothing known.
 
 package groups
 
@@ -57,5 +56,10 @@ func (m *Module) handleShareGroupHeartbeat(ctx context.Context, req *kernel.Requ
 		return fail(e, msg)
 	}
 	client := share.Client{ID: req.ClientID, Host: clientHost(req.Conn)}
-	return kernel.Reply(g.Heartbeat(r, r.Version, client, m.topicView(), m.now())), nil
+	resp := g.Heartbeat(r, r.Version, client, m.topicView(), m.now())
+	// What the heartbeat changed is in the log before the answer (share_persist.go).
+	if sg := s.lookup(r.GroupID); sg != nil && sg.share == g {
+		s.persistShare(ctx, sg)
+	}
+	return kernel.Reply(resp), nil
 }

@@ -404,3 +404,68 @@ func describeShareOffsetsAll(t testing.TB, cl *kgo.Client, group, topic string) 
 	}
 	return start, lag
 }
+
+// Share group membership survives a restart: a member heartbeats on at its epoch
+// (no UNKNOWN_MEMBER_ID, no rejoin) with its assignment, and ShareGroupDescribe shows
+// the group as it was.
+func TestShareGroupMembershipSurvivesRestart(t *testing.T) {
+	b := testbroker.Start(t, testbroker.WithConfig(groupConfig))
+	cl := b.Client(t)
+	createTopic(t, b.Admin(t), "sm", 2)
+	const group = "g-share-restart"
+	heartbeat := func(cl *kgo.Client, id string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, id, epoch, topics
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	a, c := rand.Text()[:22], rand.Text()[:22]
+	ra := heartbeat(cl, a, 0, []string{"sm"})
+	rc := heartbeat(cl, c, 0, []string{"sm"})
+	ra = heartbeat(cl, a, ra.MemberEpoch, nil)
+	if ra.ErrorCode != 0 || rc.ErrorCode != 0 {
+		t.Fatalf("joins: %d %d", ra.ErrorCode, rc.ErrorCode)
+	}
+	before := describeShare(t, cl, group)
+
+	b.Restart(t)
+	cl = b.Client(t)
+	var after *kmsg.ShareGroupHeartbeatResponse
+	waitFor(t, 15*time.Second, "a heartbeat after the restart", func() string {
+		after = heartbeat(cl, a, ra.MemberEpoch, nil)
+		if after.ErrorCode != 0 {
+			return kerr.ErrorForCode(after.ErrorCode).Error()
+		}
+		return ""
+	})
+	if after.MemberEpoch != ra.MemberEpoch {
+		t.Errorf("member epoch %d after the restart, was %d", after.MemberEpoch, ra.MemberEpoch)
+	}
+	d := describeShare(t, cl, group)
+	if d.GroupEpoch != before.GroupEpoch || len(d.Members) != 2 {
+		t.Errorf("after the restart: epoch %d with %d members, before %d with %d", d.GroupEpoch, len(d.Members), before.GroupEpoch, len(before.Members))
+	}
+	for i := range d.Members {
+		if len(d.Members[i].Assignment.TopicPartitions) != len(before.Members[i].Assignment.TopicPartitions) {
+			t.Errorf("member %s: assignment %+v, before %+v", d.Members[i].MemberID, d.Members[i].Assignment, before.Members[i].Assignment)
+		}
+	}
+	// A member that leaves is gone after the next restart.
+	if r := heartbeat(cl, c, -1, nil); r.ErrorCode != 0 {
+		t.Fatalf("leave: %d", r.ErrorCode)
+	}
+	b.Restart(t)
+	cl = b.Client(t)
+	waitFor(t, 15*time.Second, "one member after the second restart", func() string {
+		if d := describeShare(t, cl, group); d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberID != a {
+			return fmt.Sprintf("%+v", d)
+		}
+		return ""
+	})
+}

@@ -36,6 +36,9 @@ type group struct {
 	written     map[string]uint64
 	full        bool
 	kindChecked bool
+	// sharePersistedEpoch is the share group's epoch at its last write
+	// (share_persist.go): the sweep writes again when an expiry moved it.
+	sharePersistedEpoch int32
 }
 
 // metadataRecord returns the group metadata record to write when a classic group is

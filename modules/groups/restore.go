@@ -122,6 +122,11 @@ func (s *shard) restoreGroups() int {
 			restored++
 			continue
 		}
+		if g := s.restoreShare(id, s.shareConfig(), now); g != nil {
+			s.groups[id] = g
+			restored++
+			continue
+		}
 		md, ok, err := s.m.store.GroupMetadata(id)
 		if err != nil {
 			s.m.log.Warn("reading group metadata failed; group not restored", "partition", s.tp.Partition, "group", id, "err", err)
@@ -149,13 +154,16 @@ func (s *shard) restoreGroups() int {
 // failure) is marked to be written again in full.
 func (s *shard) persist(ctx context.Context, gs ...*group) {
 	for _, g := range gs {
-		if g.consumer != nil && g.consumer.HasChanges() {
+		if g.consumer != nil && g.consumer.HasChanges() || g.share != nil && g.share.GroupEpoch() != g.sharePersistedEpoch {
 			g.writeMu.Lock()
 			defer g.writeMu.Unlock()
+			if g.share != nil {
+				g.sharePersistedEpoch = g.share.GroupEpoch()
+			}
 			s.persistLocked(ctx, g)
 		}
 	}
-	s.persistLocked(ctx, slices.DeleteFunc(slices.Clone(gs), func(g *group) bool { return g.consumer != nil })...)
+	s.persistLocked(ctx, slices.DeleteFunc(slices.Clone(gs), func(g *group) bool { return g.consumer != nil || g.share != nil })...)
 }
 
 // persistLocked is persist for classic groups and KIP-848 groups whose writeMu the
@@ -170,8 +178,14 @@ func (s *shard) persistLocked(ctx context.Context, gs ...*group) {
 		hashes  []map[string]uint64
 	)
 	for _, g := range gs {
-		if g.consumer != nil {
-			rs, next := s.consumerRecords(g)
+		if g.consumer != nil || g.share != nil {
+			var rs []kv
+			var next map[string]uint64
+			if g.share != nil {
+				rs, next = s.shareRecords(g)
+			} else {
+				rs, next = s.consumerRecords(g)
+			}
 			if len(rs) > 0 {
 				recs = append(recs, rs...)
 				written = append(written, g)
@@ -219,7 +233,7 @@ func (s *shard) persistLocked(ctx context.Context, gs ...*group) {
 	}
 	s.metaMu.Lock()
 	for _, g := range written {
-		if g.consumer != nil {
+		if g.consumer != nil || g.share != nil {
 			g.full = true // what was written is unknown: write everything next time
 		} else {
 			g.persistedRev = math.MaxUint64 // never a revision: write again next time
@@ -245,7 +259,7 @@ func (s *shard) metadataRecordOf(g *group) []kv {
 		g.kindChecked = true
 		if recs, err := s.m.store.GroupRecords(g.id); err == nil {
 			for _, c := range recs {
-				if k, err := offsets.DecodeKey(c.Key); err == nil && k.IsConsumerGroup() {
+				if k, err := offsets.DecodeKey(c.Key); err == nil && (k.IsConsumerGroup() || k.IsShareGroup()) {
 					out = append(out, kv{key: c.Key})
 				}
 			}

@@ -294,14 +294,22 @@ func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Er
 // GROUP_ID_NOT_FOUND (a group id holds one protocol's members).
 func (s *shard) shareGroup(id string, create bool) (*share.Group, *kerr.Error) {
 	g, e := s.groupOf(id, create, kindShare, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
-		set := s.m.settings.Load().share
-		cfg := share.Config{SessionTimeout: set.session, HeartbeatInterval: set.heartbeat, MaxSize: set.maxSize}
+		cfg := s.shareConfig()
+		if g := s.restoreShare(id, cfg, s.m.now()); g != nil {
+			return g
+		}
 		return &group{id: id, share: share.New(id, cfg, s.m.now())}
 	})
 	if e != nil {
 		return nil, e
 	}
 	return g.share, nil
+}
+
+// shareConfig is the configuration of the shard's share groups.
+func (s *shard) shareConfig() share.Config {
+	set := s.m.settings.Load().share
+	return share.Config{SessionTimeout: set.session, HeartbeatInterval: set.heartbeat, MaxSize: set.maxSize}
 }
 
 // consumerConfig is the configuration of the shard's KIP-848 groups.

@@ -28,13 +28,13 @@ type applyOp struct {
 	skip   bool      // unread key version: only the applied offset moves
 	delete bool      // a tombstone
 	c      Committed // an offset commit's value
-	value  []byte    // a group metadata or consumer group record value (decodable; the record's bytes, not copied)
+	value  []byte    // a group metadata or group record value (decodable; the record's bytes, not copied)
 }
 
 // decodeApply decodes every record of an apply to partition before anything
 // changes, so a bad record fails the whole batch: offsets must ascend, keys of
-// versions this package cannot read are skipped, and values must decode (consumer
-// group record values with their type's decoder, though only their bytes are kept).
+// versions this package cannot read are skipped, and values must decode (group
+// record values with their type's decoder, though only their bytes are kept).
 func decodeApply(partition int32, recs []Record) ([]applyOp, error) {
 	ops := make([]applyOp, len(recs))
 	for i, r := range recs {

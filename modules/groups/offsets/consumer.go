@@ -6,9 +6,9 @@ import (
 )
 
 // Key versions of the KIP-848 consumer group records (the key version is the record
-// type). Frozen: they are Kafka's. Types 4 (partition metadata), 9-15 (share groups)
-// and 16 (regular expressions) are not read: DecodeKey returns ErrUnsupportedVersion
-// and an apply skips them.
+// type). Frozen: they are Kafka's. Types 4 (partition metadata) and 16 (regular
+// expressions) are not read, nor are share group types 9 and 15 (sharegroup.go):
+// DecodeKey returns ErrUnsupportedVersion and an apply skips them.
 const (
 	// ConsumerGroupMetadataKeyV3 keys a group's epoch (ConsumerGroupMetadataValue).
 	ConsumerGroupMetadataKeyV3 int16 = 3
@@ -37,13 +37,17 @@ func (k Key) IsConsumerGroup() bool {
 	case ConsumerGroupMetadataKeyV3, ConsumerTargetMetadataKeyV6:
 		return true
 	}
-	return hasMember(k.Version)
+	return consumerHasMember(k.Version)
 }
 
-// hasMember reports whether keys of version v carry a member id after the group.
-func hasMember(v int16) bool {
+// consumerHasMember reports whether consumer group keys of version v carry a member id.
+func consumerHasMember(v int16) bool {
 	return v == ConsumerMemberMetadataKeyV5 || v == ConsumerTargetMemberKeyV7 || v == ConsumerCurrentAssignmentKeyV8
 }
+
+// hasMember reports whether group record keys of version v carry a member id after
+// the group: consumer group types 5, 7, 8 and share group types 10, 13, 14.
+func hasMember(v int16) bool { return consumerHasMember(v) || shareHasMember(v) }
 
 // EncodeConsumerGroupKey returns the key of a consumer group record of type version
 // (ConsumerGroupMetadataKeyV3 ... ConsumerCurrentAssignmentKeyV8): the group, and for
@@ -54,6 +58,12 @@ func EncodeConsumerGroupKey(version int16, group, member string) []byte {
 	if !(Key{Version: version}).IsConsumerGroup() {
 		return nil
 	}
+	return appendMemberKey(version, group, member)
+}
+
+// appendMemberKey returns the key of a consumer or share group record of type version:
+// the group, and the member if the type carries one (hasMember).
+func appendMemberKey(version int16, group, member string) []byte {
 	dst := make([]byte, 0, 6+len(group)+len(member))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(version))
 	dst = appendString(dst, group)
@@ -117,25 +127,39 @@ type ConsumerCurrentAssignment struct {
 
 // EncodeConsumerGroupMetadata returns g as a version 0 value.
 func EncodeConsumerGroupMetadata(g ConsumerGroupMetadata) []byte {
-	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(g.Epoch))
-	if g.MetadataHash == 0 {
-		return append(dst, 0) // no tagged fields
-	}
-	dst = append(dst, 1, 0, 8) // one tagged field: tag 0, 8 bytes
-	return binary.BigEndian.AppendUint64(dst, uint64(g.MetadataHash))
+	return appendGroupEpochValue(ConsumerValueV0, g.Epoch, g.MetadataHash)
 }
 
 // DecodeConsumerGroupMetadata decodes a version 0 ConsumerGroupMetadataValue.
 // Tagged field 0 must be 8 bytes; other tags are skipped.
 func DecodeConsumerGroupMetadata(b []byte) (ConsumerGroupMetadata, error) {
-	const what = "consumer group metadata value"
-	r := reader{b: b}
-	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+	epoch, hash, err := decodeGroupEpochValue("consumer group metadata value", ConsumerValueV0, b)
+	if err != nil {
 		return ConsumerGroupMetadata{}, err
 	}
-	var g ConsumerGroupMetadata
-	g.Epoch = r.int32()
+	return ConsumerGroupMetadata{Epoch: epoch, MetadataHash: hash}, nil
+}
+
+// appendGroupEpochValue is a consumer or share group metadata value (types 3, 11):
+// the epoch, and tagged field 0, the metadata hash, when it is not zero.
+func appendGroupEpochValue(version int16, epoch int32, hash int64) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(version))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(epoch))
+	if hash == 0 {
+		return append(dst, 0) // no tagged fields
+	}
+	dst = append(dst, 1, 0, 8) // one tagged field: tag 0, 8 bytes
+	return binary.BigEndian.AppendUint64(dst, uint64(hash))
+}
+
+// decodeGroupEpochValue decodes what appendGroupEpochValue writes, of version only
+// (what names the value in errors).
+func decodeGroupEpochValue(what string, version int16, b []byte) (epoch int32, hash int64, err error) {
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, version, version, version); err != nil {
+		return 0, 0, err
+	}
+	epoch = r.int32()
 	r.taggedFields(func(tag uint32, field []byte) error {
 		if tag != 0 {
 			return nil
@@ -143,13 +167,13 @@ func DecodeConsumerGroupMetadata(b []byte) (ConsumerGroupMetadata, error) {
 		if len(field) != 8 {
 			return fmt.Errorf("metadata hash of %d bytes: %w", len(field), ErrCorrupt)
 		}
-		g.MetadataHash = int64(binary.BigEndian.Uint64(field))
+		hash = int64(binary.BigEndian.Uint64(field))
 		return nil
 	})
 	if err := r.done(); err != nil {
-		return ConsumerGroupMetadata{}, fmt.Errorf("%s version 0: %w", what, err)
+		return 0, 0, fmt.Errorf("%s version %d: %w", what, version, err)
 	}
-	return g, nil
+	return epoch, hash, nil
 }
 
 // EncodeConsumerMemberMetadata returns m as a version 0 value.
@@ -182,13 +206,7 @@ func DecodeConsumerMemberMetadata(b []byte) (ConsumerMemberMetadata, error) {
 	m.RackID = r.nullableString()
 	m.ClientID = r.string()
 	m.ClientHost = r.string()
-	// A compact string is at least its one-byte length.
-	if n := r.count("subscribed topic", 1); n > 0 {
-		m.SubscribedTopicNames = make([]string, n)
-		for i := range m.SubscribedTopicNames {
-			m.SubscribedTopicNames[i] = r.string()
-		}
-	}
+	m.SubscribedTopicNames = r.compactStrings("subscribed topic")
 	m.SubscribedTopicRegex = r.nullableString()
 	m.ServerAssignor = r.nullableString()
 	m.RebalanceTimeoutMs = r.int32()
@@ -201,48 +219,77 @@ func DecodeConsumerMemberMetadata(b []byte) (ConsumerMemberMetadata, error) {
 
 // EncodeConsumerTargetMetadata returns t as a version 0 value.
 func EncodeConsumerTargetMetadata(t ConsumerTargetMetadata) []byte {
-	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(t.AssignmentEpoch))
-	return append(dst, 0) // no tagged fields
+	return appendInt32Value(ConsumerValueV0, t.AssignmentEpoch)
 }
 
 // DecodeConsumerTargetMetadata decodes a version 0
 // ConsumerGroupTargetAssignmentMetadataValue; its tags are skipped.
 func DecodeConsumerTargetMetadata(b []byte) (ConsumerTargetMetadata, error) {
-	const what = "consumer target metadata value"
-	r := reader{b: b}
-	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+	epoch, err := decodeInt32Value("consumer target metadata value", ConsumerValueV0, b)
+	if err != nil {
 		return ConsumerTargetMetadata{}, err
 	}
-	t := ConsumerTargetMetadata{AssignmentEpoch: r.int32()}
+	return ConsumerTargetMetadata{AssignmentEpoch: epoch}, nil
+}
+
+// appendInt32Value is a flexible value of one int32 field (types 6, 12).
+func appendInt32Value(version int16, v int32) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(version))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(v))
+	return append(dst, 0) // no tagged fields
+}
+
+// decodeInt32Value decodes what appendInt32Value writes, of version only; tags are
+// skipped.
+func decodeInt32Value(what string, version int16, b []byte) (int32, error) {
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, version, version, version); err != nil {
+		return 0, err
+	}
+	v := r.int32()
 	r.tags()
 	if err := r.done(); err != nil {
-		return ConsumerTargetMetadata{}, fmt.Errorf("%s version 0: %w", what, err)
+		return 0, fmt.Errorf("%s version %d: %w", what, version, err)
 	}
-	return t, nil
+	return v, nil
 }
 
 // EncodeConsumerTargetMember returns t as a version 0 value.
 func EncodeConsumerTargetMember(t ConsumerTargetMember) []byte {
-	dst := binary.BigEndian.AppendUint16(nil, uint16(ConsumerValueV0))
-	dst = appendTopicPartitions(dst, t.TopicPartitions)
-	return append(dst, 0) // no tagged fields
+	return appendTopicPartitionsValue(ConsumerValueV0, t.TopicPartitions)
 }
 
 // DecodeConsumerTargetMember decodes a version 0
 // ConsumerGroupTargetAssignmentMemberValue; its tags are skipped.
 func DecodeConsumerTargetMember(b []byte) (ConsumerTargetMember, error) {
-	const what = "consumer target member value"
-	r := reader{b: b}
-	if _, err := r.valueVersion(what, ConsumerValueV0, ConsumerValueV0, ConsumerValueV0); err != nil {
+	tps, err := decodeTopicPartitionsValue("consumer target member value", ConsumerValueV0, b)
+	if err != nil {
 		return ConsumerTargetMember{}, err
 	}
-	t := ConsumerTargetMember{TopicPartitions: r.topicPartitions()}
+	return ConsumerTargetMember{TopicPartitions: tps}, nil
+}
+
+// appendTopicPartitionsValue is a flexible value of one TopicPartitions array
+// (types 7, 13).
+func appendTopicPartitionsValue(version int16, tps []TopicPartitions) []byte {
+	dst := binary.BigEndian.AppendUint16(nil, uint16(version))
+	dst = appendTopicPartitions(dst, tps)
+	return append(dst, 0) // no tagged fields
+}
+
+// decodeTopicPartitionsValue decodes what appendTopicPartitionsValue writes, of
+// version only; tags are skipped.
+func decodeTopicPartitionsValue(what string, version int16, b []byte) ([]TopicPartitions, error) {
+	r := reader{b: b}
+	if _, err := r.valueVersion(what, version, version, version); err != nil {
+		return nil, err
+	}
+	tps := r.topicPartitions()
 	r.tags()
 	if err := r.done(); err != nil {
-		return ConsumerTargetMember{}, fmt.Errorf("%s version 0: %w", what, err)
+		return nil, fmt.Errorf("%s version %d: %w", what, version, err)
 	}
-	return t, nil
+	return tps, nil
 }
 
 // EncodeConsumerCurrentAssignment returns a as a version 0 value.
@@ -292,6 +339,16 @@ func checkGroupRecordValue(keyVersion int16, b []byte) error {
 		_, err = DecodeConsumerTargetMember(b)
 	case ConsumerCurrentAssignmentKeyV8:
 		_, err = DecodeConsumerCurrentAssignment(b)
+	case ShareGroupMemberMetadataKeyV10:
+		_, err = DecodeShareMemberMetadata(b)
+	case ShareGroupMetadataKeyV11:
+		_, err = DecodeShareGroupMetadata(b)
+	case ShareGroupTargetMetadataKeyV12:
+		_, err = DecodeShareTargetMetadata(b)
+	case ShareGroupTargetMemberKeyV13:
+		_, err = DecodeShareTargetMember(b)
+	case ShareGroupCurrentAssignmentKeyV14:
+		_, err = DecodeShareCurrentAssignment(b)
 	case ShareStateKeyV1001:
 		_, err = DecodeShareState(b)
 	default:
@@ -340,6 +397,21 @@ func (r *reader) topicPartitions() []TopicPartitions {
 		}
 	}
 	return tps
+}
+
+// compactStrings reads a compact array of compact strings, none null (flexible
+// versions only); empty decodes as nil.
+func (r *reader) compactStrings(what string) []string {
+	// A compact string is at least its one-byte length.
+	n := r.count(what, 1)
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = r.string()
+	}
+	return out
 }
 
 // count reads the length of an array that is not nullable and whose elements take at

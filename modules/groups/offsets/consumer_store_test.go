@@ -140,7 +140,7 @@ func TestConsumerKeyOrder(t *testing.T) {
 		m string
 	}
 	var recs []rec
-	for _, v := range []int16{3, 5, 6, 7, 8} {
+	for _, v := range []int16{3, 5, 6, 7, 8, 10, 11, 12, 13, 14} {
 		for _, m := range []string{"", "a", "m", "m1", "m\x00", "\xff", strings.Repeat("z", 300)} {
 			recs = append(recs, rec{v, m})
 		}
@@ -148,7 +148,7 @@ func TestConsumerKeyOrder(t *testing.T) {
 	for _, a := range recs {
 		for _, b := range recs {
 			ka, kb := groupRecordKey(Key{Version: a.v, Group: "grp", Member: a.m}), groupRecordKey(Key{Version: b.v, Group: "grp", Member: b.m})
-			wa, wb := EncodeConsumerGroupKey(a.v, "grp", a.m), EncodeConsumerGroupKey(b.v, "grp", b.m)
+			wa, wb := encodeGroupRecordKey(Key{Version: a.v, Group: "grp", Member: a.m}), encodeGroupRecordKey(Key{Version: b.v, Group: "grp", Member: b.m})
 			if bytes.Compare(ka, kb) != bytes.Compare(wa, wb) {
 				t.Fatalf("%v vs %v: badger order %d, Kafka order %d", a, b, bytes.Compare(ka, kb), bytes.Compare(wa, wb))
 			}

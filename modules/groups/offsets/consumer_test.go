@@ -3,6 +3,7 @@ package offsets
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"runtime"
@@ -117,6 +118,8 @@ func codec[T any](name string, version int16, enc func(T) []byte, dec func([]byt
 	}
 }
 
+// consumerCodecs are the codecs of every group record value (consumer group, share
+// group, share state); tests index the first five, the consumer group ones.
 var consumerCodecs = []consumerCodec{
 	codec("group metadata", ConsumerGroupMetadataKeyV3, EncodeConsumerGroupMetadata, DecodeConsumerGroupMetadata),
 	codec("member metadata", ConsumerMemberMetadataKeyV5, EncodeConsumerMemberMetadata, DecodeConsumerMemberMetadata),
@@ -124,6 +127,21 @@ var consumerCodecs = []consumerCodec{
 	codec("target member", ConsumerTargetMemberKeyV7, EncodeConsumerTargetMember, DecodeConsumerTargetMember),
 	codec("current assignment", ConsumerCurrentAssignmentKeyV8, EncodeConsumerCurrentAssignment, DecodeConsumerCurrentAssignment),
 	codec("share state", ShareStateKeyV1001, EncodeShareState, DecodeShareState),
+	codec("share member metadata", ShareGroupMemberMetadataKeyV10, EncodeShareMemberMetadata, DecodeShareMemberMetadata),
+	codec("share group metadata", ShareGroupMetadataKeyV11, EncodeShareGroupMetadata, DecodeShareGroupMetadata),
+	codec("share target metadata", ShareGroupTargetMetadataKeyV12, EncodeShareTargetMetadata, DecodeShareTargetMetadata),
+	codec("share target member", ShareGroupTargetMemberKeyV13, EncodeShareTargetMember, DecodeShareTargetMember),
+	codec("share current assignment", ShareGroupCurrentAssignmentKeyV14, EncodeShareCurrentAssignment, DecodeShareCurrentAssignment),
+}
+
+// codecOf is the codec of key version v.
+func codecOf(v int16) consumerCodec {
+	for _, c := range consumerCodecs {
+		if c.version == v {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("no codec for key version %d", v))
 }
 
 func sampleMember() ConsumerMemberMetadata {
@@ -142,24 +160,23 @@ func sampleCurrent() ConsumerCurrentAssignment {
 	}
 }
 
-// The values each test round-trips, with their encodings by hand.
-func consumerSamples() []struct {
+// valueSample is a group record value, its codec and its encoding by hand.
+type valueSample struct {
 	name  string
 	codec consumerCodec
 	value any
 	hand  []byte
-} {
+}
+
+// The values each test round-trips, with their encodings by hand: the consumer
+// group ones, then the share group ones (shareSamples).
+func consumerSamples() []valueSample {
 	var (
 		gm, mm, tm, tmm, ca = consumerCodecs[0], consumerCodecs[1], consumerCodecs[2], consumerCodecs[3], consumerCodecs[4]
 	)
 	m := sampleMember()
 	cur := sampleCurrent()
-	return []struct {
-		name  string
-		codec consumerCodec
-		value any
-		hand  []byte
-	}{
+	return append([]valueSample{
 		{"group metadata without hash", gm, ConsumerGroupMetadata{Epoch: 7},
 			(&hand{}).i16(0).i32(7).notags().b},
 		{"group metadata with hash", gm, ConsumerGroupMetadata{Epoch: -1, MetadataHash: -2},
@@ -187,7 +204,7 @@ func consumerSamples() []struct {
 				notags().b},
 		{"current assignment empty", ca, ConsumerCurrentAssignment{State: -1},
 			(&hand{}).i16(0).i32(0).i32(0).i8(-1).carr(0).carr(0).notags().b},
-	}
+	}, shareSamples()...)
 }
 
 func TestConsumerValueRoundTrip(t *testing.T) {

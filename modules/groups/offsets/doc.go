@@ -2,8 +2,9 @@
 // __consumer_offsets record format, View (what the coordinator needs of a store), and
 // two Views: Store, a badger/v4 store that materializes those records for fast reads
 // and quick restarts, and Memory, which keeps them in memory only. Besides offsets
-// and classic group metadata they hold the KIP-848 consumer group records, which the
-// coordinator reads back (GroupRecords) to restore its consumer groups.
+// and classic group metadata they hold the group records: KIP-848 consumer group
+// records, KIP-932 share group records and Sluice's share-partition state, which the
+// coordinator reads back (GroupRecords) to restore its consumer and share groups.
 //
 // The log (__consumer_offsets) is the truth; a store is a view of it that a load
 // completes by replaying the log from AppliedOffset(p)+1. Store keeps its view across
@@ -29,18 +30,29 @@
 //
 // Keys:
 //
-//	| version 0/1 | group string | topic string | partition int32 |   offset commit key (written: 1; read: 0, 1)
-//	| version 2   | group string |                                    group metadata key (written and read: 2)
-//	| version 3   | group string |                                    consumer group metadata (KIP-848)
-//	| version 5   | group string | member string |                    consumer group member metadata
-//	| version 6   | group string |                                    consumer group target assignment metadata
-//	| version 7   | group string | member string |                    consumer group target assignment of a member
-//	| version 8   | group string | member string |                    consumer group current assignment of a member
+//	| version 0/1  | group string | topic string  | partition int32 |  offset commit key (written: 1; read: 0, 1)
+//	| version 2    | group string |                                    group metadata key (written and read: 2)
+//	| version 3    | group string |                                    consumer group metadata (KIP-848)
+//	| version 5    | group string | member string |                    consumer group member metadata
+//	| version 6    | group string |                                    consumer group target assignment metadata
+//	| version 7    | group string | member string |                    consumer group target assignment of a member
+//	| version 8    | group string | member string |                    consumer group current assignment of a member
+//	| version 10   | group string | member string |                    share group member metadata (KIP-932)
+//	| version 11   | group string |                                    share group metadata
+//	| version 12   | group string |                                    share group target assignment metadata
+//	| version 13   | group string | member string |                    share group target assignment of a member
+//	| version 14   | group string | member string |                    share group current assignment of a member
+//	| version 1001 | group string | topic id uuid | partition int32 |  share-partition state (Sluice's; share.go)
 //
-// From version 3 on the key version is Kafka's record type. Types 4 (partition
-// metadata), 16 (regular expressions) and 9-15 (share groups) are not read:
-// DecodeKey returns ErrUnsupportedVersion and Apply skips them (the applied
-// offset moves past them).
+// From version 3 on the key version is Kafka's record type (1001 is Sluice's own,
+// far above Kafka's). Types 4 (consumer group partition metadata), 9 (share group
+// partition metadata, gone from Kafka 4.1), 15 (share group state partition
+// metadata: Sluice keeps share state as type 1001 instead) and 16 (regular
+// expressions) are not read: DecodeKey returns ErrUnsupportedVersion and Apply
+// skips them (the applied offset moves past them). The consumer and the share
+// group records (Key.IsGroupRecord) each have their own key encoder
+// (EncodeConsumerGroupKey: 3-8; EncodeShareGroupKey: 10-14; EncodeShareStateKey),
+// which refuses the other kinds.
 //
 // Offset commit value (written: 1 if ExpireTimestamp > 0, else 3; read: 0-4):
 //
@@ -80,10 +92,11 @@
 //	  tagged fields                                 x
 //	tagged fields                                   x
 //
-// Consumer group record values (types 3, 5-8): version 0 only, read and
-// written; flexible (compact strings and arrays, uuids as 16 raw bytes, a
-// tagged-field section after each struct, nested ones included). Unknown tags
-// are skipped; none are written but MetadataHash. Nullable strings decode null
+// Consumer group record values (types 3, 5-8) and share group record values
+// (types 10-14): version 0 only, read and written; flexible (compact strings
+// and arrays, uuids as 16 raw bytes, a tagged-field section after each struct,
+// nested ones included). Unknown tags are skipped; none are written but
+// MetadataHash. Nullable strings decode null
 // as "" and encode "" as null; empty arrays decode as nil.
 //
 //	type 3 ConsumerGroupMetadataValue:      epoch int32; tag 0: metadata_hash int64
@@ -99,15 +112,26 @@
 //	type 8 ConsumerGroupCurrentMemberAssignmentValue: member_epoch int32,
 //	                                        previous_member_epoch int32, state int8,
 //	                                        assigned_partitions, partitions_pending_revocation
+//	type 10 ShareGroupMemberMetadataValue:  rack_id nullable, client_id, client_host,
+//	                                        subscribed_topic_names array of string
+//	type 11 ShareGroupMetadataValue:        as type 3: epoch int32; tag 0: metadata_hash
+//	type 12 ShareGroupTargetAssignmentMetadataValue: as type 6: assignment_epoch int32
+//	type 13 ShareGroupTargetAssignmentMemberValue: as type 7: topic_partitions
+//	type 14 ShareGroupCurrentMemberAssignmentValue: member_epoch int32,
+//	                                        previous_member_epoch int32, state int8,
+//	                                        assigned_partitions (no pending revocation,
+//	                                        unlike type 8)
 //	topic partitions: array of { topic_id uuid, partitions array of int32, tags }
+//
+// The share state value (type 1001, version 0, flexible) is described in share.go.
 //
 // The store keeps these values' bytes exactly as applied, once they decode with
 // their type's decoder; the coordinator decodes them (GroupRecords).
 // Array counts are checked against the bytes left before anything is allocated.
 //
 // A null value (tombstone) deletes: an offset key's offset, a group key's
-// metadata, a consumer group record (Kafka tombstones each offset of a deleted
-// group, and each of its consumer group records, separately).
+// metadata, a group record (Kafka tombstones each offset of a deleted group, and
+// each of its consumer or share group records, separately).
 // Decoders are strict: short input, negative lengths (other than a null
 // nullable string), null arrays, member and other array counts the remaining
 // bytes cannot hold, and trailing bytes are ErrCorrupt.
@@ -121,9 +145,10 @@
 //	0x00 "kip848"                                  -> u32 1: the store applies consumer group records
 //	                                                  (absent: written before it did; see Upgrade)
 //	'a' | partition u32                            -> last applied __consumer_offsets offset, i64
-//	'c' | u16 len | group | type u16 [| u16 len | member]
-//	                                               -> consumer group record value, Kafka bytes as
-//	                                                  applied (member for types 5, 7, 8)
+//	'c' | u16 len | group | type u16 [| u16 len | member] [| topic id | p u32]
+//	                                               -> group record value, Kafka bytes as applied
+//	                                                  (member for types 5, 7, 8, 10, 13, 14;
+//	                                                  topic id and partition for type 1001)
 //	'r' | partition u32                            -> TxnReplayStart: first offset of the earliest
 //	                                                  transactional batch whose marker is not
 //	                                                  applied, i64 (absent: none)
@@ -133,8 +158,8 @@
 //
 // The stored offset keeps the leader epoch and the expire timestamp together,
 // which no single Kafka value version does. A 'c' key is the group's prefix and
-// then the Kafka key without its group, so a group's consumer group records are
-// one prefix (GroupRecords and DeleteGroup are prefix scans) and sort as
+// then the Kafka key without its group, so a group's group records (of every kind)
+// are one prefix (GroupRecords and DeleteGroup are prefix scans) and sort as
 // their Kafka keys do; the Kafka key is rebuilt from it. The layout version is
 // bumped on any change that an older reader would misread; a store of another
 // layout is rebuilt from the log by the caller.
@@ -148,6 +173,11 @@
 // next load replays every partition from the log's start, as with Memory. The
 // layout stays 1, so an older binary still opens the store and ignores the 'c'
 // keys (it neither reads nor deletes them).
+//
+// The share group records (types 10-14) and share state (1001) need no such
+// step: no version of Sluice wrote them before this package read them, so no
+// store has skipped one. A type this package starts to read later that an
+// earlier version may have skipped needs a marker key of its own, as "kip848".
 //
 // # Durability
 //
@@ -173,10 +203,10 @@
 //     ApplyMarker apply whatever they are given (a replay from TxnReplayStart
 //     re-applies that stretch of the log in log order) and never lower it.
 //   - A store written before the 'r' key existed has none: nothing was pending.
-//   - A consumer group record's stored value decodes with its type's decoder
-//     (the apply checks it first; a value that does not fails the batch).
-//   - A group is in Groups while it has an offset, metadata or a consumer group
-//     record; DeleteGroup removes all three kinds. ExpireOffsets deletes offsets
+//   - A group record's stored value decodes with its type's decoder (the apply
+//     checks it first; a value that does not fails the batch).
+//   - A group is in Groups while it has an offset, metadata or a group record;
+//     DeleteGroup removes all three kinds. ExpireOffsets deletes offsets
 //     only; it judges a group with a consumer group metadata record (type 3) by
 //     commit timestamps, as Kafka does KIP-848 groups.
 //   - Memory applies exactly as Store (same decoding, skips and all-or-none

@@ -66,8 +66,9 @@ type Committed struct {
 // Key is a decoded __consumer_offsets record key. Versions 0 and 1 are offset
 // commit keys (Group, Topic, Partition); version 2 is a group metadata key (Group);
 // versions 3, 5, 6, 7 and 8 are KIP-848 consumer group records (Group, and Member for
-// 5, 7 and 8; see IsConsumerGroup); version 1001 is Sluice's share-partition state
-// (Group, TopicID, Partition; share.go).
+// 5, 7 and 8; see IsConsumerGroup); versions 10-14 are KIP-932 share group records
+// (Group, and Member for 10, 13 and 14; see IsShareGroup); version 1001 is Sluice's
+// share-partition state (Group, TopicID, Partition; share.go).
 type Key struct {
 	Version   int16
 	Group     string
@@ -121,8 +122,9 @@ func appendOffsetKey(dst []byte, version int16, group, topic string, partition i
 	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
 
-// DecodeKey decodes a record key. Unknown versions (among them record types 4 and
-// 9 and up) return ErrUnsupportedVersion with the version set.
+// DecodeKey decodes a record key. Unknown versions (among them record types 4, 9,
+// and every one from 15 up but 1001) return ErrUnsupportedVersion with the version
+// set.
 func DecodeKey(b []byte) (Key, error) {
 	r := reader{b: b}
 	k := Key{Version: r.int16()}
@@ -134,9 +136,11 @@ func DecodeKey(b []byte) (Key, error) {
 		k.Group = r.string()
 		k.Topic = r.string()
 		k.Partition = r.int32()
-	case GroupKeyV2, ConsumerGroupMetadataKeyV3, ConsumerTargetMetadataKeyV6:
+	case GroupKeyV2, ConsumerGroupMetadataKeyV3, ConsumerTargetMetadataKeyV6,
+		ShareGroupMetadataKeyV11, ShareGroupTargetMetadataKeyV12:
 		k.Group = r.string()
-	case ConsumerMemberMetadataKeyV5, ConsumerTargetMemberKeyV7, ConsumerCurrentAssignmentKeyV8:
+	case ConsumerMemberMetadataKeyV5, ConsumerTargetMemberKeyV7, ConsumerCurrentAssignmentKeyV8,
+		ShareGroupMemberMetadataKeyV10, ShareGroupTargetMemberKeyV13, ShareGroupCurrentAssignmentKeyV14:
 		k.Group = r.string()
 		k.Member = r.string()
 	case ShareStateKeyV1001:

@@ -16,6 +16,9 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(EncodeGroupKey("g"))
 	f.Add(EncodeConsumerGroupKey(ConsumerGroupMetadataKeyV3, "g", ""))
 	f.Add(EncodeConsumerGroupKey(ConsumerCurrentAssignmentKeyV8, "g", "m"))
+	f.Add(EncodeShareGroupKey(ShareGroupMetadataKeyV11, "g", ""))
+	f.Add(EncodeShareGroupKey(ShareGroupCurrentAssignmentKeyV14, "g", "m"))
+	f.Add(EncodeShareStateKey("g", topicA, 3))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		k, err := DecodeKey(b)
 		if err != nil {
@@ -29,9 +32,19 @@ func FuzzDecodeKey(f *testing.F) {
 		case k.IsOffset():
 			again = appendOffsetKey(nil, k.Version, k.Group, k.Topic, k.Partition)
 		case k.IsGroupRecord():
-			again = EncodeConsumerGroupKey(k.Version, k.Group, k.Member)
-			if k.Version == ShareStateKeyV1001 {
+			// Each type re-encodes with its own encoder only.
+			switch {
+			case k.IsConsumerGroup():
+				again = EncodeConsumerGroupKey(k.Version, k.Group, k.Member)
+			case k.IsShareGroup():
+				again = EncodeShareGroupKey(k.Version, k.Group, k.Member)
+			case k.Version == ShareStateKeyV1001:
 				again = EncodeShareStateKey(k.Group, k.TopicID, k.Partition)
+			default:
+				t.Fatalf("group record of no known kind: %+v", k)
+			}
+			if kk := encodeGroupRecordKey(k); string(kk) != string(again) {
+				t.Fatalf("encodeGroupRecordKey %x, want %x", kk, again)
 			}
 			// The badger key gives the Kafka key back.
 			ck := groupRecordKey(k)
@@ -86,8 +99,8 @@ func FuzzDecodeValue(f *testing.F) {
 	})
 }
 
-// FuzzDecodeConsumerValue feeds the same bytes to every consumer group value
-// decoder: none may panic or return an unmarked error, and what one decodes must
+// FuzzDecodeConsumerValue feeds the same bytes to every group record value decoder
+// (consumer group, share group, share state; consumerCodecs): none may panic or return an unmarked error, and what one decodes must
 // re-encode to bytes that decode to the same value (not the same bytes: unknown
 // tags, a zero MetadataHash and non-minimal varints are not written back).
 func FuzzDecodeConsumerValue(f *testing.F) {

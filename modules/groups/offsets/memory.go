@@ -22,7 +22,7 @@ type Memory struct {
 	closed   bool
 	offsets  map[string]map[TopicPartition]Committed // by group; no empty inner maps
 	meta     map[string][]byte                       // group metadata values, by group (decodable)
-	consumer map[string]map[string][]byte            // consumer group record values (decodable), by group, then Kafka key; no empty inner maps
+	consumer map[string]map[string][]byte            // group record values (decodable), by group, then Kafka key; no empty inner maps
 	applied  map[int32]int64
 	txnStart map[int32]int64
 }
@@ -96,7 +96,7 @@ func (m *Memory) GroupRecords(group string) ([]KV, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return nil, fmt.Errorf("consumer group records %s: %w", group, ErrClosed)
+		return nil, fmt.Errorf("group records %s: %w", group, ErrClosed)
 	}
 	recs := m.consumer[group]
 	out := make([]KV, 0, len(recs))
@@ -234,10 +234,7 @@ func (m *Memory) put(op applyOp) {
 	g := op.key.Group
 	switch {
 	case op.key.IsGroupRecord():
-		k := string(EncodeConsumerGroupKey(op.key.Version, g, op.key.Member))
-		if op.key.Version == ShareStateKeyV1001 {
-			k = string(EncodeShareStateKey(g, op.key.TopicID, op.key.Partition))
-		}
+		k := string(encodeGroupRecordKey(op.key))
 		if op.delete {
 			delete(m.consumer[g], k)
 			if len(m.consumer[g]) == 0 {

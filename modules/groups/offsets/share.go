@@ -21,9 +21,25 @@ const ShareStateKeyV1001 int16 = 1001
 const ShareStateValueV0 int16 = 0
 
 // IsGroupRecord reports whether k keys a record the store keeps per group and returns
-// with GroupRecords: a KIP-848 consumer group record (IsConsumerGroup) or a share
-// state record (ShareStateKeyV1001).
-func (k Key) IsGroupRecord() bool { return k.IsConsumerGroup() || k.Version == ShareStateKeyV1001 }
+// with GroupRecords: a KIP-848 consumer group record (IsConsumerGroup), a KIP-932
+// share group record (IsShareGroup) or a share state record (ShareStateKeyV1001).
+func (k Key) IsGroupRecord() bool {
+	return k.IsConsumerGroup() || k.IsShareGroup() || k.Version == ShareStateKeyV1001
+}
+
+// encodeGroupRecordKey returns the Kafka key of a group record (IsGroupRecord) with
+// its type's encoder; nil for any other key.
+func encodeGroupRecordKey(k Key) []byte {
+	switch {
+	case k.IsConsumerGroup():
+		return EncodeConsumerGroupKey(k.Version, k.Group, k.Member)
+	case k.IsShareGroup():
+		return EncodeShareGroupKey(k.Version, k.Group, k.Member)
+	case k.Version == ShareStateKeyV1001:
+		return EncodeShareStateKey(k.Group, k.TopicID, k.Partition)
+	}
+	return nil
+}
 
 // EncodeShareStateKey returns the key of group's share state on one topic partition.
 func EncodeShareStateKey(group string, topicID [16]byte, partition int32) []byte {

@@ -30,7 +30,7 @@ var ErrLayout = errors.New("offsets: unknown store layout")
 const (
 	prefixMeta     byte = 0x00 // 0x00 "layout" -> u32 layoutVersion
 	prefixApplied  byte = 'a'  // 'a' | partition u32 -> last applied log offset i64
-	prefixConsumer byte = 'c'  // 'c' | u16 len | group | type u16 [| u16 len | member] -> Kafka consumer group record value
+	prefixConsumer byte = 'c'  // 'c' | u16 len | group | type u16 | the Kafka key's fields after the group -> Kafka group record value
 	prefixGroup    byte = 'g'  // 'g' | u16 len | group -> Kafka group metadata value
 	prefixOffset   byte = 'o'  // 'o' | u16 len | group | u16 len | topic | partition u32 -> storedValue
 	prefixTxn      byte = 'r'  // 'r' | partition u32 -> first offset of the earliest pending transactional batch, i64
@@ -62,8 +62,9 @@ type Entry struct {
 	Committed Committed
 }
 
-// Store is the materialized view of committed offsets, group metadata and KIP-848
-// consumer group records. All methods are safe for concurrent use.
+// Store is the materialized view of committed offsets, group metadata and group
+// records (KIP-848 consumer group, KIP-932 share group and share state records).
+// All methods are safe for concurrent use.
 type Store struct {
 	log *slog.Logger
 
@@ -367,7 +368,7 @@ func (s *Store) GroupMetadata(group string) (GroupMetadata, bool, error) {
 	return g, found, nil
 }
 
-// GroupRecords returns the consumer group records last applied for group,
+// GroupRecords returns the group records (IsGroupRecord) last applied for group,
 // as their Kafka key and value bytes, sorted by key bytes (empty, not nil, if none).
 func (s *Store) GroupRecords(group string) ([]KV, error) {
 	out := []KV{}
@@ -390,7 +391,7 @@ func (s *Store) GroupRecords(group string) ([]KV, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("consumer group records %s: %w", group, err)
+		return nil, fmt.Errorf("group records %s: %w", group, err)
 	}
 	return out, nil
 }
@@ -454,8 +455,8 @@ func (s *Store) deleteOffsets(group string, tps []TopicPartition) error {
 	return nil
 }
 
-// DeleteGroup removes the group's metadata, all its offsets and all its consumer
-// group records. A group with more keys than one transaction holds is deleted in
+// DeleteGroup removes the group's metadata, all its offsets and all its group
+// records. A group with more keys than one transaction holds is deleted in
 // several; deletes are idempotent, so a crash in between leaves a group that a retry
 // finishes.
 func (s *Store) DeleteGroup(group string) error {
@@ -510,8 +511,8 @@ func (s *Store) DeleteGroup(group string) error {
 	return nil
 }
 
-// Groups returns, sorted, every group with offsets, metadata or consumer group
-// records in the store.
+// Groups returns, sorted, every group with offsets, metadata or group records in
+// the store.
 func (s *Store) Groups() ([]string, error) {
 	seen := make(map[string]struct{})
 	err := s.view(func(txn *badger.Txn) error {
@@ -555,8 +556,8 @@ func (s *Store) Groups() ([]string, error) {
 // else the commit timestamp. A group with a consumer group metadata record (key
 // version 3) is a KIP-848 group, whose offsets Kafka expires by commit timestamp
 // even if a classic metadata record is left. Groups with members keep their
-// offsets. Expiry deletes offsets only: a group's metadata and consumer group
-// records stay (and so does the group, in Groups). The caller must also write
+// offsets. Expiry deletes offsets only: a group's metadata and group records
+// stay (and so does the group, in Groups). The caller must also write
 // tombstones to __consumer_offsets, or a replay from the log restores them.
 func (s *Store) ExpireOffsets(now time.Time, retention time.Duration, isEmpty func(group string) bool) (int, error) {
 	groups, err := s.Groups()
@@ -623,13 +624,14 @@ func (s *Store) expireGroup(g string, nowMs, retentionMs int64) (int, error) {
 
 // Apply materializes one __consumer_offsets record at log offset offset of
 // __consumer_offsets partition partition: an offset commit sets or (nil value,
-// a tombstone) deletes an offset; group metadata and consumer group records are
-// stored (their values as applied, once they decode) or deleted likewise.
+// a tombstone) deletes an offset; group metadata and group records (consumer
+// group, share group and share state records) are stored (their values as
+// applied, once they decode) or deleted likewise.
 // The partition's applied offset advances in the same transaction. Records at
 // or below AppliedOffset(partition) were applied already and are skipped, so
 // replaying a log prefix twice is harmless. Records with key versions this
-// package does not read (KIP-848 types 4 and 16, share groups) only advance the
-// applied offset.
+// package does not read (KIP-848 types 4 and 16, KIP-932 types 9 and 15) only
+// advance the applied offset.
 //
 // The partition is an argument, not derived from the key, because the store
 // does not know offsets.topic.num.partitions (see PartitionFor).
@@ -808,8 +810,8 @@ func groupPrefix(prefix byte, group string) []byte {
 
 // groupRecordKey is the badger key of a group record (IsGroupRecord): the group's 'c'
 // prefix, then the Kafka key without its group (the record type, then the member for
-// types 5, 7 and 8, or the topic id and partition for share state). Within a group
-// these sort as the Kafka keys do.
+// types 5, 7, 8, 10, 13 and 14, or the topic id and partition for share state).
+// Within a group these sort as the Kafka keys do.
 func groupRecordKey(k Key) []byte {
 	b := make([]byte, 0, 27+len(k.Group)+len(k.Member))
 	b = append(b, prefixConsumer)
@@ -843,10 +845,7 @@ func groupRecordKafkaKey(group string, rest []byte) ([]byte, error) {
 	if err := r.done(); err != nil {
 		return nil, err
 	}
-	if k.Version == ShareStateKeyV1001 {
-		return EncodeShareStateKey(k.Group, k.TopicID, k.Partition), nil
-	}
-	return EncodeConsumerGroupKey(k.Version, k.Group, k.Member), nil
+	return encodeGroupRecordKey(k), nil
 }
 
 func offsetKey(group, topic string, partition int32) []byte {

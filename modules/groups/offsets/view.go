@@ -17,15 +17,15 @@ type View interface {
 	// GroupMetadata returns the group metadata last applied for group.
 	GroupMetadata(group string) (GroupMetadata, bool, error)
 	// GroupRecords returns the group records (Key.IsGroupRecord: KIP-848 consumer
-	// group records, key versions 3, 5-8, and share state, 1001) last applied for
-	// group, as their Kafka key and value bytes, sorted by key bytes (empty, not nil,
-	// if none). The caller owns the returned bytes.
+	// group records, key versions 3, 5-8; KIP-932 share group records, 10-14; and
+	// share state, 1001) last applied for group, as their Kafka key and value
+	// bytes, sorted by key bytes (empty, not nil, if none). The caller owns the
+	// returned bytes.
 	GroupRecords(group string) ([]KV, error)
 	// GroupRecord returns the value last applied for one group record's Kafka key,
 	// and whether there is one. A key that is not a group record's is an error.
 	GroupRecord(key []byte) ([]byte, bool, error)
-	// Groups returns, sorted, every group with offsets, metadata or consumer group
-	// records.
+	// Groups returns, sorted, every group with offsets, metadata or group records.
 	Groups() ([]string, error)
 
 	// ApplyBatch applies records of one __consumer_offsets partition, ascending

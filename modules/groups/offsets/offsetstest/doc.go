@@ -12,9 +12,11 @@
 // a batch all or none; records at or below a partition's applied offset are skipped by
 // ApplyBatch and applied by Reapply; tombstones delete; the applied offset never moves
 // back; a partition's applied offset and transaction replay start are its own;
-// consumer group records (key types 3, 5-8) are kept as applied and read back sorted
-// by key, per group, and a view that can delete a group (DeleteGroup) deletes them
-// with it.
+// group records (KIP-848 consumer group records, key types 3, 5-8; KIP-932 share
+// group records, 10-14; share state, 1001) are kept as applied and read back sorted by
+// key, per group, each kind beside the others, a value that does not decode as its
+// key's type fails its batch, and a view that can delete a group (DeleteGroup) deletes
+// them with it; types it does not read (4, 9, 15, 16) only advance the applied offset.
 //
 // # Concurrency
 //

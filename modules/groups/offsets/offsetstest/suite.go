@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) offsets.View) {
 		{"GroupRecords", testGroupRecords},
 		{"GroupRecordsReplay", testGroupRecordsReplay},
 		{"ShareState", testShareState},
+		{"ShareGroupRecords", testShareGroupRecords},
 		{"DeleteGroup", testDeleteGroup},
 		{"PartitionsIndependent", testPartitionsIndependent},
 		{"Closed", testClosed},
@@ -259,14 +260,16 @@ func testAllOrNone(t *testing.T, v offsets.View) {
 }
 
 func testUnreadKeyVersion(t *testing.T, v offsets.View) {
-	// Records of types this package does not read (4: partition metadata, 9-15:
-	// share groups, 16: regular expressions) only advance the applied offset.
-	share := offsets.Record{Key: []byte{0, 11, 0, 1, 'g'}, Value: []byte{0, 0, 1}, Offset: 4}
+	// Records of types this package does not read (4: partition metadata, 9 and 15:
+	// share group partition metadata and state partition metadata, 16: regular
+	// expressions) only advance the applied offset.
+	sharePartitionMeta := offsets.Record{Key: []byte{0, 9, 0, 1, 'g'}, Value: []byte{0, 0, 1}, Offset: 4}
 	partitionMeta := offsets.Record{Key: []byte{0, 4, 0, 1, 'h'}, Value: []byte{0, 0, 0}, Offset: 5}
 	regex := offsets.Record{Key: []byte{0, 16, 0, 1, 'h', 0, 1, 'r'}, Value: []byte("not decoded"), Offset: 6}
-	mustApply(t, v.ApplyBatch(0, []offsets.Record{commit("g", "t", 0, 1, 3), share, partitionMeta, regex}))
-	if got := v.AppliedOffset(0); got != 6 {
-		t.Fatalf("applied offset %d, want 6", got)
+	shareStatePartitionMeta := offsets.Record{Key: []byte{0, 15, 0, 1, 'h'}, Value: []byte("not decoded"), Offset: 7}
+	mustApply(t, v.ApplyBatch(0, []offsets.Record{commit("g", "t", 0, 1, 3), sharePartitionMeta, partitionMeta, regex, shareStatePartitionMeta}))
+	if got := v.AppliedOffset(0); got != 7 {
+		t.Fatalf("applied offset %d, want 7", got)
 	}
 	wantGroups(t, v, "g")
 	wantConsumerRecords(t, v, "g")
@@ -305,7 +308,7 @@ func consumerRecords(group string, epoch int32, at int64) []offsets.Record {
 	return recs
 }
 
-// wantConsumerRecords checks group's consumer group records: want's keys and values
+// wantConsumerRecords checks group's group records (GroupRecords): want's keys and values
 // (the last of each key wins; nil values delete), sorted by key.
 func wantConsumerRecords(t *testing.T, v offsets.View, group string, want ...offsets.Record) {
 	t.Helper()
@@ -330,7 +333,7 @@ func wantConsumerRecords(t *testing.T, v offsets.View, group string, want ...off
 		t.Fatalf("GroupRecords(%q) is nil, want a slice", group)
 	}
 	if len(got) != len(keys) {
-		t.Fatalf("%q: %d consumer group records, want %d: %x", group, len(got), len(keys), got)
+		t.Fatalf("%q: %d group records, want %d: %x", group, len(got), len(keys), got)
 	}
 	for i, kv := range got {
 		if string(kv.Key) != keys[i] || !bytes.Equal(kv.Value, latest[keys[i]]) {
@@ -421,6 +424,13 @@ func testDeleteGroup(t *testing.T, v offsets.View) {
 	mustApply(t, v.ApplyBatch(0, append(append([]offsets.Record{commit("g", "t", 0, 1, 0), groupMeta("g", 1, 1)}, cg...), keep...)))
 	only := consumerRecords("only", 4, 30)
 	mustApply(t, v.ApplyBatch(0, only))
+	sg := append(shareGroupRecords("sg", 5, 40), shareStateRec("sg", 0, 1, 50))
+	mustApply(t, v.ApplyBatch(0, sg))
+	wantGroups(t, v, "g", "g2", "only", "sg")
+	if err := d.DeleteGroup("sg"); err != nil {
+		t.Fatal(err)
+	}
+	wantConsumerRecords(t, v, "sg")
 	wantGroups(t, v, "g", "g2", "only")
 	if err := d.DeleteGroup("g"); err != nil {
 		t.Fatal(err)
@@ -559,4 +569,151 @@ func testShareState(t *testing.T, v offsets.View) {
 	if err != nil || st.StartOffset != 40 || len(st.Batches) != 1 || st.Batches[0].DeliveryState != 2 {
 		t.Fatalf("decoded %+v, %v", st, err)
 	}
+}
+
+// shareRec is a share group record (value nil: a tombstone) at log offset at.
+func shareRec(version int16, group, member string, value []byte, at int64) offsets.Record {
+	return offsets.Record{Key: offsets.EncodeShareGroupKey(version, group, member), Value: value, Offset: at}
+}
+
+// shareGroupRecords is one of each share group record type for group, with two
+// members and the epochs made from epoch, at log offsets from at on (in an order
+// unlike the keys').
+func shareGroupRecords(group string, epoch int32, at int64) []offsets.Record {
+	topic := [16]byte{0: 7, 15: byte(epoch)}
+	tps := []offsets.TopicPartitions{{TopicID: topic, Partitions: []int32{epoch, epoch + 1}}}
+	recs := []offsets.Record{
+		shareRec(offsets.ShareGroupCurrentAssignmentKeyV14, group, "m2", offsets.EncodeShareCurrentAssignment(
+			offsets.ShareCurrentAssignment{MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 0}), 0),
+		shareRec(offsets.ShareGroupMetadataKeyV11, group, "", offsets.EncodeShareGroupMetadata(
+			offsets.ShareGroupMetadata{Epoch: epoch, MetadataHash: int64(epoch) << 33}), 0),
+		shareRec(offsets.ShareGroupMemberMetadataKeyV10, group, "m1", offsets.EncodeShareMemberMetadata(
+			offsets.ShareMemberMetadata{RackID: "r1", ClientID: "c1", ClientHost: "/h", SubscribedTopicNames: []string{"t"}}), 0),
+		shareRec(offsets.ShareGroupTargetMemberKeyV13, group, "m1", offsets.EncodeShareTargetMember(
+			offsets.ShareTargetMember{TopicPartitions: tps}), 0),
+		shareRec(offsets.ShareGroupTargetMetadataKeyV12, group, "", offsets.EncodeShareTargetMetadata(
+			offsets.ShareTargetMetadata{AssignmentEpoch: epoch}), 0),
+		shareRec(offsets.ShareGroupCurrentAssignmentKeyV14, group, "m1", offsets.EncodeShareCurrentAssignment(
+			offsets.ShareCurrentAssignment{MemberEpoch: epoch, PreviousMemberEpoch: epoch - 1, State: 1, Assigned: tps}), 0),
+		shareRec(offsets.ShareGroupMemberMetadataKeyV10, group, "m2", offsets.EncodeShareMemberMetadata(
+			offsets.ShareMemberMetadata{ClientID: "c2", ClientHost: "/h2"}), 0),
+		shareRec(offsets.ShareGroupTargetMemberKeyV13, group, "m2", offsets.EncodeShareTargetMember(
+			offsets.ShareTargetMember{}), 0),
+	}
+	for i := range recs {
+		recs[i].Offset = at + int64(i)
+	}
+	return recs
+}
+
+// shareStateRec is a share state record of group on partition p of a topic at log
+// offset at.
+func shareStateRec(group string, p int32, start, at int64) offsets.Record {
+	return offsets.Record{
+		Key:    offsets.EncodeShareStateKey(group, [16]byte{0: 7}, p),
+		Value:  offsets.EncodeShareState(offsets.ShareState{StateEpoch: 1, StartOffset: start}),
+		Offset: at,
+	}
+}
+
+// testShareGroupRecords: KIP-932 share group records (key types 10-14) are group
+// records: kept per group beside the group's share state, apart from other groups'
+// consumer group records and share state, sorted by key, read one by one, replaced,
+// tombstoned; a value that does not decode as its type fails its batch.
+func testShareGroupRecords(t *testing.T, v offsets.View) {
+	sg := shareGroupRecords("sg", 5, 10)
+	sgState := []offsets.Record{shareStateRec("sg", 1, 100, 20), shareStateRec("sg", 0, 200, 21)}
+	cg := consumerRecords("cg", 6, 30)
+	otherState := []offsets.Record{shareStateRec("other", 0, 300, 40)}
+	// A prefix of the share group's name, and a name it prefixes.
+	s := shareGroupRecords("s", 2, 50)
+	sg2 := shareGroupRecords("sg2", 3, 60)
+	var batch []offsets.Record
+	for _, part := range [][]offsets.Record{{commit("sg", "t", 0, 1, 0)}, sg, sgState, cg, otherState, s, sg2} {
+		batch = append(batch, part...)
+	}
+	mustApply(t, v.ApplyBatch(1, batch))
+	if got, want := v.AppliedOffset(1), batch[len(batch)-1].Offset; got != want {
+		t.Fatalf("applied offset %d, want %d", got, want)
+	}
+	wantConsumerRecords(t, v, "sg", append(slices.Clone(sg), sgState...)...)
+	wantConsumerRecords(t, v, "cg", cg...)
+	wantConsumerRecords(t, v, "other", otherState...)
+	wantConsumerRecords(t, v, "s", s...)
+	wantConsumerRecords(t, v, "sg2", sg2...)
+	wantGroups(t, v, "cg", "other", "s", "sg", "sg2")
+	wantOffset(t, v, "sg", "t", 0, 1)
+
+	// One by one, and decoded with their type's decoders.
+	for _, r := range batch[1:] {
+		got, ok, err := v.GroupRecord(r.Key)
+		if err != nil || !ok || !bytes.Equal(got, r.Value) {
+			t.Fatalf("GroupRecord(%x) = %x, %v, %v; want %x", r.Key, got, ok, err, r.Value)
+		}
+	}
+	if _, ok, err := v.GroupRecord(offsets.EncodeShareGroupKey(offsets.ShareGroupCurrentAssignmentKeyV14, "sg", "nobody")); ok || err != nil {
+		t.Fatalf("GroupRecord of an unknown member: %v, %v", ok, err)
+	}
+	cur, _, _ := v.GroupRecord(offsets.EncodeShareGroupKey(offsets.ShareGroupCurrentAssignmentKeyV14, "sg", "m1"))
+	a, err := offsets.DecodeShareCurrentAssignment(cur)
+	if err != nil || a.MemberEpoch != 5 || a.PreviousMemberEpoch != 4 || a.State != 1 || len(a.Assigned) != 1 ||
+		!slices.Equal(a.Assigned[0].Partitions, []int32{5, 6}) {
+		t.Fatalf("current assignment of m1: %+v, %v", a, err)
+	}
+	md, _, _ := v.GroupRecord(offsets.EncodeShareGroupKey(offsets.ShareGroupMetadataKeyV11, "sg", ""))
+	if g, err := offsets.DecodeShareGroupMetadata(md); err != nil || g != (offsets.ShareGroupMetadata{Epoch: 5, MetadataHash: 5 << 33}) {
+		t.Fatalf("share group metadata: %+v, %v", g, err)
+	}
+	mm, _, _ := v.GroupRecord(offsets.EncodeShareGroupKey(offsets.ShareGroupMemberMetadataKeyV10, "sg", "m1"))
+	if m, err := offsets.DecodeShareMemberMetadata(mm); err != nil || m.RackID != "r1" || !slices.Equal(m.SubscribedTopicNames, []string{"t"}) {
+		t.Fatalf("member metadata of m1: %+v, %v", m, err)
+	}
+
+	// Overwrites (a later epoch of every record) and a member's tombstones.
+	sgNext := shareGroupRecords("sg", 8, 70)
+	mustApply(t, v.ApplyBatch(1, sgNext))
+	gone := []offsets.Record{
+		shareRec(offsets.ShareGroupMemberMetadataKeyV10, "sg", "m2", nil, 80),
+		shareRec(offsets.ShareGroupTargetMemberKeyV13, "sg", "m2", nil, 81),
+		shareRec(offsets.ShareGroupCurrentAssignmentKeyV14, "sg", "m2", nil, 82),
+		shareRec(offsets.ShareGroupCurrentAssignmentKeyV14, "sg", "nobody", nil, 83),
+	}
+	mustApply(t, v.ApplyBatch(1, gone))
+	want := append(append(append(slices.Clone(sg), sgState...), sgNext...), gone...)
+	wantConsumerRecords(t, v, "sg", want...)
+
+	// Values that do not decode as their key's type fail the whole batch: a consumer
+	// group current assignment (it has a second array) under a share group key, a
+	// short share group epoch, a target member under a member metadata key.
+	for _, bad := range [][]offsets.Record{
+		{shareStateRec("sg", 2, 1, 90), shareRec(offsets.ShareGroupCurrentAssignmentKeyV14, "sg", "m1",
+			offsets.EncodeConsumerCurrentAssignment(offsets.ConsumerCurrentAssignment{MemberEpoch: 9}), 91)},
+		{shareStateRec("sg", 2, 1, 90), shareRec(offsets.ShareGroupMetadataKeyV11, "sg", "", []byte{0, 0, 0, 9}, 91)},
+		{shareStateRec("sg", 2, 1, 90), shareRec(offsets.ShareGroupMemberMetadataKeyV10, "sg", "m1",
+			offsets.EncodeShareTargetMember(offsets.ShareTargetMember{}), 91)},
+	} {
+		if err := v.ApplyBatch(1, bad); err == nil {
+			t.Fatalf("applied %x", bad[1].Value)
+		}
+	}
+	wantConsumerRecords(t, v, "sg", want...)
+	if got := v.AppliedOffset(1); got != 83 {
+		t.Fatalf("applied offset %d after failed batches, want 83", got)
+	}
+
+	// A share group that loses every record (its share state too) leaves Groups
+	// once its offset goes; the others keep theirs.
+	var tombs []offsets.Record
+	for i, r := range append(append(slices.Clone(sg), sgNext...), sgState...) {
+		tombs = append(tombs, offsets.Record{Key: r.Key, Offset: 100 + int64(i)})
+	}
+	mustApply(t, v.ApplyBatch(1, tombs))
+	wantConsumerRecords(t, v, "sg")
+	wantGroups(t, v, "cg", "other", "s", "sg", "sg2")
+	mustApply(t, v.ApplyBatch(1, []offsets.Record{tombstone("sg", "t", 0, 200)}))
+	wantGroups(t, v, "cg", "other", "s", "sg2")
+	wantConsumerRecords(t, v, "cg", cg...)
+	wantConsumerRecords(t, v, "other", otherState...)
+	wantConsumerRecords(t, v, "s", s...)
+	wantConsumerRecords(t, v, "sg2", sg2...)
 }
