@@ -159,5 +159,13 @@ func (l *shareLeader) ack(ctx context.Context, group, member string, tp kernel.T
 		}
 		return kerr.InvalidRequest
 	}
-	return l.persist(ctx, sp)
+	if e := l.persist(ctx, sp); e != nil {
+		// The acknowledgement is not known to be durable: unload the share-partition,
+		// so the next request reloads the state the coordinator holds (with the
+		// records still acquired, hence redelivered, unless the write landed after
+		// all), instead of serving acknowledgements that may not exist.
+		l.drop(sp)
+		return e
+	}
+	return nil
 }
