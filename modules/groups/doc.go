@@ -175,10 +175,11 @@
 // PartitionEndOffsets (high watermark) and PartitionLag (high watermark minus the
 // group's committed offset, or minus the log start when none is committed) through
 // consumer.TopicStats, from kernel.PartitionOffsets of the replication module and the
-// offset store; -1 for partitions this broker does not lead. Plugins (consumer.RackUser)
-// also get PartitionRacks through consumer.TopicRacks: each partition's replica racks
-// from the image. Built-ins get none of these (uniform would change its answers on
-// racked clusters if it were given racks).
+// offset store; -1 for partitions this broker does not lead. Plugins and the built-in
+// uniform assignor (consumer.RackUser) also get PartitionRacks through
+// consumer.TopicRacks: each partition's replica racks from the image, so uniform
+// prefers rack-local partitions for members that send a rack, balance first (range
+// stays rack-blind). Built-ins get no end offsets or lag.
 //
 // Which assignor a group uses: the group config sluice.consumer.assignor (metadata
 // extension records "groups.configs"/<group id>, a JSON object of config name → value,

@@ -69,7 +69,8 @@ modules:
 	// gives the other rack-local partitions, ascending, to A up to its quota:
 	// 0, 1, 2; pass 3 lets B keep the rest of its current ones: 3, 4, 5. Without
 	// PartitionRacks, pass 3 would let B keep 0, 1, 2 and A would get 3, 4, 5.
-	// Uniform gives 3 and 3 too, rack-blind.
+	// Uniform gives 3 and 3 too (its rack preference needs members that send racks in
+	// their heartbeats; these do not).
 	for _, tc := range []struct {
 		assignor string
 		wantA    []int32 // nil: any 3

@@ -131,7 +131,7 @@ func (p *pluginAssignor) Name() string { return p.cfg.Name }
 func (p *pluginAssignor) UsesPartitionStats() bool { return true }
 
 // UsesPartitionRacks asks the group for the racks of each partition's replicas
-// (consumer.RackUser): a plugin may use them; built-ins are not given them.
+// (consumer.RackUser): a plugin may use them (of the built-ins, uniform does too).
 func (p *pluginAssignor) UsesPartitionRacks() bool { return true }
 
 // Assign asks the plugin, within the configured deadline, and checks its answer;

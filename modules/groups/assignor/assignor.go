@@ -207,28 +207,6 @@ func (g *group) current(m, t int) []int {
 	return slices.Compact(out)
 }
 
-// rackMatch reports whether member m's rack hosts a replica of global
-// partition p.
-func (g *group) rackMatch(m, p int) bool {
-	rack := g.members[m].Rack
-	if rack == "" {
-		return false
-	}
-	t := g.topicOf[p]
-	racks := g.topics[t].PartitionRacks
-	if len(racks) == 0 {
-		return false
-	}
-	return slices.Contains(racks[p-g.base[t]], rack)
-}
-
-// hasRacks reports whether global partition p has any replica rack listed.
-func (g *group) hasRacks(p int) bool {
-	t := g.topicOf[p]
-	racks := g.topics[t].PartitionRacks
-	return len(racks) != 0 && len(racks[p-g.base[t]]) != 0
-}
-
 // assignment turns owner (global partition → member index, -1 for none) into
 // an Assignment holding every member, partitions ascending.
 func (g *group) assignment(owner []int) Assignment {

@@ -48,9 +48,15 @@
 //     partitions moves at most ceil(P/(N+1)) partitions; a member leaving
 //     moves only its own. With heterogeneous subscriptions no partition could
 //     go to a subscriber owning two or more fewer partitions than its owner.
+//     Within those rules it is rack-aware (KIP-881 on the server): members
+//     with a Rack get partitions with a replica in their rack
+//     (Topic.PartitionRacks) where balance and then stickiness allow. When no
+//     member's rack hosts a replica of a partition it subscribes to, racks
+//     change nothing: the answer is the rack-blind one.
 //   - Range: per topic, contiguous ranges in member-id order on a fresh group
 //     (first partitions%members members get one more), so co-partitioned
 //     topics line up; later each member keeps its partitions up to its quota.
+//     It ignores racks.
 //
 // Member.InstanceID is carried for assignors that want it; the built-ins
 // ignore it: the coordinator gives a returning static member its

@@ -32,3 +32,25 @@ func Example() {
 	// m1 [3 4 5]
 	// m2 [0 1 2]
 }
+
+// Members that send a rack get the partitions with a replica in their rack,
+// as far as balance allows.
+func ExampleUniform_racks() {
+	orders := assignor.TopicID{0: 1}
+	in := assignor.Input{
+		Topics: map[assignor.TopicID]assignor.Topic{
+			orders: {ID: orders, Name: "orders", Partitions: 4,
+				PartitionRacks: [][]string{{"az-a"}, {"az-b"}, {"az-a"}, {"az-b"}}},
+		},
+		Members: []assignor.Member{
+			{ID: "m1", Rack: "az-b", Topics: []string{"orders"}},
+			{ID: "m2", Rack: "az-a", Topics: []string{"orders"}},
+		},
+	}
+	target, _ := assignor.Uniform{}.Assign(context.Background(), in)
+	fmt.Println("m1", target["m1"][orders])
+	fmt.Println("m2", target["m2"][orders])
+	// Output:
+	// m1 [1 3]
+	// m2 [0 2]
+}

@@ -16,6 +16,10 @@ import "context"
 // order, lowest partition first. On a fresh group this is exactly
 // the contiguous ranges; later, co-partitioned topics stay aligned as long as
 // their current assignments were aligned.
+//
+// Range ignores racks (Member.Rack, Topic.PartitionRacks): rack preferences
+// would break the alignment of co-partitioned topics. It does not implement
+// UsesPartitionRacks, so the group coordinator does not look racks up for it.
 type Range struct{}
 
 // Name implements Assignor.

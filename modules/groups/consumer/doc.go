@@ -60,6 +60,14 @@
 // the target epoch does not move, LastAssignorError says why, and the next
 // heartbeat tries again.
 //
+// Racks: each member's RackId is its assignor.Member.Rack. Assignors that are
+// RackUsers also get each partition's replica racks (Topic.PartitionRacks)
+// when the TopicView is a TopicRacks. The default uniform assignor is one: it
+// gives members partitions with a replica in their rack where balance and
+// stickiness allow (KIP-881's rack awareness, on the server); range ignores
+// racks and is not asked for them. A member's rack change bumps the group
+// epoch; a change of the replica racks alone does not.
+//
 // Regex subscriptions (v1+) use Go's regexp, the RE2 dialect Kafka's RE2J
 // also speaks, and must match a whole topic name. Internal topics
 // (__consumer_offsets, __transaction_state) are matched like any other, as
@@ -139,7 +147,8 @@
 //
 // Not here: writing the records to __consumer_offsets, the network
 // handlers, classic-protocol members in a consumer group (KIP-848 upgrade
-// path), rack-aware topic metadata (PartitionRacks), and
+// path), the replica racks themselves (the coordinator's TopicRacks), a new
+// assignment when only they change (KIP-1101), and
 // coordinator-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 // INVALID_GROUP_ID, GROUP_ID_NOT_FOUND, authorization).
 //

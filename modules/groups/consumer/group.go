@@ -97,10 +97,10 @@ type TopicStats interface {
 }
 
 // TopicRacks is an optional interface of a TopicView: per partition, the
-// racks of its replicas, for assignors that use them (RackUser). It is asked
-// only when the chosen assignor is a RackUser: the built-in uniform assignor
-// would honour racks too, and keeps its rack-blind behaviour. ok false (or a
-// slice of the wrong length) leaves Topic.PartitionRacks unknown (nil).
+// racks of its replicas, for assignors that use them (RackUser), such as the
+// built-in uniform assignor (range is not one). It is asked only when the
+// chosen assignor is a RackUser. ok false (or a slice of the wrong length)
+// leaves Topic.PartitionRacks unknown (nil).
 type TopicRacks interface {
 	// PartitionRacks returns, for partitions 0..partitions-1 of topic id, the
 	// racks of the partition's replicas (brokers without a rack skipped, nil

@@ -244,7 +244,7 @@ func (g *Group) computeTarget(ctx context.Context, topics TopicView, cur map[str
 	}
 	racks, _ := topics.(TopicRacks)
 	if ru, ok := a.(RackUser); !ok || !ru.UsesPartitionRacks() {
-		racks = nil // built-ins get no racks: uniform would change its answers
+		racks = nil // e.g. range, which ignores them: don't look them up
 	}
 	in := assignor.Input{Topics: make(map[assignor.TopicID]assignor.Topic, len(cur))}
 	for n, t := range cur {
