@@ -61,9 +61,10 @@ func consumeUntilError(t *testing.T, p *brokerproc.Proc, topic string, from int6
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
 			// A restarted broker answers NOT_LEADER (or UNKNOWN_TOPIC_OR_PARTITION)
-			// for a partition until its log is open: transient, not the answer
-			// this helper looks for.
-			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) &&
+			// for a partition until its log is open, and LEADER_NOT_AVAILABLE while
+			// its new incarnation, which left the ISR, is elected leader again:
+			// transient, not the answer this helper looks for.
+			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kerr.LeaderNotAvailable) &&
 				!errors.Is(err, kerr.NotLeaderForPartition) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 				ferr = err
 			}
