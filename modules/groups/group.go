@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,8 +38,9 @@ type group struct {
 	full        bool
 	kindChecked bool
 	// sharePersistedEpoch is the share group's epoch at its last write
-	// (share_persist.go): the sweep writes again when an expiry moved it.
-	sharePersistedEpoch int32
+	// (share_persist.go): the sweep writes again when an expiry moved it. Atomic:
+	// the sweep reads it without writeMu.
+	sharePersistedEpoch atomic.Int32
 }
 
 // metadataRecord returns the group metadata record to write when a classic group is

@@ -154,11 +154,11 @@ func (s *shard) restoreGroups() int {
 // failure) is marked to be written again in full.
 func (s *shard) persist(ctx context.Context, gs ...*group) {
 	for _, g := range gs {
-		if g.consumer != nil && g.consumer.HasChanges() || g.share != nil && g.share.GroupEpoch() != g.sharePersistedEpoch {
+		if g.consumer != nil && g.consumer.HasChanges() || g.share != nil && g.share.GroupEpoch() != g.sharePersistedEpoch.Load() {
 			g.writeMu.Lock()
 			defer g.writeMu.Unlock()
 			if g.share != nil {
-				g.sharePersistedEpoch = g.share.GroupEpoch()
+				g.sharePersistedEpoch.Store(g.share.GroupEpoch())
 			}
 			s.persistLocked(ctx, g)
 		}

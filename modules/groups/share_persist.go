@@ -33,7 +33,7 @@ func (s *shard) persistShare(ctx context.Context, g *group) {
 	}
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
-	g.sharePersistedEpoch = g.share.GroupEpoch()
+	g.sharePersistedEpoch.Store(g.share.GroupEpoch())
 	s.persistLocked(ctx, g)
 }
 
@@ -133,7 +133,7 @@ func (s *shard) restoreShare(id string, cfg share.Config, now time.Time) *group 
 		p.Members = append(p.Members, *members[mid])
 	}
 	g.share = share.Restore(id, cfg, p, s.m.topicView(), now)
-	g.sharePersistedEpoch = g.share.GroupEpoch()
+	g.sharePersistedEpoch.Store(g.share.GroupEpoch())
 	return g
 }
 
