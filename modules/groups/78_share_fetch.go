@@ -136,16 +136,16 @@ func (m *Module) handleShareFetch(ctx context.Context, req *kernel.Request, r *k
 		}
 		return int(a.Partition - b.Partition)
 	})
-	if r.IsRenewAck || r.ShareSessionEpoch == -1 {
+	if r.IsRenewAck {
 		return kernel.Reply(m.shareFetchResponse(resp, im, results, order)), nil
 	}
 	budget := shareBudget{records: int(r.MaxRecords), bytes: int(r.MaxBytes), aligned: r.ShareAcquireMode == 0}
 	if r.Version == 0 || budget.records <= 0 {
 		budget.records = shareDefaultMaxRecords
 	}
-	if budget.bytes <= 0 {
-		budget.bytes = 1
-	}
+	// The records are copied out of the log into the response: bound what one
+	// request may make the broker hold, whatever MaxBytes the client asks for.
+	budget.bytes = min(max(budget.bytes, 1), shareMaxResponseBytes)
 	var led []kernel.TopicPartition
 	attempt := func() bool {
 		got := false

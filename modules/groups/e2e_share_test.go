@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -120,13 +121,7 @@ func (m *shareMember) fetch(wait time.Duration, acks map[int64]int8) ([]acquired
 
 func ackBatches(acks map[int64]int8) []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
 	var out []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
-	for _, off := range slices.Sorted(func(yield func(int64) bool) {
-		for o := range acks {
-			if !yield(o) {
-				return
-			}
-		}
-	}) {
+	for _, off := range slices.Sorted(maps.Keys(acks)) {
 		b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
 		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = off, off, []int8{acks[off]}
 		out = append(out, b)

@@ -15,6 +15,10 @@ import (
 // shareDefaultMaxRecords is the record budget of a ShareFetch that names none (v0).
 const shareDefaultMaxRecords = 500
 
+// shareMaxResponseBytes caps the record bytes of one ShareFetch response (Kafka's
+// fetch.max.bytes default, 55 MiB), since they are copied from the log into memory.
+const shareMaxResponseBytes = 55 << 20
+
 // errShareReadDone stops a log read once the budget is met.
 var errShareReadDone = errors.New("share read budget met")
 
