@@ -134,6 +134,44 @@
 // ValidateCommit and ValidateFetch check OffsetCommit / OffsetFetch member
 // epochs (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) as Kafka does.
 //
+// # Classic members (classic.go)
+//
+// Members of classic-protocol clients (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
+// live in the same group, as in Kafka 4: JoinClassic, SyncClassic, HeartbeatClassic
+// and LeaveClassic. Their protocol type must be "consumer"; the subscription (topics,
+// owned partitions, rack) comes from their first protocol's ConsumerMemberMetadata,
+// and the group's server-side assignor assigns them with everyone else (they name
+// no ServerAssignor). Each is a follower: JoinGroup answers at once with an empty
+// leader and the member's first protocol, and SyncGroup with the partitions its join
+// computed, as a ConsumerMemberAssignment.
+//
+// A classic client can only change its partitions by rejoining, so its
+// reconciliation happens at its JoinGroup (reconcileClassic): what it still owns (for
+// a cooperative client the owned partitions its subscription lists, for an eager one
+// nothing) is kept where the target wants it; the target's partitions nobody holds
+// are added; the rest of what it owns stays pending revocation, still counted as its
+// own, until its next join shows it gave them up (a cooperative client rejoins
+// after revoking). Its generation is its member epoch, set to the target epoch at
+// each join. Its heartbeats answer REBALANCE_IN_PROGRESS while it must rejoin to
+// move on (partitions to give up, or free partitions of its target to take); a
+// member told so, or holding partitions pending revocation, must rejoin within its
+// rebalance timeout or is removed. Its own session timeout (from its JoinGroup)
+// replaces the group's. Commits are checked against its generation, with
+// ILLEGAL_GENERATION (which classic clients rejoin on) for a stale one.
+//
+// Membership: a JoinGroup without a member id is a new member (the coordinator names
+// it; only when the caller admits new classic members, else
+// INCONSISTENT_GROUP_PROTOCOL), a static one (instance id) replaces the member
+// holding its instance id and keeps its partitions; a consumer-protocol join with the
+// instance id of a classic member takes it over too. Classic ids are unknown to
+// ConsumerGroupHeartbeat and the other way round.
+//
+// Migration (the coordinator applies group.consumer.migration.policy): FromClassic
+// builds a consumer group from a classic group's Stable generation (members become
+// classic members at the generation as epoch, their assignments their targets),
+// ToClassic gives back the members of a group whose members are all classic, and
+// Protocols counts each kind.
+//
 // # Persistence
 //
 // TakeChanges reports what changed since the last call (the group and target
@@ -146,8 +184,7 @@
 // current one bumps the group epoch at the next heartbeat.
 //
 // Not here: writing the records to __consumer_offsets, the network
-// handlers, classic-protocol members in a consumer group (KIP-848 upgrade
-// path), the replica racks themselves (the coordinator's TopicRacks), a new
+// handlers, the migration policy, the replica racks themselves (the coordinator's TopicRacks), a new
 // assignment when only they change (KIP-1101), and
 // coordinator-level errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 // INVALID_GROUP_ID, GROUP_ID_NOT_FOUND, authorization).

@@ -156,9 +156,18 @@ type Config struct {
 	// WhyDefault), differs from the previous computation's. It runs under the
 	// group's lock: it must not block or call the Group.
 	OnAssignorChosen func(group, assignor, why string)
-	// NewMemberID generates a member id for a v0 join without one. Default
-	// a random UUID in Kafka's text form (22 characters of url-safe base64).
+	// NewMemberID generates a member id for a v0 join without one (and for
+	// classic members). Default a random UUID in Kafka's text form (22
+	// characters of url-safe base64).
 	NewMemberID func() string
+
+	// Classic members (classic.go): ClassicMinSessionTimeout and
+	// ClassicMaxSessionTimeout bound the session timeout a JoinGroup asks for
+	// (group.min.session.timeout.ms, group.max.session.timeout.ms; default 6 s
+	// and 30 min); ClassicMaxProtocols and ClassicMaxMetadataBytes bound its
+	// protocols (default 64 and 256 KiB), as for classic groups.
+	ClassicMinSessionTimeout, ClassicMaxSessionTimeout time.Duration
+	ClassicMaxProtocols, ClassicMaxMetadataBytes       int
 }
 
 func (c Config) withDefaults() Config {
@@ -193,7 +202,7 @@ func (c Config) withDefaults() Config {
 	if c.NewMemberID == nil {
 		c.NewMemberID = randomMemberID
 	}
-	return c
+	return c.classicDefaults()
 }
 
 func randomMemberID() string {
@@ -230,7 +239,11 @@ type member struct {
 	assigned, pending tps // pending: awaiting revocation
 
 	sessionDeadline time.Time
-	revokeDeadline  time.Time // zero unless state is MemberUnrevokedPartitions
+	// revokeDeadline: zero unless a consumer-protocol member is in
+	// MemberUnrevokedPartitions or a classic member was told to rejoin.
+	revokeDeadline time.Time
+
+	classic *classicInfo // nil for a consumer-protocol member
 }
 
 // Group is one consumer group's state machine. Its methods are safe for
@@ -302,7 +315,13 @@ func (g *Group) state() State {
 		return Assigning
 	}
 	for _, m := range g.members {
-		if m.epoch != g.targetEpoch {
+		if m.classic != nil {
+			// A classic member's generation moves only when it rejoins, which it
+			// needs to only when its partitions must change.
+			if g.classicMustRejoin(m) {
+				return Reconciling
+			}
+		} else if m.epoch != g.targetEpoch {
 			return Reconciling
 		}
 	}
@@ -445,6 +464,9 @@ type MemberInfo struct {
 	// Assigned is what the member may use now (what it was last sent);
 	// PendingRevocation what it must give up; Target its target assignment.
 	Assigned, PendingRevocation, Target map[assignor.TopicID][]int32
+	// ClassicProtocols: a classic-protocol member's protocols (preference
+	// order); nil for a consumer-protocol member.
+	ClassicProtocols []ClassicProtocol
 }
 
 // Members returns a snapshot of the members, sorted by id.
@@ -463,6 +485,9 @@ func (g *Group) Members() []MemberInfo {
 			PendingRevocation:    cloneTPs(m.pending),
 			Target:               cloneTPs(g.target[m.id]),
 		})
+		if m.classic != nil {
+			out[len(out)-1].ClassicProtocols = cloneProtocols(m.classic.protocols)
+		}
 	}
 	return out
 }
@@ -528,6 +553,9 @@ func (g *Group) Describe(topics TopicView, now time.Time) kmsg.ConsumerGroupDesc
 		rm.Assignment = describeAssignment(m.assigned, topics)
 		rm.TargetAssignment = describeAssignment(g.target[m.id], topics)
 		rm.MemberType = 1 // consumer protocol (v1+)
+		if m.classic != nil {
+			rm.MemberType = 0
+		}
 		r.Members = append(r.Members, rm)
 	}
 	return r
@@ -602,6 +630,9 @@ func (g *Group) validateMemberEpoch(memberID string, memberEpoch int32) *kerr.Er
 		return kerr.UnknownMemberID
 	}
 	if memberEpoch != m.epoch {
+		if m.classic != nil {
+			return kerr.IllegalGeneration // what a classic client knows to rejoin on
+		}
 		return kerr.StaleMemberEpoch
 	}
 	return nil

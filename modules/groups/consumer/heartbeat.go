@@ -223,22 +223,7 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 		m.serverAssignor, bump = *r.assignorName, true
 	}
 
-	// Metadata of the subscribed topics.
-	if g.refreshRegexes(topics, now) {
-		bump = true
-	}
-	cur := g.currentMeta(topics)
-	if g.metaChanged(cur) {
-		bump = true
-	}
-	if bump {
-		g.groupEpoch++
-		g.meta = cur
-	}
-	if g.groupEpoch > g.targetEpoch {
-		g.computeTarget(ctx, topics, cur)
-	}
-
+	g.refresh(ctx, topics, now, bump)
 	g.reconcile(m, r.owned)
 	g.touch(m.id)
 	m.sessionDeadline = now.Add(g.cfg.SessionTimeout)
@@ -271,6 +256,26 @@ func (g *Group) Heartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatR
 	return resp
 }
 
+// refresh bumps the group epoch when bump is set or the subscribed topics' metadata
+// (regex matches included) changed, and computes a new target when the group epoch
+// is ahead of it.
+func (g *Group) refresh(ctx context.Context, topics TopicView, now time.Time, bump bool) {
+	if g.refreshRegexes(topics, now) {
+		bump = true
+	}
+	cur := g.currentMeta(topics)
+	if g.metaChanged(cur) {
+		bump = true
+	}
+	if bump {
+		g.groupEpoch++
+		g.meta = cur
+	}
+	if g.groupEpoch > g.targetEpoch {
+		g.computeTarget(ctx, topics, cur)
+	}
+}
+
 // join finds or creates the member of a heartbeat with epoch 0. bump
 // reports a membership change.
 func (g *Group) join(r *request, now time.Time) (*member, bool, *hbError) {
@@ -285,7 +290,9 @@ func (g *Group) join(r *request, now time.Time) (*member, bool, *hbError) {
 	if r.instanceID != nil {
 		if prevID, ok := g.static[*r.instanceID]; ok && prevID != r.memberID {
 			prev := g.members[prevID]
-			if prev.epoch != staticLeaveEpoch {
+			// A classic member holding the instance id is a client that moved to
+			// the consumer protocol (classic clients do not leave when static).
+			if prev.epoch != staticLeaveEpoch && prev.classic == nil {
 				return nil, false, &hbError{kerr.UnreleasedInstanceID, "Static member " + prevID + " with instance id " +
 					*r.instanceID + " is not released yet; it must leave first."}
 			}
@@ -296,6 +303,9 @@ func (g *Group) join(r *request, now time.Time) (*member, bool, *hbError) {
 		}
 	}
 	if m := g.members[r.memberID]; m != nil {
+		if m.classic != nil {
+			return nil, false, &hbError{kerr.UnknownMemberID, "Member " + r.memberID + " uses the classic protocol."}
+		}
 		if r.instanceID != nil && m.instanceID != "" && m.instanceID != *r.instanceID {
 			return nil, false, &hbError{kerr.FencedInstanceID, "MemberId belongs to another instance."}
 		}
@@ -355,6 +365,9 @@ func (g *Group) lookup(r *request) (*member, *hbError) {
 			return nil, &hbError{kerr.UnknownMemberID, "Member " + r.memberID + " is not in the group."}
 		}
 	}
+	if m.classic != nil {
+		return nil, &hbError{kerr.UnknownMemberID, "Member " + r.memberID + " uses the classic protocol."}
+	}
 	switch {
 	case r.epoch > m.epoch:
 		return nil, &hbError{kerr.FencedMemberEpoch, "The member epoch is greater than the coordinator's; the member must rejoin."}
@@ -386,6 +399,9 @@ func (g *Group) leave(r *request, now time.Time) (string, *hbError) {
 			return "", &hbError{kerr.FencedInstanceID, "Instance id " + *r.instanceID + " belongs to another member."}
 		}
 		m = g.members[id]
+	}
+	if m.classic != nil {
+		return "", &hbError{kerr.UnknownMemberID, "Member " + r.memberID + " uses the classic protocol."}
 	}
 	if r.epoch == leaveEpoch || m.instanceID == "" {
 		g.removeMember(m)

@@ -193,8 +193,13 @@ func checkInvariants(t *testing.T, g *Group) {
 		if m.sessionDeadline.IsZero() {
 			t.Fatalf("member %q has no session deadline", id)
 		}
-		if (m.state == MemberUnrevokedPartitions) != !m.revokeDeadline.IsZero() {
+		switch {
+		case m.classic == nil && (m.state == MemberUnrevokedPartitions) != !m.revokeDeadline.IsZero():
 			t.Fatalf("member %q: state %v, revoke deadline %v", id, m.state, m.revokeDeadline)
+		case m.classic != nil && m.state == MemberUnrevokedPartitions && m.revokeDeadline.IsZero():
+			t.Fatalf("classic member %q revokes without a deadline", id)
+		case m.classic != nil && (len(m.pending) > 0) != (m.state == MemberUnrevokedPartitions):
+			t.Fatalf("classic member %q: state %v, pending %v", id, m.state, m.pending)
 		}
 		for _, set := range []tps{m.assigned, m.pending} {
 			for top, ps := range set {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluicehq/sluice/modules/groups/assignor"
 )
 
@@ -23,6 +25,10 @@ type MemberRecord struct {
 	Epoch, PrevEpoch     int32 // Epoch -2: a static member that left for now
 	State                MemberState
 	Assigned, Pending    map[assignor.TopicID][]int32
+	// A classic-protocol member (Kafka's ClassicMemberMetadata): its protocols,
+	// nil for a consumer-protocol member, and its session timeout.
+	ClassicProtocols      []ClassicProtocol
+	ClassicSessionTimeout time.Duration
 }
 
 // Persisted is a group's persisted state, or (from TakeChanges) what changed of it.
@@ -103,12 +109,16 @@ func (g *Group) Snapshot() Persisted {
 }
 
 func (m *member) record() MemberRecord {
-	return MemberRecord{
+	r := MemberRecord{
 		ID: m.id, InstanceID: m.instanceID, Rack: m.rack, ClientID: m.clientID, ClientHost: m.host,
 		SubscribedTopicNames: slices.Clone(m.names), SubscribedTopicRegex: m.regex, ServerAssignor: m.serverAssignor,
 		RebalanceTimeout: m.rebalanceTimeout, Epoch: m.epoch, PrevEpoch: m.prevEpoch, State: m.state,
 		Assigned: cloneTPs(m.assigned), Pending: cloneTPs(m.pending),
 	}
+	if m.classic != nil {
+		r.ClassicProtocols, r.ClassicSessionTimeout = cloneProtocols(m.classic.protocols), m.classic.sessionTimeout
+	}
+	return r
 }
 
 // Restore builds a group from its persisted state, at now: every member's session
@@ -166,6 +176,16 @@ func Restore(id string, cfg Config, p Persisted, topics TopicView, now time.Time
 		}
 		g.setOwnership(m, g.unowned(r.Assigned), g.unowned(r.Pending))
 		m.sessionDeadline = now.Add(g.cfg.SessionTimeout)
+		if len(r.ClassicProtocols) > 0 {
+			var sub kmsg.ConsumerMemberMetadata
+			_ = sub.ReadFrom(r.ClassicProtocols[0].Metadata)
+			m.classic = &classicInfo{protocols: cloneProtocols(r.ClassicProtocols), sessionTimeout: r.ClassicSessionTimeout, subVersion: sub.Version}
+			if r.ClassicSessionTimeout > 0 {
+				m.sessionDeadline = now.Add(r.ClassicSessionTimeout)
+			} else {
+				m.classic.sessionTimeout = g.cfg.SessionTimeout
+			}
+		}
 		if m.state == MemberUnrevokedPartitions {
 			m.revokeDeadline = now.Add(m.rebalanceTimeout)
 		}

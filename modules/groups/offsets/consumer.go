@@ -90,8 +90,9 @@ type ConsumerGroupMetadata struct {
 
 // ConsumerMemberMetadata is a ConsumerGroupMemberMetadataValue (key type 5). The
 // nullable strings (InstanceID, RackID, SubscribedTopicRegex, ServerAssignor) decode
-// null as "" and encode "" as null. Kafka's tagged field 0 (ClassicMemberMetadata, for
-// classic members of a consumer group) is skipped on read and never written.
+// null as "" and encode "" as null. Classic is Kafka's tagged field 0
+// (ClassicMemberMetadata), set for classic-protocol members of a consumer group and
+// written only then.
 type ConsumerMemberMetadata struct {
 	InstanceID           string
 	RackID               string
@@ -101,6 +102,21 @@ type ConsumerMemberMetadata struct {
 	SubscribedTopicRegex string
 	ServerAssignor       string
 	RebalanceTimeoutMs   int32
+	Classic              *ClassicMemberMetadata
+}
+
+// ClassicMemberMetadata is what a classic-protocol member of a consumer group said in
+// its JoinGroup: its session timeout and protocols (name and metadata, in preference
+// order).
+type ClassicMemberMetadata struct {
+	SessionTimeoutMs   int32
+	SupportedProtocols []ClassicProtocol
+}
+
+// ClassicProtocol is one protocol of a ClassicMemberMetadata.
+type ClassicProtocol struct {
+	Name     string
+	Metadata []byte
 }
 
 // ConsumerTargetMetadata is a ConsumerGroupTargetAssignmentMetadataValue (key type 6).
@@ -190,7 +206,23 @@ func EncodeConsumerMemberMetadata(m ConsumerMemberMetadata) []byte {
 	dst = appendCompactNullableString(dst, m.SubscribedTopicRegex)
 	dst = appendCompactNullableString(dst, m.ServerAssignor)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(m.RebalanceTimeoutMs))
-	return append(dst, 0) // no tagged fields
+	if m.Classic == nil {
+		return append(dst, 0) // no tagged fields
+	}
+	// Tagged field 0: the ClassicMemberMetadata struct, flexible (its protocols
+	// and itself end with an empty tagged-field section).
+	var c []byte
+	c = binary.BigEndian.AppendUint32(c, uint32(m.Classic.SessionTimeoutMs))
+	c = appendCompactLen(c, len(m.Classic.SupportedProtocols))
+	for _, p := range m.Classic.SupportedProtocols {
+		c = appendCompactString(c, p.Name)
+		c = append(appendCompactLen(c, len(p.Metadata)), p.Metadata...)
+		c = append(c, 0)
+	}
+	c = append(c, 0)
+	dst = append(dst, 1, 0) // one tagged field, tag 0
+	dst = binary.AppendUvarint(dst, uint64(len(c)))
+	return append(dst, c...)
 }
 
 // DecodeConsumerMemberMetadata decodes a version 0
@@ -210,11 +242,37 @@ func DecodeConsumerMemberMetadata(b []byte) (ConsumerMemberMetadata, error) {
 	m.SubscribedTopicRegex = r.nullableString()
 	m.ServerAssignor = r.nullableString()
 	m.RebalanceTimeoutMs = r.int32()
-	r.tags()
+	r.taggedFields(func(tag uint32, field []byte) error {
+		if tag != 0 {
+			return nil
+		}
+		c, err := decodeClassicMemberMetadata(field)
+		m.Classic = c
+		return err
+	})
 	if err := r.done(); err != nil {
 		return ConsumerMemberMetadata{}, fmt.Errorf("%s version 0: %w", what, err)
 	}
 	return m, nil
+}
+
+// decodeClassicMemberMetadata decodes tagged field 0 of a member metadata value.
+func decodeClassicMemberMetadata(b []byte) (*ClassicMemberMetadata, error) {
+	r := reader{b: b, flex: true}
+	c := &ClassicMemberMetadata{SessionTimeoutMs: r.int32()}
+	// A protocol is at least its name's length, its metadata's length and its
+	// empty tagged-field section.
+	n := r.count("classic protocol", 3)
+	for range n {
+		p := ClassicProtocol{Name: r.string(), Metadata: r.bytes()}
+		r.tags()
+		c.SupportedProtocols = append(c.SupportedProtocols, p)
+	}
+	r.tags()
+	if err := r.done(); err != nil {
+		return nil, fmt.Errorf("classic member metadata: %w", err)
+	}
+	return c, nil
 }
 
 // EncodeConsumerTargetMetadata returns t as a version 0 value.

@@ -184,6 +184,14 @@ func consumerSamples() []valueSample {
 		{"member metadata", mm, m,
 			(&hand{}).i16(0).cstr("i-1").cstr("rack-a").cstr("client").cstr("/10.0.0.1").
 				carr(2).cstr("orders").cstr("payments").cstr("ord.*").cstr("uniform").i32(45000).notags().b},
+		{"member metadata of a classic member", mm, ConsumerMemberMetadata{ClientID: "c", ClientHost: "h", RebalanceTimeoutMs: 9,
+			Classic: &ClassicMemberMetadata{SessionTimeoutMs: 45000, SupportedProtocols: []ClassicProtocol{
+				{Name: "cooperative-sticky", Metadata: []byte{0, 3, 1}}, {Name: "range"}}}},
+			(&hand{}).i16(0).cnull().cnull().cstr("c").cstr("h").carr(0).cnull().cnull().i32(9).
+				uv(1).tag(0, (&hand{}).i32(45000).carr(2).
+				cstr("cooperative-sticky").uv(4).raw(0, 3, 1).notags().
+				cstr("range").uv(1).notags().
+				notags().b).b},
 		{"member metadata nulls and empties", mm, ConsumerMemberMetadata{RebalanceTimeoutMs: -1},
 			(&hand{}).i16(0).cnull().cnull().cstr("").cstr("").carr(0).cnull().cnull().i32(-1).notags().b},
 		{"target metadata", tm, ConsumerTargetMetadata{AssignmentEpoch: 3},
@@ -276,10 +284,11 @@ func TestConsumerValueUnknownTags(t *testing.T) {
 		{"group metadata: explicit zero hash", consumerCodecs[0],
 			(&hand{}).i16(0).i32(9).uv(1).tag(0, make([]byte, 8)).b,
 			ConsumerGroupMetadata{Epoch: 9}},
-		{"member metadata: classic member metadata tag", consumerCodecs[1],
+		{"member metadata: classic member metadata among unknown tags", consumerCodecs[1],
 			(&hand{}).i16(0).cnull().cnull().cstr("c").cstr("h").carr(1).cstr("t").cnull().cnull().i32(5).
-				uv(2).tag(0, []byte{0x02, 0x01, 0x00}).tag(1, future).b,
-			ConsumerMemberMetadata{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 5}},
+				uv(2).tag(0, (&hand{}).i32(10).carr(0).uv(1).tag(4, future).b).tag(1, future).b,
+			ConsumerMemberMetadata{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 5,
+				Classic: &ClassicMemberMetadata{SessionTimeoutMs: 10}}},
 		{"target metadata", consumerCodecs[2],
 			(&hand{}).i16(0).i32(4).uv(1).tag(3, future).b,
 			ConsumerTargetMetadata{AssignmentEpoch: 4}},
