@@ -293,6 +293,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Session timeout of members of consumer-protocol (KIP-848) groups."}},
 	{def: def{"group.consumer.max.size", TypeInt, ptr("2147483647"), atLeast(1),
 		"Most members one consumer-protocol (KIP-848) group may have."}},
+	{def: def{"group.consumer.migration.policy", TypeString, ptr("bidirectional"), oneOf("disabled", "upgrade", "downgrade", "bidirectional"),
+		"Whether a group moves between the classic and consumer (KIP-848) protocols while it has members: upgrade (a consumer-protocol member may join a classic group, which becomes a consumer group; its classic members stay), downgrade (new classic members may join a consumer group, which becomes a classic group when its last consumer-protocol member leaves), bidirectional (both) or disabled (neither: a group holds one protocol's members)."}},
 	{def: def{"group.max.size", TypeInt, ptr("2147483647"), atLeast(1),
 		"Most members one classic group may have."}},
 	{def: def{"group.share.delivery.count.limit", TypeInt, ptr("5"), between(2, 10),

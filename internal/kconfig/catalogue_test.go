@@ -109,6 +109,7 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"delete.topic.enable", TypeBoolean, "true", false},
 		{"group.consumer.heartbeat.interval.ms", TypeInt, "5000", false},
 		{"group.consumer.max.size", TypeInt, "2147483647", false},
+		{"group.consumer.migration.policy", TypeString, "bidirectional", false},
 		{"group.consumer.session.timeout.ms", TypeInt, "45000", false},
 		{"group.initial.rebalance.delay.ms", TypeInt, "3000", false},
 		{"group.max.session.timeout.ms", TypeInt, "1800000", false},

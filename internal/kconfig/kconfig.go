@@ -206,21 +206,22 @@ type Broker struct {
 	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
 	TransactionStateLogSegmentBytes      int64 // transaction.state.log.segment.bytes
 
-	GroupInitialRebalanceDelayMs      int64 // group.initial.rebalance.delay.ms
-	GroupMinSessionTimeoutMs          int64 // group.min.session.timeout.ms
-	GroupMaxSessionTimeoutMs          int64 // group.max.session.timeout.ms
-	GroupConsumerSessionTimeoutMs     int64 // group.consumer.session.timeout.ms
-	GroupConsumerHeartbeatIntervalMs  int64 // group.consumer.heartbeat.interval.ms
-	GroupMaxSize                      int32 // group.max.size
-	GroupConsumerMaxSize              int32 // group.consumer.max.size
-	GroupShareEnable                  bool  // group.share.enable
-	GroupShareSessionTimeoutMs        int64 // group.share.session.timeout.ms
-	GroupShareHeartbeatIntervalMs     int64 // group.share.heartbeat.interval.ms
-	GroupShareMaxSize                 int32 // group.share.max.size
-	GroupShareRecordLockDurationMs    int64 // group.share.record.lock.duration.ms
-	GroupShareDeliveryCountLimit      int32 // group.share.delivery.count.limit
-	GroupSharePartitionMaxRecordLocks int32 // group.share.partition.max.record.locks
-	OffsetMetadataMaxBytes            int32 // offset.metadata.max.bytes
+	GroupInitialRebalanceDelayMs      int64  // group.initial.rebalance.delay.ms
+	GroupMinSessionTimeoutMs          int64  // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs          int64  // group.max.session.timeout.ms
+	GroupConsumerSessionTimeoutMs     int64  // group.consumer.session.timeout.ms
+	GroupConsumerHeartbeatIntervalMs  int64  // group.consumer.heartbeat.interval.ms
+	GroupMaxSize                      int32  // group.max.size
+	GroupConsumerMaxSize              int32  // group.consumer.max.size
+	GroupConsumerMigrationPolicy      string // group.consumer.migration.policy
+	GroupShareEnable                  bool   // group.share.enable
+	GroupShareSessionTimeoutMs        int64  // group.share.session.timeout.ms
+	GroupShareHeartbeatIntervalMs     int64  // group.share.heartbeat.interval.ms
+	GroupShareMaxSize                 int32  // group.share.max.size
+	GroupShareRecordLockDurationMs    int64  // group.share.record.lock.duration.ms
+	GroupShareDeliveryCountLimit      int32  // group.share.delivery.count.limit
+	GroupSharePartitionMaxRecordLocks int32  // group.share.partition.max.record.locks
+	OffsetMetadataMaxBytes            int32  // offset.metadata.max.bytes
 
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	MinInsyncReplicas           int32  // min.insync.replicas
@@ -301,6 +302,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		GroupConsumerHeartbeatIntervalMs:  n("group.consumer.heartbeat.interval.ms"),
 		GroupMaxSize:                      int32(n("group.max.size")),
 		GroupConsumerMaxSize:              int32(n("group.consumer.max.size")),
+		GroupConsumerMigrationPolicy:      eff["group.consumer.migration.policy"].s,
 		GroupShareEnable:                  eff["group.share.enable"].bool(),
 		GroupShareSessionTimeoutMs:        n("group.share.session.timeout.ms"),
 		GroupShareHeartbeatIntervalMs:     n("group.share.heartbeat.interval.ms"),

@@ -342,6 +342,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		GroupConsumerHeartbeatIntervalMs:         5000,
 		GroupMaxSize:                             2147483647,
 		GroupConsumerMaxSize:                     2147483647,
+		GroupConsumerMigrationPolicy:             "bidirectional",
 		GroupShareEnable:                         true,
 		GroupShareSessionTimeoutMs:               45000,
 		GroupShareHeartbeatIntervalMs:            5000,

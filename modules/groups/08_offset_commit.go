@@ -116,8 +116,9 @@ func (m *Module) validateCommit(s *shard, r *kmsg.OffsetCommitRequest) *kerr.Err
 		if e := g.consumer.ValidateCommit(r.MemberID, r.Generation); e != nil {
 			return e
 		}
-		if r.Generation >= 0 && r.Version < 9 {
-			// Members of KIP-848 groups commit with v9+ (member epochs).
+		if r.Generation >= 0 && r.Version < 9 && !g.consumer.IsClassicMember(r.MemberID) {
+			// Members of KIP-848 groups commit with v9+ (member epochs); classic
+			// members with their generation, at any version.
 			return kerr.UnsupportedVersion
 		}
 		return nil

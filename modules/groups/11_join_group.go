@@ -1,6 +1,7 @@
 // JoinGroup: v0-v9 (classic protocol; the state machine is modules/groups/classic). A
-// JoinGroup for a consumer (KIP-848) group with members answers
-// INCONSISTENT_GROUP_PROTOCOL. Not implemented: nothing known.
+// JoinGroup for a consumer (KIP-848) group with members joins it as a classic member
+// (migration.go), as far as group.consumer.migration.policy lets new ones in. Not
+// implemented: nothing known.
 
 package groups
 
@@ -19,7 +20,14 @@ func joinGroupClaim(m *Module) kernel.Claim {
 }
 
 func (m *Module) handleJoinGroup(ctx context.Context, req *kernel.Request, r *kmsg.JoinGroupRequest) (kernel.Response, error) {
-	g, e := m.classicFor(ctx, req, r.Group, true)
+	s, e := m.groupShard(ctx, req, kernel.OpRead, r.Group)
+	var g *classic.Group
+	if e == nil {
+		if cg := s.consumerWithMembers(r.Group); cg != nil {
+			return kernel.Reply(m.joinConsumerAsClassic(ctx, req, s, cg, r)), nil
+		}
+		g, e = s.classicGroup(r.Group, true)
+	}
 	if e != nil {
 		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation, resp.MemberID = e.Code, -1, r.MemberID

@@ -1,4 +1,5 @@
-// Heartbeat: v0-v4 (classic protocol). Not implemented: nothing known.
+// Heartbeat: v0-v4 (classic protocol; classic members of a consumer group: migration.go).
+// Not implemented: nothing known.
 
 package groups
 
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/classic"
 )
 
 // heartbeatClaim claims the versions this file's header lists.
@@ -16,7 +18,16 @@ func heartbeatClaim(m *Module) kernel.Claim {
 }
 
 func (m *Module) handleHeartbeat(ctx context.Context, req *kernel.Request, r *kmsg.HeartbeatRequest) (kernel.Response, error) {
-	g, e := m.classicFor(ctx, req, r.Group, false)
+	s, e := m.groupShard(ctx, req, kernel.OpRead, r.Group)
+	var g *classic.Group
+	if e == nil {
+		if cg := s.consumerFor(r.Group); cg != nil {
+			resp := cg.consumer.HeartbeatClassic(ctx, r, m.topicView(), m.now())
+			s.afterConsumerChange(ctx, cg)
+			return kernel.Reply(resp), nil
+		}
+		g, e = s.classicGroup(r.Group, false)
+	}
 	if e != nil {
 		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = e.Code

@@ -1,4 +1,5 @@
-// LeaveGroup: v0-v5 (classic protocol). Not implemented: nothing known.
+// LeaveGroup: v0-v5 (classic protocol). For a consumer group it removes the members it
+// names, of either protocol (migration.go). Not implemented: nothing known.
 
 package groups
 
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/classic"
 )
 
 // leaveGroupClaim claims the versions this file's header lists.
@@ -16,7 +18,16 @@ func leaveGroupClaim(m *Module) kernel.Claim {
 }
 
 func (m *Module) handleLeaveGroup(ctx context.Context, req *kernel.Request, r *kmsg.LeaveGroupRequest) (kernel.Response, error) {
-	g, e := m.classicFor(ctx, req, r.Group, false)
+	s, e := m.groupShard(ctx, req, kernel.OpRead, r.Group)
+	var g *classic.Group
+	if e == nil {
+		if cg := s.consumerFor(r.Group); cg != nil {
+			resp := cg.consumer.LeaveClassic(r, m.now())
+			s.afterConsumerChange(ctx, cg)
+			return kernel.Reply(resp), nil
+		}
+		g, e = s.classicGroup(r.Group, false)
+	}
 	if e != nil {
 		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = e.Code

@@ -1,5 +1,6 @@
 // SyncGroup: v0-v5 (classic protocol). The leader's sync writes the group's metadata
-// before it is answered. Not implemented: nothing known.
+// before it is answered. A classic member of a consumer group gets the assignment its
+// join computed (migration.go). Not implemented: nothing known.
 
 package groups
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/modules/groups/classic"
 )
 
 // syncGroupClaim claims the versions this file's header lists.
@@ -17,7 +19,14 @@ func syncGroupClaim(m *Module) kernel.Claim {
 }
 
 func (m *Module) handleSyncGroup(ctx context.Context, req *kernel.Request, r *kmsg.SyncGroupRequest) (kernel.Response, error) {
-	s, g, e := m.classicShardFor(ctx, req, r.Group, false)
+	s, e := m.groupShard(ctx, req, kernel.OpRead, r.Group)
+	var g *classic.Group
+	if e == nil {
+		if cg := s.consumerFor(r.Group); cg != nil {
+			return kernel.Reply(cg.consumer.SyncClassic(r, m.topicView(), m.now())), nil
+		}
+		g, e = s.classicGroup(r.Group, false)
+	}
 	if e != nil {
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = e.Code

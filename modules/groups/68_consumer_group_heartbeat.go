@@ -1,7 +1,8 @@
 // ConsumerGroupHeartbeat: v0-v1 (KIP-848; the state machine is
-// modules/groups/consumer, the assignors the module's `assignors`). Not implemented:
-// classic members inside a consumer group (see consumer_groups.go). Every change is
-// written to __consumer_offsets before the answer (consumer_persist.go).
+// modules/groups/consumer, the assignors the module's `assignors`). A join to a classic
+// group with members upgrades it when group.consumer.migration.policy allows
+// (migration.go). Every change is written to __consumer_offsets before the answer
+// (consumer_persist.go). Not implemented: nothing known.
 
 package groups
 
@@ -45,6 +46,19 @@ func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.R
 		return fail(e, "")
 	}
 	g, e := s.consumerGroup(r.Group, r.MemberEpoch == 0)
+	if e == kerr.GroupIDNotFound && r.MemberEpoch == 0 {
+		// A classic group with members: upgrade it if the policy allows
+		// (migration.go).
+		cg, ue, msg := s.upgrade(r.Group)
+		switch {
+		case ue != nil:
+			return fail(ue, msg)
+		case cg != nil:
+			g, e = cg, nil
+		default:
+			g, e = s.consumerGroup(r.Group, true)
+		}
+	}
 	if e != nil {
 		msg := ""
 		if e == kerr.GroupIDNotFound {
@@ -65,7 +79,7 @@ func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.R
 	// restarted or moved coordinator restores what the member was told
 	// (consumer_persist.go).
 	if sg := s.lookup(r.Group); sg != nil && sg.consumer == g {
-		s.persistConsumer(ctx, sg)
+		s.afterConsumerChange(ctx, sg)
 	}
 	return kernel.Reply(resp), nil
 }

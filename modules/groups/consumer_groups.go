@@ -1,13 +1,8 @@
 // The KIP-848 consumer group protocol (68_consumer_group_heartbeat.go,
 // 69_consumer_group_describe.go). The state machine is modules/groups/consumer; the
 // server-side assignors are the module's `assignors` (modules/groups/assignor).
-//
-// Mixed groups: Sluice refuses them, as Kafka does with
-// group.consumer.migration.policy=disabled. A group id holds either classic members
-// or consumer members. An empty group of one kind becomes the other kind on the
-// first join (its committed offsets stay); a ConsumerGroupHeartbeat for a classic
-// group with members gets GROUP_ID_NOT_FOUND with a message saying why, a JoinGroup
-// for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL.
+// Classic-protocol members inside consumer groups, and moving a group between the
+// protocols (group.consumer.migration.policy), are in migration.go.
 
 package groups
 
@@ -183,9 +178,13 @@ func (m *Module) describeConsumerAsClassic(g *group, d kmsg.DescribeGroupsRespon
 			a.Topics = append(a.Topics, at)
 		}
 		dm.MemberAssignment = a.AppendTo(nil)
-		var md kmsg.ConsumerMemberMetadata
-		md.Topics = mb.SubscribedTopicNames
-		dm.ProtocolMetadata = md.AppendTo(nil)
+		if len(mb.ClassicProtocols) > 0 {
+			dm.ProtocolMetadata = mb.ClassicProtocols[0].Metadata
+		} else {
+			var md kmsg.ConsumerMemberMetadata
+			md.Topics = mb.SubscribedTopicNames
+			dm.ProtocolMetadata = md.AppendTo(nil)
+		}
 		d.Members = append(d.Members, dm)
 	}
 	return d

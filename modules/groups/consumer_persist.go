@@ -127,11 +127,18 @@ func valueHash(b []byte) uint64 {
 }
 
 func encodeMemberMetadata(m consumer.MemberRecord) []byte {
-	return offsets.EncodeConsumerMemberMetadata(offsets.ConsumerMemberMetadata{
+	v := offsets.ConsumerMemberMetadata{
 		InstanceID: m.InstanceID, RackID: m.Rack, ClientID: m.ClientID, ClientHost: m.ClientHost,
 		SubscribedTopicNames: m.SubscribedTopicNames, SubscribedTopicRegex: m.SubscribedTopicRegex,
 		ServerAssignor: m.ServerAssignor, RebalanceTimeoutMs: int32(min(m.RebalanceTimeout.Milliseconds(), 1<<31-1)),
-	})
+	}
+	if len(m.ClassicProtocols) > 0 {
+		v.Classic = &offsets.ClassicMemberMetadata{SessionTimeoutMs: int32(min(m.ClassicSessionTimeout.Milliseconds(), 1<<31-1))}
+		for _, p := range m.ClassicProtocols {
+			v.Classic.SupportedProtocols = append(v.Classic.SupportedProtocols, offsets.ClassicProtocol{Name: p.Name, Metadata: p.Metadata})
+		}
+	}
+	return offsets.EncodeConsumerMemberMetadata(v)
 }
 
 func encodeCurrentAssignment(m consumer.MemberRecord) []byte {
@@ -234,6 +241,13 @@ func applyConsumerRecord(k offsets.Key, value []byte, p *consumer.Persisted, mem
 		}
 		m.SubscribedTopicRegex, m.ServerAssignor = v.SubscribedTopicRegex, v.ServerAssignor
 		m.RebalanceTimeout = time.Duration(v.RebalanceTimeoutMs) * time.Millisecond
+		m.ClassicProtocols, m.ClassicSessionTimeout = nil, 0
+		if v.Classic != nil {
+			m.ClassicSessionTimeout = time.Duration(v.Classic.SessionTimeoutMs) * time.Millisecond
+			for _, p := range v.Classic.SupportedProtocols {
+				m.ClassicProtocols = append(m.ClassicProtocols, consumer.ClassicProtocol{Name: p.Name, Metadata: p.Metadata})
+			}
+		}
 	case offsets.ConsumerCurrentAssignmentKeyV8:
 		v, err := offsets.DecodeConsumerCurrentAssignment(value)
 		if err != nil {

@@ -119,11 +119,15 @@
 // even when later plain commits moved the applied offset past them (the txnStart
 // invariant, txn.go).
 //
-// # One protocol per group
+// # Protocols of a group
 //
-// A group id holds classic members, KIP-848 members or share members, never two kinds
-// at once (Kafka's group.consumer.migration.policy=disabled): see consumer_groups.go.
-// An empty group becomes a group of the protocol that joins it.
+// A group id holds a classic group, a KIP-848 consumer group or a share group. A
+// consumer group may also have classic-protocol members (JoinGroup, SyncGroup,
+// Heartbeat and LeaveGroup are served by its consumer.Group), and a group moves
+// between the classic and consumer protocols with members in it as
+// group.consumer.migration.policy allows (migration.go: upgrade on a KIP-848 join,
+// downgrade when the last KIP-848 member leaves). An empty group becomes a group of
+// the protocol that joins it; a share group never mixes.
 //
 // # Share groups (KIP-932)
 //

@@ -938,11 +938,12 @@ func TestConsumer848OffsetEpochs(t *testing.T) {
 	want848(t, "OffsetCommit v8 simple commit to the empty group", commit(8, "", -1, 9), nil, nil)
 }
 
-// TestConsumer848MixedGroups: one protocol per group id while the group has
-// members; an empty classic group becomes a consumer group, keeping its offsets.
+// TestConsumer848MixedGroups: with group.consumer.migration.policy=disabled, one
+// protocol per group id while the group has members; an empty classic group becomes
+// a consumer group, keeping its offsets.
 func TestConsumer848MixedGroups(t *testing.T) {
 	const topic = "mixed848"
-	b, adm := startWithTopic(t, cfg848, topic, 3)
+	b, adm := startWithTopic(t, cfg848+"  group.consumer.migration.policy: disabled\n", topic, 3)
 	cl := b.Client(t)
 	produceN(t, cl, topic, 60)
 

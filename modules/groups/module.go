@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +119,7 @@ type settings struct {
 	consumerSession   time.Duration
 	consumerHeartbeat time.Duration
 	consumerMaxSize   int
+	migration         migrationPolicy // group.consumer.migration.policy
 	share             shareSettings
 }
 
@@ -155,6 +157,7 @@ func (m *Module) readSettings(im *kernel.Image) *settings {
 		consumerSession:   ms(b.GroupConsumerSessionTimeoutMs),
 		consumerHeartbeat: ms(b.GroupConsumerHeartbeatIntervalMs),
 		consumerMaxSize:   int(b.GroupConsumerMaxSize),
+		migration:         migrationPolicy(strings.ToLower(b.GroupConsumerMigrationPolicy)),
 		share: shareSettings{
 			enable:         b.GroupShareEnable,
 			session:        ms(b.GroupShareSessionTimeoutMs),

@@ -271,8 +271,8 @@ func (s *shard) classicGroup(id string, create bool) (*classic.Group, *kerr.Erro
 
 // consumerGroup returns the KIP-848 group id, creating it if create is set. An empty
 // classic group is converted (its offsets stay); a classic group with members
-// answers GROUP_ID_NOT_FOUND: Sluice does not mix classic and consumer members in
-// one group (Kafka's group.consumer.migration.policy=disabled).
+// answers GROUP_ID_NOT_FOUND (the heartbeat handler then tries an upgrade,
+// migration.go).
 func (s *shard) consumerGroup(id string, create bool) (*consumer.Group, *kerr.Error) {
 	g, e := s.groupOf(id, create, kindConsumer, kerr.GroupIDNotFound, kerr.GroupIDNotFound, func() *group {
 		cfg := s.consumerConfig()
@@ -321,6 +321,11 @@ func (s *shard) consumerConfig() consumer.Config {
 		MaxSize:           set.consumerMaxSize,
 		Assignors:         s.m.assignors,
 		OnAssignorChosen:  s.m.logAssignorChosen,
+
+		ClassicMinSessionTimeout: set.classic.MinSessionTimeout,
+		ClassicMaxSessionTimeout: set.classic.MaxSessionTimeout,
+		ClassicMaxProtocols:      set.classic.MaxProtocols,
+		ClassicMaxMetadataBytes:  set.classic.MaxMetadataBytes,
 	}
 }
 
@@ -360,6 +365,9 @@ func (s *shard) tick(now time.Time, idle time.Duration) {
 		g.tick(now)
 	}
 	s.persist(s.Context(), gs...)
+	for _, g := range gs {
+		s.maybeDowngrade(s.Context(), g) // an expiry may have removed the last KIP-848 member
+	}
 	for _, g := range gs {
 		if !g.isEmpty() {
 			g.emptySince = time.Time{}

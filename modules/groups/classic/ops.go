@@ -446,6 +446,18 @@ func (g *Group) simpleCommit(memberID string, instanceID *string, generation int
 	return g.state != Dead && generation < 0 && memberID == "" && instanceID == nil
 }
 
+// Rebalance starts a rebalance of a Stable group: its members are told to rejoin (as
+// after a downgrade from the consumer protocol, whose assignment the classic protocol
+// then recomputes). Other states are left as they are.
+func (g *Group) Rebalance(now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.advance(now)
+	if g.state == Stable {
+		g.prepareRebalance(g.now)
+	}
+}
+
 // Heartbeat handles a Heartbeat request (any claimed version) at now and resets the
 // member's session timer. REBALANCE_IN_PROGRESS tells a member to rejoin.
 func (g *Group) Heartbeat(req *kmsg.HeartbeatRequest, now time.Time) *kmsg.HeartbeatResponse {

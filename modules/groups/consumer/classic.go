@@ -562,8 +562,11 @@ func FromClassic(id string, cfg Config, generation int32, members []ClassicMembe
 
 // ToClassic returns the group as a classic group's members (the migration policy's
 // downgrade, when the last consumer-protocol member left): ok only when the group has
-// members and all are classic ones. generation is the group epoch. Each member's
-// Assignment is its current partitions (what it was last given), topics by name.
+// members and all are classic ones. generation is the members' generation when they
+// all have the same (so their heartbeats are answered REBALANCE_IN_PROGRESS, not
+// ILLEGAL_GENERATION, when the classic group rebalances), else the group epoch. Each
+// member's Assignment is its current partitions (what it was last given), topics by
+// name.
 func (g *Group) ToClassic(topics TopicView) (generation int32, members []ClassicMember, ok bool) {
 	if topics == nil {
 		topics = noTopics{}
@@ -584,7 +587,16 @@ func (g *Group) ToClassic(topics TopicView) (generation int32, members []Classic
 			Assignment: encodeClassicAssignment(m.classic.subVersion, m.assigned, topics),
 		})
 	}
-	return g.groupEpoch, members, true
+	generation = g.groupEpoch
+	for i, m := range g.sortedMembers() {
+		if i == 0 {
+			generation = m.epoch
+		} else if m.epoch != generation {
+			generation = g.groupEpoch
+			break
+		}
+	}
+	return generation, members, true
 }
 
 func cloneProtocols(ps []ClassicProtocol) []ClassicProtocol {
