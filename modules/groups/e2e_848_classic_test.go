@@ -231,3 +231,86 @@ func TestConsumerGroupClassicMembersAcrossRestart(t *testing.T) {
 		t.Errorf("the KIP-848 member lost its partitions %d times across the restart", n)
 	}
 }
+
+// classicJoin sends a JoinGroup of a new classic member subscribing to topic and
+// returns its error code.
+func classicJoin(t *testing.T, cl *kgo.Client, group, topic string) int16 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.ProtocolType = group, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10_000, 10_000
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{topic}}
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.ErrorCode
+}
+
+// TestConsumerGroupMigrationPolicies walks the one-way policies with kgo members:
+// "upgrade" upgrades a classic group on a KIP-848 join but admits no new classic
+// member and never downgrades; "downgrade" refuses the KIP-848 join to a live classic
+// group but admits classic members into a consumer group and downgrades it when its
+// last KIP-848 member leaves. ("disabled": TestConsumer848MixedGroups; bidirectional:
+// TestConsumerGroupClassicMembers.)
+func TestConsumerGroupMigrationPolicies(t *testing.T) {
+	const topic, parts = "policy", 4
+	next848 := func(group string) []kgo.Opt {
+		return append(fastGroupOpts(group, topic), kgo.WithContext(nextGen()))
+	}
+	t.Run("upgrade", func(t *testing.T) {
+		const group = "g-policy-up"
+		b, adm := startWithTopic(t, cfg848+"  group.consumer.migration.policy: upgrade\n", topic, parts)
+		cl := b.Client(t)
+		old := startConsumer(t, b, "classic", nil, fastGroupOpts(group, topic)...)
+		stableAssignment(t, adm, group, topic, parts, []*consumer{old})
+		next := startConsumer(t, b, "kip848", nil, next848(group)...)
+		stableAssignment(t, adm, group, topic, parts, []*consumer{old, next})
+		if typ := groupType(t, cl, group); typ != "consumer" {
+			t.Fatalf("after the KIP-848 join the group is %q", typ)
+		}
+		if code := classicJoin(t, cl, group, topic); code != kerr.InconsistentGroupProtocol.Code {
+			t.Fatalf("a new classic member under upgrade: %s", errName848(code))
+		}
+		next.stop()
+		stableAssignment(t, adm, group, topic, parts, []*consumer{old})
+		if typ := groupType(t, cl, group); typ != "consumer" {
+			t.Fatalf("without KIP-848 members the group is %q; upgrade never downgrades", typ)
+		}
+	})
+	t.Run("downgrade", func(t *testing.T) {
+		const group = "g-policy-down"
+		b, adm := startWithTopic(t, cfg848+"  group.consumer.migration.policy: downgrade\n", topic, parts)
+		cl := b.Client(t)
+		first := startConsumer(t, b, "classic-1", nil, fastGroupOpts(group, topic)...)
+		stableAssignment(t, adm, group, topic, parts, []*consumer{first})
+		resp := hb848(t, cl, joinReq848(group, newID848(), topic))
+		want848(t, "KIP-848 join to a live classic group under downgrade", resp.ErrorCode, resp.ErrorMessage, kerr.GroupIDNotFound)
+		first.stop()
+		waitFor(t, 15*time.Second, "the classic group empty", func() string {
+			d, err := describeGroup(adm, group, 5*time.Second)
+			if err != nil || d.State != "Empty" {
+				return fmt.Sprintf("%+v %v", d.State, err)
+			}
+			return ""
+		})
+		next := startConsumer(t, b, "kip848", nil, next848(group)...)
+		stableAssignment(t, adm, group, topic, parts, []*consumer{next})
+		second := startConsumer(t, b, "classic-2", nil, fastGroupOpts(group, topic)...)
+		stableAssignment(t, adm, group, topic, parts, []*consumer{next, second})
+		if types := memberTypes(describe848(t, cl, group)); types[0] != 1 || types[1] != 1 {
+			t.Fatalf("member types %v", types)
+		}
+		next.stop()
+		waitFor(t, 15*time.Second, "the group downgraded", func() string {
+			if typ := groupType(t, cl, group); typ != "classic" {
+				return typ
+			}
+			return ""
+		})
+		stableAssignment(t, adm, group, topic, parts, []*consumer{second})
+	})
+}
