@@ -68,12 +68,7 @@ modules:
 	setGroupConfig(t, cl, group, "sluice.consumer.assignor", "smallest")
 	produceSeq(t, b.addr, topic, partitions, "first", 300)
 
-	kcatProc := startLineProc(t, nil, kcat, "-b", b.addr, "-G", group, "-q", "-X", "auto.offset.reset=earliest",
-		"-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=300", "-X", "auto.commit.interval.ms=100",
-		"-X", "client.id=mixed-kcat", "-f", "%p %o\n", topic)
-	py := startLineProc(t, pythonEnv(), systemPython, "group_member.py", b.addr, topic, group, "mixed-librdkafka")
-	js := startNode(t, node, "group_member.js", b.addr, topic, group, "mixed-kafkajs")
-	sar := startSaramaMember(t, b.addr, topic, group)
+	classics := startClassicClients(t, kcat, node, b.addr, topic, group, "mixed")
 	kgoOpts := []kgo.Opt{
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID("mixed-kgo"),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -135,12 +130,39 @@ modules:
 	produceSeq(t, b.addr, topic, partitions, "second", 60)
 	waitCommittedAtEnd(t, adm, group, topic, 30*time.Second)
 
-	py.send("stop")
-	js.send("stop")
-	py.wait(30 * time.Second)
-	js.wait(30 * time.Second)
-	sar.stop(t)
-	kcatProc.kill()
+	classics.stop(t)
+}
+
+// classicClients are four classic-protocol members of one group, each with its own
+// assignment protocol: kcat -G and librdkafka (range), kafkajs (RoundRobinAssigner)
+// and sarama (roundrobin). Their client ids start with a prefix.
+type classicClients struct {
+	kcat, py, js *lineProc
+	sarama       *saramaMember
+}
+
+func startClassicClients(t *testing.T, kcat, node, addr, topic, group, prefix string) *classicClients {
+	t.Helper()
+	return &classicClients{
+		kcat: startLineProc(t, nil, kcat, "-b", addr, "-G", group, "-q", "-X", "auto.offset.reset=earliest",
+			"-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=300", "-X", "auto.commit.interval.ms=100",
+			"-X", "client.id="+prefix+"-kcat", "-f", "%p %o\n", topic),
+		py:     startLineProc(t, pythonEnv(), systemPython, "group_member.py", addr, topic, group, prefix+"-librdkafka"),
+		js:     startNode(t, node, "group_member.js", addr, topic, group, prefix+"-kafkajs"),
+		sarama: startSaramaMember(t, addr, topic, group, prefix+"-sarama"),
+	}
+}
+
+// stop has the clients leave (librdkafka and kafkajs cleanly, with their exit
+// checked) and kills kcat.
+func (c *classicClients) stop(t *testing.T) {
+	t.Helper()
+	c.py.send("stop")
+	c.js.send("stop")
+	c.py.wait(30 * time.Second)
+	c.js.wait(30 * time.Second)
+	c.sarama.stop(t)
+	c.kcat.kill()
 }
 
 // waitGroupShape waits until group is Stable with n members and check passes.
@@ -229,10 +251,10 @@ type saramaMember struct {
 	err    error
 }
 
-func startSaramaMember(t *testing.T, addr, topic, group string) *saramaMember {
+func startSaramaMember(t *testing.T, addr, topic, group, clientID string) *saramaMember {
 	t.Helper()
 	cfg := sarama.NewConfig()
-	cfg.ClientID = "mixed-sarama"
+	cfg.ClientID = clientID
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond

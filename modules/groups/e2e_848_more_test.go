@@ -976,18 +976,7 @@ func TestConsumer848MixedGroups(t *testing.T) {
 		const group = "g-mixed-848"
 		m := join848(t, cl, group, nil, topic)
 		m.ack()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		req := kmsg.NewPtrJoinGroupRequest()
-		req.Group, req.ProtocolType = group, "consumer"
-		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10_000, 10_000
-		meta := kmsg.ConsumerMemberMetadata{Topics: []string{topic}}
-		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want848(t, "JoinGroup to a consumer group", resp.ErrorCode, nil, kerr.InconsistentGroupProtocol)
+		want848(t, "JoinGroup to a consumer group", classicJoin(t, cl, group, topic), nil, kerr.InconsistentGroupProtocol)
 	})
 
 	t.Run("empty classic group converts", func(t *testing.T) {
@@ -1031,16 +1020,8 @@ func TestConsumer848MixedGroups(t *testing.T) {
 		if !equalOffsets848(before, after) {
 			t.Fatalf("offsets changed on conversion: %v -> %v", before, after)
 		}
-		// And a classic JoinGroup is now refused.
-		req := kmsg.NewPtrJoinGroupRequest()
-		req.Group, req.ProtocolType = group, "consumer"
-		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10_000, 10_000
-		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want848(t, "JoinGroup to the converted group", resp.ErrorCode, nil, kerr.InconsistentGroupProtocol)
+		// And a new classic member is now refused.
+		want848(t, "JoinGroup to the converted group", classicJoin(t, cl, group, topic), nil, kerr.InconsistentGroupProtocol)
 	})
 }
 
