@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +82,9 @@ type conn struct {
 	// onClose runs once when the connection ends: it gives back its connection-limit
 	// slots (connlimit.go).
 	onClose func()
+	// mutedUntil: the processor takes no request before this time (a throttled
+	// client's connection is muted, KIP-219). Processor goroutine only.
+	mutedUntil time.Time
 }
 
 func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
@@ -352,6 +356,7 @@ func (c *conn) serve() {
 		// Before authentication no buffer goes back to the pool: a raw SASL token may
 		// look like a Produce frame, and the exchange may keep its bytes.
 		recycle := f.produce && !c.preAuth.Load()
+		c.waitMuted()
 		err := c.process(ctx, f.buf, f.readAt)
 		c.release(len(f.buf))
 		c.releaseGlobal(f.reserved)
@@ -495,21 +500,45 @@ func (c *conn) process(ctx context.Context, buf []byte, readAt time.Time) error 
 	defer slot.m.observeDone(readAt)
 	req := &Request{Key: h.key, Version: h.version, CorrelationID: h.correlation, ClientID: h.clientID,
 		Body: body, Conn: c.info, Authorizer: c.k.authz}
-	resp, err := c.runHandler(ctx, slot, req)
+	var (
+		waited  atomic.Int64
+		started = time.Now()
+	)
+	hctx := ctx
+	if c.k.quotas != nil {
+		hctx = withWaitNote(ctx, &waited)
+	}
+	resp, err := c.runHandler(hctx, slot, req)
 	if err != nil {
 		c.log.Warn("request failed; closing connection", "api", kmsg.NameForKey(h.key), "api_version", h.version, "client_id", h.clientID, "err", err)
 		return err
 	}
+	var requestThrottle time.Duration
+	if c.k.quotas != nil && !exemptFromRequestQuota(req) {
+		now := time.Now()
+		requestThrottle = c.k.quotas.RequestThrottle(QuotaClientOf(req), h.key, now.Sub(started)-time.Duration(waited.Load()), now)
+	}
 	switch {
 	case resp.NoResponse:
+		c.mute(max(requestThrottle, resp.Throttle))
 		return nil
 	case resp.Body != nil:
-		return c.writeBody(h, body.IsFlexible(), resp.Body)
+		t := max(requestThrottle, resp.Throttle)
+		if t > resp.Throttle && resp.Body.ThrottleFirst && len(resp.Body.Chunks) > 0 && len(resp.Body.Chunks[0].Bytes) >= 4 {
+			binary.BigEndian.PutUint32(resp.Body.Chunks[0].Bytes, uint32(throttleMillis(t)))
+		}
+		if err := c.writeBody(h, body.IsFlexible(), resp.Body); err != nil {
+			return err
+		}
+		c.mute(t)
+		return nil
 	case resp.Msg != nil:
 		resp.Msg.SetVersion(h.version)
+		after := c.applyThrottle(resp.Msg, requestThrottle)
 		if err := c.writeMsg(h, resp.Msg); err != nil {
 			return err
 		}
+		c.mute(after)
 		if c.closeAfter {
 			return errCloseAfterResponse
 		}
@@ -517,6 +546,79 @@ func (c *conn) process(ctx context.Context, buf []byte, readAt time.Time) error 
 	default:
 		return fmt.Errorf("handler for %s returned no response", kmsg.NameForKey(h.key))
 	}
+}
+
+// maxMute bounds how long one response may mute a connection, whatever a quota said.
+const maxMute = 5 * time.Minute
+
+// throttleMillis is d as throttle_time_ms.
+func throttleMillis(d time.Duration) int32 {
+	return int32(min(d, maxMute).Milliseconds())
+}
+
+// applyThrottle raises msg's throttle_time_ms to requestThrottle and returns how long to
+// mute the connection after writing msg. For versions whose clients wait before they
+// send the request rather than after the response (before KIP-219), it waits here,
+// before the response goes out, as Kafka delays such responses.
+func (c *conn) applyThrottle(msg kmsg.Response, requestThrottle time.Duration) (after time.Duration) {
+	tr, ok := msg.(kmsg.ThrottleResponse)
+	if !ok {
+		return requestThrottle
+	}
+	cur, throttlesAfter := tr.Throttle()
+	t := max(requestThrottle, time.Duration(cur)*time.Millisecond)
+	if t <= 0 {
+		return 0
+	}
+	if st, ok := msg.(kmsg.SetThrottleResponse); ok && t > time.Duration(cur)*time.Millisecond {
+		st.SetThrottle(throttleMillis(t))
+	}
+	if throttlesAfter {
+		return t
+	}
+	c.mute(t)
+	c.waitMuted()
+	return 0
+}
+
+// mute holds the connection for d from now: the next request is taken only then.
+func (c *conn) mute(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if until := time.Now().Add(min(d, maxMute)); until.After(c.mutedUntil) {
+		c.mutedUntil = until
+	}
+}
+
+// waitMuted waits until the connection is no longer muted, or the broker stops.
+func (c *conn) waitMuted() {
+	d := time.Until(c.mutedUntil)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.stop:
+	case <-c.k.baseCtx.Done():
+	}
+}
+
+// exemptFromRequestQuota reports requests no request quota applies to: the version and
+// authentication handshakes, and fetches of follower replicas (inter-broker traffic,
+// which replication throttles govern).
+func exemptFromRequestQuota(req *Request) bool {
+	switch req.Key {
+	case kmsg.ApiVersions.Int16(), kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16():
+		return true
+	case kmsg.Fetch.Int16():
+		if f, ok := req.Body.(*kmsg.FetchRequest); ok {
+			return f.ReplicaID >= 0 || f.ReplicaState.ID >= 0
+		}
+	}
+	return false
 }
 
 // decodeUnsupported decodes a request at a version kmsg knows but no module claims and

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"os"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -86,6 +87,10 @@ type Response struct {
 	Body *Body
 	// NoResponse sends nothing (Produce with acks=0).
 	NoResponse bool
+	// Throttle is the throttle time a handler charged for a Body response (it wrote it
+	// into the body; see Body.ThrottleFirst): the kernel holds the connection that long
+	// after the answer (seam_quotas.go). Msg responses carry theirs in the message.
+	Throttle time.Duration
 }
 
 // Reply wraps a kmsg response.
@@ -95,6 +100,9 @@ func Reply(msg kmsg.Response) Response { return Response{Msg: msg} }
 // at explicit offsets (the file's seek position is never used or moved).
 type Body struct {
 	Chunks []Chunk
+	// ThrottleFirst: Chunks[0].Bytes begins with the response's throttle_time_ms (an
+	// int32, as Fetch v1+ does), so the kernel can raise it to a request-time throttle.
+	ThrottleFirst bool
 	// Release is called once after the body was written or dropped (it unpins files).
 	Release func()
 }

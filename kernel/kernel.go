@@ -58,6 +58,7 @@ type Kernel struct {
 	tlsStore  *tlsconf.Store
 	tlsServer *tls.Config     // the TLS listeners' config (nil without TLS)
 	mapper    *tlsconf.Mapper // ssl.principal.mapping.rules
+	quotas    Quotas          // the quotas module; nil without
 	authn     Authenticator   // the auth module's SASL mechanisms; nil without
 	// saslMaxRecv bounds frames before authentication (sasl.server.max.receive.size).
 	saslMaxRecv int32
@@ -395,6 +396,9 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	k.authz = AllowAll{}
 	if a, ok := k.Module("auth").(Authorizer); ok {
 		k.authz = a
+	}
+	if q, ok := k.Module("quotas").(Quotas); ok {
+		k.quotas = q
 	}
 	if a, ok := k.Module("auth").(Authenticator); ok {
 		k.authn = a
