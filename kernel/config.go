@@ -92,6 +92,7 @@ func defaultModules() map[string]string {
 		"transforms":  "wasm",
 		"txn":         "coordinator",
 		"console":     "web",
+		"quotas":      "window",
 	}
 }
 

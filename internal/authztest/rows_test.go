@@ -562,6 +562,28 @@ func rows() []row {
 		codeRow("DescribeLogDirs: Describe on the cluster", kmsg.DescribeLogDirs, d(cluster(describe)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.DescribeLogDirsResponse).ErrorCode }, caf, nil),
+		codeRow("DescribeClientQuotas: DescribeConfigs on the cluster", kmsg.DescribeClientQuotas, d(cluster(descCfg)), -1,
+			func(*fixture) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
+			func(resp kmsg.Response) int16 { return resp.(*kmsg.DescribeClientQuotasResponse).ErrorCode }, caf, nil),
+		codesRow("AlterClientQuotas: AlterConfigs on the cluster", kmsg.AlterClientQuotas, d(cluster(alterCfg)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrAlterClientQuotasRequest()
+				e := kmsg.NewAlterClientQuotasRequestEntry()
+				c := kmsg.NewAlterClientQuotasRequestEntryEntity()
+				c.Type, c.Name = "client-id", strp("authz")
+				e.Entity = append(e.Entity, c)
+				op := kmsg.NewAlterClientQuotasRequestEntryOp()
+				op.Key, op.Value = "producer_byte_rate", 1024
+				e.Ops = append(e.Ops, op)
+				r.Entries = append(r.Entries, e)
+				return r
+			}, func(resp kmsg.Response) []int16 {
+				var out []int16
+				for _, e := range resp.(*kmsg.AlterClientQuotasResponse).Entries {
+					out = append(out, e.ErrorCode)
+				}
+				return out
+			}, caf, quotasNow),
 	}, shareRows()...)
 }
 

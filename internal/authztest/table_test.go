@@ -553,6 +553,12 @@ func groupList(t *testing.T, f *fixture) any {
 	slices.Sort(g)
 	return g
 }
+// quotasNow is how many client quota entries the broker describes.
+func quotasNow(t *testing.T, f *fixture) any {
+	t.Helper()
+	resp := f.send(t, kmsg.NewPtrDescribeClientQuotasRequest(), -1)
+	return len(resp.(*kmsg.DescribeClientQuotasResponse).Entries)
+}
 func noNewTopic(t *testing.T, f *fixture) any { return f.topicExists(t, newT) }
 func topicsNow(t *testing.T, f *fixture) any {
 	return [3]bool{f.topicExists(t, topicT), f.topicExists(t, topicT2), f.topicExists(t, newT)}

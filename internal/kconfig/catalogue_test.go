@@ -183,6 +183,8 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"producer.id.expiration.ms", TypeInt, "86400000", true},
 		{"queued.max.decompressed.bytes", TypeLong, "268435456", false},
 		{"queued.max.request.bytes", TypeLong, "268435456", false},
+		{"quota.window.num", TypeInt, "11", false},
+		{"quota.window.size.seconds", TypeInt, "1", false},
 		{"replica.fetch.backoff.ms", TypeInt, "1000", false},
 		{"replica.fetch.max.bytes", TypeInt, "1048576", false},
 		{"replica.fetch.min.bytes", TypeInt, "1", false},

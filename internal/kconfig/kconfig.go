@@ -222,6 +222,8 @@ type Broker struct {
 	GroupShareDeliveryCountLimit      int32  // group.share.delivery.count.limit
 	GroupSharePartitionMaxRecordLocks int32  // group.share.partition.max.record.locks
 	OffsetMetadataMaxBytes            int32  // offset.metadata.max.bytes
+	QuotaWindowNum                    int32  // quota.window.num
+	QuotaWindowSizeSeconds            int32  // quota.window.size.seconds
 
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	MinInsyncReplicas           int32  // min.insync.replicas
@@ -311,6 +313,8 @@ func ResolveBroker(merged map[string]string) Broker {
 		GroupShareDeliveryCountLimit:      int32(n("group.share.delivery.count.limit")),
 		GroupSharePartitionMaxRecordLocks: int32(n("group.share.partition.max.record.locks")),
 		OffsetMetadataMaxBytes:            int32(n("offset.metadata.max.bytes")),
+		QuotaWindowNum:                    int32(n("quota.window.num")),
+		QuotaWindowSizeSeconds:            int32(n("quota.window.size.seconds")),
 
 		UncleanLeaderElectionEnable: eff["unclean.leader.election.enable"].bool(),
 		MinInsyncReplicas:           int32(n("min.insync.replicas")),

@@ -351,6 +351,8 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		GroupShareDeliveryCountLimit:             5,
 		GroupSharePartitionMaxRecordLocks:        2000,
 		OffsetMetadataMaxBytes:                   4096,
+		QuotaWindowNum:                           11,
+		QuotaWindowSizeSeconds:                   1,
 		MinInsyncReplicas:                        1,
 		CompressionType:                          "producer",
 		LogMessageTimestampType:                  "CreateTime",

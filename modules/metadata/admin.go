@@ -68,6 +68,29 @@ func (m *Module) createTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		rt.ErrorCode, rt.ErrorMessage = errCode(err)
 		resp.Topics[i] = rt
 	}
+	if !r.ValidateOnly {
+		// controller_mutation_rate, topic by topic in request order (quotas.go).
+		charge := m.mutationCharge(req, r.Version >= 6)
+		defaultParts := int(m.node.brokerSettings(m.node.hub.image()).NumPartitions)
+		kept, keptAt := trs[:0], at[:0]
+		for j, tr := range trs {
+			cost := int(tr.NumPartitions)
+			if cost <= 0 {
+				cost = len(tr.Assignment)
+			}
+			if cost <= 0 {
+				cost = defaultParts
+			}
+			if err := charge.admit(cost); err != nil {
+				rt := &resp.Topics[at[j]]
+				rt.ErrorCode, rt.ErrorMessage = errCode(err)
+				continue
+			}
+			kept, keptAt = append(kept, tr), append(keptAt, at[j])
+		}
+		trs, at = kept, keptAt
+		resp.ThrottleMillis = charge.millis()
+	}
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
 	im, plans, errs := m.createTopics(ctx, trs, r.ValidateOnly)
@@ -169,6 +192,8 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 	dups := counts(keys)
 	ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 	defer cancel()
+	charge := m.mutationCharge(req, r.Version >= 5)
+	defer func() { resp.ThrottleMillis = charge.millis() }()
 	var recs []image.Record
 	var at []int
 	for i, w := range wanted {
@@ -205,6 +230,10 @@ func (m *Module) deleteTopicsResp(ctx context.Context, req *kernel.Request, r *k
 		case t.Internal:
 			err = opErr(kerr.InvalidRequest, "internal topic %s cannot be deleted", t.Name)
 		default:
+			// controller_mutation_rate: a topic's partitions (quotas.go).
+			if err = charge.admit(len(t.Partitions)); err != nil {
+				break
+			}
 			recs = append(recs, &image.DeleteTopicRecord{Name: t.Name, ID: t.ID})
 			at = append(at, len(resp.Topics))
 		}
@@ -248,6 +277,18 @@ func (m *Module) createPartitionsResp(ctx context.Context, req *kernel.Request, 
 		resp.Topics = resp.Topics[:0]
 		recs, at, _ = m.planCreatePartitions(ctx, req, r, resp, dups)
 	}
+	// controller_mutation_rate: the partitions each topic gains (quotas.go).
+	charge := m.mutationCharge(req, r.Version >= 3)
+	kept, keptAt := recs[:0], at[:0]
+	for j, rec := range recs {
+		if err := charge.admit(len(rec.(*image.CreatePartitionsRecord).Partitions)); err != nil {
+			resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = errCode(err)
+			continue
+		}
+		kept, keptAt = append(kept, rec), append(keptAt, at[j])
+	}
+	recs, at = kept, keptAt
+	resp.ThrottleMillis = charge.millis()
 	if len(recs) > 0 {
 		ctx, cancel := withTimeout(ctx, r.TimeoutMillis)
 		defer cancel()

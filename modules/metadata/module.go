@@ -81,7 +81,10 @@ type Module struct {
 	// the hub, proposing (locally or forwarded), tracked goroutines (node.go).
 	node node
 	ctl  *controller // the controller's duties while this node leads raft (controller.go)
-	life *lifecycle  // this broker's registration, heartbeats, controlled shutdown (lifecycle.go)
+	// quotas charges topic and partition mutations (quotas.go); nil without a quota
+	// module. Set during Provision.
+	quotas kernel.Quotas
+	life   *lifecycle // this broker's registration, heartbeats, controlled shutdown (lifecycle.go)
 
 	dir   string // data_dir/metadata
 	fsm   *fsm

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/modules/console"
 	"github.com/sluicehq/sluice/modules/groups"
 	"github.com/sluicehq/sluice/modules/metadata"
+	"github.com/sluicehq/sluice/modules/quotas"
 	"github.com/sluicehq/sluice/modules/replication"
 	"github.com/sluicehq/sluice/modules/storage/memory"
 	"github.com/sluicehq/sluice/modules/storage/segmentlog"
@@ -31,4 +32,5 @@ func Register(reg *kernel.Registry) {
 	reg.Register(transforms.Info())
 	reg.Register(txn.Info())
 	reg.Register(console.Info())
+	reg.Register(quotas.Info())
 }
