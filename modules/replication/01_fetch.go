@@ -5,7 +5,9 @@
 // leader epochs contradict is answered with the diverging epoch, for followers and
 // consumers. With follower_reads, rack-aware follower reads (KIP-392): a preferred
 // read replica for consumers with a client rack, and follower-served consumer fetches.
-// Not implemented: the ReplicaState broker epoch is not checked.
+// consumer_byte_rate: a consumer over its quota gets an empty answer with its throttle
+// time (no partitions: nothing read), else its bytes sent are charged and the throttle
+// put in the answer. Not implemented: the ReplicaState broker epoch is not checked.
 
 package replication
 
@@ -23,9 +25,9 @@ func fetchClaim(m *Module) kernel.Claim {
 }
 
 func (m *Module) handleFetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRequest) (kernel.Response, error) {
-	body, err := m.fetch(ctx, req, r)
+	body, throttle, err := m.fetch(ctx, req, r)
 	if err != nil {
 		return kernel.Response{}, err
 	}
-	return kernel.Response{Body: body}, nil
+	return kernel.Response{Body: body, Throttle: throttle}, nil
 }

@@ -51,7 +51,7 @@ type fetchOp struct {
 }
 
 // fetch serves one Fetch request and returns its encoded body.
-func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRequest) (*kernel.Body, error) {
+func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRequest) (*kernel.Body, time.Duration, error) {
 	op := &fetchOp{
 		ctx:           ctx,
 		m:             m,
@@ -82,15 +82,29 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 	resp := &fetchResponse{version: req.Version}
 	if code := op.resolveSession(r); code != 0 {
 		resp.errorCode = code
-		return encodeFetch(resp), nil
+		return encodeFetch(resp), 0, nil
 	}
 	if op.session != nil {
 		resp.sessionID = op.session.id
+	}
+	// consumer_byte_rate: a consumer already over its quota reads nothing this time
+	// (Kafka's throttled fetch response); the session saw this request, so its next
+	// fetch carries on where this one would have.
+	var client kernel.QuotaClient
+	quota := m.quotas != nil && op.replica < 0
+	if quota {
+		client = kernel.QuotaClientOf(req)
+		if t := m.quotas.FetchThrottle(client, m.now()); t > 0 {
+			resp.throttle = throttleMillis(t)
+			return encodeFetch(resp), t, nil
+		}
 	}
 
 	total, stop := op.readAll()
 	if !stop && r.MaxWaitMillis > 0 && total < op.minBytes && len(op.parts)+len(op.quiet) > 0 {
 		op.releaseAll()
+		waitStart := time.Now()
+		defer func() { kernel.NoteWait(ctx, time.Since(waitStart)) }() // the long poll is not work
 		done, err := m.pg.wait(ctx, op.waitKeys(), time.Duration(r.MaxWaitMillis)*time.Millisecond, func() bool {
 			op.wakeQuiet()
 			total, stop := op.readAll()
@@ -102,13 +116,13 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 		})
 		if err != nil && !errors.Is(err, errStopped) {
 			op.releaseAll()
-			return nil, err // the connection is going away
+			return nil, 0, err // the connection is going away
 		}
 		if !done {
 			op.readAll()
 		}
 	}
-	op.finish(resp)
+	sent := op.finish(resp)
 	if op.replica >= 0 {
 		for _, fp := range op.parts {
 			if fp.part != nil && fp.errorCode == 0 && fp.hw >= 0 {
@@ -116,7 +130,13 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 			}
 		}
 	}
-	return encodeFetch(resp), nil
+	var throttle time.Duration
+	if quota {
+		throttle = m.quotas.FetchRecord(client, sent, m.now())
+		resp.throttle = throttleMillis(throttle)
+	}
+	body := encodeFetch(resp)
+	return body, throttle, nil
 }
 
 // resolveSession applies KIP-227 to the request and fills op.parts. It returns a
@@ -541,7 +561,7 @@ func (op *fetchOp) releaseAll() {
 
 // finish builds the response from the partitions read: all of them for a full fetch,
 // only the changed ones for an incremental fetch. Session state is updated here, once.
-func (op *fetchOp) finish(resp *fetchResponse) {
+func (op *fetchOp) finish(resp *fetchResponse) (bytes int64) {
 	var sent []*fetchPart
 	if s := op.session; s != nil {
 		s.mu.Lock()
@@ -571,7 +591,6 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 	} else {
 		sent = op.parts
 	}
-	var bytes int64
 	for _, fp := range sent {
 		bytes += fp.records.Size
 		if op.replica < 0 && fp.readPart != nil {
@@ -588,6 +607,7 @@ func (op *fetchOp) finish(resp *fetchResponse) {
 		}
 	}
 	op.m.fetchBytes.Add(bytes)
+	return bytes
 }
 
 // markQuiet records (s.mu held) whether fp's read left the session partition sp quiet:

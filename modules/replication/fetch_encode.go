@@ -280,6 +280,8 @@ func encodeFetch(r *fetchResponse) *kernel.Body {
 			body.Chunks = append(body.Chunks, kernel.Chunk{Bytes: e.buf[pc.start:pc.end:pc.end]})
 		}
 	}
+	// Fetch v1+ begins with throttle_time_ms: the kernel may raise it (request quota).
+	body.ThrottleFirst = v >= 1 && len(e.pieces) > 0 && e.pieces[0].chunk == nil && e.pieces[0].start == 0
 	body.Release = func() {
 		for i := range r.topics {
 			for _, fp := range r.topics[i].parts {

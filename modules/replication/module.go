@@ -66,6 +66,8 @@ type Module struct {
 	transformer hookSlot[kernel.ProduceTransformer]
 	// verifier is the registered kernel.TxnVerifier (nil: none); see SetTxnVerifier.
 	verifier hookSlot[kernel.TxnVerifier]
+	// quotas charges clients' produce and fetch bytes (role "quotas"; nil without).
+	quotas kernel.Quotas
 	// markerFns are the TxnMarkerHook listeners (copy-on-write; markerMu serialises
 	// writers).
 	markerMu  sync.Mutex
@@ -159,6 +161,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("replication: %w", err)
 	}
 	m.changer, _ = m.meta.(kernel.PartitionChanger)
+	if q, err := kernel.LookupAs[kernel.Quotas](ctx, "quotas"); err == nil {
+		m.quotas = q // optional: without a quotas module nobody is throttled
+	}
 	// How followers reach leaders: the inter-broker listener's TLS and SASL.
 	if m.sec, err = interbroker.New(m.broker, m.log.With("component", "tls")); err != nil {
 		return fmt.Errorf("replication: %w", err)

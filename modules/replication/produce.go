@@ -112,12 +112,18 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 		resp.Topics = append(resp.Topics, rt)
 	}
 
+	// producer_byte_rate: charged with the request's record bytes, as Kafka charges
+	// the request's size, whatever became of each partition.
+	var throttle time.Duration
+	if m.quotas != nil {
+		throttle = m.quotas.ProduceThrottle(kernel.QuotaClientOf(req), produceBytes(r), m.now())
+	}
 	switch acks {
 	case 0:
 		if failed {
 			return kernel.Response{}, errAcksZeroFailed
 		}
-		return kernel.Response{NoResponse: true}, nil
+		return kernel.Response{NoResponse: true, Throttle: throttle}, nil
 	case -1:
 		if len(waits) > 0 {
 			if err := m.waitAcks(ctx, resp, waits, time.Duration(r.TimeoutMillis)*time.Millisecond); err != nil {
@@ -125,7 +131,24 @@ func (m *Module) produce(ctx context.Context, req *kernel.Request, r *kmsg.Produ
 			}
 		}
 	}
+	resp.ThrottleMillis = throttleMillis(throttle)
 	return kernel.Reply(resp), nil
+}
+
+// produceBytes is the record bytes of a Produce request.
+func produceBytes(r *kmsg.ProduceRequest) int64 {
+	var n int64
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			n += int64(len(r.Topics[i].Partitions[j].Records))
+		}
+	}
+	return n
+}
+
+// throttleMillis is a throttle time as throttle_time_ms.
+func throttleMillis(d time.Duration) int32 {
+	return int32(min(d, time.Hour).Milliseconds())
 }
 
 // produceCtx carries per-request state through appendPartition.
@@ -609,7 +632,9 @@ func (m *Module) waitAcks(ctx context.Context, resp *kmsg.ProduceResponse, waits
 		}
 		return all
 	}
+	waitStart := time.Now()
 	done, err := m.pg.wait(ctx, keys, timeout, try)
+	kernel.NoteWait(ctx, time.Since(waitStart)) // replication's time, not this client's
 	if err != nil && !errors.Is(err, errStopped) {
 		return err
 	}

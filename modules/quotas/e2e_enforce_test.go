@@ -1,0 +1,347 @@
+package quotas_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kclient"
+	"github.com/sluicehq/sluice/internal/recordbatch"
+	"github.com/sluicehq/sluice/internal/testbroker"
+)
+
+// fastWindow makes the rate window short (2 samples of 1 s), so a client's burst
+// allowance before the first throttle is one second's worth and a test measures the
+// steady state after a couple of seconds (Kafka's default window, 11 samples, allows
+// ten seconds' worth first).
+const fastWindow = "configs: {quota.window.num: \"2\", quota.window.size.seconds: \"1\"}\n"
+
+// throttleCount is a kgo hook counting the throttles brokers told the client.
+type throttleCount struct{ n atomic.Int64 }
+
+func (h *throttleCount) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+	}
+}
+
+// rateMeter counts bytes and measures their rate between two marks.
+type rateMeter struct {
+	bytes atomic.Int64
+	mu    sync.Mutex
+	from  time.Time
+	at    int64
+}
+
+func (r *rateMeter) mark() {
+	r.mu.Lock()
+	r.from, r.at = time.Now(), r.bytes.Load()
+	r.mu.Unlock()
+}
+
+func (r *rateMeter) rate() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return float64(r.bytes.Load()-r.at) / time.Since(r.from).Seconds()
+}
+
+// produceFlatOut produces 1 KiB records to topic as fast as cl lets it until ctx ends,
+// counting acknowledged bytes in m.
+func produceFlatOut(ctx context.Context, cl *kgo.Client, topic string, m *rateMeter) {
+	value := make([]byte, 1024)
+	for ctx.Err() == nil {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(r *kgo.Record, err error) {
+			if err == nil {
+				m.bytes.Add(int64(len(r.Value)))
+			}
+		})
+	}
+}
+
+func setQuota(t *testing.T, adm *kadm.Client, key string, v float64, kv ...string) {
+	t.Helper()
+	if errs := alter(t, adm, false, kadm.AlterClientQuotaEntry{Entity: entity(kv...), Ops: []kadm.AlterClientQuotaOp{set(key, v)}}); errs[0] != nil {
+		t.Fatalf("set %s on %v: %v", key, kv, errs[0])
+	}
+}
+
+func within(t *testing.T, what string, got, want, tolerance float64) {
+	t.Helper()
+	if got < want*(1-tolerance) || got > want*(1+tolerance) {
+		t.Errorf("%s: %.0f B/s, want %.0f ± %.0f%%", what, got, want, tolerance*100)
+	} else {
+		t.Logf("%s: %.0f B/s (quota %.0f)", what, got, want)
+	}
+}
+
+// TestProduceQuota: a kgo producer with a client-id quota is held within 10% of it
+// over 10 s and is told it was throttled, while a producer beside it without a quota
+// runs free.
+func TestProduceQuota(t *testing.T) {
+	t.Parallel()
+	const quota = 256 << 10
+	b := testbroker.Start(t, testbroker.WithConfig(fastWindow))
+	adm := b.Admin(t)
+	if _, err := adm.CreateTopic(context.Background(), 3, 1, nil, "produce-quota"); err != nil {
+		t.Fatal(err)
+	}
+	setQuota(t, adm, "producer_byte_rate", quota, "client-id", "limited")
+	var hook throttleCount
+	// Uncompressed, so the bytes counted here are the bytes the broker charges.
+	limited := b.Client(t, kgo.ClientID("limited"), kgo.WithHooks(&hook), kgo.MaxBufferedRecords(1000),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(64<<10))
+	free := b.Client(t, kgo.ClientID("free"), kgo.MaxBufferedRecords(1000), kgo.ProducerBatchCompression(kgo.NoCompression()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var lm, fm rateMeter
+	for _, p := range []struct {
+		cl *kgo.Client
+		m  *rateMeter
+	}{{limited, &lm}, {free, &fm}} {
+		wg.Add(1)
+		go func() { defer wg.Done(); produceFlatOut(ctx, p.cl, "produce-quota", p.m) }()
+	}
+	time.Sleep(3 * time.Second) // measure the steady state, not the first burst
+	lm.mark()
+	fm.mark()
+	time.Sleep(10 * time.Second)
+	lr, fr := lm.rate(), fm.rate()
+	cancel()
+	wg.Wait()
+	within(t, "quota'd producer", lr, quota, 0.10)
+	if fr < 4*quota {
+		t.Errorf("the producer without a quota made %.0f B/s; want it to run free (> %d)", fr, 4*quota)
+	}
+	if hook.n.Load() == 0 {
+		t.Error("the quota'd producer was never told it was throttled")
+	}
+}
+
+// TestFetchQuota: a kgo consumer with a consumer_byte_rate quota on its user (the
+// default user: connections here are ANONYMOUS) and client id is held within 10% of it
+// over 10 s while reading a backlog far larger than it may read.
+func TestFetchQuota(t *testing.T) {
+	t.Parallel()
+	const quota = 512 << 10
+	b := testbroker.Start(t, testbroker.WithConfig(fastWindow))
+	adm := b.Admin(t)
+	if _, err := adm.CreateTopic(context.Background(), 3, 1, nil, "fetch-quota"); err != nil {
+		t.Fatal(err)
+	}
+	// 16 MiB of backlog: three times what the quota allows in the test.
+	testbroker.ProduceFlush(t, context.Background(), b.Client(t, kgo.DefaultProduceTopic("fetch-quota"),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(64<<10)), 16<<10, make([]byte, 1024), nil)
+	setQuota(t, adm, "consumer_byte_rate", quota, "user", "<default>", "client-id", "reader")
+
+	var hook throttleCount
+	cl := b.Client(t, kgo.ClientID("reader"), kgo.ConsumeTopics("fetch-quota"), kgo.WithHooks(&hook),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(256<<10))
+	var m rateMeter
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) { m.bytes.Add(int64(len(r.Value))) })
+		}
+	}()
+	time.Sleep(3 * time.Second)
+	m.mark()
+	time.Sleep(10 * time.Second)
+	r := m.rate()
+	cancel()
+	<-done
+	within(t, "quota'd consumer", r, quota, 0.10)
+	if hook.n.Load() == 0 {
+		t.Error("the consumer was never told it was throttled")
+	}
+}
+
+// TestMutationQuota: CreateTopics with a controller_mutation_rate quota: the first
+// request is admitted whole (KIP-599 admits a request while the client's bucket is not
+// negative), the next is refused with THROTTLING_QUOTA_EXCEEDED and a throttle time, and
+// after waiting it out a new topic is admitted.
+func TestMutationQuota(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t)
+	setQuota(t, b.Admin(t), "controller_mutation_rate", 10, "client-id", "mutator")
+	adm := kadm.NewClient(b.Client(t, kgo.ClientID("mutator")))
+	ctx := context.Background()
+	create := func(name string, parts int32) error {
+		resp, err := adm.CreateTopic(ctx, parts, 1, nil, name)
+		if err != nil {
+			return err
+		}
+		return resp.Err
+	}
+	// 10 partitions/s with a burst of the whole window (11 s, Kafka's default): 150
+	// partitions overdraw the bucket by 40, four seconds' worth.
+	if err := create("mutate-1", 150); err != nil {
+		t.Fatalf("first CreateTopics: %v", err)
+	}
+	err := create("mutate-2", 1)
+	if !errors.Is(err, kerr.ThrottlingQuotaExceeded) {
+		t.Fatalf("second CreateTopics: %v, want THROTTLING_QUOTA_EXCEEDED", err)
+	}
+	testbroker.WaitFor(t, 30*time.Second, "the mutation quota to admit a topic again", func() string {
+		if err := create("mutate-2", 1); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	// Another client id has no quota.
+	other := kadm.NewClient(b.Client(t, kgo.ClientID("other")))
+	if resp, err := other.CreateTopic(ctx, 40, 1, nil, "mutate-other"); err != nil || resp.Err != nil {
+		t.Fatalf("a client without a quota: %v %v", err, resp.Err)
+	}
+}
+
+// TestThrottleIgnoredIsMuted: a client that ignores throttle_time_ms (it sends the
+// next Produce as soon as the previous answer arrives, on one connection) is held to
+// its quota by the broker muting the connection (KIP-219): its rate over 10 s is
+// within 10% of the quota, and the answers say how long it was throttled.
+func TestThrottleIgnoredIsMuted(t *testing.T) {
+	t.Parallel()
+	const quota = 256 << 10
+	b := testbroker.Start(t, testbroker.WithConfig(fastWindow))
+	adm := b.Admin(t)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "ignorer"); err != nil {
+		t.Fatal(err)
+	}
+	setQuota(t, adm, "producer_byte_rate", quota, "client-id", "ignorer")
+	conn, err := kclient.Dial(ctx, b.Addr, kclient.Options{ClientID: "ignorer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	value := make([]byte, 16<<10)
+	batch := recordbatch.Build(recordbatch.Options{}, recordbatch.Record{Value: value})
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, 1, 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "ignorer"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+
+	var sent, throttled int64
+	start := time.Now()
+	var from time.Time
+	var fromBytes int64
+	for time.Since(start) < 13*time.Second {
+		if from.IsZero() && time.Since(start) >= 3*time.Second {
+			from, fromBytes = time.Now(), sent
+		}
+		resp, err := conn.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := resp.(*kmsg.ProduceResponse)
+		if code := pr.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+		}
+		if pr.ThrottleMillis > 0 {
+			throttled++
+		}
+		sent += int64(len(batch))
+	}
+	within(t, "client ignoring its throttle", float64(sent-fromBytes)/time.Since(from).Seconds(), quota, 0.10)
+	if throttled == 0 {
+		t.Error("no answer carried a throttle time")
+	}
+}
+
+// produceSome produces n records of size bytes with a client of clientID and returns
+// how many times the broker throttled it.
+func produceSome(t *testing.T, b *testbroker.Broker, topic, clientID string, n, size int) int64 {
+	t.Helper()
+	var hook throttleCount
+	cl := b.Client(t, kgo.ClientID(clientID), kgo.WithHooks(&hook), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
+	for range n {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: make([]byte, size)}).FirstErr(); err != nil {
+			t.Fatalf("produce as %s: %v", clientID, err)
+		}
+	}
+	return hook.n.Load()
+}
+
+// TestQuotaPrecedence: the most specific entity that sets a quota applies, per quota
+// type, as in Kafka: a tiny quota on (default user, client id "tight") throttles that
+// client although a generous client-id=<default> quota exists; another client id gets
+// the generous default; a quota of another type on the specific entity does not hide
+// the default's producer quota from it.
+func TestQuotaPrecedence(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, testbroker.WithConfig(fastWindow))
+	adm := b.Admin(t)
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "precedence"); err != nil {
+		t.Fatal(err)
+	}
+	setQuota(t, adm, "producer_byte_rate", 100<<20, "client-id", "<default>")
+	setQuota(t, adm, "producer_byte_rate", 8<<10, "user", "<default>", "client-id", "tight")
+	setQuota(t, adm, "consumer_byte_rate", 1024, "client-id", "loose")
+	// 40 KiB in a burst: far over 8 KiB/s, far under 100 MiB/s.
+	if n := produceSome(t, b, "precedence", "tight", 10, 4096); n == 0 {
+		t.Error("client tight was not throttled by its (default user, client id) quota")
+	}
+	if n := produceSome(t, b, "precedence", "loose", 10, 4096); n != 0 {
+		t.Errorf("client loose was throttled %d times: its consumer quota must not change its producer quota", n)
+	}
+	if n := produceSome(t, b, "precedence", "other", 10, 4096); n != 0 {
+		t.Errorf("client other was throttled %d times under the generous default", n)
+	}
+}
+
+// TestRequestQuota: a request_percentage quota throttles a client that keeps the broker
+// busy with requests, and not a client without one. The quota is 0.001% of a thread:
+// ten microseconds of work per second, which a burst of requests exceeds many times
+// over (a Metadata request of an empty cluster takes a few microseconds).
+func TestRequestQuota(t *testing.T) {
+	t.Parallel()
+	b := testbroker.Start(t, testbroker.WithConfig(fastWindow))
+	setQuota(t, b.Admin(t), "request_percentage", 0.001, "client-id", "busy")
+	metadataBurst := func(clientID string) (throttled int, took time.Duration) {
+		conn, err := kclient.Dial(context.Background(), b.Addr, kclient.Options{ClientID: clientID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		for range 50 {
+			req := kmsg.NewPtrMetadataRequest()
+			req.Version = 12 // v0 has no throttle_time_ms: the broker would delay the answer instead
+			resp, err := conn.Request(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.(*kmsg.MetadataResponse).ThrottleMillis > 0 {
+				// One throttled answer is the proof; the next request
+				// would wait out the mute, which is the muting test's job.
+				throttled++
+				break
+			}
+		}
+		return throttled, time.Since(start)
+	}
+	if n, took := metadataBurst("busy"); n == 0 {
+		t.Errorf("a client over its request quota was never throttled (50 requests in %v)", took)
+	} else {
+		t.Logf("busy: throttled after %v", took)
+	}
+	if n, _ := metadataBurst("idle"); n != 0 {
+		t.Errorf("a client without a request quota was throttled %d times", n)
+	}
+}
