@@ -553,6 +553,7 @@ func groupList(t *testing.T, f *fixture) any {
 	slices.Sort(g)
 	return g
 }
+
 // quotasNow is how many client quota entries the broker describes.
 func quotasNow(t *testing.T, f *fixture) any {
 	t.Helper()

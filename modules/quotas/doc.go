@@ -8,7 +8,8 @@
 //	                       the quota records in the metadata log, the enforcer
 //	                       (kernel.Quotas), metrics
 //	quotas/quota           entities, values, Kafka's precedence and filters (pure)
-//	quotas/rate            sampled rate windows, throttle times, token buckets (pure)
+//	internal/rate          sampled rate windows, throttle times, token buckets (pure;
+//	                       replication throttles use it too)
 //
 // # Where quotas live
 //

@@ -4,9 +4,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/rate"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/quotas/quota"
-	"github.com/sluicehq/sluice/modules/quotas/rate"
 )
 
 // enforcer holds the clients' rates, one sampled sensor per quota type and client

@@ -4,9 +4,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/rate"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/quotas/quota"
-	"github.com/sluicehq/sluice/modules/quotas/rate"
 )
 
 // topClients bounds the per-client series: each quota type shows only the clients with

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/coordinator"
+	"github.com/sluicehq/sluice/internal/rate"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/quotas/quota"
-	"github.com/sluicehq/sluice/modules/quotas/rate"
 )
 
 // Info describes the quotas.window module.
