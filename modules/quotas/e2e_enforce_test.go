@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kclient"
+	"github.com/sluicehq/sluice/internal/metricstest"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -115,9 +116,22 @@ func TestProduceQuota(t *testing.T) {
 	fm.mark()
 	time.Sleep(10 * time.Second)
 	lr, fr := lm.rate(), fm.rate()
+	// The busiest quota'd clients' rates and throttle shares are in /metrics.
+	ms := metricstest.Scrape(t, b.AdminAddr)
 	cancel()
 	wg.Wait()
 	within(t, "quota'd producer", lr, quota, 0.10)
+	if r, ok := ms.Value("sluice_quota_client_rate", "quota", "produce", "client_id", "limited"); !ok {
+		t.Error("no sluice_quota_client_rate series for the quota'd producer")
+	} else {
+		within(t, "the producer's rate in /metrics", r, quota, 0.15)
+	}
+	if r, ok := ms.Value("sluice_quota_client_throttle_ratio", "quota", "produce", "client_id", "limited"); !ok || r <= 0 {
+		t.Errorf("sluice_quota_client_throttle_ratio of the throttled producer: %v (present %v)", r, ok)
+	}
+	if _, ok := ms.Value("sluice_quota_client_rate", "quota", "produce", "client_id", "free"); ok {
+		t.Error("a client without a quota has a sluice_quota_client_rate series")
+	}
 	if fr < 4*quota {
 		t.Errorf("the producer without a quota made %.0f B/s; want it to run free (> %d)", fr, 4*quota)
 	}

@@ -25,13 +25,36 @@ type enforcer struct {
 	maxBkts int
 
 	throttled throttleCounts
+	// throttleTime measures each client group's throttle seconds per second (the
+	// share of time it is held), for the busiest groups' metrics.
+	throttleTime *rate.Sensors[throttleKey]
 }
 
-// throttleCounts are the throttle times handed out, by quota type, in seconds.
+// quotaKind is a quota type, as the metrics name it.
+type quotaKind uint8
+
+const (
+	kindProduce quotaKind = iota
+	kindFetch
+	kindRequest
+	kindMutation
+	nKinds
+)
+
+var kindNames = [nKinds]string{"produce", "fetch", "request", "mutation"}
+
+// throttleCounts are the throttle times handed out, by quota type, in seconds, and
+// how many responses carried one.
 type throttleCounts struct {
-	mu                                  sync.Mutex
-	produce, fetch, request, mutation   float64
-	nProduce, nFetch, nRequest, nMutate int64
+	mu      sync.Mutex
+	seconds [nKinds]float64
+	n       [nKinds]int64
+}
+
+// throttleKey is one client group's throttle time sensor: its quota type and group.
+type throttleKey struct {
+	kind quotaKind
+	g    quota.Group
 }
 
 func newEnforcer(cfg rate.Config, maxSensors int, set func() *quota.Set) *enforcer {
@@ -42,6 +65,8 @@ func newEnforcer(cfg rate.Config, maxSensors int, set func() *quota.Set) *enforc
 		request: rate.NewSensors[quota.Group](cfg, maxSensors),
 		buckets: map[quota.Group]*rate.TokenBucket{},
 		maxBkts: maxSensors,
+
+		throttleTime: rate.NewSensors[throttleKey](cfg, maxSensors),
 	}
 }
 
@@ -54,12 +79,14 @@ func (e *enforcer) limit(key string, c kernel.QuotaClient) (float64, quota.Group
 	return s.Resolve(key, c.User, c.ClientID)
 }
 
-func (e *enforcer) count(kind *float64, n *int64, d time.Duration) time.Duration {
+// count notes a throttle of d handed to group g for a quota of kind, and returns d.
+func (e *enforcer) count(kind quotaKind, g quota.Group, d time.Duration, now time.Time) time.Duration {
 	if d > 0 {
 		e.throttled.mu.Lock()
-		*kind += d.Seconds()
-		*n++
+		e.throttled.seconds[kind] += d.Seconds()
+		e.throttled.n[kind]++
 		e.throttled.mu.Unlock()
+		e.throttleTime.RecordAndThrottle(throttleKey{kind, g}, d.Seconds(), 0, now)
 	}
 	return d
 }
@@ -72,7 +99,7 @@ func (e *enforcer) requestThrottle(c kernel.QuotaClient, handling time.Duration,
 	// request_percentage is a share of one thread: a second of work per second is
 	// 100%, so the sensor records percent-seconds.
 	d := e.request.RecordAndThrottle(g, handling.Seconds()*100, lim, now)
-	return e.count(&e.throttled.request, &e.throttled.nRequest, d)
+	return e.count(kindRequest, g, d, now)
 }
 
 func (e *enforcer) produceThrottle(c kernel.QuotaClient, bytes int64, now time.Time) time.Duration {
@@ -81,7 +108,7 @@ func (e *enforcer) produceThrottle(c kernel.QuotaClient, bytes int64, now time.T
 		return 0
 	}
 	d := e.produce.RecordAndThrottle(g, float64(bytes), lim, now)
-	return e.count(&e.throttled.produce, &e.throttled.nProduce, d)
+	return e.count(kindProduce, g, d, now)
 }
 
 func (e *enforcer) fetchThrottle(c kernel.QuotaClient, now time.Time) time.Duration {
@@ -90,7 +117,7 @@ func (e *enforcer) fetchThrottle(c kernel.QuotaClient, now time.Time) time.Durat
 		return 0
 	}
 	d := e.fetch.Throttle(g, lim, now)
-	return e.count(&e.throttled.fetch, &e.throttled.nFetch, d)
+	return e.count(kindFetch, g, d, now)
 }
 
 func (e *enforcer) fetchRecord(c kernel.QuotaClient, bytes int64, now time.Time) time.Duration {
@@ -99,7 +126,7 @@ func (e *enforcer) fetchRecord(c kernel.QuotaClient, bytes int64, now time.Time)
 		return 0
 	}
 	d := e.fetch.RecordAndThrottle(g, float64(bytes), lim, now)
-	return e.count(&e.throttled.fetch, &e.throttled.nFetch, d)
+	return e.count(kindFetch, g, d, now)
 }
 
 func (e *enforcer) admitMutation(c kernel.QuotaClient, cost int, strict bool, now time.Time) (bool, time.Duration) {
@@ -126,7 +153,15 @@ func (e *enforcer) admitMutation(c kernel.QuotaClient, cost int, strict bool, no
 		wait = b.Record(float64(cost), lim, now)
 	}
 	e.mu.Unlock()
-	return admitted, e.count(&e.throttled.mutation, &e.throttled.nMutate, wait)
+	return admitted, e.count(kindMutation, g, wait, now)
+}
+
+// sweep drops the sensors of client groups idle at now.
+func (e *enforcer) sweep(now time.Time) {
+	e.produce.Sweep(now)
+	e.fetch.Sweep(now)
+	e.request.Sweep(now)
+	e.throttleTime.Sweep(now)
 }
 
 // The kernel.Quotas methods.

@@ -18,6 +18,9 @@ const topClients = 20
 //
 //	sluice_quota_throttle_seconds_total{quota}     throttle time handed out
 //	sluice_quota_throttled_responses_total{quota}  responses with a throttle
+//	sluice_quota_client_throttle_ratio{quota,user,client_id}
+//	                                               throttle seconds per second of the
+//	                                               topClients most throttled groups
 //	sluice_quota_sensors{quota}                    client groups measured
 //	sluice_quota_client_rate{quota,user,client_id} rate of the topClients busiest groups
 //	                                               (bytes/s, percent of a thread, partitions/s)
@@ -33,20 +36,27 @@ func newQuotaMetrics(mt *kernel.Metrics, e *enforcer) *quotaMetrics {
 			t := &e.throttled
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			emit(t.produce, "produce")
-			emit(t.fetch, "fetch")
-			emit(t.request, "request")
-			emit(t.mutation, "mutation")
+			for k, name := range kindNames {
+				emit(t.seconds[k], name)
+			}
 		})
 	mt.Collect("sluice_quota_throttled_responses_total", "Responses that throttled their client, by quota type.",
 		kernel.KindCounter, []string{"quota"}, func(emit func(float64, ...string)) {
 			t := &e.throttled
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			emit(float64(t.nProduce), "produce")
-			emit(float64(t.nFetch), "fetch")
-			emit(float64(t.nRequest), "request")
-			emit(float64(t.nMutate), "mutation")
+			for k, name := range kindNames {
+				emit(float64(t.n[k]), name)
+			}
+		})
+	mt.Collect("sluice_quota_client_throttle_ratio", "Throttle seconds per second handed to the most throttled client groups (at most 20 per quota type), over the quota window: 1 means held all the time.",
+		kernel.KindGauge, []string{"quota", "user", "client_id"}, func(emit func(float64, ...string)) {
+			now := time.Now()
+			for k, name := range kindNames {
+				for _, r := range busiest(e.throttleTime, now, func(t throttleKey) bool { return t.kind == quotaKind(k) }) {
+					emit(r.rate, name, r.g.g.User, r.g.g.ClientID)
+				}
+			}
 		})
 	mt.Collect("sluice_quota_sensors", "Client groups whose rates are measured, by quota type.",
 		kernel.KindGauge, []string{"quota"}, func(emit func(float64, ...string)) {
@@ -61,7 +71,7 @@ func newQuotaMetrics(mt *kernel.Metrics, e *enforcer) *quotaMetrics {
 				name string
 				s    *rate.Sensors[quota.Group]
 			}{{"produce", e.produce}, {"fetch", e.fetch}, {"request", e.request}} {
-				for _, r := range busiest(s.s, now) {
+				for _, r := range busiest(s.s, now, nil) {
 					emit(r.rate, s.name, r.g.User, r.g.ClientID)
 				}
 			}
@@ -69,20 +79,21 @@ func newQuotaMetrics(mt *kernel.Metrics, e *enforcer) *quotaMetrics {
 	return qm
 }
 
-type groupRate struct {
-	g    quota.Group
+type groupRate[K comparable] struct {
+	g    K
 	rate float64
 }
 
-// busiest returns the topClients groups of s with the highest rates at now.
-func busiest(s *rate.Sensors[quota.Group], now time.Time) []groupRate {
-	var out []groupRate
-	s.Each(now, func(g quota.Group, r float64) {
-		if r > 0 {
-			out = append(out, groupRate{g, r})
+// busiest returns the topClients keys of s (those keep accepts; nil: all) with the
+// highest rates at now.
+func busiest[K comparable](s *rate.Sensors[K], now time.Time, keep func(K) bool) []groupRate[K] {
+	var out []groupRate[K]
+	s.Each(now, func(g K, r float64) {
+		if r > 0 && (keep == nil || keep(g)) {
+			out = append(out, groupRate[K]{g, r})
 		}
 	})
-	slices.SortFunc(out, func(a, b groupRate) int {
+	slices.SortFunc(out, func(a, b groupRate[K]) int {
 		switch {
 		case a.rate > b.rate:
 			return -1

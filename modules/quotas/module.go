@@ -31,6 +31,9 @@ type Module struct {
 	meta   kernel.Metadata
 	ext    kernel.ExtensionStore
 	unsub  func()
+	// stop ends the sweeper; done is closed when it returned.
+	stop chan struct{}
+	done chan struct{}
 
 	buildMu sync.Mutex
 	set     atomic.Pointer[state]
@@ -77,16 +80,42 @@ func (m *Module) Validate() error {
 	return nil
 }
 
-// Start follows the metadata images: each new quota namespace map rebuilds the set.
+// Start follows the metadata images (each new quota namespace map rebuilds the set)
+// and sweeps idle sensors.
 func (m *Module) Start(context.Context) error {
 	m.unsub = m.meta.Subscribe(m.refresh)
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	go m.sweeper()
 	return nil
 }
 
-// Stop unsubscribes.
+// sweepEvery is how often sensors of clients gone quiet are dropped. Sensors are
+// bounded without it (an insert into a full map makes room); sweeping keeps the
+// sluice_quota_sensors gauge and the memory to the clients actually active.
+const sweepEvery = 30 * time.Second
+
+func (m *Module) sweeper() {
+	defer close(m.done)
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case now := <-t.C:
+			m.enf.sweep(now)
+		}
+	}
+}
+
+// Stop unsubscribes and ends the sweeper.
 func (m *Module) Stop(context.Context) error {
 	if m.unsub != nil {
 		m.unsub()
+	}
+	if m.stop != nil {
+		close(m.stop)
+		<-m.done
 	}
 	return nil
 }
