@@ -295,6 +295,14 @@ var brokerOnlyDefs = []brokerDef{
 		"Most members one consumer-protocol (KIP-848) group may have."}},
 	{def: def{"group.consumer.migration.policy", TypeString, ptr("bidirectional"), oneOf("disabled", "upgrade", "downgrade", "bidirectional"),
 		"Whether a group moves between the classic and consumer (KIP-848) protocols while it has members: upgrade (a consumer-protocol member may join a classic group, which becomes a consumer group; its classic members stay), downgrade (new classic members may join a consumer group, which becomes a classic group when its last consumer-protocol member leaves), bidirectional (both) or disabled (neither: a group holds one protocol's members)."}},
+	{def: def{"leader.replication.throttled.rate", TypeLong, ptr(maxLong), atLeast(0),
+		"Bytes per second this broker, as leader, sends to followers of throttled replicas (leader.replication.throttled.replicas) that are out of the ISR; the default means no limit."}},
+	{def: def{"follower.replication.throttled.rate", TypeLong, ptr(maxLong), atLeast(0),
+		"Bytes per second this broker, as follower, fetches for throttled replicas (follower.replication.throttled.replicas) while it is out of their ISR; the default means no limit."}},
+	{def: def{"replication.quota.window.num", TypeInt, ptr("11"), atLeast(1),
+		"Samples kept of the replication throttles' rates (each replication.quota.window.size.seconds long)."}},
+	{def: def{"replication.quota.window.size.seconds", TypeInt, ptr("1"), atLeast(1),
+		"Time span of each sample of the replication throttles' rates."}},
 	{def: def{"quota.window.num", TypeInt, ptr("11"), atLeast(1),
 		"Samples kept of each client's rate for its quotas (each quota.window.size.seconds long)."}},
 	{def: def{"quota.window.size.seconds", TypeInt, ptr("1"), atLeast(1),
@@ -486,6 +494,8 @@ const math16 = 1<<15 - 1
 // at runtime (as in Kafka: the log cleaner's settings other than log.cleaner.enable are
 // cluster-wide dynamic).
 var extraDynamic = []string{
+	"leader.replication.throttled.rate",
+	"follower.replication.throttled.rate",
 	"producer.id.expiration.ms",
 	"log.cleaner.backoff.ms",
 	"log.cleaner.dedupe.buffer.size",

@@ -225,6 +225,12 @@ type Broker struct {
 	QuotaWindowNum                    int32  // quota.window.num
 	QuotaWindowSizeSeconds            int32  // quota.window.size.seconds
 
+	// Replication throttles (reassignments): bytes/s; math.MaxInt64 = no limit.
+	LeaderReplicationThrottledRate    int64 // leader.replication.throttled.rate
+	FollowerReplicationThrottledRate  int64 // follower.replication.throttled.rate
+	ReplicationQuotaWindowNum         int32 // replication.quota.window.num
+	ReplicationQuotaWindowSizeSeconds int32 // replication.quota.window.size.seconds
+
 	UncleanLeaderElectionEnable bool   // unclean.leader.election.enable
 	MinInsyncReplicas           int32  // min.insync.replicas
 	CompressionType             string // compression.type
@@ -315,6 +321,11 @@ func ResolveBroker(merged map[string]string) Broker {
 		OffsetMetadataMaxBytes:            int32(n("offset.metadata.max.bytes")),
 		QuotaWindowNum:                    int32(n("quota.window.num")),
 		QuotaWindowSizeSeconds:            int32(n("quota.window.size.seconds")),
+
+		LeaderReplicationThrottledRate:    n("leader.replication.throttled.rate"),
+		FollowerReplicationThrottledRate:  n("follower.replication.throttled.rate"),
+		ReplicationQuotaWindowNum:         int32(n("replication.quota.window.num")),
+		ReplicationQuotaWindowSizeSeconds: int32(n("replication.quota.window.size.seconds")),
 
 		UncleanLeaderElectionEnable: eff["unclean.leader.election.enable"].bool(),
 		MinInsyncReplicas:           int32(n("min.insync.replicas")),

@@ -122,6 +122,15 @@ func (m *Module) fetch(ctx context.Context, req *kernel.Request, r *kmsg.FetchRe
 			op.readAll()
 		}
 	}
+	if op.replica >= 0 {
+		var throttled int64
+		for _, fp := range op.parts {
+			if fp.replThrottled {
+				throttled += fp.records.Size
+			}
+		}
+		m.rthrottle.record(leaderSide, m.rcfg.Load(), throttled, m.now())
+	}
 	sent := op.finish(resp)
 	if op.replica >= 0 {
 		for _, fp := range op.parts {
@@ -443,6 +452,15 @@ func (op *fetchOp) readOne(fp *fetchPart, limit int64, minOne bool) {
 			// empty answer; the fetcher moves on when its image catches up.
 			fp.hw, fp.lso = p.stableOffsets()
 			return
+		}
+		if pl.leaderThrottled && !slices.Contains(pl.isr, op.replica) {
+			// A throttled replica catching up (throttle.go): no records while the
+			// leader's throttled rate is over leader.replication.throttled.rate.
+			fp.replThrottled = true
+			if op.m.rthrottle.over(leaderSide, op.m.rcfg.Load(), op.m.now()) > 0 {
+				fp.hw, fp.lso = p.stableOffsets()
+				return
+			}
 		}
 	}
 	hw, lso := p.stableOffsets()

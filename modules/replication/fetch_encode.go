@@ -84,6 +84,9 @@ type fetchPart struct {
 	readPart *Partition
 	readGen  uint64
 	drained  bool
+	// replThrottled: a follower's fetch of a leader-throttled replica out of the ISR;
+	// its records count against leader.replication.throttled.rate (throttle.go).
+	replThrottled bool
 }
 
 type abortedTxn struct{ producerID, firstOffset int64 }
@@ -100,6 +103,7 @@ func (fp *fetchPart) reset() {
 	fp.leaderID, fp.leaderEpoch = -1, -1
 	fp.snapshotEndOffset, fp.snapshotEpoch = -1, -1
 	fp.readPart, fp.readGen, fp.drained = nil, 0, false
+	fp.replThrottled = false
 }
 
 func (fp *fetchPart) release() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/kclient"
 	"github.com/sluicehq/sluice/internal/kconfig"
+	"github.com/sluicehq/sluice/internal/rate"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -38,6 +40,11 @@ type replicaConfig struct {
 	fetchers     int           // num.replica.fetchers
 	listener     string        // inter.broker.listener.name ("" = the first listener)
 	socketTimout time.Duration // how long a fetch may take beyond its wait
+
+	// Replication throttles (throttle.go): bytes/s, 0 = none.
+	leaderRate     float64     // leader.replication.throttled.rate
+	followerRate   float64     // follower.replication.throttled.rate
+	throttleWindow rate.Config // replication.quota.window.*
 }
 
 func newReplicaConfig(b *kconfig.Broker) *replicaConfig {
@@ -51,6 +58,10 @@ func newReplicaConfig(b *kconfig.Broker) *replicaConfig {
 		fetchers:     int(max(b.NumReplicaFetchers, 1)),
 		listener:     b.InterBrokerListenerName,
 		socketTimout: 30 * time.Second, // Kafka's replica.socket.timeout.ms default
+
+		leaderRate:     replicationRate(b.LeaderReplicationThrottledRate),
+		followerRate:   replicationRate(b.FollowerReplicationThrottledRate),
+		throttleWindow: replicationWindow(b),
 	}
 }
 
@@ -385,6 +396,15 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
+		batch, held := f.unthrottled(batch, cfg)
+		if len(batch) == 0 {
+			// Every partition due is a throttled replica and the follower's throttled
+			// rate is over its limit: wait until it is back under.
+			if !f.sleep(held) {
+				return
+			}
+			continue
+		}
 		if conn != nil && !conn.ReauthAfter().IsZero() && time.Now().After(conn.ReauthAfter()) {
 			// The SASL session ends soon (connections.max.reauth.ms at the leader):
 			// log in again on a new connection before the leader closes this one.
@@ -487,11 +507,36 @@ func (m *Module) dialBroker(ctx context.Context, cfg *replicaConfig, id int32, c
 	return conn, vers, err
 }
 
+// unthrottled returns batch without its throttled replicas (throttle.go) while the
+// follower's throttled rate is over follower.replication.throttled.rate, and how long
+// it is over (at most a second: the rate is looked at again then).
+func (f *fetcher) unthrottled(batch map[kernel.TopicPartition]*follow, cfg *replicaConfig) (map[kernel.TopicPartition]*follow, time.Duration) {
+	over := f.m.rthrottle.over(followerSide, cfg, f.m.now())
+	if over <= 0 {
+		return batch, 0
+	}
+	for tp, fl := range batch {
+		if f.throttled(fl) {
+			delete(batch, tp)
+		}
+	}
+	return batch, min(over, time.Second)
+}
+
+// throttled reports whether fl is a follower-throttled replica out of its ISR.
+func (f *fetcher) throttled(fl *follow) bool {
+	pl := fl.p.place.Load()
+	return pl.followerThrottled && !slices.Contains(pl.isr, f.m.broker.NodeID)
+}
+
 // sentPart is one partition of a fetch in flight.
 type sentPart struct {
 	tp     kernel.TopicPartition
 	fl     *follow
 	offset int64
+	// throttled: a follower-throttled replica; what it fetches counts against
+	// follower.replication.throttled.rate.
+	throttled bool
 }
 
 // sentKey finds a response partition: by topic ID (v13+) or name.
@@ -540,7 +585,7 @@ func (f *fetcher) build(batch map[kernel.TopicPartition]*follow, vers map[int16]
 		rp.LogStartOffset = logStart
 		rp.PartitionMaxBytes = cfg.fetchMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sent[f.sentKeyFor(v, tp.Topic, fl.p.topicID, tp.Partition)] = &sentPart{tp: tp, fl: fl, offset: offset}
+		sent[f.sentKeyFor(v, tp.Topic, fl.p.topicID, tp.Partition)] = &sentPart{tp: tp, fl: fl, offset: offset, throttled: f.throttled(fl)}
 	}
 	return req, sent
 }
@@ -606,6 +651,9 @@ func (f *fetcher) handlePart(sp *sentPart, rp *kmsg.FetchResponseTopicPartition,
 		// loop stops fetching (fetcherSet.diskFull) until space is back.
 		f.delay(fl, diskRecheck)
 	case code == 0:
+		if sp.throttled {
+			f.m.rthrottle.record(followerSide, cfg, int64(len(rp.RecordBatches)), f.m.now())
+		}
 		_, err := p.appendFetched(fl.leader, fl.epoch, sp.offset, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
 		switch {
 		case err == errRefetch: // not an error: fetch again after the backoff

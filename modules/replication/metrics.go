@@ -29,6 +29,11 @@ import (
 //	sluice_topic_records_in_total{topic}    records appended as leader
 //	sluice_topic_bytes_out_total{topic}     record batch bytes sent to consumers
 //	                                        (followers' fetches are not counted)
+//	sluice_replication_throttled_rate_bytes{side}
+//	                                        bytes/s replicated for throttled replicas
+//	                                        out of their ISR (side leader: sent to
+//	                                        followers; follower: fetched), measured as
+//	                                        the throttle measures it (throttle.go)
 //	sluice_topic_records_out_total{topic}   offsets sent to consumers: from the
 //	                                        fetch offset to the read's NextOffset
 //	                                        (records, and the control records and
@@ -80,6 +85,7 @@ type replicationCollector struct {
 	m                                                            *Module
 	underReplicated, underMinISR, offline                        *prometheus.Desc
 	topicBytesIn, topicRecordsIn, topicBytesOut, topicRecordsOut *prometheus.Desc
+	throttledRate                                                *prometheus.Desc
 }
 
 func (m *Module) registerMetrics(mt *kernel.Metrics) {
@@ -107,11 +113,13 @@ func (m *Module) registerMetrics(mt *kernel.Metrics) {
 			"Record batch bytes of a topic this broker sent to consumers (not to followers).", topic, nil),
 		topicRecordsOut: prometheus.NewDesc("sluice_topic_records_out_total",
 			"Offsets of a topic this broker sent to consumers: its records, with the control records and compaction gaps among them.", topic, nil),
+		throttledRate: prometheus.NewDesc("sluice_replication_throttled_rate_bytes",
+			"Bytes per second replicated for throttled replicas out of their ISR (leader.replication.throttled.rate, follower.replication.throttled.rate), by side.", []string{"side"}, nil),
 	})
 }
 
 func (c *replicationCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.topicBytesIn, c.topicRecordsIn, c.topicBytesOut, c.topicRecordsOut} {
+	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.topicBytesIn, c.topicRecordsIn, c.topicBytesOut, c.topicRecordsOut, c.throttledRate} {
 		ch <- d
 	}
 }
@@ -145,6 +153,11 @@ func (c *replicationCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(under))
 	ch <- prometheus.MustNewConstMetric(c.underMinISR, prometheus.GaugeValue, float64(underMin))
 	ch <- prometheus.MustNewConstMetric(c.offline, prometheus.GaugeValue, float64(offline))
+	if rc := m.rcfg.Load(); rc != nil {
+		now := m.now()
+		ch <- prometheus.MustNewConstMetric(c.throttledRate, prometheus.GaugeValue, m.rthrottle.rate(leaderSide, rc, now), "leader")
+		ch <- prometheus.MustNewConstMetric(c.throttledRate, prometheus.GaugeValue, m.rthrottle.rate(followerSide, rc, now), "follower")
+	}
 	for name, s := range topics {
 		if s == nil {
 			continue

@@ -80,6 +80,8 @@ type Module struct {
 	dbudget atomic.Pointer[recordbatch.DecompressBudget]
 	// rcfg is the replica.* configuration, refreshed from every image.
 	rcfg atomic.Pointer[replicaConfig]
+	// rthrottle measures the replication throttles' rates (throttle.go).
+	rthrottle replThrottle
 
 	// env is shared by every partition.
 	env *partitionEnv

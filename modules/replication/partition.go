@@ -42,6 +42,9 @@ type placement struct {
 	// as Kafka's maximal ISR). Equal to isr when no change is in flight.
 	maximal []int32
 	cfg     *kconfig.Topic
+	// leaderThrottled, followerThrottled: the topic's *.replication.throttled.replicas
+	// name this partition on this broker (throttle.go).
+	leaderThrottled, followerThrottled bool
 }
 
 // replicaState is what the leader knows of one follower, from its fetches.
@@ -235,6 +238,10 @@ func (p *Partition) update(version uint64, pi *kernel.PartitionImage, cfg *kconf
 	}
 	if *old.cfg != *cfg {
 		p.log.SetConfig(cfg.LogConfig)
+		np.leaderThrottled = throttledReplica(cfg.LeaderReplicationThrottledReplicas, p.tp.Partition, p.self)
+		np.followerThrottled = throttledReplica(cfg.FollowerReplicationThrottledReplicas, p.tp.Partition, p.self)
+	} else {
+		np.leaderThrottled, np.followerThrottled = old.leaderThrottled, old.followerThrottled
 	}
 	leader := np.leader == p.self
 	if leader && (old.leader != p.self || old.epoch != np.epoch) {
