@@ -140,6 +140,16 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 			}
 			continue
 		}
+		if k.quotas != nil {
+			if d := k.quotas.AdmitConnection(addrIP(remote), time.Now()); d > 0 {
+				k.throttleConn(nc, d, func() { k.limits.dropIP(ip); k.limits.putSlot(ll) })
+				if ok, dropped := k.limitLog.Allow(time.Now()); ok {
+					k.log.Warn("connection throttled: the address is over its connection_creation_rate quota; closing it after the throttle time",
+						"listener", name, "remote", remote.String(), "throttle", d, "dropped_similar", dropped)
+				}
+				continue
+			}
+		}
 		k.mConns.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
@@ -169,6 +179,27 @@ func (k *Kernel) acceptLoop(ln net.Listener, l *listener, ll *listenerLimits) {
 		k.connWG.Add(1)
 		go c.serve()
 	}
+}
+
+// throttleConn holds nc, a connection over its address's connection_creation_rate, for
+// d (at most maxMute) without reading it, then closes it and calls release (KIP-612:
+// the client sees its connection closed only after the throttle time, so it does not
+// reconnect at once). Its slot stays taken meanwhile, so max.connections bounds the
+// connections held. Shutdown closes it at once.
+func (k *Kernel) throttleConn(nc net.Conn, d time.Duration, release func()) {
+	k.mConnThrottledQuota.Add(1)
+	k.connWG.Add(1)
+	go func() {
+		defer k.connWG.Done()
+		t := time.NewTimer(min(d, maxMute))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-k.acceptStop:
+		}
+		nc.Close()
+		release()
+	}()
 }
 
 // acceptBackoff is the wait after a failed accept, given the last one (0 after a

@@ -115,8 +115,11 @@ type Kernel struct {
 	acceptLog      ratelog.Limiter // failed accepts (conn.go)
 	mBudgetWaits   *Counter
 	mConnRefused   *Counter
-	mConnThrottled *Counter
-	mAcceptErrors  *Counter
+	// mConnThrottledQuota counts connections held and closed for their address's
+	// connection_creation_rate quota.
+	mConnThrottledQuota *Counter
+	mConnThrottled      *Counter
+	mAcceptErrors       *Counter
 }
 
 // DefaultQueuedMaxRequestBytes is the default of queued.max.request.bytes (Kafka's is
@@ -277,6 +280,8 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 	k.mBudgetWaits = k.metric.Counter("sluice_request_budget_waits_total", "Frames whose reading waited for queued.max.request.bytes.")
 	k.mAcceptErrors = k.metric.Counter("sluice_accept_errors_total", "Failed accepts (EMFILE, ENFILE...), each followed by a back-off.")
 	k.mConnRefused = k.metric.Counter("sluice_connections_refused_total", "Connections closed at once for max.connections.per.ip.")
+	k.mConnThrottledQuota = k.metric.Counter("sluice_connections_quota_throttled_total",
+		"Connections over their address's connection_creation_rate quota: held unread for the throttle time, then closed.")
 	k.mConnThrottled = k.metric.Counter("sluice_connection_accept_waits_total", "Accepts delayed by max.connections or max.connection.creation.rate.")
 	registerRuntimeMetrics(k.metric)
 	k.metric.Collect("sluice_connections_active", "Open client connections by listener.", KindGauge, []string{"listener"},

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"net/netip"
 	"sync/atomic"
 	"time"
 )
@@ -16,7 +17,9 @@ import (
 //   - the replication module charges the bytes a Produce appended and a Fetch returned
 //     (producer_byte_rate, consumer_byte_rate), and answers a Fetch of a client already
 //     over its quota with no records;
-//   - the metadata module admits topic and partition mutations (controller_mutation_rate).
+//   - the metadata module admits topic and partition mutations (controller_mutation_rate);
+//   - the kernel admits each new connection by its address (connection_creation_rate):
+//     one over its rate is held unread for the throttle time and then closed.
 //
 // Whoever charged puts the throttle time in the response it builds (throttle_time_ms);
 // the kernel takes the largest of that and the request-time throttle, sets it in the
@@ -59,6 +62,10 @@ type Quotas interface {
 	// (KIP-599). ok false: refused (strict callers answer THROTTLING_QUOTA_EXCEEDED);
 	// throttle is the time to put in the response either way.
 	AdmitMutation(c QuotaClient, cost int, strict bool, now time.Time) (ok bool, throttle time.Duration)
+	// AdmitConnection charges a new connection from ip to its connection_creation_rate
+	// quota (KIP-612) and returns how long it is over: the kernel then holds the
+	// connection unread that long and closes it, as Kafka does.
+	AdmitConnection(ip netip.Addr, now time.Time) (throttle time.Duration)
 }
 
 // waitKey is the context key of a request's wait accumulator.

@@ -1,6 +1,7 @@
 package quotas
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ type enforcer struct {
 	produce *rate.Sensors[quota.Group]
 	fetch   *rate.Sensors[quota.Group]
 	request *rate.Sensors[quota.Group]
+	conn    *rate.Sensors[netip.Addr] // connection_creation_rate, by client address
 
 	mu      sync.Mutex
 	buckets map[quota.Group]*rate.TokenBucket // controller_mutation_rate (KIP-599)
@@ -38,10 +40,11 @@ const (
 	kindFetch
 	kindRequest
 	kindMutation
+	kindConnection
 	nKinds
 )
 
-var kindNames = [nKinds]string{"produce", "fetch", "request", "mutation"}
+var kindNames = [nKinds]string{"produce", "fetch", "request", "mutation", "connection"}
 
 // throttleCounts are the throttle times handed out, by quota type, in seconds, and
 // how many responses carried one.
@@ -63,6 +66,7 @@ func newEnforcer(cfg rate.Config, maxSensors int, set func() *quota.Set) *enforc
 		produce: rate.NewSensors[quota.Group](cfg, maxSensors),
 		fetch:   rate.NewSensors[quota.Group](cfg, maxSensors),
 		request: rate.NewSensors[quota.Group](cfg, maxSensors),
+		conn:    rate.NewSensors[netip.Addr](cfg, maxSensors),
 		buckets: map[quota.Group]*rate.TokenBucket{},
 		maxBkts: maxSensors,
 
@@ -86,7 +90,9 @@ func (e *enforcer) count(kind quotaKind, g quota.Group, d time.Duration, now tim
 		e.throttled.seconds[kind] += d.Seconds()
 		e.throttled.n[kind]++
 		e.throttled.mu.Unlock()
-		e.throttleTime.RecordAndThrottle(throttleKey{kind, g}, d.Seconds(), 0, now)
+		if kind != kindConnection { // addresses are not client groups
+			e.throttleTime.RecordAndThrottle(throttleKey{kind, g}, d.Seconds(), 0, now)
+		}
 	}
 	return d
 }
@@ -156,8 +162,23 @@ func (e *enforcer) admitMutation(c kernel.QuotaClient, cost int, strict bool, no
 	return admitted, e.count(kindMutation, g, wait, now)
 }
 
+// admitConnection charges a new connection from ip (KIP-612) and returns its throttle.
+func (e *enforcer) admitConnection(ip netip.Addr, now time.Time) time.Duration {
+	s := e.set()
+	if s == nil || s.Len() == 0 || !ip.IsValid() {
+		return 0
+	}
+	lim, ok := s.ResolveIP(ip.Unmap().String())
+	if !ok {
+		return 0
+	}
+	d := e.conn.RecordAndThrottle(ip.Unmap(), 1, lim, now)
+	return e.count(kindConnection, quota.Group{}, d, now)
+}
+
 // sweep drops the sensors of client groups idle at now.
 func (e *enforcer) sweep(now time.Time) {
+	e.conn.Sweep(now)
 	e.produce.Sweep(now)
 	e.fetch.Sweep(now)
 	e.request.Sweep(now)
@@ -184,6 +205,11 @@ func (m *Module) FetchThrottle(c kernel.QuotaClient, now time.Time) time.Duratio
 // FetchRecord implements kernel.Quotas.
 func (m *Module) FetchRecord(c kernel.QuotaClient, bytes int64, now time.Time) time.Duration {
 	return m.enf.fetchRecord(c, bytes, now)
+}
+
+// AdmitConnection implements kernel.Quotas.
+func (m *Module) AdmitConnection(ip netip.Addr, now time.Time) time.Duration {
+	return m.enf.admitConnection(ip, now)
 }
 
 // AdmitMutation implements kernel.Quotas.

@@ -31,7 +31,7 @@ func newQuotaMetrics(mt *kernel.Metrics, e *enforcer) *quotaMetrics {
 	if mt == nil {
 		return qm
 	}
-	mt.Collect("sluice_quota_throttle_seconds_total", "Throttle time handed to clients, by quota type (produce, fetch, request, mutation).",
+	mt.Collect("sluice_quota_throttle_seconds_total", "Throttle time handed to clients, by quota type (produce, fetch, request, mutation, connection).",
 		kernel.KindCounter, []string{"quota"}, func(emit func(float64, ...string)) {
 			t := &e.throttled
 			t.mu.Lock()
@@ -63,6 +63,7 @@ func newQuotaMetrics(mt *kernel.Metrics, e *enforcer) *quotaMetrics {
 			emit(float64(e.produce.Len()), "produce")
 			emit(float64(e.fetch.Len()), "fetch")
 			emit(float64(e.request.Len()), "request")
+			emit(float64(e.conn.Len()), "connection")
 		})
 	mt.Collect("sluice_quota_client_rate", "Measured rate of the busiest client groups with a quota (at most 20 per quota type): bytes/s for produce and fetch, percent of a thread for request.",
 		kernel.KindGauge, []string{"quota", "user", "client_id"}, func(emit func(float64, ...string)) {
