@@ -1,6 +1,6 @@
 package main
 
-// The Kafka-protocol commands (topic, group, cluster, produce, consume) share this:
+// The Kafka-protocol commands (topic, group, cluster, quota, produce, consume) share this:
 // how to reach the brokers, flags that may come before or after positional arguments,
 // tables or JSON on stdout, and exit codes (0 done, 1 failed, 2 usage).
 
@@ -30,7 +30,7 @@ const envBrokers = "SLUICE_BROKERS"
 const defaultBrokers = "127.0.0.1:9092"
 
 // kafkaHelp is the part of the usage texts about reaching the brokers.
-const kafkaHelp = `Connecting (every topic, group, cluster, produce and consume command):
+const kafkaHelp = `Connecting (every topic, group, cluster, quota, produce and consume command):
   --brokers HOST:PORT[,HOST:PORT...]
                         seed brokers (default $SLUICE_BROKERS, else 127.0.0.1:9092)
   --timeout DURATION    how long a request may take (default 10s)
@@ -271,10 +271,12 @@ func (t *table) row(cells ...any) {
 
 func (t *table) flush() { _ = t.tw.Flush() }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, with <, > and & as they are (a default quota
+// entity is "<default>").
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -5,6 +5,7 @@
 //	sluice produce TOPIC / sluice consume TOPIC
 //	sluice group list|describe|seek|delete ...
 //	sluice cluster info|health
+//	sluice quota describe|set|delete ...   (see sluice quota help)
 //	sluice transform deploy|list|delete ...   (see sluice transform help)
 //	sluice plugin list [--admin HOST:PORT] [--user NAME --password PW] [--json]   (see sluice plugin help)
 //	sluice log verify [--repair] DIR   (see sluice log help)
@@ -46,6 +47,7 @@ commands:
   consume    print a topic's records
   group      list, describe (with lag), seek and delete consumer groups
   cluster    brokers, controller and partition health
+  quota      describe, set and delete client quotas
   config     the configuration reference (config defaults)
   transform  deploy, list and delete WASM record transforms
   plugin     list assignor plugins and their state
@@ -61,6 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		{[]string{"consume"}, consumeCmd},
 		{[]string{"group", "groups"}, groupCmd},
 		{[]string{"cluster"}, clusterCmd},
+		{[]string{"quota", "quotas"}, quotaCmd},
 		{[]string{"config"}, configCmd},
 		{[]string{"transform", "transforms"}, transformCmd},
 		{[]string{"plugin", "plugins"}, pluginCmd},
