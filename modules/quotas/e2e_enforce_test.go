@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/sluicehq/sluice/internal/kclient"
 	"github.com/sluicehq/sluice/internal/metricstest"
@@ -428,5 +429,59 @@ func TestConnectionCreationQuota(t *testing.T) {
 	ms := metricstest.Scrape(t, b.AdminAddr)
 	if n, _ := ms.Value("sluice_connections_quota_throttled_total"); n != float64(throttled) {
 		t.Errorf("sluice_connections_quota_throttled_total = %v, want %d", n, throttled)
+	}
+}
+
+// TestUserQuota (KIP-546): on a SASL listener the quota's user is the authenticated
+// principal's name. A producer logged in as alice, whose user has a producer quota,
+// is held within 10% of it; bob beside her, with no quota, runs free although both
+// use the same client id.
+func TestUserQuota(t *testing.T) {
+	t.Parallel()
+	const quota = 256 << 10
+	b := testbroker.Start(t, testbroker.WithConfig(`
+listeners:
+  - {name: SASL_PLAINTEXT}
+configs:
+  sasl.enabled.mechanisms: "SCRAM-SHA-512"
+  super.users: "User:admin;User:alice;User:bob"
+  quota.window.num: "2"
+  quota.window.size.seconds: "1"
+modules:
+  auth: {use: acl, users: [{name: admin, password: admin-secret}, {name: alice, password: alice-secret}, {name: bob, password: bob-secret}]}
+`))
+	login := func(user string) kgo.Opt {
+		return kgo.SASL(scram.Auth{User: user, Pass: user + "-secret"}.AsSha512Mechanism())
+	}
+	adm := kadm.NewClient(b.Client(t, login("admin")))
+	if _, err := adm.CreateTopic(context.Background(), 2, 1, nil, "user-quota"); err != nil {
+		t.Fatal(err)
+	}
+	setQuota(t, adm, "producer_byte_rate", quota, "user", "alice")
+	opts := func(user string) []kgo.Opt {
+		return []kgo.Opt{login(user), kgo.ClientID("shared"), kgo.MaxBufferedRecords(1000),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(64 << 10)}
+	}
+	alice, bob := b.Client(t, opts("alice")...), b.Client(t, opts("bob")...)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var am, bm rateMeter
+	for _, p := range []struct {
+		cl *kgo.Client
+		m  *rateMeter
+	}{{alice, &am}, {bob, &bm}} {
+		wg.Add(1)
+		go func() { defer wg.Done(); produceFlatOut(ctx, p.cl, "user-quota", p.m) }()
+	}
+	time.Sleep(3 * time.Second) // measure the steady state, not the first burst
+	am.mark()
+	bm.mark()
+	time.Sleep(10 * time.Second)
+	ar, br := am.rate(), bm.rate()
+	cancel()
+	wg.Wait()
+	within(t, "alice's producer", ar, quota, 0.10)
+	if br < 4*quota {
+		t.Errorf("bob's producer (no quota, same client id) made %.0f B/s; want it to run free (> %d)", br, 4*quota)
 	}
 }
