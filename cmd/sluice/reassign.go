@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,13 +14,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-const reassignUsage = `usage: sluice topic reassign TOPIC -p PARTITION:BROKER,BROKER... [-p ...] [flags]
+const reassignUsage = `usage: sluice topic reassign TOPIC -p PARTITION:BROKER,BROKER... [-p ...] [--throttle BYTES_PER_SEC] [flags]
        sluice topic reassign TOPIC --cancel -p PARTITION [-p ...]
+       sluice topic reassign TOPIC --clear-throttle
 
 Moves partitions' replicas to the brokers listed (the first is the preferred
 leader; a different count changes the replication factor), then waits until every
 new replica has caught up and the old ones are gone, with a progress line on a
 terminal. --no-wait returns once the controller has accepted the move.
+
+--throttle caps the move's replication at BYTES_PER_SEC on each broker involved,
+as kafka-reassign-partitions.sh does: the moved partitions' current replicas go
+into the topic's leader.replication.throttled.replicas, the added ones into its
+follower.replication.throttled.replicas (merged with what the lists hold), and
+leader.replication.throttled.rate and follower.replication.throttled.rate are set
+on every broker of the old and new replica sets. Only replicas out of the ISR are
+held back. Once the move is done the command removes what it added; with
+--no-wait, a cancel, or a wait that fails it stays in place until
+--clear-throttle, which deletes the topic's two throttled-replicas configs and
+the two rates on every live broker.
 `
 
 // reassignPoll is how often a waiting reassign asks how far the move has come.
@@ -91,26 +104,62 @@ func topicReassign(prog string, args []string, stdout, stderr io.Writer) error {
 	cancel := fs.Bool("cancel", false, "cancel the partitions' ongoing reassignments")
 	noWait := fs.Bool("no-wait", false, "return once the move is accepted")
 	wait := fs.Duration("wait", 30*time.Minute, "how long to wait for the move to finish")
+	throttleArg := fs.String("throttle", "", "cap the move's replication at `BYTES_PER_SEC` on each broker involved")
+	clearThr := fs.Bool("clear-throttle", false, "remove the topic's replication throttle and every broker's throttle rates")
 	pos, err := kf.parse(fs, args, 1, 1, "topic name")
 	if err != nil {
 		return err
 	}
 	topic := pos[0]
+	if *clearThr {
+		if len(moves) > 0 || *cancel || *throttleArg != "" {
+			return usageError{"--clear-throttle takes no -p, --cancel or --throttle"}
+		}
+		return clearThrottle(kf, topic, stdout)
+	}
+	var rate int64
+	if *throttleArg != "" {
+		if *cancel {
+			return usageError{"--throttle applies to a move, not to --cancel"}
+		}
+		rate, err = strconv.ParseInt(*throttleArg, 10, 64)
+		if err != nil || rate <= 0 {
+			return usageError{fmt.Sprintf("--throttle %q: want a positive whole number of bytes per second", *throttleArg)}
+		}
+	}
 	targets, err := moves.parse(*cancel)
 	if err != nil {
 		return err
 	}
-	ctx, adm, done, err := kf.connect(2)
+	spans := 2
+	if rate > 0 {
+		spans = 6 // metadata, topic configs read and written, broker configs, the move
+	}
+	ctx, adm, done, err := kf.connect(spans)
 	if err != nil {
 		return err
 	}
 	defer done()
+	var thr *throttle
+	if rate > 0 {
+		if thr, err = planThrottle(ctx, adm, topic, targets, rate); err != nil {
+			return err
+		}
+		if thr == nil {
+			fmt.Fprintln(stderr, "no replica is added, so there is nothing to throttle")
+		} else if err := thr.apply(ctx, adm); err != nil {
+			return thr.failedApply(adm, kf.timeout, err)
+		}
+	}
 	var req kadm.AlterPartitionAssignmentsReq
 	for p, brokers := range targets {
 		req.Assign(topic, p, brokers)
 	}
 	res, err := adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
+		if thr != nil {
+			fmt.Fprintln(stderr, thr.leftNote("the move may not have been submitted"))
+		}
 		return err
 	}
 	rows := make([]reassignRow, 0, len(targets))
@@ -132,8 +181,24 @@ func topicReassign(prog string, args []string, stdout, stderr io.Writer) error {
 	if !*noWait && !*cancel {
 		if err := waitReassign(adm, kf.timeout, *wait, topic, rows, stderr); err != nil {
 			printReassign(stdout, kf.json, rows)
+			if thr != nil {
+				fmt.Fprintln(stderr, thr.leftNote("the move has not finished"))
+			}
 			return err
 		}
+		if thr != nil {
+			// The command's context may have run out while waiting.
+			cctx, stop := context.WithTimeout(context.Background(), 3*kf.timeout)
+			err := thr.remove(cctx, adm)
+			stop()
+			if err != nil {
+				printReassign(stdout, kf.json, rows)
+				return fmt.Errorf("the move is done, but removing its throttle failed: %w\n  clear it with `sluice topic reassign %s --clear-throttle`", err, topic)
+			}
+			fmt.Fprintf(stderr, "removed the replication throttle of %s (brokers %s)\n", topic, int32List(thr.brokers))
+		}
+	} else if thr != nil {
+		fmt.Fprintln(stderr, thr.leftNote("with --no-wait"))
 	}
 	if err := printReassign(stdout, kf.json, rows); err != nil {
 		return err
@@ -235,4 +300,295 @@ func printReassign(w io.Writer, asJSON bool, rows []reassignRow) error {
 	}
 	t.flush()
 	return nil
+}
+
+// The configs of a replication throttle (KIP-73; modules/replication/throttle.go).
+const (
+	leaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	followerThrottledReplicas = "follower.replication.throttled.replicas"
+	leaderThrottledRate       = "leader.replication.throttled.rate"
+	followerThrottledRate     = "follower.replication.throttled.rate"
+)
+
+// throttle is the replication throttle of one move, as kafka-reassign-partitions.sh
+// sets it: the moved partitions' current replicas throttled as leaders, the added
+// ones as followers, the rate on every broker of the old and new replica sets.
+type throttle struct {
+	topic    string
+	rate     int64
+	leader   []string // "partition:broker" entries for leader.replication.throttled.replicas
+	follower []string // and for follower.replication.throttled.replicas
+	brokers  []int32  // sorted
+
+	// What apply changed, so remove takes back only that: the list entries that were
+	// not there before, and whether the rates were (perhaps partly) set.
+	addedLeader, addedFollower []string
+	ratesSet                   bool
+}
+
+// planThrottle returns the throttle of moving topic's partitions to targets at rate
+// bytes per second, or nil when the move adds no replica (no data to copy).
+// Partitions the metadata does not know are left out: the move answers for them.
+func planThrottle(ctx context.Context, adm *adminConn, topic string, targets map[int32][]int32, rate int64) (*throttle, error) {
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	td, ok := md.Topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("topic %s: not in the metadata answer", topic)
+	}
+	if td.Err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, td.Err)
+	}
+	t := &throttle{topic: topic, rate: rate}
+	brokers := map[int32]bool{}
+	for _, p := range slices.Sorted(maps.Keys(targets)) {
+		pd, ok := td.Partitions[p]
+		if !ok {
+			continue
+		}
+		var added []int32
+		for _, b := range targets[p] {
+			if !slices.Contains(pd.Replicas, b) {
+				added = append(added, b)
+			}
+		}
+		if len(added) == 0 {
+			continue
+		}
+		for _, b := range pd.Replicas {
+			t.leader = append(t.leader, fmt.Sprintf("%d:%d", p, b))
+			brokers[b] = true
+		}
+		for _, b := range added {
+			t.follower = append(t.follower, fmt.Sprintf("%d:%d", p, b))
+			brokers[b] = true
+		}
+	}
+	if len(t.follower) == 0 {
+		return nil, nil
+	}
+	t.brokers = slices.Sorted(maps.Keys(brokers))
+	return t, nil
+}
+
+// apply merges t's entries into the topic's throttled-replicas lists and sets the
+// rates on t's brokers.
+func (t *throttle) apply(ctx context.Context, adm *adminConn) error {
+	cur, err := throttledLists(ctx, adm, t.topic)
+	if err != nil {
+		return err
+	}
+	var alter []kadm.AlterConfig
+	var v string
+	v, t.addedLeader = mergeThrottled(cur[leaderThrottledReplicas], t.leader)
+	if len(t.addedLeader) > 0 {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: leaderThrottledReplicas, Value: &v})
+	}
+	var w string
+	w, t.addedFollower = mergeThrottled(cur[followerThrottledReplicas], t.follower)
+	if len(t.addedFollower) > 0 {
+		alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: followerThrottledReplicas, Value: &w})
+	}
+	if len(alter) > 0 {
+		res, err := adm.AlterTopicConfigs(ctx, alter, t.topic)
+		if err := alterErr("topic", []string{t.topic}, res, err); err != nil {
+			return err
+		}
+	}
+	rate := strconv.FormatInt(t.rate, 10)
+	t.ratesSet = true
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: leaderThrottledRate, Value: &rate},
+		{Op: kadm.SetConfig, Name: followerThrottledRate, Value: &rate},
+	}, t.brokers...)
+	return alterErr("broker", brokerNames(t.brokers), res, err)
+}
+
+// remove takes back what apply added: its entries in the topic's lists (a list
+// left empty is deleted) and the rates of t's brokers.
+func (t *throttle) remove(ctx context.Context, adm *adminConn) error {
+	var errs []error
+	if len(t.addedLeader) > 0 || len(t.addedFollower) > 0 {
+		cur, err := throttledLists(ctx, adm, t.topic)
+		if err != nil {
+			return err
+		}
+		var alter []kadm.AlterConfig
+		for _, e := range []struct {
+			name  string
+			added []string
+		}{{leaderThrottledReplicas, t.addedLeader}, {followerThrottledReplicas, t.addedFollower}} {
+			v := subtractThrottled(cur[e.name], e.added)
+			switch {
+			case v == cur[e.name]:
+			case v == "":
+				alter = append(alter, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: e.name})
+			default:
+				alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: e.name, Value: &v})
+			}
+		}
+		if len(alter) > 0 {
+			res, err := adm.AlterTopicConfigs(ctx, alter, t.topic)
+			errs = append(errs, alterErr("topic", []string{t.topic}, res, err))
+		}
+	}
+	if t.ratesSet {
+		res, err := adm.AlterBrokerConfigs(ctx, deleteThrottleRates(), t.brokers...)
+		errs = append(errs, alterErr("broker", brokerNames(t.brokers), res, err))
+	}
+	return errors.Join(errs...)
+}
+
+// failedApply is the error of an apply that failed (cause), after taking back what
+// it did set.
+func (t *throttle) failedApply(adm *adminConn, timeout time.Duration, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
+	defer cancel()
+	if err := t.remove(ctx, adm); err != nil {
+		return fmt.Errorf("setting the replication throttle: %w\n  nothing was moved, but removing what was set failed: %v\n  clear it with `sluice topic reassign %s --clear-throttle`", cause, err, t.topic)
+	}
+	return fmt.Errorf("setting the replication throttle: %w (nothing was moved)", cause)
+}
+
+// leftNote tells why t stays in place and how to clear it.
+func (t *throttle) leftNote(why string) string {
+	return fmt.Sprintf("%s: the replication throttle of %s (%d bytes/s on brokers %s) stays in place;\n  once the move is done, clear it with `sluice topic reassign %s --clear-throttle`",
+		why, t.topic, t.rate, int32List(t.brokers), t.topic)
+}
+
+// throttledLists returns topic's two throttled-replicas lists ("" when unset).
+func throttledLists(ctx context.Context, adm *adminConn, topic string) (map[string]string, error) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil && rc.Err != nil {
+		err = errors.New(errWithMessage(rc.Err, rc.ErrMessage))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("topic %s's configs: %w", topic, err)
+	}
+	out := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Key == leaderThrottledReplicas || c.Key == followerThrottledReplicas {
+			out[c.Key] = strings.TrimSpace(c.MaybeValue())
+		}
+	}
+	return out, nil
+}
+
+// mergeThrottled adds the entries of add missing from list (a throttled-replicas
+// value) and returns the new value with the entries it added. "*" stays "*".
+func mergeThrottled(list string, add []string) (string, []string) {
+	if list == "*" {
+		return list, nil
+	}
+	items := splitList(list)
+	var added []string
+	for _, e := range add {
+		if !slices.Contains(items, e) {
+			items = append(items, e)
+			added = append(added, e)
+		}
+	}
+	return strings.Join(items, ","), added
+}
+
+// subtractThrottled removes the entries of rm from list; "*" stays "*".
+func subtractThrottled(list string, rm []string) string {
+	if list == "*" {
+		return list
+	}
+	items := slices.DeleteFunc(splitList(list), func(e string) bool { return slices.Contains(rm, e) })
+	return strings.Join(items, ",")
+}
+
+// splitList splits a comma-separated config list, trimming its items.
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// deleteThrottleRates are the changes that remove a broker's throttle rates.
+func deleteThrottleRates() []kadm.AlterConfig {
+	return []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: leaderThrottledRate},
+		{Op: kadm.DeleteConfig, Name: followerThrottledRate},
+	}
+}
+
+// brokerNames are the config resource names of brokers.
+func brokerNames(brokers []int32) []string {
+	out := make([]string, len(brokers))
+	for i, b := range brokers {
+		out[i] = strconv.Itoa(int(b))
+	}
+	return out
+}
+
+// alterErr is the error of an alter of the resources named names (of kind): each
+// one's error (see resultErr), joined.
+func alterErr(kind string, names []string, res kadm.AlterConfigsResponses, err error) error {
+	var errs []error
+	for _, n := range names {
+		if e := resultErr(res, err, n); e != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", kind, n, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clearThrottle removes topic's two throttled-replicas configs and the throttle
+// rates of every broker in the cluster's metadata, one status line each.
+func clearThrottle(kf *kafkaFlags, topic string, stdout io.Writer) error {
+	ctx, adm, done, err := kf.connect(3)
+	if err != nil {
+		return err
+	}
+	defer done()
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	var brokers []int32
+	for _, b := range md.Brokers {
+		brokers = append(brokers, b.NodeID)
+	}
+	slices.Sort(brokers)
+	tres, terr := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: leaderThrottledReplicas},
+		{Op: kadm.DeleteConfig, Name: followerThrottledReplicas},
+	}, topic)
+	bres, berr := adm.AlterBrokerConfigs(ctx, deleteThrottleRates(), brokers...)
+	names := []string{"topic " + topic}
+	errOf := map[string]error{names[0]: resultErr(tres, terr, topic)}
+	for _, b := range brokerNames(brokers) {
+		n := "broker " + b
+		names = append(names, n)
+		errOf[n] = resultErr(bres, berr, b)
+	}
+	return printStatuses(stdout, kf.json, "RESOURCE", "cleared", names, func(n string) error { return errOf[n] }, "throttle removals")
+}
+
+// resultErr is resource name's error in an alter's answer: its own, else the
+// request's (err), else a missing answer.
+func resultErr(res kadm.AlterConfigsResponses, err error, name string) error {
+	r, rerr := res.On(name, nil)
+	switch {
+	case rerr == nil && r.Err != nil:
+		return errors.New(errWithMessage(r.Err, r.ErrMessage))
+	case rerr == nil:
+		return nil
+	case err != nil:
+		return err
+	}
+	return errors.New("no answer")
 }

@@ -26,7 +26,8 @@ commands:
                       change topic configs (incrementally: others stay)
   add-partitions NAME... --num N
                       add N partitions to each topic
-  reassign NAME -p PARTITION:BROKER,BROKER... [-p ...] [--no-wait] [--cancel]
+  reassign NAME -p PARTITION:BROKER,BROKER... [-p ...] [--throttle B/s] [--no-wait] [--cancel]
+  reassign NAME --clear-throttle
                       move partitions' replicas and wait until the move is done
 
 ` + kafkaHelp
