@@ -38,6 +38,9 @@
 //	                          CreatePartitions and DeleteTopics (the metadata module
 //	                          charges them; KIP-599 token bucket, strict for the
 //	                          versions that know THROTTLING_QUOTA_EXCEEDED)
+//	connection_creation_rate  new connections per second from one address (ip
+//	                          entities, KIP-612; the kernel asks at accept): one over
+//	                          it is held unread for its throttle time, then closed
 //
 // Rates are measured over quota.window.num samples of quota.window.size.seconds
 // (Kafka's defaults 11 and 1 s; rate.Sensor). A client over its quota gets, in
