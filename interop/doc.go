@@ -74,12 +74,13 @@
 //
 // The client quota tests (quotas_test.go) measure rates on the broker (partition sizes
 // from DescribeLogDirs over 10 s, after a warm-up) with a two-sample rate window:
-// TestQuotaClients runs a librdkafka producer (quotas_librdkafka_test.py), a kgo
-// producer and a kgo consumer, each with a client-id quota, beside a kgo producer
-// without one, and holds each within 10% of its quota while the free one makes many
-// times more; TestQuotaCluster sets a producer quota Q through a broker that is not the
-// controller, sees every broker describe it, and checks that each of three brokers
-// holds a producer writing to a partition it leads to Q, so the client makes 3Q in all.
+// TestQuotaClients runs a librdkafka producer (quotas_librdkafka_test.py), a kafkajs
+// producer (quotas_kafkajs_test.js), a kgo producer and a kgo consumer, each with a
+// client-id quota, beside a kgo producer without one, and holds each within 10% of its
+// quota while the free one makes many times more; TestQuotaCluster sets a producer
+// quota Q through a broker that is not the controller, sees every broker describe it,
+// and checks that each of three brokers holds a producer writing to a partition it
+// leads to Q, so the client makes 3Q in all.
 //
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data

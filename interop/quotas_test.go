@@ -16,9 +16,9 @@ import (
 )
 
 // Client quotas (modules/quotas) held by broker processes against real clients: a
-// librdkafka producer, kgo producers and a kgo consumer, each with a client-id quota,
-// beside a client without one, on one broker; and a kgo producer whose client-id quota
-// each broker of a three-broker cluster enforces on its own.
+// librdkafka producer, a kafkajs producer, kgo producers and a kgo consumer, each with a
+// client-id quota, beside a client without one, on one broker; and a kgo producer whose
+// client-id quota each broker of a three-broker cluster enforces on its own.
 //
 // Rates are measured on the broker: the bytes it appended to each partition (the
 // partition sizes DescribeLogDirs reports: a segment holds the batches exactly as
@@ -296,8 +296,11 @@ func quotaProducer(t *testing.T, seeds []string, clientID string, opts ...kgo.Op
 	return cl
 }
 
-// lrkReport is quotas_librdkafka_test.py's report.
-type lrkReport struct {
+// producerReport is the report of quotas_librdkafka_test.py and of
+// quotas_kafkajs_test.js (Sends is kafkajs's alone; its Undelivered is always 0, it waits
+// for every send it started).
+type producerReport struct {
+	Sends         int64 `json:"sends,omitempty"`
 	Acked         int64 `json:"acked"`
 	AckedBytes    int64 `json:"acked_bytes"`
 	Failed        int64 `json:"failed"`
@@ -307,27 +310,37 @@ type lrkReport struct {
 }
 
 // TestQuotaClients: on one broker process, a librdkafka producer (client.id limited,
-// producer_byte_rate 1 MiB/s), a kgo producer (limited-kgo, 512 KiB/s) and a kgo
-// consumer (limited-reader, consumer_byte_rate 512 KiB/s, reading a backlog) run at
-// once for 10 s, each as fast as it can, beside a kgo producer without a quota (free).
-// Each quota'd client stays within 10% of its quota and was told it was throttled;
-// the free producer is never throttled and makes more than three times the largest
-// quota.
+// producer_byte_rate 1 MiB/s), a kafkajs producer (clientId limited-js, 512 KiB/s), a
+// kgo producer (limited-kgo, 512 KiB/s) and a kgo consumer (limited-reader,
+// consumer_byte_rate 512 KiB/s, reading a backlog) run at once for 10 s, each as fast
+// as it can, beside a kgo producer without a quota (free). Each quota'd client stays
+// within 10% of its quota and was told it was throttled; the free producer is never
+// throttled and makes more than three times the largest quota.
+//
+// kafkajs (2.2.4) honours throttle_time_ms itself: Produce v6 and later responses
+// (it speaks up to v7) carry it as KIP-219's client-side throttle, and the
+// connection's request queue holds every further request to that broker until it has
+// passed (logging "Client side throttling in effect for Nms" at debug level, which
+// quotas_kafkajs_test.js counts); the broker's muting of the connection would hold it
+// all the same.
 func TestQuotaClients(t *testing.T) {
 	t.Parallel()
 	needLibrdkafka(t)
+	node := needKafkajs(t)
 	const (
 		lrkQuota      = 1 << 20
+		kjsQuota      = 512 << 10
 		kgoQuota      = 512 << 10
 		consumerQuota = 512 << 10
 		backlog       = 12 << 20 // more than the consumer may read in the test
 	)
 	b := startBrokerConfig(t, quotaBrokerConfig)
-	for _, topic := range []string{"quota-lrk", "quota-kgo", "quota-free", "quota-backlog"} {
+	for _, topic := range []string{"quota-lrk", "quota-kjs", "quota-kgo", "quota-free", "quota-backlog"} {
 		createTopic(t, b.addr, topic, 1)
 	}
 	send := brokerRequester(t, b.addr)
 	mustAlterClientQuota(t, send, "limited", "producer_byte_rate", lrkQuota)
+	mustAlterClientQuota(t, send, "limited-js", "producer_byte_rate", kjsQuota)
 	mustAlterClientQuota(t, send, "limited-kgo", "producer_byte_rate", kgoQuota)
 	mustAlterClientQuota(t, send, "limited-reader", "consumer_byte_rate", consumerQuota)
 
@@ -390,14 +403,17 @@ func TestQuotaClients(t *testing.T) {
 	defer stop()
 
 	lrk := startPython(t, "quotas_librdkafka_test.py", b.addr, "quota-lrk", "limited", fmt.Sprint(quotaValueBytes))
+	kjs := startNode(t, node, "quotas_kafkajs_test.js", b.addr, "quota-kjs", "limited-js", fmt.Sprint(quotaValueBytes))
 	lrk.waitEvent("delivered", 30*time.Second)
+	kjs.waitEvent("delivered", 30*time.Second)
 
 	brokers := []requester{send}
 	var last sizeMark
 	if !pollUntil(20*time.Second, func() bool {
 		last = markSizes(t, brokers, &read.n)
 		s := last.sizes[0]
-		return s["quota-lrk"][0] > 0 && s["quota-kgo"][0] > 0 && s["quota-free"][0] > 0 && last.counters[0] > 0
+		return s["quota-lrk"][0] > 0 && s["quota-kjs"][0] > 0 && s["quota-kgo"][0] > 0 && s["quota-free"][0] > 0 &&
+			last.counters[0] > 0
 	}) {
 		t.Fatalf("not every client made progress within 20s: sizes %v, consumer read %d bytes", last.sizes[0], last.counters[0])
 	}
@@ -406,12 +422,15 @@ func TestQuotaClients(t *testing.T) {
 	time.Sleep(quotaMeasure)
 	to := markSizes(t, brokers, &read.n)
 
-	var rep lrkReport
+	var rep, kjsRep producerReport
 	lrk.stopReport(&rep)
+	kjs.stopReport(&kjsRep)
 	stop()
-	t.Logf("measured over %s: librdkafka report %+v", to.at.Sub(from.at).Round(time.Millisecond), rep)
+	t.Logf("measured over %s: librdkafka report %+v; kafkajs report %+v", to.at.Sub(from.at).Round(time.Millisecond),
+		rep, kjsRep)
 
 	checkWithin(t, "librdkafka producer, client.id limited", growth(from, to, 0, "quota-lrk", 0), lrkQuota)
+	checkWithin(t, "kafkajs producer, clientId limited-js", growth(from, to, 0, "quota-kjs", 0), kjsQuota)
 	checkWithin(t, "kgo producer, client id limited-kgo", growth(from, to, 0, "quota-kgo", 0), kgoQuota)
 	checkWithin(t, "kgo consumer, client id limited-reader", counterRate(from, to, 0), consumerQuota)
 	free := growth(from, to, 0, "quota-free", 0)
@@ -421,6 +440,9 @@ func TestQuotaClients(t *testing.T) {
 	}
 	if rep.Throttles == 0 {
 		t.Error("librdkafka never reported a throttle (throttle_cb)")
+	}
+	if kjsRep.Throttles == 0 {
+		t.Error("kafkajs never logged a client-side throttle")
 	}
 	if kgoThrottles.n.Load() == 0 {
 		t.Error("the quota'd kgo producer was never told it was throttled")
