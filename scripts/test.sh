@@ -326,6 +326,7 @@ step "interop suite" interop
 step "scripts/bench.sh --quick" ./scripts/bench.sh --quick
 step "scripts/bench-compaction.sh --quick" ./scripts/bench-compaction.sh --quick
 step "scripts/bench-security.sh --quick" ./scripts/bench-security.sh --quick
+step "scripts/bench-quotas.sh --quick" ./scripts/bench-quotas.sh --quick
 
 summary
 [ "$FAILED" -eq 0 ]

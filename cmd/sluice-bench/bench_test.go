@@ -138,3 +138,34 @@ func configValue(cs []kadm.Config, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// Quotas set with the quota command hold back a producer (its --warmup span measures the
+// throttled rate), and a producer without a quota is not throttled; the measured span
+// of --warmup is exactly --duration less the warm-up.
+func TestQuotaAgainstSluice(t *testing.T) {
+	// Two samples of 1 s: a client's allowance before its first throttle is one
+	// second's worth, so the throttle comes within the run.
+	b := testbroker.Start(t, testbroker.WithConfig("configs: {quota.window.num: \"2\", quota.window.size.seconds: \"1\"}\n"))
+	common := []string{"--brokers", b.Addr, "--partitions", "2", "--progress", "0"}
+
+	q := benchRun(t, append([]string{"quota", "--entity", "client-id=slow", "--set", "producer_byte_rate=100000",
+		"--count", "5", "--batch", "4"}, common...)...)
+	if q.Records != 6 || q.Config["described"] != float64(6) || q.Config["count"] != float64(5) {
+		t.Fatalf("quota: %+v", q)
+	}
+
+	slow := benchRun(t, append([]string{"produce", "--topic", "q", "--client-id", "slow", "--record-size", "1000",
+		"--rate", "1000", "--duration", "3s", "--warmup", "1s"}, common...)...)
+	// 1 MB/s offered against 100 kB/s allowed.
+	if slow.Throttled == nil || slow.Throttled.Responses == 0 || slow.MBPerSec > 0.5 || slow.Seconds != 2 ||
+		slow.Config["warmup"] != "1s" {
+		t.Fatalf("throttled produce: %+v (throttled %+v)", slow, slow.Throttled)
+	}
+
+	fast := benchRun(t, append([]string{"produce", "--topic", "q", "--client-id", "fast", "--record-size", "100",
+		"--rate", "2000", "--duration", "2s", "--warmup", "500ms"}, common...)...)
+	if fast.Throttled == nil || fast.Throttled.Responses != 0 || fast.Seconds != 1.5 ||
+		fast.Records < 2000 || fast.Records > 4000 || fast.Latency == nil || fast.Latency.Count < 2000 {
+		t.Fatalf("produce without a quota: %+v (latency %+v)", fast, fast.Latency)
+	}
+}

@@ -243,7 +243,8 @@ type produceConfig struct {
 	common
 	producerFlags
 	producers int
-	rate      float64 // records per second in all; 0: as fast as the broker takes them
+	rate      float64       // records per second in all; 0: as fast as the broker takes them
+	warmup    time.Duration // with --duration: the span not measured at the start
 }
 
 type consumeConfig struct {
@@ -284,6 +285,7 @@ func parseProduce(args []string, stderr io.Writer) (*produceConfig, error) {
 	c.producerFlags.register(fs, 10*time.Millisecond)
 	fs.IntVar(&c.producers, "producers", 1, "producer clients, each producing its share")
 	fs.Float64Var(&c.rate, "rate", 0, "most records per second in all (0: as fast as the broker takes them)")
+	fs.DurationVar(&c.warmup, "warmup", 0, "with --duration: send for this long first without measuring; the rate counts the acknowledgements from then to the end of --duration, the latency the records sent in that span")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -304,6 +306,9 @@ func parseProduce(args []string, stderr io.Writer) (*produceConfig, error) {
 	}
 	if !(c.rate >= 0) || c.rate > 10_000_000 {
 		return nil, usageErr("--rate %v: want 0 (no limit) to 10000000 records/s", c.rate)
+	}
+	if c.warmup < 0 || c.warmup > 0 && (!c.durationSet || c.warmup >= c.duration) {
+		return nil, usageErr("--warmup %v: want >= 0, and > 0 only with a longer --duration", c.warmup)
 	}
 	if c.recordsSet && c.records < int64(c.producers) {
 		return nil, usageErr("--records %d is fewer than --producers %d", c.records, c.producers)

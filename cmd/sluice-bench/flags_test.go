@@ -71,6 +71,17 @@ func TestRefusesNonsenseFlags(t *testing.T) {
 		{"produce rate negative", []string{"produce", "--rate", "-1"}, "--rate -1"},
 		{"produce rate NaN", []string{"produce", "--rate", "NaN"}, "--rate NaN"},
 		{"topic config without value", []string{"produce", "--topic-config", "cleanup.policy"}, "want KEY=VALUE"},
+		{"produce warmup without duration", []string{"produce", "--warmup", "1s"}, "--warmup 1s"},
+		{"produce warmup as long as duration", []string{"produce", "--duration", "2s", "--warmup", "2s"}, "--warmup 2s"},
+		{"produce negative warmup", []string{"produce", "--duration", "2s", "--warmup", "-1s"}, "--warmup -1s"},
+		{"quota with nothing to set", []string{"quota", "--entity", "client-id=a"}, "nothing to set"},
+		{"quota without an entity", []string{"quota", "--set", "producer_byte_rate=1"}, "no entity"},
+		{"quota bad entity type", []string{"quota", "--entity", "host=a", "--set", "producer_byte_rate=1"}, `entity "host=a"`},
+		{"quota entity without name", []string{"quota", "--entity", "user=", "--set", "producer_byte_rate=1"}, `entity "user="`},
+		{"quota entity type twice", []string{"quota", "--entity", "user=a,user=b", "--set", "producer_byte_rate=1"}, "each type once"},
+		{"quota set without number", []string{"quota", "--count", "1", "--set", "producer_byte_rate=fast"}, "with a number VALUE"},
+		{"quota negative count", []string{"quota", "--count", "-1", "--set", "producer_byte_rate=1"}, "--count -1"},
+		{"quota zero batch", []string{"quota", "--count", "5", "--batch", "0", "--set", "producer_byte_rate=1"}, "--batch 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
@@ -147,5 +158,23 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "-record-size") {
 		t.Fatalf("produce -h does not list --record-size: %s", errb.String())
+	}
+}
+
+func TestParseQuotaEntity(t *testing.T) {
+	e, err := parseQuotaEntity("user=alice,client-id=<default>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e) != 2 || e[0].Type != "user" || e[0].Name == nil || *e[0].Name != "alice" || e[1].Type != "client-id" || e[1].Name != nil {
+		t.Fatalf("user=alice,client-id=<default>: %v", e)
+	}
+	if got := entityKey(e); got != "client-id=<default>,user=alice" {
+		t.Fatalf("entityKey = %q", got)
+	}
+	for _, bad := range []string{"", "client-id", "ip=", "group=g", "user=a,user=b", "user=a,,client-id=b"} {
+		if e, err := parseQuotaEntity(bad); err == nil {
+			t.Errorf("%q parsed as %v", bad, e)
+		}
 	}
 }

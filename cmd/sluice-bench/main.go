@@ -6,9 +6,11 @@
 //	                     [--acks 0|1|all] [--linger D] [--batch-size B]
 //	                     [--compression none|gzip|snappy|lz4|zstd] [--idempotence on|off|auto]
 //	                     [--producers N] [--rate R (at most R records/s; default no limit)]
+//	                     [--warmup D (with --duration: the first D is not measured)]
 //	sluice-bench consume [--records N | --duration D] [--group G] [--members N]
 //	sluice-bench e2e     --rate R [--duration D] [--warmup D] [producer flags]
 //	sluice-bench acls    [--allow-user U] [--count N] (ACLs for a run on a broker with ACLs)
+//	sluice-bench quota   --set KEY=VALUE [--entity TYPE=NAME[,TYPE=NAME]] [--count N] (client quotas)
 //
 // and, for every subcommand, --brokers, --topic (created if missing with --partitions,
 // --replication-factor and any --topic-config KEY=VALUE), --broker-pid PID, --progress,
@@ -51,6 +53,7 @@ commands:
   consume   consume a topic from the start: one consumer, or a group of --members
   e2e       produce at a fixed --rate and consume at once: produce-to-consume latency
   acls      create ACLs for a run against a broker with ACLs (--allow-user, --count)
+  quota     set client quotas for a run (--entity, --set, --count)
 
 Run sluice-bench <command> -h for its flags.
 `
@@ -92,6 +95,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if c, err = parseACLs(args[1:], stderr); err == nil {
 			res, err = withTimeout(ctx, c.timeout, func(ctx context.Context) (*result, error) {
 				return runACLs(ctx, c, stderr)
+			})
+		}
+	case "quota":
+		var c *quotaConfig
+		if c, err = parseQuota(args[1:], stderr); err == nil {
+			res, err = withTimeout(ctx, c.timeout, func(ctx context.Context) (*result, error) {
+				return runQuota(ctx, c, stderr)
 			})
 		}
 	case "help", "-h", "--help":

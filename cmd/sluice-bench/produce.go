@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,6 +28,27 @@ type producer struct {
 	st    *counters
 	lat   *hist
 	onAck func(*job) // optional, e2e
+	win   *window    // optional, produce --warmup: set before the first send
+}
+
+// window is the measured span of a produce run with --warmup: the acknowledgements in
+// [from, to) count towards its rate, the records sent in it towards its latency.
+type window struct {
+	from, to time.Time
+	st       counters
+}
+
+// throttles counts the throttle times the brokers gave a run's clients (kgo's
+// OnBrokerThrottle hook).
+type throttles struct {
+	n, ns atomic.Int64
+}
+
+func (t *throttles) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		t.n.Add(1)
+		t.ns.Add(int64(d))
+	}
 }
 
 func newProducer(cl *kgo.Client, st *counters, lat *hist) *producer {
@@ -43,9 +65,21 @@ func (p *producer) done(j *job, err error) {
 	if err != nil {
 		p.st.fail(err)
 	} else {
-		p.lat.Record(time.Since(j.sent))
+		n := int64(len(j.rec.Key) + len(j.rec.Value))
+		if w := p.win; w == nil {
+			p.lat.Record(time.Since(j.sent))
+		} else {
+			now := time.Now()
+			if !j.sent.Before(w.from) && j.sent.Before(w.to) {
+				p.lat.Record(now.Sub(j.sent))
+			}
+			if !now.Before(w.from) && now.Before(w.to) {
+				w.st.records.Add(1)
+				w.st.bytes.Add(n)
+			}
+		}
 		p.st.records.Add(1)
-		p.st.bytes.Add(int64(len(j.rec.Key) + len(j.rec.Value)))
+		p.st.bytes.Add(n)
 		if p.onAck != nil {
 			p.onAck(j)
 		}
@@ -71,10 +105,11 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 	ks := newKeys(c.keys)
 	st := &counters{}
 	lat := newHist()
+	thr := &throttles{}
 	prods := make([]*producer, c.producers)
 	for i := range prods {
 		opts := append(c.clientOpts(), c.producerFlags.opts()...)
-		opts = append(opts, kgo.DefaultProduceTopic(c.topic))
+		opts = append(opts, kgo.DefaultProduceTopic(c.topic), kgo.WithHooks(thr))
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			for _, p := range prods[:i] {
@@ -107,6 +142,13 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 	if c.durationSet {
 		deadline = start.Add(c.duration)
 	}
+	var win *window
+	if c.warmup > 0 {
+		win = &window{from: start.Add(c.warmup), to: deadline}
+		for _, p := range prods {
+			p.win = win
+		}
+	}
 	var wg sync.WaitGroup
 	for i, p := range prods {
 		share := c.records / int64(c.producers)
@@ -137,15 +179,33 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 			}
 		})
 	}
+	var after sample
+	var sampleErr error
+	if win != nil {
+		// The broker's CPU is sampled at both ends of the measured span.
+		sleepUntil(ctx, win.from)
+		before, sampleErr = takeSample(c.brokerPID)
+		sleepUntil(ctx, win.to)
+		if sampleErr == nil {
+			after, sampleErr = takeSample(c.brokerPID)
+		}
+	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopProgress()
-	after, err := takeSample(c.brokerPID)
-	if err != nil {
-		return nil, err
+	if win == nil {
+		after, sampleErr = takeSample(c.brokerPID)
+	}
+	if sampleErr != nil {
+		return nil, sampleErr
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("produce: %w after %d records", err, st.records.Load())
+	}
+	records, bytes := st.records.Load(), st.bytes.Load()
+	if win != nil {
+		elapsed = win.to.Sub(win.from)
+		records, bytes = win.st.records.Load(), win.st.bytes.Load()
 	}
 	cfg := c.configMap()
 	c.producerFlags.addConfig(cfg)
@@ -153,13 +213,27 @@ func runProduce(ctx context.Context, c *produceConfig, stderr io.Writer) (*resul
 	if c.rate > 0 {
 		cfg["rate"] = c.rate
 	}
+	if win != nil {
+		cfg["warmup"] = c.warmup.String()
+	}
 	r := &result{
 		Mode: "produce", Brokers: brokersString(c.brokers), Topic: c.topic, Partitions: parts, Config: cfg,
-		Records: st.records.Load(), Bytes: st.bytes.Load(), Errors: st.errors.Load(), FirstError: st.firstError(),
-		Latency: lat.Summary(),
+		Records: records, Bytes: bytes, Errors: st.errors.Load(), FirstError: st.firstError(),
+		Latency:   lat.Summary(),
+		Throttled: &throttleStats{Responses: thr.n.Load(), Seconds: round(time.Duration(thr.ns.Load()).Seconds(), 3)},
 	}
 	r.finish(elapsed, before, after)
 	return r, nil
+}
+
+// sleepUntil waits until t or until ctx is done.
+func sleepUntil(ctx context.Context, t time.Time) {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
 }
 
 // pace waits until record j of a producer sending perSec records a second from start

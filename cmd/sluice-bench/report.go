@@ -40,6 +40,9 @@ type result struct {
 	Latency *latencySummary `json:"latency_ms,omitempty"`
 	// AckLatency is e2e's send-to-acknowledgement.
 	AckLatency *latencySummary `json:"ack_latency_ms,omitempty"`
+	// Throttled is produce's throttle times from the brokers (throttle_time_ms), over the
+	// whole run.
+	Throttled *throttleStats `json:"throttled,omitempty"`
 
 	// consume
 	StartupSeconds float64 `json:"startup_seconds,omitempty"` // group: start to first assignment (join)
@@ -63,6 +66,11 @@ type brokerStats struct {
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"` // VmHWM: peak since the broker started
 	RSSBytes      int64   `json:"rss_bytes"`      // VmRSS at the end
 	CPUUtilPerCPU float64 `json:"cpu_util"`       // CPU seconds / wall seconds (1 = one core)
+}
+
+type throttleStats struct {
+	Responses int64   `json:"responses"` // responses with a throttle time
+	Seconds   float64 `json:"seconds"`   // their throttle times added up
 }
 
 type clientStats struct {
@@ -127,6 +135,8 @@ func (r *result) writeSummary(w io.Writer) {
 	fmt.Fprintf(&b, "%s: %s, topic %s (%d partitions), brokers %s\n", r.Tool, r.Mode, r.Topic, r.Partitions, r.Brokers)
 	fmt.Fprintf(&b, "  config: %s\n", configString(r.Config))
 	switch r.Mode {
+	case "quota":
+		fmt.Fprintf(&b, "  %d entities given quotas in %.3fs, errors %d\n", r.Records, r.Seconds, r.Errors)
 	case "e2e":
 		fmt.Fprintf(&b, "  sent %d records in %.2fs (%.0f/s, target %.0f/s), received %d, lost %d, duplicates %d, errors %d\n",
 			r.Sent, r.Seconds, r.SentRate, r.TargetRate, r.Records, r.Lost, r.Duplicates, r.Errors)
@@ -151,6 +161,9 @@ func (r *result) writeSummary(w io.Writer) {
 		lat("produce ack latency", r.AckLatency)
 	} else {
 		lat("produce ack latency", r.Latency)
+	}
+	if t := r.Throttled; t != nil && t.Responses > 0 {
+		fmt.Fprintf(&b, "  throttled by the broker: %d responses, %.3f s in all\n", t.Responses, t.Seconds)
 	}
 	c := r.Client
 	fmt.Fprintf(&b, "  client: %.2f CPU-s (%.2f cores, %.2f CPU-s/GiB), %d GCs, longest pause <= %.3f ms\n",
