@@ -38,12 +38,10 @@ type healthJSON struct {
 	} `json:"under_replicated_partitions"`
 }
 
-// The CLI against three broker processes: replicated topics, cluster info, health
-// that turns unhealthy (exit 1) when a broker is SIGKILLed, and reads that go on.
-func TestKafkaCommandsCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three broker processes")
-	}
+// threeBrokers starts three broker processes forming one cluster (all raft voters)
+// and returns them, ready, with their addresses as a --brokers list.
+func threeBrokers(t *testing.T) ([]*brokerproc.Proc, string) {
+	t.Helper()
 	raft, voters := brokerproc.RaftVoters(t, 3)
 	procs := make([]*brokerproc.Proc, 3)
 	for i := range procs {
@@ -58,6 +56,16 @@ modules:
 		p.WaitReady()
 	}
 	all := procs[0].Addr + "," + procs[1].Addr + "," + procs[2].Addr
+	return procs, all
+}
+
+// The CLI against three broker processes: replicated topics, cluster info, health
+// that turns unhealthy (exit 1) when a broker is SIGKILLed, and reads that go on.
+func TestKafkaCommandsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three broker processes")
+	}
+	procs, all := threeBrokers(t)
 
 	mustCLI(t, all, "topic", "create", "rep", "-p", "3", "-r", "3", "-c", "min.insync.replicas=2")
 	health := func(addr string) (int, healthJSON) {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicehq/sluice/internal/brokerproc"
 )
 
 // Wrong uses of --throttle and --clear-throttle exit 2 before any broker is asked.
@@ -48,20 +46,7 @@ func TestReassignThrottleCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three broker processes")
 	}
-	raft, voters := brokerproc.RaftVoters(t, 3)
-	procs := make([]*brokerproc.Proc, 3)
-	for i := range procs {
-		cfg := fmt.Sprintf(`node_id: %d
-configs: {broker.session.timeout.ms: "3000", broker.heartbeat.interval.ms: "300", auto.create.topics.enable: "false"}
-modules:
-  metadata: {use: raft, raft_listen: %q, voters: %s}
-`, i+1, raft[i], voters)
-		procs[i] = brokerproc.StartNoWait(t, brokerproc.Options{Config: cfg})
-	}
-	for _, p := range procs {
-		p.WaitReady()
-	}
-	all := procs[0].Addr + "," + procs[1].Addr + "," + procs[2].Addr
+	procs, all := threeBrokers(t)
 	adm := procs[0].Admin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
