@@ -353,6 +353,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Soft limit on the broker process's memory, handed to the Go runtime (GOMEMLIMIT): near it the garbage collector runs more often instead of letting the heap grow. 0: 80% of the memory limit of the cgroup the broker runs in, or none outside one. -1: none. At least 64 MiB when set; the GOMEMLIMIT environment variable wins. Read at start. Sluice's own."}},
 	{def: def{"sluice.log.open.files.max", TypeInt, ptr("0"), atLeast(0),
 		"Segment files (.log, .index, .timeindex) the storage keeps open at most; the least recently used are closed and reopened on demand. 0: half the soft RLIMIT_NOFILE, the rest left to sockets."}},
+	{def: def{"sluice.quota.burst.ms", TypeLong, ptr("1000"), atLeast(0),
+		"How far ahead of its byte-rate or request quota a client may get at once, in milliseconds of its quota. With a value above 0 a client is throttled by a leaky bucket draining at its quota, so it keeps to the quota over any span and bursts at most this much; 0 throttles on the rate sampled over quota.window.num windows as Kafka does, which lets a client that was idle, or whose burst just left the window, send quota.window.num-1 windows' worth at once. Read at start. Sluice's own."}},
 	{def: def{"sluice.metrics.partition.series", TypeBoolean, ptr("true"), nil,
 		"Whether /metrics carries per-partition series (consumer lag by group, topic and partition). false aggregates them per topic (the lag summed, the time lag the largest), bounding the series by groups times topics. Read at start. Sluice's own."}},
 	{def: def{"node.id", TypeInt, ptr("-1"), nil,

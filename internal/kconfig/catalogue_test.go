@@ -210,6 +210,7 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"sluice.log.open.files.max", TypeInt, "0", false},
 		{"sluice.memory.limit.bytes", TypeLong, "0", false},
 		{"sluice.metrics.partition.series", TypeBoolean, "true", false},
+		{"sluice.quota.burst.ms", TypeLong, "1000", false},
 		{"socket.request.max.bytes", TypeInt, "104857600", false},
 		{"ssl.client.auth", TypeString, "none", false},
 		{"ssl.enabled.protocols", TypeList, "TLSv1.2,TLSv1.3", false},

@@ -224,6 +224,7 @@ type Broker struct {
 	OffsetMetadataMaxBytes            int32  // offset.metadata.max.bytes
 	QuotaWindowNum                    int32  // quota.window.num
 	QuotaWindowSizeSeconds            int32  // quota.window.size.seconds
+	SluiceQuotaBurstMs                int64  // sluice.quota.burst.ms; 0: Kafka's sampled throttle
 
 	// Replication throttles (reassignments): bytes/s; math.MaxInt64 = no limit.
 	LeaderReplicationThrottledRate    int64 // leader.replication.throttled.rate
@@ -321,6 +322,7 @@ func ResolveBroker(merged map[string]string) Broker {
 		OffsetMetadataMaxBytes:            int32(n("offset.metadata.max.bytes")),
 		QuotaWindowNum:                    int32(n("quota.window.num")),
 		QuotaWindowSizeSeconds:            int32(n("quota.window.size.seconds")),
+		SluiceQuotaBurstMs:                n("sluice.quota.burst.ms"),
 
 		LeaderReplicationThrottledRate:    n("leader.replication.throttled.rate"),
 		FollowerReplicationThrottledRate:  n("follower.replication.throttled.rate"),

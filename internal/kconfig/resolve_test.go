@@ -353,6 +353,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		OffsetMetadataMaxBytes:                   4096,
 		QuotaWindowNum:                           11,
 		QuotaWindowSizeSeconds:                   1,
+		SluiceQuotaBurstMs:                       1000,
 		LeaderReplicationThrottledRate:           math.MaxInt64,
 		FollowerReplicationThrottledRate:         math.MaxInt64,
 		ReplicationQuotaWindowNum:                11,

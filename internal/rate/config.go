@@ -20,6 +20,14 @@ type Config struct {
 	Samples     int           // default 11; values < 2 mean 2
 	Window      time.Duration // default 1s; <= 0 means default
 	MaxThrottle time.Duration // default Samples*Window; <= 0 means default
+	// Burst > 0 throttles by a leaky bucket instead of the sampled rate: the bucket
+	// holds what was recorded and drains at the limit, and a client is throttled for
+	// as long as the bucket needs to drain back to limit*Burst. So a client gets its
+	// limit over any span, plus at most Burst's worth (and one request) at once. The
+	// sampled rate is still measured (Rate). <= 0: Kafka's sampled throttle, which
+	// lets a client that was idle, or whose burst just aged out of the window, send
+	// (Samples-1)*Window of quota at once.
+	Burst time.Duration
 }
 
 // params is a Config with its defaults applied and its derived spans, in nanoseconds.
@@ -30,6 +38,7 @@ type params struct {
 	span     int64         // samples*window: a sample this old is purged
 	pad      int64         // (samples-1)*window: the shortest elapsed time a rate divides by
 	maxDelay time.Duration // the throttle cap
+	burst    float64       // Config.Burst in seconds; 0: no burst cap
 }
 
 // newParams applies c's defaults. Samples == 0 is the default 11 and any other value
@@ -51,6 +60,9 @@ func newParams(c Config) *params {
 		window:  int64(w),
 		span:    mulSat(int64(n), int64(w)),
 		pad:     mulSat(int64(n-1), int64(w)),
+	}
+	if c.Burst > 0 {
+		p.burst = c.Burst.Seconds()
 	}
 	p.maxDelay = c.MaxThrottle
 	if p.maxDelay <= 0 {

@@ -51,6 +51,15 @@
 //   - Record first, then check (Kafka's order): RecordAndThrottle counts the request
 //     that crosses the limit and throttles for it. Throttle checks without recording;
 //     Unrecord subtracts from the newest sample, not below zero.
+//   - Burst (Config.Burst = B > 0, Sluice's own): the throttle comes from a leaky
+//     bucket instead of the sampled rate. Each call that gives a limit L first drains
+//     the bucket by the previous call's limit times the time since, not below 0, and
+//     from then on drains at L; a record adds its value (only once a limit is known);
+//     Unrecord takes back, not below 0; no limit empties it. Throttle: 0 if
+//     level <= L*B, else (level - L*B) / L, capped at MaxThrottle. A greedy client so
+//     gets L over any span plus at most B's worth (and one request) at once, where the
+//     sampled throttle lets it send (N-1)*W's worth in a burst each time one ages out.
+//     The rate is still the sampled one. A sensor with a non-empty bucket is not idle.
 //   - TokenBucket, for a rate R > 0: burst B = R * N * W (in seconds); at each call
 //     tokens = min(tokens + R * (now - last), B) (full at the first call). Admit:
 //     refused if tokens < 0, with wait = -tokens / R; else tokens -= cost (whole, even
@@ -79,8 +88,9 @@
 //     Unrecord on the key) to make up that many. Dropping a sensor only forgets history, and a
 //     sensor that remembers less measures a lower rate: a drop can let a client through
 //     that would have been throttled, never throttle one wrongly.
-//   - A sensor is idle when it has no live sample: its rate is 0, and dropping it
-//     changes no answer. It turns idle N*W after its newest sample started.
+//   - A sensor is idle when it has no live sample (and, with a burst, an empty
+//     bucket): its rate is 0, and dropping it changes no answer. It turns idle N*W
+//     after its newest sample started, or when its bucket empties if that is later.
 //
 // # Concurrency
 //

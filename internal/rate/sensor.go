@@ -25,6 +25,14 @@ type Sensor struct {
 	cur    int       // ring index of the newest sample
 	n      int       // live samples: ring[cur], ring[cur-1], ... ring[cur-n+1] (mod len)
 	ring   []sample
+
+	// The burst cap (only with Config.Burst > 0): a leaky bucket holding what was
+	// recorded, drained at the limit of the latest call that gave one. level is its
+	// content at levelAt; it is never negative, and it is 0 while there is no limit, so
+	// a quota set later starts from an empty bucket.
+	level    float64
+	levelAt  int64   // when level was last drained, ns since base
+	levelLim float64 // the drain rate, units per second; 0: none known yet
 }
 
 // NewSensor returns an empty sensor: rate 0, idle.
@@ -73,8 +81,8 @@ func (s *Sensor) oldest() int {
 }
 
 // Record adds v at now: to the newest sample if it started less than Window before now,
-// else to a new sample starting at now. v must be finite and not negative; other
-// values are ignored.
+// else to a new sample starting at now, and to the burst bucket once a call gave a
+// limit. v must be finite and not negative; other values are ignored.
 func (s *Sensor) Record(v float64, now time.Time) {
 	if !usable(v) {
 		return
@@ -83,6 +91,10 @@ func (s *Sensor) Record(v float64, now time.Time) {
 }
 
 func (s *Sensor) record(v float64, t int64) {
+	if s.p.burst > 0 && s.levelLim > 0 {
+		s.drain(t)
+		s.level += v
+	}
 	s.purge(t)
 	if s.n > 0 && t-s.ring[s.cur].start < s.p.window {
 		s.ring[s.cur].value += v
@@ -115,6 +127,34 @@ func (s *Sensor) Unrecord(v float64, now time.Time) {
 	}
 	c := &s.ring[s.cur]
 	c.value = math.Max(c.value-v, 0)
+	if s.p.burst > 0 {
+		s.drain(s.latest)
+		s.level = math.Max(s.level-v, 0)
+	}
+}
+
+// drain empties the burst bucket by what its limit let out since levelAt, to t.
+func (s *Sensor) drain(t int64) {
+	if d := t - s.levelAt; d > 0 && s.levelLim > 0 {
+		s.level = math.Max(s.level-s.levelLim*seconds(d), 0)
+	}
+	if t > s.levelAt {
+		s.levelAt = t
+	}
+}
+
+// limitTo drains the burst bucket to t at the limit it had, then makes limit its
+// drain rate: a call's limit counts from that call on. No limit empties it.
+func (s *Sensor) limitTo(limit float64, t int64) {
+	if s.p.burst <= 0 {
+		return
+	}
+	s.drain(t)
+	if !limited(limit) {
+		s.level, s.levelLim = 0, 0
+		return
+	}
+	s.levelLim = limit
 }
 
 // measure returns the total of the live samples and the elapsed time the rate divides
@@ -152,13 +192,23 @@ func (s *Sensor) Rate(now time.Time) float64 {
 // or below limit, else (rate-limit)/limit*elapsed, at most MaxThrottle. limit <= 0 or
 // NaN: 0.
 func (s *Sensor) Throttle(limit float64, now time.Time) time.Duration {
+	t := s.at(now)
+	s.limitTo(limit, t)
 	if !(limit > 0) {
 		return 0
 	}
-	return s.throttle(limit, s.at(now))
+	return s.throttle(limit, t)
 }
 
+// throttle is the sampled rate's throttle, or with a burst cap the bucket's.
 func (s *Sensor) throttle(limit float64, t int64) time.Duration {
+	if s.p.burst > 0 {
+		// The time for the bucket to drain back to limit*Burst.
+		if over := s.level - limit*s.p.burst; over > 0 {
+			return durationOf(over/limit, s.p.maxDelay)
+		}
+		return 0
+	}
 	total, elapsed, ok := s.measure(t)
 	if !ok || total/elapsed <= limit {
 		return 0
@@ -171,6 +221,7 @@ func (s *Sensor) throttle(limit float64, t int64) time.Duration {
 // (record first, then check).
 func (s *Sensor) RecordAndThrottle(v, limit float64, now time.Time) time.Duration {
 	t := s.at(now)
+	s.limitTo(limit, t)
 	if usable(v) {
 		s.record(v, t)
 	}
@@ -180,18 +231,32 @@ func (s *Sensor) RecordAndThrottle(v, limit float64, now time.Time) time.Duratio
 	return s.throttle(limit, t)
 }
 
-// Idle reports whether the sensor has no live sample at now: its rate is 0 and
-// dropping it forgets nothing.
+// Idle reports whether the sensor has no live sample and an empty burst bucket at now:
+// its rate is 0 and dropping it forgets nothing.
 func (s *Sensor) Idle(now time.Time) bool {
-	s.purge(s.at(now))
-	return s.n == 0
+	t := s.at(now)
+	s.purge(t)
+	if s.p.burst > 0 {
+		s.drain(t)
+	}
+	return s.n == 0 && s.level == 0
 }
 
 // expiry is when the sensor becomes idle, in its nanoseconds, if nothing more is
-// recorded: a span after its newest sample started. math.MinInt64 when it is idle.
+// recorded: a span after its newest sample started, or when its burst bucket is
+// empty, whichever is later. math.MinInt64 when it is idle.
 func (s *Sensor) expiry() int64 {
-	if s.n == 0 {
-		return math.MinInt64
+	e := int64(math.MinInt64)
+	if s.n > 0 {
+		e = s.ring[s.cur].start + s.p.span
 	}
-	return s.ring[s.cur].start + s.p.span
+	if s.level > 0 && s.levelLim > 0 {
+		ns := s.level / s.levelLim * 1e9
+		end := int64(math.MaxInt64)
+		if ns < float64(math.MaxInt64-s.levelAt) {
+			end = s.levelAt + int64(math.Ceil(ns))
+		}
+		e = max(e, end)
+	}
+	return e
 }

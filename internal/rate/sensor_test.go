@@ -316,3 +316,75 @@ func TestMonotonicTimes(t *testing.T) {
 		t.Errorf("rate %v, want 20", r)
 	}
 }
+
+// The burst bucket: what was recorded drains at the limit, and a client is throttled
+// for as long as it takes to drain back to limit*Burst.
+func TestSensorBurst(t *testing.T) {
+	const lim = 100.0
+	s := NewSensor(Config{Burst: time.Second})
+	if d := s.RecordAndThrottle(100, lim, at(0)); d != 0 {
+		t.Fatalf("a burst's worth: throttled %v, want 0", d)
+	}
+	if d := s.RecordAndThrottle(50, lim, at(0)); d != ms(500) {
+		t.Fatalf("half a second over the burst: throttled %v, want 500ms", d)
+	}
+	// The sampled rate alone (150 over 10 s) would not throttle at all.
+	if r := s.Rate(at(0)); r != 15 {
+		t.Fatalf("rate %v, want 15 (still measured)", r)
+	}
+	if d := s.Throttle(lim, at(ms(250))); d != ms(250) {
+		t.Fatalf("a quarter second later: %v, want 250ms", d)
+	}
+	if d := s.Throttle(lim, at(ms(500))); d != 0 {
+		t.Fatalf("after the throttle: %v, want 0", d)
+	}
+	// Unrecord takes back from the bucket, not below empty.
+	s.RecordAndThrottle(80, lim, at(ms(500))) // 100 + 80
+	s.Unrecord(30, at(ms(500)))
+	if d := s.Throttle(lim, at(ms(500))); d != ms(500) {
+		t.Fatalf("after unrecording 30 of 80: %v, want 500ms", d)
+	}
+	// A lower limit drains slower from the call that gives it: 150 at 50/s is 2 s
+	// from a cap of 50.
+	if d := s.Throttle(50, at(ms(500))); d != 2*time.Second {
+		t.Fatalf("at half the limit: %v, want 2s", d)
+	}
+	if d := s.Throttle(50, at(ms(1500))); d != time.Second {
+		t.Fatalf("a second later at half the limit: %v, want 1s", d)
+	}
+	// No limit empties the bucket: a quota set later starts afresh.
+	if d := s.RecordAndThrottle(1000, 0, at(ms(1500))); d != 0 {
+		t.Fatalf("no limit: %v", d)
+	}
+	if d := s.RecordAndThrottle(100, lim, at(ms(1500))); d != 0 {
+		t.Fatalf("after the quota came back: %v, want 0", d)
+	}
+}
+
+// A sensor whose samples aged out is idle only once its bucket is empty too, so a
+// Sensors never forgets a throttle it still owes.
+func TestSensorBurstIdle(t *testing.T) {
+	const lim = 1.0
+	s := NewSensor(Config{Samples: 2, Window: time.Second, MaxThrottle: time.Hour, Burst: time.Second})
+	if d := s.RecordAndThrottle(10, lim, at(0)); d != 9*time.Second {
+		t.Fatalf("throttled %v, want 9s", d)
+	}
+	if got, want := s.expiry(), int64(10*time.Second); got != want {
+		t.Errorf("expiry %v, want %v (the bucket empties after the samples age out)", time.Duration(got), time.Duration(want))
+	}
+	if s.Idle(at(3 * time.Second)) {
+		t.Error("idle at 3 s with 7 in the bucket")
+	}
+	if d := s.Throttle(lim, at(3*time.Second)); d != 6*time.Second {
+		t.Errorf("at 3 s, samples gone: throttled %v, want 6s", d)
+	}
+	if !s.Idle(at(10 * time.Second)) {
+		t.Error("not idle at 10 s, bucket empty and samples gone")
+	}
+	// A record with no limit known yet does not fill the bucket.
+	u := NewSensor(Config{Burst: time.Second})
+	u.Record(1e9, at(0))
+	if !u.Idle(at(11 * time.Second)) {
+		t.Error("a sensor never given a limit is not idle after its samples aged out")
+	}
+}

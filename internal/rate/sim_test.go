@@ -25,7 +25,21 @@ type simClient struct {
 // next one only once the mute (the throttle) is over, so requests queue and, when a mute
 // ends, the queued ones are read back to back until the sensor throttles again.
 func simulate(c simClient, limit float64, from, run time.Duration) float64 {
-	s := NewSensor(Config{})
+	got, _ := simulateWith(Config{}, c, limit, from, run)
+	return got
+}
+
+// simulateWith is simulate on a sensor configured by cfg; it also returns the most
+// the broker read in any one second (a window of one second ending at a read) from
+// from on.
+func simulateWith(cfg Config, c simClient, limit float64, from, run time.Duration) (rate, peak float64) {
+	s := NewSensor(cfg)
+	type read struct {
+		at   time.Duration
+		size float64
+	}
+	var reads []read // the reads since from, the older ones dropped past a second
+	var inSecond float64
 	t0 := time.Unix(1_700_000_000, 0)
 	var (
 		at       time.Duration // when the broker reads the request
@@ -42,6 +56,13 @@ func simulate(c simClient, limit float64, from, run time.Duration) float64 {
 		d := s.RecordAndThrottle(c.size, limit, t0.Add(at))
 		if at >= from {
 			achieved += c.size
+			reads = append(reads, read{at, c.size})
+			inSecond += c.size
+			for reads[0].at <= at-time.Second {
+				inSecond -= reads[0].size
+				reads = reads[1:]
+			}
+			peak = max(peak, inSecond)
 		}
 		if c.muted {
 			unmuted = at + d
@@ -49,7 +70,7 @@ func simulate(c simClient, limit float64, from, run time.Duration) float64 {
 			at += max(c.gap, d)
 		}
 	}
-	return achieved / (run - from).Seconds()
+	return achieved / (run - from).Seconds(), peak
 }
 
 const simLimit = float64(1 << 20) // 1 MiB/s
@@ -134,5 +155,37 @@ func TestSimulationUnthrottledGetsItsPace(t *testing.T) {
 	}
 	if r := s.Rate(t0.Add(30*time.Second)) / simLimit; math.Abs(r-10) > 0.1 {
 		t.Errorf("rate %.4f of the limit, want 10 within 1%%", r)
+	}
+}
+
+// With a burst of one second (the leaky bucket in place of the sampled throttle), a
+// greedy client gets no more than about two seconds of quota in any one second (the
+// burst, the second's own allowance and one request), ever, then about one second's
+// worth once the burst is spent, and its quota over the long run. Without it, Kafka's sampled
+// rate lets the same client send ten seconds' worth in a second each time a burst ages
+// out of the window: the peak this test bounds is what a neighbour on the same broker
+// feels.
+func TestSimulationBurstCap(t *testing.T) {
+	for _, c := range simClients(t, simLimit/2) {
+		t.Run(c.name, func(t *testing.T) {
+			got, peak := simulateWith(Config{Burst: time.Second}, c, simLimit, 0, 100*time.Second)
+			t.Logf("achieved %.4f of the limit over [0, 100 s], at most %.3f of it in one second", got/simLimit, peak/simLimit)
+			if math.Abs(got/simLimit-1) > 0.03 {
+				t.Errorf("achieved %.4f of the limit, want 1 within 3%%", got/simLimit)
+			}
+			if limit := 2*simLimit + c.size; peak > limit {
+				t.Errorf("read %.3f of the limit in one second, want at most %.3f", peak/simLimit, limit/simLimit)
+			}
+			// Once the first burst is spent, the client is paced: a second holds its
+			// quota and at most one request more.
+			_, steady := simulateWith(Config{Burst: time.Second}, c, simLimit, 15*time.Second, 100*time.Second)
+			if limit := simLimit + c.size; steady > limit*1.001 {
+				t.Errorf("from 15 s on, read %.3f of the limit in one second, want at most %.3f", steady/simLimit, limit/simLimit)
+			}
+			_, kafka := simulateWith(Config{}, c, simLimit, 0, 100*time.Second)
+			if kafka < 5*simLimit {
+				t.Errorf("without the cap the peak second held %.3f of the limit; the sampled rate alone should allow bursts of about 10", kafka/simLimit)
+			}
+		})
 	}
 }

@@ -146,6 +146,55 @@ func TestProduceQuota(t *testing.T) {
 	}
 }
 
+// TestProduceQuotaBurst: with Kafka's default window (11 samples of 1 s), a fresh
+// producer flat out gets at most about sluice.quota.burst.ms's worth ahead of its
+// quota (here 1 s: 4 s of quota in its first 3 s, plus what is in flight), where
+// Kafka's sampled throttle (sluice.quota.burst.ms 0) lets it send ten seconds' worth at
+// once.
+func TestProduceQuotaBurst(t *testing.T) {
+	t.Parallel()
+	const quota = 256 << 10
+	for _, tc := range []struct {
+		name  string
+		burst string
+		check func(t *testing.T, got float64)
+	}{
+		{"burst 1s", "1000", func(t *testing.T, got float64) {
+			// 4 s of quota and a request or two in flight (up to 3 batches of 64 KiB).
+			if got > 6*quota {
+				t.Errorf("acknowledged %.0f B in the first 3 s, want at most 6 s of quota (%d B)", got, 6*quota)
+			}
+		}},
+		{"kafka", "0", func(t *testing.T, got float64) {
+			if got < 8*quota {
+				t.Errorf("acknowledged %.0f B in the first 3 s, want the sampled window's burst of about 10 s of quota (%d B)", got, 10*quota)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := testbroker.Start(t, testbroker.WithConfig("configs: {sluice.quota.burst.ms: \""+tc.burst+"\"}\n"))
+			adm := b.Admin(t)
+			if _, err := adm.CreateTopic(context.Background(), 3, 1, nil, "burst"); err != nil {
+				t.Fatal(err)
+			}
+			setQuota(t, adm, "producer_byte_rate", quota, "client-id", "limited")
+			cl := b.Client(t, kgo.ClientID("limited"), kgo.MaxBufferedRecords(1000),
+				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(64<<10))
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "burst"}).FirstErr(); err != nil {
+				t.Fatal(err) // metadata and connections are ready: the clock starts below
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			var m rateMeter
+			produceFlatOut(ctx, cl, "burst", &m)
+			cancel()
+			got := float64(m.bytes.Load())
+			t.Logf("acknowledged %.0f B (%.1f s of quota) in the first 3 s", got, got/quota)
+			tc.check(t, got)
+		})
+	}
+}
+
 // TestFetchQuota: a kgo consumer with a consumer_byte_rate quota on its user (the
 // default user: connections here are ANONYMOUS) and client id is held within 10% of it
 // over 10 s while reading a backlog far larger than it may read.

@@ -60,17 +60,22 @@ type throttleKey struct {
 	g    quota.Group
 }
 
+// newEnforcer builds the sensors. The byte-rate and request sensors take cfg's burst
+// (sluice.quota.burst.ms); connection_creation_rate keeps Kafka's sampled throttle,
+// where a short storm of connections within the window's allowance is expected.
 func newEnforcer(cfg rate.Config, maxSensors int, set func() *quota.Set) *enforcer {
+	sampled := cfg
+	sampled.Burst = 0
 	return &enforcer{
 		cfg: cfg, set: set,
 		produce: rate.NewSensors[quota.Group](cfg, maxSensors),
 		fetch:   rate.NewSensors[quota.Group](cfg, maxSensors),
 		request: rate.NewSensors[quota.Group](cfg, maxSensors),
-		conn:    rate.NewSensors[netip.Addr](cfg, maxSensors),
+		conn:    rate.NewSensors[netip.Addr](sampled, maxSensors),
 		buckets: map[quota.Group]*rate.TokenBucket{},
 		maxBkts: maxSensors,
 
-		throttleTime: rate.NewSensors[throttleKey](cfg, maxSensors),
+		throttleTime: rate.NewSensors[throttleKey](sampled, maxSensors),
 	}
 }
 

@@ -65,7 +65,11 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		h.SetQuotas(m)
 	}
 	b := coordinator.BrokerConfig(m.broker, nil)
-	cfg := rate.Config{Samples: int(b.QuotaWindowNum), Window: time.Duration(b.QuotaWindowSizeSeconds) * time.Second}
+	cfg := rate.Config{
+		Samples: int(b.QuotaWindowNum),
+		Window:  time.Duration(b.QuotaWindowSizeSeconds) * time.Second,
+		Burst:   time.Duration(b.SluiceQuotaBurstMs) * time.Millisecond,
+	}
 	m.enf = newEnforcer(cfg, m.MaxSensors, m.quotaSet)
 	m.set.Store(&state{set: &quota.Set{}})
 	m.metrics = newQuotaMetrics(ctx.Metrics(), m.enf)
