@@ -43,9 +43,16 @@
 //	                          it is held unread for its throttle time, then closed
 //
 // Rates are measured over quota.window.num samples of quota.window.size.seconds
-// (Kafka's defaults 11 and 1 s; rate.Sensor). A client over its quota gets, in
-// throttle_time_ms, the time it must stay silent for its rate to come back to the quota
-// ((rate - quota) / quota × window, capped at the whole window). The kernel answers at
+// (Kafka's defaults 11 and 1 s; rate.Sensor), for /metrics and for Kafka's throttle.
+// The byte-rate and request quotas throttle by a leaky bucket that drains at the
+// quota (sluice.quota.burst.ms, default 1 s): a client over it gets, in
+// throttle_time_ms, the time the bucket needs to drain back to one burst's worth, so it
+// keeps to its quota over any span and never gets more than a burst ahead. Kafka's
+// throttle, kept with sluice.quota.burst.ms 0 and for connection_creation_rate, is
+// the silence that brings the sampled rate back to the quota ((rate - quota) / quota ×
+// window, capped at the whole window); it lets a backlogged client send nine or ten
+// windows' worth at once each time an earlier burst ages out of the window, and that
+// burst is what its neighbours on the broker feel. The kernel answers at
 // once and then takes no request from the connection for that long (KIP-219), so a
 // client that ignores the hint is held back anyway; clients that throttle themselves
 // (kgo, librdkafka, kafkajs, the Java client) simply wait.
