@@ -1,6 +1,10 @@
 // ApiVersions: v0-v4. Built from the handlers modules claimed, so the broker never
-// advertises an API it does not implement. Not implemented: finalized/supported feature
-// flags (v3+ tagged fields are left empty).
+// advertises an API it does not implement. v3+ carries the feature levels
+// (seam_features.go): the modules' supported features, and the cluster's finalized
+// levels with the metadata image's version as their epoch (it grows with every change,
+// as Kafka's metadata offset does, and clients keep the map of the highest epoch they
+// saw). As Kafka (KAFKA-17011), v3 leaves out supported features whose minimum level is
+// 0, which clients before v4 misread; ZkMigrationReady is always false.
 
 package kernel
 
@@ -39,11 +43,46 @@ func (k *Kernel) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 func (k *Kernel) apiVersions(_ context.Context, req *Request, r *kmsg.ApiVersionsRequest) (Response, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ApiKeys = k.apiKeys()
+	if req.Version >= 3 {
+		k.addFeatures(resp, req.Version)
+	}
 	if req.Version >= 3 && (r.ClientSoftwareName == "" || r.ClientSoftwareVersion == "") {
 		// Kafka validates these (KIP-511); empty is INVALID_REQUEST.
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
 	return Reply(resp), nil
+}
+
+// addFeatures fills the feature fields of a v3+ response.
+func (k *Kernel) addFeatures(resp *kmsg.ApiVersionsResponse, version int16) {
+	for _, f := range k.features {
+		if version < 4 && f.Min == 0 {
+			continue
+		}
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	resp.FinalizedFeaturesEpoch = -1
+	if k.meta == nil {
+		return
+	}
+	im := k.meta.Image()
+	if im == nil || len(im.Features) == 0 {
+		return
+	}
+	resp.FinalizedFeaturesEpoch = int64(im.Version)
+	names := make([]string, 0, len(im.Features))
+	for name := range im.Features {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name = name
+		ff.MinVersionLevel, ff.MaxVersionLevel = im.Features[name], im.Features[name]
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
 }
 
 // apiVersionsFallback is the v0 answer to an ApiVersions version we don't know.

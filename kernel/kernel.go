@@ -56,10 +56,12 @@ type Kernel struct {
 	protocols []string
 	listeners []*listener // parallel to lns
 	tlsStore  *tlsconf.Store
-	tlsServer *tls.Config     // the TLS listeners' config (nil without TLS)
-	mapper    *tlsconf.Mapper // ssl.principal.mapping.rules
-	quotas    Quotas          // the quotas module; nil without
-	authn     Authenticator   // the auth module's SASL mechanisms; nil without
+	tlsServer *tls.Config        // the TLS listeners' config (nil without TLS)
+	mapper    *tlsconf.Mapper    // ssl.principal.mapping.rules
+	quotas    Quotas             // the quotas module; nil without
+	meta      Metadata           // the metadata module; nil without (ApiVersions' finalized features)
+	features  []SupportedFeature // the modules' features, by name (seam_features.go)
+	authn     Authenticator      // the auth module's SASL mechanisms; nil without
 	// saslMaxRecv bounds frames before authentication (sasl.server.max.receive.size).
 	saslMaxRecv int32
 	reauth      time.Duration // connections.max.reauth.ms; 0: sessions never expire
@@ -404,6 +406,12 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	}
 	if q, ok := k.Module("quotas").(Quotas); ok {
 		k.quotas = q
+	}
+	if m, ok := k.Module("metadata").(Metadata); ok {
+		k.meta = m
+	}
+	if err := k.gatherFeatures(); err != nil {
+		return err
 	}
 	if a, ok := k.Module("auth").(Authenticator); ok {
 		k.authn = a

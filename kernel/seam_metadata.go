@@ -48,6 +48,17 @@ type Image struct {
 	// Extensions are modules' own records (see ExtensionStore): namespace -> key ->
 	// value. Copy on write like the rest of the image.
 	Extensions map[string]map[string][]byte
+	// Features are the cluster's finalized feature levels (seam_features.go), every
+	// one above 0; nil before the cluster finalized any.
+	Features map[string]int16
+}
+
+// Feature is the finalized level of feature name, 0 when it is not finalized (off).
+func (im *Image) Feature(name string) int16 {
+	if im == nil {
+		return 0
+	}
+	return im.Features[name]
 }
 
 // BrokerImage is a registered broker.
@@ -56,6 +67,9 @@ type BrokerImage struct {
 	Rack      string
 	Endpoints []ListenerInfo
 	Fenced    bool
+	// Features are the feature levels the broker supports, [min, max] by name, as it
+	// registered them; nil for a broker that registered without (older code).
+	Features map[string][2]int16
 }
 
 // TopicImage is a topic and its partitions.
