@@ -29,6 +29,7 @@ const (
 	recExtension         recordType = 12
 	recProducerIDs       recordType = 13
 	recBatch             recordType = 14
+	recFeatureLevel      recordType = 15
 )
 
 // recordVersions returns, for a type, the newest payload version this code writes and
@@ -40,7 +41,7 @@ func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 		return 2, 1, true
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
-		recLeaderChange, recExtension, recProducerIDs, recBatch:
+		recLeaderChange, recExtension, recProducerIDs, recBatch, recFeatureLevel:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -99,6 +100,10 @@ type RegisterBrokerRecord struct {
 	Rack        string     `json:"rack,omitempty"`
 	Endpoints   []Endpoint `json:"endpoints"`
 	Fenced      bool       `json:"fenced,omitempty"`
+	// Features are the feature levels the broker supports, [min, max] by name; absent
+	// from brokers that predate feature levels (old readers ignore it: it only
+	// informs the checks of later feature changes).
+	Features map[string][2]int16 `json:"features,omitempty"`
 }
 
 // FenceBrokerRecord fences (or, as unfenceBrokerRecord, unfences) a broker. Epoch is
@@ -253,6 +258,8 @@ func newRecord(t recordType) Record {
 		return &ExtensionRecord{}
 	case recProducerIDs:
 		return &ProducerIDsRecord{}
+	case recFeatureLevel:
+		return &FeatureLevelRecord{}
 	}
 	return nil
 }

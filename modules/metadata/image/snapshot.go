@@ -13,10 +13,12 @@ import (
 
 // Snapshot formats, the first byte of a snapshot (see metadata's doc.go). Format 2 is format 1
 // plus Extensions; format 3 is format 2 plus NextProducerID; format 4 is format 3 plus
-// each partition's adding and removing replicas. Each snapshot is written in the
-// oldest format that holds the state: 1 without extensions and producer ids, 2 with
-// extensions only, 3 once a producer id was allocated, 4 while a reassignment is in
-// progress. So a state that does not
+// each partition's adding and removing replicas; format 5 is format 4 plus the
+// finalized feature levels and the brokers' supported ones. Each snapshot is written
+// in the oldest format that holds the state: 1 without extensions and producer ids, 2
+// with extensions only, 3 once a producer id was allocated, 4 while a reassignment is
+// in progress, 5 once a feature is finalized or a broker registered its features. So
+// a state that does not
 // need a newer format still gives a snapshot older brokers read, and an older broker
 // meets a newer format only once entries it cannot read either are in the log; it then
 // refuses the snapshot instead of silently dropping the extensions or, worse, resetting
@@ -26,6 +28,7 @@ const (
 	SnapshotFormatV2 = 2
 	SnapshotFormatV3 = 3
 	SnapshotFormatV4 = 4
+	SnapshotFormatV5 = 5
 )
 
 // snapshotV1 is the serialized state (formats 1, 2 and 3). Slices are sorted (brokers by
@@ -43,6 +46,8 @@ type snapshotV1 struct {
 	// NextProducerID is the first unallocated producer id; format 3 only (older
 	// formats predate ProducerIDs entries, so their states have 0).
 	NextProducerID int64 `json:"next_producer_id,omitempty"`
+	// Features are the finalized feature levels; format 5 only.
+	Features map[string]int16 `json:"features,omitempty"`
 }
 
 type snapBroker struct {
@@ -52,6 +57,8 @@ type snapBroker struct {
 	Fenced      bool       `json:"fenced,omitempty"`
 	Incarnation UUID       `json:"incarnation"`
 	Epoch       uint64     `json:"epoch"`
+	// Features are the levels the broker supports; format 5 only.
+	Features map[string][2]int16 `json:"features,omitempty"`
 }
 
 type snapTopic struct {
@@ -90,11 +97,14 @@ func EncodeSnapshot(s *State) ([]byte, error) {
 	if s.NextProducerID > 0 {
 		format, snap.NextProducerID = SnapshotFormatV3, s.NextProducerID
 	}
-	// Topics below raise the format to 4 while a reassignment is in progress.
+	// Topics below raise the format to 4 while a reassignment is in progress, and
+	// features (after them) to 5.
+	features := len(im.Features) > 0
 	for _, id := range slices.Sorted(maps.Keys(im.Brokers)) {
 		b := im.Brokers[id]
 		sb := snapBroker{ID: b.ID, Rack: b.Rack, Fenced: b.Fenced, Endpoints: []Endpoint{},
-			Incarnation: s.Regs[id].Incarnation, Epoch: s.Regs[id].Epoch}
+			Incarnation: s.Regs[id].Incarnation, Epoch: s.Regs[id].Epoch, Features: b.Features}
+		features = features || b.Features != nil
 		for _, e := range b.Endpoints {
 			sb.Endpoints = append(sb.Endpoints, Endpoint{Name: e.Name, Host: e.Host, Port: e.Port})
 		}
@@ -119,6 +129,9 @@ func EncodeSnapshot(s *State) ([]byte, error) {
 		}
 		snap.Topics = append(snap.Topics, st)
 	}
+	if features {
+		format, snap.Features = SnapshotFormatV5, im.Features
+	}
 	var buf bytes.Buffer
 	buf.WriteByte(format)
 	if err := json.NewEncoder(&buf).Encode(&snap); err != nil {
@@ -133,18 +146,22 @@ func DecodeSnapshot(r io.Reader) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	if len(b) == 0 || b[0] < SnapshotFormatV1 || b[0] > SnapshotFormatV4 {
+	if len(b) == 0 || b[0] < SnapshotFormatV1 || b[0] > SnapshotFormatV5 {
 		return nil, fmt.Errorf("snapshot format: %w", ErrUnknownRecord)
 	}
 	var snap snapshotV1
 	if err := json.Unmarshal(b[1:], &snap); err != nil {
 		return nil, fmt.Errorf("decode snapshot: %w: %v", ErrBadRecord, err)
 	}
+	snapFormat := b[0]
 	s := EmptyState()
 	im := s.Image
 	im.Version, im.ClusterID, im.ControllerID = snap.Version, snap.ClusterID, snap.ControllerID
 	for _, sb := range snap.Brokers {
 		b := &kernel.BrokerImage{ID: sb.ID, Rack: sb.Rack, Fenced: sb.Fenced}
+		if len(sb.Features) > 0 && snapFormat >= SnapshotFormatV5 {
+			b.Features = sb.Features
+		}
 		for _, e := range sb.Endpoints {
 			b.Endpoints = append(b.Endpoints, kernel.ListenerInfo{Name: e.Name, Host: e.Host, Port: e.Port})
 		}
@@ -188,6 +205,16 @@ func DecodeSnapshot(r io.Reader) (*State, error) {
 			return nil, fmt.Errorf("decode snapshot: next producer id %d: %w", snap.NextProducerID, ErrBadRecord)
 		}
 		s.NextProducerID = snap.NextProducerID
+	}
+	if snapFormat >= SnapshotFormatV5 {
+		for name, level := range snap.Features {
+			if name == "" || level <= 0 {
+				return nil, fmt.Errorf("decode snapshot: feature %q level %d: %w", name, level, ErrBadRecord)
+			}
+		}
+		if len(snap.Features) > 0 {
+			im.Features = snap.Features
+		}
 	}
 	// Formats 1 and 2 leave nextProducerID at 0: they were written by brokers that had
 	// no ProducerIDs entries, so no id can have been allocated before such a snapshot.

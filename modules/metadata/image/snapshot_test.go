@@ -97,8 +97,8 @@ func TestSnapshotFormats(t *testing.T) {
 	if err != nil || r.Image.Version != 7 || r.Image.Extensions == nil || len(r.Image.Extensions) != 0 {
 		t.Fatalf("decode format 1: %+v %v", r, err)
 	}
-	if _, err := DecodeSnapshot(bytes.NewReader([]byte{5, '{', '}'})); !errors.Is(err, ErrUnknownRecord) {
-		t.Errorf("format 5: %v", err)
+	if _, err := DecodeSnapshot(bytes.NewReader([]byte{6, '{', '}'})); !errors.Is(err, ErrUnknownRecord) {
+		t.Errorf("format 6: %v", err)
 	}
 }
 

@@ -174,6 +174,8 @@ func (s *State) Apply(index uint64, r Record) (*State, error) {
 		err = next.putExtension(r)
 	case *ProducerIDsRecord:
 		err = next.allocateProducerIDs(r)
+	case *FeatureLevelRecord:
+		err = next.setFeatureLevel(r)
 	case *BatchRecord:
 		var results []ApplyResult
 		next, results = s.applyBatch(index, r)
@@ -213,7 +215,7 @@ func (s *State) setClusterID(r *ClusterIDRecord) error {
 }
 
 func (s *State) registerBroker(index uint64, r *RegisterBrokerRecord) {
-	b := &kernel.BrokerImage{ID: r.NodeID, Rack: r.Rack, Fenced: r.Fenced}
+	b := &kernel.BrokerImage{ID: r.NodeID, Rack: r.Rack, Fenced: r.Fenced, Features: maps.Clone(r.Features)}
 	for _, e := range r.Endpoints {
 		b.Endpoints = append(b.Endpoints, kernel.ListenerInfo{Name: e.Name, Host: e.Host, Port: e.Port})
 	}
