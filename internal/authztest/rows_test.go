@@ -536,6 +536,15 @@ func rows() []row {
 		codeRow("ListPartitionReassignments: Describe on the cluster", kmsg.ListPartitionReassignments, d(cluster(describe)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }, caf, nil),
+		codeRow("UpdateFeatures: Alter on the cluster", kmsg.UpdateFeatures, d(cluster(alter)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrUpdateFeaturesRequest()
+				fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+				// The level a new cluster has: allowed, it changes nothing.
+				fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", 1, 1
+				r.FeatureUpdates = append(r.FeatureUpdates, fu)
+				return r
+			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.UpdateFeaturesResponse).ErrorCode }, caf, nil),
 		{name: "DescribeCluster: authorized operations are 0 without Describe on the cluster", key: kmsg.DescribeCluster,
 			deny: d(cluster(describe)), maxV: -1,
 			req: func(*fixture) kmsg.Request {

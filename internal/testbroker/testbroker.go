@@ -198,7 +198,14 @@ func (b *Broker) String() string { return fmt.Sprintf("broker %s (data %s)", b.A
 // build a kernel fails the test.
 func StartError(t testing.TB, yaml string) error {
 	t.Helper()
-	k, err := buildKernel(yaml, t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return StartErrorIn(t, yaml, t.TempDir())
+}
+
+// StartErrorIn is StartError on the data dir dataDir, for a broker that must not start
+// on what an earlier one left there.
+func StartErrorIn(t testing.TB, yaml, dataDir string) error {
+	t.Helper()
+	k, err := buildKernel(yaml, dataDir, "127.0.0.1:0", "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err // found by New, before anything was bound or written
 	}

@@ -2,7 +2,8 @@
 // modules/groups/consumer, the assignors the module's `assignors`). A join to a classic
 // group with members upgrades it when group.consumer.migration.policy allows
 // (migration.go). Every change is written to __consumer_offsets before the answer
-// (consumer_persist.go). Not implemented: nothing known.
+// (consumer_persist.go). UNSUPPORTED_VERSION while the cluster's group.version is 0
+// (features.go). Not implemented: nothing known.
 
 package groups
 
@@ -29,6 +30,9 @@ func (m *Module) handleConsumerGroupHeartbeat(ctx context.Context, req *kernel.R
 			resp.ErrorMessage = &msg
 		}
 		return kernel.Reply(resp), nil
+	}
+	if e, why := m.featureOff(groupVersionFeature); e != nil {
+		return fail(e, why)
 	}
 	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.Group) {
 		return fail(kerr.GroupAuthorizationFailed, "")

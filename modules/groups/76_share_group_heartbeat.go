@@ -1,7 +1,8 @@
 // ShareGroupHeartbeat: v0-v1 (KIP-932; the state machine is modules/groups/share).
 // Served when group.share.enable is true. Read on the group, then Describe on each
 // subscribed topic, as Kafka checks. Membership is written to __consumer_offsets
-// before the answer (share_persist.go). Not implemented: nothing known.
+// before the answer (share_persist.go). UNSUPPORTED_VERSION while the cluster's
+// share.version is 0 (features.go). Not implemented: nothing known.
 
 package groups
 
@@ -28,6 +29,9 @@ func (m *Module) handleShareGroupHeartbeat(ctx context.Context, req *kernel.Requ
 			resp.ErrorMessage = &msg
 		}
 		return kernel.Reply(resp), nil
+	}
+	if e, why := m.featureOff(shareVersionFeature); e != nil {
+		return fail(e, why)
 	}
 	if !req.Allowed(ctx, kernel.OpRead, kernel.ResGroup, r.GroupID) {
 		return fail(kerr.GroupAuthorizationFailed, "")

@@ -26,6 +26,7 @@ func TestClaims(t *testing.T) {
 		kmsg.ElectLeaders:               {0, 2},
 		kmsg.AlterPartitionAssignments:  {0, 0},
 		kmsg.ListPartitionReassignments: {0, 0},
+		kmsg.UpdateFeatures:             {0, 2},
 	}
 	fc := newFakeContext(t, 1, t.TempDir())
 	m := Info().New().(*Module)

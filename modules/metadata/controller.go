@@ -313,7 +313,7 @@ func (c *controller) controllerDuties(ctx context.Context, r *raft.Raft, term ui
 	if _, err := c.propose(ctx, &image.LeaderChangeRecord{NodeID: c.nodeID, Term: term}); err != nil {
 		return fmt.Errorf("record leader change: %w", err)
 	}
-	return nil
+	return c.bootstrapFeatures(ctx)
 }
 
 // logApplied notes an admin change this broker proposed. Config values are left out:

@@ -266,8 +266,9 @@
 // Types (frozen; never renumbered or reused): 1 ClusterID, 2 RegisterBroker,
 // 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
 // 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
-// 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs, 14 Batch. Every
-// type is at version 1 but PartitionChange, which is at version 2 (below). JSON field
+// 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs, 14 Batch,
+// 15 FeatureLevel. Every type is at version 1 but PartitionChange, which is at version
+// 2 (below). JSON field
 // names are frozen; ids are 22-character unpadded base64url, as Kafka prints them.
 //
 // Batch is the one type without a JSON payload: it holds other entries verbatim,
@@ -309,6 +310,20 @@
 // at version 2 only when it sets a version 2 field, so the controller's own elections
 // stay readable by version 1 brokers; a version 1 entry is read without version 2
 // fields whatever its payload holds.
+//
+// FeatureLevel (features.go, KIP-584) is
+//
+//	{"name": s, "level": i16}
+//
+// and finalizes a feature at a level; level 0 takes it out of Image.Features. Apply
+// refuses an empty name or one over 255 bytes, a negative level, and a level above 0
+// that a registered broker which listed its features does not support. RegisterBroker
+// carries that list as an optional "features": {name: [min, max]} (older readers
+// ignore it; a broker without it predates feature levels and is not asked). The
+// controller writes each supported feature's default level when the log has no
+// metadata.version (a new cluster, or one older than feature levels), UpdateFeatures
+// writes the rest, and a registration whose features do not cover every finalized level
+// is refused (UNSUPPORTED_VERSION; the broker does not start).
 //
 // Extension (kernel.ExtensionStore, extensions.go) is
 //
@@ -364,20 +379,25 @@
 // need it (AlterPartition, ElectLeaders, reassignments) are written whenever asked for,
 // and the rest stay version 1 (a versionedRecord names the oldest version that holds
 // it). So every broker of a cluster must run code that reads version 2 before leaders
-// change ISRs; a feature level is the fix once Sluice has rolling upgrades to support.
+// change ISRs. metadata.version (features.go) is now in the log to gate the next new
+// version: write it only once the finalized metadata.version says every broker reads
+// it.
 //
 // Snapshots serialize the whole state: | format u8 | JSON | with brokers sorted by id
 // and topics by name, so equal states give equal bytes. Format 1 has no extensions;
 // format 2 adds "extensions" (namespace -> key -> base64 value); format 3 adds
 // "next_producer_id" (the first unallocated producer id) to format 2; format 4 adds
-// each partition's "adding" and "removing" replicas (omitted when empty) to format 3.
-// Each snapshot is written in the oldest format that holds its state (4 while a
-// reassignment is in progress, else 3 once an id was allocated, else 2 when there are
-// extensions, else 1), so older brokers read it while they can, and refuse it, rather
+// each partition's "adding" and "removing" replicas (omitted when empty) to format 3;
+// format 5 adds "features" (the finalized levels) and each broker's "features" (its
+// supported ranges) to format 4. Each snapshot is written in the oldest format that
+// holds its state (5 once a feature is finalized or a broker listed its features, else
+// 4 while a reassignment is in progress, else 3 once an id was allocated, else 2 when
+// there are extensions, else 1), so older brokers read it while they can, and refuse it, rather
 // than silently drop extensions, reset the producer id counter or forget a
-// reassignment, once they cannot. All four formats load; formats 1 and 2 give a counter
-// of 0, which is right: they predate ProducerIDs entries, so nothing was allocated
-// before them; formats 1 to 3 give no reassignment, which predates them too.
+// reassignment or the feature levels, once they cannot. All five formats load; formats
+// 1 and 2 give a counter of 0, which is right: they predate ProducerIDs entries, so
+// nothing was allocated before them; formats 1 to 3 give no reassignment and 1 to 4 no
+// feature levels, which predate them too.
 //
 // # Invariants
 //

@@ -113,6 +113,7 @@ func (l *lifecycle) registrationRequest() *kmsg.BrokerRegistrationRequest {
 	req.BrokerID, req.ClusterID, req.IncarnationID = l.nodeID, l.hub.image().ClusterID, l.incarnation
 	req.Rack = rackPtr(bi.Rack)
 	req.PreviousBrokerEpoch = -1
+	req.Features = l.featureRanges()
 	for _, l := range bi.Listeners {
 		rl := kmsg.NewBrokerRegistrationRequestListener()
 		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
@@ -136,6 +137,13 @@ func (l *lifecycle) sendRegistration(ctx context.Context) (int64, error) {
 			return true, fmt.Errorf("%w: the previous incarnation of node %d is still registered and live", ErrNotController, l.nodeID)
 		case kerr.InconsistentClusterID.Code:
 			return false, ErrClusterIDMismatch
+		case kerr.UnsupportedVersion.Code:
+			// The answer carries no message: say why from this broker's image.
+			why := "the controller refused this broker's feature levels"
+			if _, w := registrationFeatures(l.hub.image(), req.Features); w != "" {
+				why = w
+			}
+			return false, fmt.Errorf("%w: %s", ErrUnsupportedFeatures, why)
 		case kerr.RequestTimedOut.Code:
 			return false, context.DeadlineExceeded
 		}

@@ -31,6 +31,10 @@ var (
 	ErrNotRunning = errors.New("metadata: not running")
 	// ErrClusterIDMismatch: the configured cluster id differs from the one in the log.
 	ErrClusterIDMismatch = errors.New("metadata: cluster id mismatch")
+	// ErrUnsupportedFeatures: the cluster finalized a feature level this broker does not
+	// support (an older broker, or one composed without the module that implements
+	// it), so the controller refused its registration and it does not start.
+	ErrUnsupportedFeatures = errors.New("metadata: this broker does not support the cluster's feature levels")
 	// ErrConfig: the module's configuration is invalid.
 	ErrConfig = errors.New("metadata: invalid config")
 )
@@ -202,6 +206,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		claimDescribeCluster(m),
 		claimDescribeQuorum(m),
 		claimElectLeaders(m),
+		claimUpdateFeatures(m),
 		claimAlterPartitionReassignments(m),
 		claimListPartitionReassignments(m),
 	); err != nil {

@@ -27,6 +27,9 @@ type node struct {
 	nodeID int32
 	voters []voter
 	rand   io.Reader // ids and placement; crypto/rand unless a test sets it
+	// features are this broker's supported feature levels, by name (features.go); set
+	// before Start, read only after.
+	features []kernel.SupportedFeature
 
 	hub  *hub
 	raft atomic.Pointer[raft.Raft]

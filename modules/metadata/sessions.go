@@ -124,7 +124,15 @@ func (c *controller) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrati
 	if old := im.Brokers[req.BrokerID]; old != nil && !old.Fenced && c.hub.state().Regs[req.BrokerID].Incarnation != image.UUID(req.IncarnationID) {
 		c.leaveISRs(ctx, req.BrokerID)
 	}
-	rec := &image.RegisterBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, "")}
+	// A broker that cannot run at the cluster's finalized feature levels is refused,
+	// as in Kafka: it does not start rather than misbehave.
+	features, why := registrationFeatures(im, req.Features)
+	if why != "" {
+		c.log.Warn("refused broker registration: unsupported feature level", "node", req.BrokerID, "why", why)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp
+	}
+	rec := &image.RegisterBrokerRecord{NodeID: req.BrokerID, Incarnation: req.IncarnationID, Rack: derefOr(req.Rack, ""), Features: features}
 	for _, l := range req.Listeners {
 		rec.Endpoints = append(rec.Endpoints, image.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
 	}
