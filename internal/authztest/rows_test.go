@@ -90,6 +90,27 @@ func rows() []row {
 				r.Topics = append(r.Topics, rt)
 				return r
 			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.MetadataResponse).Topics[0].ErrorCode }, taf, nil),
+		codeRow("DescribeTopicPartitions: Describe on a named topic", kmsg.DescribeTopicPartitions, d(topic(describe, topicT)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+				rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				rt.Topic = topicT
+				r.Topics = append(r.Topics, rt)
+				return r
+			}, func(resp kmsg.Response) int16 {
+				return resp.(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode
+			}, taf, nil),
+		{name: "DescribeTopicPartitions: all topics leaves out what may not be described", key: kmsg.DescribeTopicPartitions, deny: d(topic(describe, topicT)), maxV: -1,
+			req: func(*fixture) kmsg.Request { return kmsg.NewPtrDescribeTopicPartitionsRequest() },
+			verify: func(t *testing.T, _ *fixture, resp kmsg.Response) {
+				var names []string
+				for _, rt := range resp.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+					names = append(names, *rt.Topic)
+				}
+				if contains(names, topicT) || !contains(names, topicT2) {
+					t.Errorf("all-topics DescribeTopicPartitions lists %v: want %s left out and %s in", names, topicT, topicT2)
+				}
+			}},
 		{name: "Metadata: all topics leaves out what may not be described", key: kmsg.Metadata, deny: d(topic(describe, topicT)), maxV: -1,
 			req: func(*fixture) kmsg.Request { return kmsg.NewPtrMetadataRequest() },
 			verify: func(t *testing.T, _ *fixture, resp kmsg.Response) {

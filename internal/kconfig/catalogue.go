@@ -357,6 +357,8 @@ var brokerOnlyDefs = []brokerDef{
 		"How far ahead of its byte-rate or request quota a client may get at once, in milliseconds of its quota. With a value above 0 a client is throttled by a leaky bucket draining at its quota, so it keeps to the quota over any span and bursts at most this much; 0 throttles on the rate sampled over quota.window.num windows as Kafka does, which lets a client that was idle, or whose burst just left the window, send quota.window.num-1 windows' worth at once. Read at start. Sluice's own."}},
 	{def: def{"sluice.metrics.partition.series", TypeBoolean, ptr("true"), nil,
 		"Whether /metrics carries per-partition series (consumer lag by group, topic and partition). false aggregates them per topic (the lag summed, the time lag the largest), bounding the series by groups times topics. Read at start. Sluice's own."}},
+	{def: def{"max.request.partition.size.limit", TypeInt, ptr("2000"), atLeast(1),
+		"Most partitions one DescribeTopicPartitions answer holds; a request asking for more gets a cursor to continue from."}},
 	{def: def{"node.id", TypeInt, ptr("-1"), nil,
 		"This node's id in the cluster."}},
 	{def: def{"num.partitions", TypeInt, ptr("1"), atLeast(1),

@@ -171,6 +171,7 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"max.connections", TypeInt, "2147483647", false},
 		{"max.connections.per.ip", TypeInt, "2147483647", false},
 		{"max.connections.per.ip.overrides", TypeString, "", false},
+		{"max.request.partition.size.limit", TypeInt, "2000", false},
 		{"message.max.bytes", TypeInt, "1048588", true},
 		{"min.insync.replicas", TypeInt, "1", true},
 		{"node.id", TypeInt, "-1", false},

@@ -154,10 +154,11 @@ type Broker struct {
 	Listeners           string   // listeners
 	AdvertisedListeners string   // advertised.listeners; "" when unset
 
-	AutoCreateTopics         bool  // auto.create.topics.enable
-	DeleteTopicEnable        bool  // delete.topic.enable
-	NumPartitions            int32 // num.partitions
-	DefaultReplicationFactor int16 // default.replication.factor
+	AutoCreateTopics             bool  // auto.create.topics.enable
+	MaxRequestPartitionSizeLimit int32 // max.request.partition.size.limit (DescribeTopicPartitions)
+	DeleteTopicEnable            bool  // delete.topic.enable
+	NumPartitions                int32 // num.partitions
+	DefaultReplicationFactor     int16 // default.replication.factor
 
 	SocketRequestMaxBytes int32 // socket.request.max.bytes
 	ConnectionsMaxIdleMs  int64 // connections.max.idle.ms
@@ -253,10 +254,11 @@ func ResolveBroker(merged map[string]string) Broker {
 		Listeners:           eff["listeners"].s,
 		AdvertisedListeners: eff["advertised.listeners"].s,
 
-		AutoCreateTopics:         eff["auto.create.topics.enable"].bool(),
-		DeleteTopicEnable:        eff["delete.topic.enable"].bool(),
-		NumPartitions:            int32(n("num.partitions")),
-		DefaultReplicationFactor: int16(n("default.replication.factor")),
+		AutoCreateTopics:             eff["auto.create.topics.enable"].bool(),
+		MaxRequestPartitionSizeLimit: int32(n("max.request.partition.size.limit")),
+		DeleteTopicEnable:            eff["delete.topic.enable"].bool(),
+		NumPartitions:                int32(n("num.partitions")),
+		DefaultReplicationFactor:     int16(n("default.replication.factor")),
 
 		SocketRequestMaxBytes: int32(n("socket.request.max.bytes")),
 		ConnectionsMaxIdleMs:  n("connections.max.idle.ms"),

@@ -295,6 +295,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		NodeID:                                   -1,
 		Listeners:                                "PLAINTEXT://:9092",
 		AutoCreateTopics:                         true,
+		MaxRequestPartitionSizeLimit:             2000,
 		DeleteTopicEnable:                        true,
 		NumPartitions:                            1,
 		DefaultReplicationFactor:                 1,

@@ -41,32 +41,37 @@ func metadataBrokers(im *kernel.Image, listener string) []kmsg.MetadataResponseB
 func topicMetadata(im *kernel.Image, t *kernel.TopicImage, listener string, version int16) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = strPtr(t.Name), t.ID, t.Internal
-	for _, p := range t.Partitions {
-		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
-		// Replicas (during a reassignment, the union of the old and the target replicas)
-		// and ISR are the image's; offline replicas (v5+) are those not on a live broker.
-		mp.Replicas, mp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
-		for _, r := range p.Replicas {
-			if b := im.Brokers[r]; version >= 5 && (b == nil || b.Fenced) {
-				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
-			}
-		}
-		leader := im.Brokers[p.Leader]
-		switch {
-		case p.Leader < 0 || leader == nil || leader.Fenced:
-			mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
-		default:
-			if _, ok := leader.Endpoint(listener); !ok {
-				mp.ErrorCode, mp.Leader = kerr.ListenerNotFound.Code, -1
-				if version == 0 {
-					mp.ErrorCode = kerr.LeaderNotAvailable.Code
-				}
-			}
-		}
-		mt.Partitions = append(mt.Partitions, mp)
+	for i := range t.Partitions {
+		mt.Partitions = append(mt.Partitions, partitionMetadata(im, &t.Partitions[i], listener, version))
 	}
 	return mt
+}
+
+// partitionMetadata describes one partition for a Metadata response.
+func partitionMetadata(im *kernel.Image, p *kernel.PartitionImage, listener string, version int16) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+	// Replicas (during a reassignment, the union of the old and the target replicas)
+	// and ISR are the image's; offline replicas (v5+) are those not on a live broker.
+	mp.Replicas, mp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+	for _, r := range p.Replicas {
+		if b := im.Brokers[r]; version >= 5 && (b == nil || b.Fenced) {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+		}
+	}
+	leader := im.Brokers[p.Leader]
+	switch {
+	case p.Leader < 0 || leader == nil || leader.Fenced:
+		mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
+	default:
+		if _, ok := leader.Endpoint(listener); !ok {
+			mp.ErrorCode, mp.Leader = kerr.ListenerNotFound.Code, -1
+			if version == 0 {
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+		}
+	}
+	return mp
 }
 
 func topicError(name *string, id [16]byte, code int16) kmsg.MetadataResponseTopic {

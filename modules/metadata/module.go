@@ -207,6 +207,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		claimDescribeQuorum(m),
 		claimElectLeaders(m),
 		claimUpdateFeatures(m),
+		claimDescribeTopicPartitions(m),
 		claimAlterPartitionReassignments(m),
 		claimListPartitionReassignments(m),
 	); err != nil {
