@@ -24,7 +24,7 @@ func TestClaims(t *testing.T) {
 		kmsg.DescribeCluster:            {0, 2},
 		kmsg.DescribeQuorum:             {0, 2},
 		kmsg.ElectLeaders:               {0, 2},
-		kmsg.AlterPartitionAssignments:  {0, 0},
+		kmsg.AlterPartitionAssignments:  {0, 1},
 		kmsg.ListPartitionReassignments: {0, 0},
 		kmsg.UpdateFeatures:             {0, 2},
 		kmsg.DescribeTopicPartitions:    {0, 0},

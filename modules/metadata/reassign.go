@@ -150,6 +150,10 @@ func completeReassignments(im *kernel.Image) []image.Record {
 func (c *controller) alterReassignmentsResp(ctx context.Context, req *kernel.Request, r *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := kmsg.NewPtrAlterPartitionAssignmentsResponse()
 	resp.Version = r.Version
+	// v0 always allows a new replication factor; v1 asks (KIP-860) and the answer
+	// says what was applied.
+	allowRF := r.Version < 1 || r.AllowReplicationFactorChange
+	resp.AllowReplicationFactorChange = allowRF
 	type item struct {
 		topic     string
 		partition int32
@@ -169,6 +173,14 @@ func (c *controller) alterReassignmentsResp(ctx context.Context, req *kernel.Req
 	errs := c.planPartitions(ctx, r.TimeoutMillis, denied, len(items),
 		func(i int) (string, int32) { return items[i].topic, items[i].partition },
 		func(im *kernel.Image, t *kernel.TopicImage, p *kernel.PartitionImage, i int) (*image.PartitionChangeRecord, error) {
+			if target := items[i].target; !allowRF && target != nil {
+				// The replication factor is the original replicas' during a
+				// reassignment: Replicas is then the old and the target together.
+				if cur := len(p.Replicas) - len(p.AddingReplicas); len(target) != cur {
+					return nil, opErr(kerr.InvalidReplicationFactor,
+						"The replication factor is changed from %d to %d but allowReplicationFactorChange is false", cur, len(target))
+				}
+			}
 			return planReassignment(im, t, p, items[i].target, c.uncleanElection(im))
 		})
 	topicAt := map[string]int{}
