@@ -557,6 +557,12 @@ func rows() []row {
 		codeRow("ListPartitionReassignments: Describe on the cluster", kmsg.ListPartitionReassignments, d(cluster(describe)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }, caf, nil),
+		codeRow("UnregisterBroker: Alter on the cluster", kmsg.UnregisterBroker, d(cluster(alter)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrUnregisterBrokerRequest()
+				r.BrokerID = 4242 // allowed: BROKER_ID_NOT_REGISTERED, nothing changes
+				return r
+			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.UnregisterBrokerResponse).ErrorCode }, caf, nil),
 		codeRow("UpdateFeatures: Alter on the cluster", kmsg.UpdateFeatures, d(cluster(alter)), -1,
 			func(*fixture) kmsg.Request {
 				r := kmsg.NewPtrUpdateFeaturesRequest()

@@ -28,6 +28,7 @@ func TestClaims(t *testing.T) {
 		kmsg.ListPartitionReassignments: {0, 0},
 		kmsg.UpdateFeatures:             {0, 2},
 		kmsg.DescribeTopicPartitions:    {0, 0},
+		kmsg.UnregisterBroker:           {0, 0},
 	}
 	fc := newFakeContext(t, 1, t.TempDir())
 	m := Info().New().(*Module)

@@ -422,3 +422,39 @@ func TestDuplicateRegistrationRefused(t *testing.T) {
 		t.Fatalf("registration after the session ended: code %d", code)
 	}
 }
+
+// TestClusterUnregisterBroker: a stopped (fenced) broker's registration is removed
+// through any broker; a live one is refused; the removed broker comes back by
+// registering again when it restarts.
+func TestClusterUnregisterBroker(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.leader()
+	x := c.follower()
+	via := c.third(l, x) // a broker that is not the controller: the entry is forwarded
+	unregister := func(id int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		return call[*kmsg.UnregisterBrokerResponse](t, via.fc, nil, req).ErrorCode
+	}
+	if code := unregister(x.id); code != kerr.InvalidRequest.Code {
+		t.Fatalf("a live broker: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+	if code := unregister(42); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("an unknown broker: %v, want BROKER_ID_NOT_REGISTERED", kerr.ErrorForCode(code))
+	}
+	c.stop(x.id)
+	c.waitAll(20*time.Second, "the stopped broker is fenced", func(im *kernel.Image) bool {
+		b := im.Brokers[x.id]
+		return b != nil && b.Fenced
+	})
+	if code := unregister(x.id); code != 0 {
+		t.Fatalf("a fenced broker: %v", kerr.ErrorForCode(code))
+	}
+	c.waitAll(20*time.Second, "every broker forgot it", func(im *kernel.Image) bool { return im.Brokers[x.id] == nil })
+	c.restart(x.id)
+	c.waitAll(20*time.Second, "it registered again", func(im *kernel.Image) bool {
+		b := im.Brokers[x.id]
+		return b != nil && !b.Fenced
+	})
+}

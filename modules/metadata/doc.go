@@ -110,7 +110,8 @@
 // 2 not running, 3 timeout, 4 topic exists, 5 unknown topic, 6 unknown broker, 7 stale,
 // 8 cluster id set, 9 invalid entry, 10 producer ids exhausted, 11 bad producer id
 // count, 12 bad extension, 13 cancelled, 14 not the partition leader, 15 fenced leader
-// epoch, 16 ineligible replica; -1 other; append only), so errors.Is works on the
+// epoch, 16 ineligible replica, 17 unsupported feature level, 18 broker live; -1
+// other; append only), so errors.Is works on the
 // forwarding broker as on the controller. Bounds: a frame is at most 64 MiB (an
 // extension entry of 32 MiB is ~43 MB); a server connection idle 5 minutes is closed;
 // responses are written within 30 s; a frame or message that does not parse, and an
@@ -267,8 +268,10 @@
 // 3 FenceBroker, 4 UnfenceBroker, 5 CreateTopic, 6 DeleteTopic, 7 CreatePartitions,
 // 8 AlterTopicConfigs, 9 AlterBrokerConfigs (node "" = cluster default),
 // 10 PartitionChange, 11 LeaderChange, 12 Extension, 13 ProducerIDs, 14 Batch,
-// 15 FeatureLevel. Every type is at version 1 but PartitionChange, which is at version
-// 2 (below). JSON field
+// 15 FeatureLevel, 16 UnregisterBroker. Every type is at version 1 but
+// PartitionChange, which is at version 2 (below). UnregisterBroker is {"node_id": i32}
+// and removes a fenced broker's registration (a live one is refused); partitions keep
+// it in their replicas. JSON field
 // names are frozen; ids are 22-character unpadded base64url, as Kafka prints them.
 //
 // Batch is the one type without a JSON payload: it holds other entries verbatim,

@@ -3,9 +3,11 @@ package metadata_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,6 +63,18 @@ func finalized(t *testing.T, resp *kmsg.ApiVersionsResponse) map[string]int16 {
 	return m
 }
 
+// waitDefaults waits until b's cluster has its default levels: the controller
+// finalizes them just after it starts leading, which may be after b is ready.
+func waitDefaults(t *testing.T, b *testbroker.Broker) {
+	t.Helper()
+	testbroker.WaitFor(t, 10*time.Second, "the default feature levels", func() string {
+		if f := finalized(t, apiVersions(t, b, 4)); f["share.version"] != 1 || f["metadata.version"] == 0 {
+			return fmt.Sprint(f)
+		}
+		return ""
+	})
+}
+
 // TestFeatureLevels: a new cluster finalizes its default levels, ApiVersions shows
 // them with the supported ranges, and UpdateFeatures (through kadm) changes them with
 // Kafka's checks and errors; group.version 0 turns the consumer group protocol off.
@@ -70,6 +84,7 @@ func TestFeatureLevels(t *testing.T) {
 	adm := b.Admin(t)
 	ctx := testCtx(t)
 
+	waitDefaults(t, b)
 	v4 := apiVersions(t, b, 4)
 	wantSupported := map[string][2]int16{
 		"metadata.version": {7, 27}, "group.version": {0, 1}, "share.version": {0, 1}, "transaction.version": {0, 1},
@@ -209,6 +224,7 @@ func TestFeatureLevels(t *testing.T) {
 // (here share.version, once group.share.enable is off) does not start on the log.
 func TestFeatureLevelRefusesBroker(t *testing.T) {
 	b := testbroker.Start(t)
+	waitDefaults(t, b)
 	dir := b.DataDir
 	b.Stop()
 	err := testbroker.StartErrorIn(t, "configs: {group.share.enable: \"false\"}\n", dir)
@@ -217,7 +233,11 @@ func TestFeatureLevelRefusesBroker(t *testing.T) {
 	}
 	// Turned off first, the same broker starts.
 	b2 := testbroker.Start(t, testbroker.WithDataDir(dir))
-	if _, err := b2.Admin(t).UpdateFeatures(testCtx(t), false, kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 0, UpgradeType: 2}); err != nil {
+	res, err := b2.Admin(t).UpdateFeatures(testCtx(t), false, kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 0, UpgradeType: 2})
+	if err == nil {
+		err = res["share.version"].Err
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	b2.Stop()

@@ -54,6 +54,8 @@ var forwardErrs = []error{
 	image.ErrNotLeader,
 	image.ErrFencedLeaderEpoch,
 	image.ErrIneligibleReplica,
+	image.ErrUnsupportedFeature,
+	image.ErrBrokerLive,
 }
 
 // forwardCodeOther is the code of an error not in forwardErrs.

@@ -208,6 +208,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		claimElectLeaders(m),
 		claimUpdateFeatures(m),
 		claimDescribeTopicPartitions(m),
+		claimUnregisterBroker(m),
 		claimAlterPartitionReassignments(m),
 		claimListPartitionReassignments(m),
 	); err != nil {

@@ -90,6 +90,12 @@ func (c *controller) ctlRegister(ctx context.Context, req *kmsg.BrokerRegistrati
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
+	// A controller that just started may not have applied its whole log yet: the
+	// checks below (feature levels above all) need the complete image.
+	if r := c.raft.Load(); r == nil || c.await(ctx, r.Barrier(0)) != nil {
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	}
 	im := c.hub.image()
 	if req.ClusterID != "" && im.ClusterID != "" && req.ClusterID != im.ClusterID {
 		c.log.Warn("refused broker registration: cluster id mismatch", "node", req.BrokerID, "cluster_id", req.ClusterID)

@@ -91,3 +91,22 @@ func TestSnapshotFormat5(t *testing.T) {
 		t.Errorf("a finalized level 0: %v", err)
 	}
 }
+
+func TestUnregisterBroker(t *testing.T) {
+	s := featureState(t)
+	if _, err := s.Apply(3, &UnregisterBrokerRecord{NodeID: 1}); !errors.Is(err, ErrBrokerLive) {
+		t.Fatalf("a live broker: %v", err)
+	}
+	if _, err := s.Apply(3, &UnregisterBrokerRecord{NodeID: 9}); !errors.Is(err, ErrUnknownBroker) {
+		t.Fatalf("an unknown broker: %v", err)
+	}
+	s, _ = s.Apply(3, &FenceBrokerRecord{NodeID: 1})
+	before := s.Image
+	next, err := s.Apply(4, &UnregisterBrokerRecord{NodeID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Image.Brokers[1] != nil || len(next.Image.Brokers) != 1 || next.Regs[1] != (BrokerReg{}) || before.Brokers[1] == nil {
+		t.Fatalf("after: brokers %v regs %v; before %v", next.Image.Brokers, next.Regs, before.Brokers)
+	}
+}

@@ -30,6 +30,7 @@ const (
 	recProducerIDs       recordType = 13
 	recBatch             recordType = 14
 	recFeatureLevel      recordType = 15
+	recUnregisterBroker  recordType = 16
 )
 
 // recordVersions returns, for a type, the newest payload version this code writes and
@@ -41,7 +42,7 @@ func recordVersions(t recordType) (newest, oldest uint8, ok bool) {
 		return 2, 1, true
 	case recClusterID, recRegisterBroker, recFenceBroker, recUnfenceBroker, recCreateTopic,
 		recDeleteTopic, recCreatePartitions, recAlterTopicConfigs, recAlterBrokerCfgs,
-		recLeaderChange, recExtension, recProducerIDs, recBatch, recFeatureLevel:
+		recLeaderChange, recExtension, recProducerIDs, recBatch, recFeatureLevel, recUnregisterBroker:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -260,6 +261,8 @@ func newRecord(t recordType) Record {
 		return &ProducerIDsRecord{}
 	case recFeatureLevel:
 		return &FeatureLevelRecord{}
+	case recUnregisterBroker:
+		return &UnregisterBrokerRecord{}
 	}
 	return nil
 }

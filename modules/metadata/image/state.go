@@ -176,6 +176,8 @@ func (s *State) Apply(index uint64, r Record) (*State, error) {
 		err = next.allocateProducerIDs(r)
 	case *FeatureLevelRecord:
 		err = next.setFeatureLevel(r)
+	case *UnregisterBrokerRecord:
+		err = next.unregisterBroker(r)
 	case *BatchRecord:
 		var results []ApplyResult
 		next, results = s.applyBatch(index, r)
