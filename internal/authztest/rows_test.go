@@ -557,6 +557,9 @@ func rows() []row {
 		codeRow("ListPartitionReassignments: Describe on the cluster", kmsg.ListPartitionReassignments, d(cluster(describe)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }, caf, nil),
+		codeRow("ListConfigResources: DescribeConfigs on the cluster", kmsg.ListConfigResources, d(cluster(descCfg)), -1,
+			func(*fixture) kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() },
+			func(resp kmsg.Response) int16 { return resp.(*kmsg.ListConfigResourcesResponse).ErrorCode }, caf, nil),
 		codeRow("UnregisterBroker: Alter on the cluster", kmsg.UnregisterBroker, d(cluster(alter)), -1,
 			func(*fixture) kmsg.Request {
 				r := kmsg.NewPtrUnregisterBrokerRequest()

@@ -29,6 +29,7 @@ func TestClaims(t *testing.T) {
 		kmsg.UpdateFeatures:             {0, 2},
 		kmsg.DescribeTopicPartitions:    {0, 0},
 		kmsg.UnregisterBroker:           {0, 0},
+		kmsg.ListConfigResources:        {0, 1},
 	}
 	fc := newFakeContext(t, 1, t.TempDir())
 	m := Info().New().(*Module)

@@ -1,6 +1,7 @@
 package metadata_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,6 +56,65 @@ func TestAlterReassignmentsV1(t *testing.T) {
 		}
 		if tc.version >= 1 && resp.AllowReplicationFactorChange != tc.allow {
 			t.Errorf("%s: the answer says AllowReplicationFactorChange %v", tc.what, resp.AllowReplicationFactorChange)
+		}
+	}
+}
+
+// TestListConfigResources: v1 lists each requested type in Kafka's order (an empty
+// list is every type), refuses a type it does not know as a whole, and v0 lists client
+// metrics subscriptions only (Sluice has none).
+func TestListConfigResources(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx := testCtx(t)
+	adm := b.Admin(t)
+	for _, name := range []string{"tb", "ta"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g1"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	v := "50000"
+	c.Name, c.Value = "consumer.session.timeout.ms", &v
+	res.Configs = append(res.Configs, c)
+	alter.Resources = append(alter.Resources, res)
+	if ar, err := alter.RequestWith(ctx, b.Client(t)); err != nil || ar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("group config: %v %+v", err, ar)
+	}
+	list := func(version int16, types ...int8) (int16, []string) {
+		t.Helper()
+		req := kmsg.NewPtrListConfigResourcesRequest()
+		req.ResourceTypes = types
+		resp, err := req.RequestWith(ctx, pinned(t, b, 74, version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, cr := range resp.ConfigResources {
+			got = append(got, kmsg.ConfigResourceType(cr.Type).String()+":"+cr.Name)
+		}
+		return resp.ErrorCode, got
+	}
+	const topic, broker, logger, group = int8(kmsg.ConfigResourceTypeTopic), int8(kmsg.ConfigResourceTypeBroker),
+		int8(kmsg.ConfigResourceTypeBrokerLogger), int8(kmsg.ConfigResourceTypeGroupConfig)
+	for _, tc := range []struct {
+		what    string
+		version int16
+		types   []int8
+		code    int16
+		want    []string
+	}{
+		{"every type", 1, nil, 0, []string{"GROUP_CONFIG:g1", "BROKER_LOGGER:1", "BROKER:1", "TOPIC:ta", "TOPIC:tb"}},
+		{"a type twice, in any order", 1, []int8{topic, group, topic}, 0, []string{"GROUP_CONFIG:g1", "TOPIC:ta", "TOPIC:tb"}},
+		{"brokers", 1, []int8{broker, logger}, 0, []string{"BROKER_LOGGER:1", "BROKER:1"}},
+		{"an unknown type", 1, []int8{topic, 99}, kerr.UnsupportedVersion.Code, nil},
+		{"v0: client metrics only", 0, nil, 0, nil},
+	} {
+		code, got := list(tc.version, tc.types...)
+		if code != tc.code || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v %v", tc.what, kerr.ErrorForCode(code), got, kerr.ErrorForCode(tc.code), tc.want)
 		}
 	}
 }

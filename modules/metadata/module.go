@@ -209,6 +209,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		claimUpdateFeatures(m),
 		claimDescribeTopicPartitions(m),
 		claimUnregisterBroker(m),
+		claimListConfigResources(m),
 		claimAlterPartitionReassignments(m),
 		claimListPartitionReassignments(m),
 	); err != nil {
