@@ -108,7 +108,8 @@ func TestResolveTopicOverrides(t *testing.T) {
 		{"message.downconversion.enable", "false", func(t Topic) any { return t.MessageDownconversionEnable }, false},
 		{"leader.replication.throttled.replicas", "0:1, 1:2", func(t Topic) any { return t.LeaderReplicationThrottledReplicas }, "0:1,1:2"},
 		{"follower.replication.throttled.replicas", "*", func(t Topic) any { return t.FollowerReplicationThrottledReplicas }, "*"},
-		{"remote.storage.enable", "true", func(t Topic) any { return t.RemoteStorageEnable }, true},
+		// Only false is valid (no remote tier): a stored true resolves to the default.
+		{"remote.storage.enable", "true", func(t Topic) any { return t.RemoteStorageEnable }, false},
 		{"local.retention.ms", "1000", func(t Topic) any { return t.LocalRetentionMs }, int64(1000)},
 		{"local.retention.bytes", "2000", func(t Topic) any { return t.LocalRetentionBytes }, int64(2000)},
 	}

@@ -189,6 +189,16 @@ func betweenFloat(lo, hi float64) check {
 	}
 }
 
+// noTieredStorage refuses remote.storage.enable=true: accepting it would promise a
+// remote tier Sluice does not have (Kafka refuses it too when its broker's
+// remote.log.storage.system.enable is false).
+func noTieredStorage(v value) string {
+	if v.bool() {
+		return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+	}
+	return ""
+}
+
 func oneOf(allowed ...string) check {
 	return func(v value) string {
 		for _, a := range allowed {

@@ -91,7 +91,7 @@ func TestValidateTopic(t *testing.T) {
 		{"preallocate yes", "preallocate", "yes", ErrInvalidValue, "true or false"},
 		{"message.downconversion.enable false", "message.downconversion.enable", "false", nil, ""},
 		{"remote.storage.enable false", "remote.storage.enable", "false", nil, ""},
-		{"remote.storage.enable true accepted", "remote.storage.enable", "true", nil, ""},
+		{"remote.storage.enable true refused: no remote tier", "remote.storage.enable", "true", ErrInvalidValue, "Tiered Storage functionality is disabled"},
 
 		{"throttled star", "leader.replication.throttled.replicas", "*", nil, ""},
 		{"throttled pairs", "follower.replication.throttled.replicas", "0:1,1:2", nil, ""},
