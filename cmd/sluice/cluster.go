@@ -19,6 +19,10 @@ commands:
   info     the cluster id, the controller and each broker (address, rack, leaders)
   health   under-replicated, under-min-ISR and offline partitions; exit status 1
            when any partition is offline or under-replicated
+  features the feature levels: what the broker supports, what the cluster finalized
+  upgrade FEATURE=LEVEL...      raise finalized levels (--dry-run: only check)
+  downgrade FEATURE=LEVEL...    lower them, 0 turns a feature off (--unsafe, --dry-run)
+  unregister BROKER_ID...       remove stopped brokers' registrations for good
 
 ` + kafkaHelp
 
@@ -26,6 +30,10 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	return dispatch("sluice cluster", clusterUsage, args, stdout, stderr, []command{
 		{[]string{"info"}, cliRun("sluice cluster info", clusterInfo)},
 		{[]string{"health"}, cliRun("sluice cluster health", clusterHealth)},
+		{[]string{"features"}, cliRun("sluice cluster features", clusterFeatures)},
+		{[]string{"upgrade"}, cliRun("sluice cluster upgrade", clusterUpgrade)},
+		{[]string{"downgrade"}, cliRun("sluice cluster downgrade", clusterDowngrade)},
+		{[]string{"unregister"}, cliRun("sluice cluster unregister", clusterUnregister)},
 	})
 }
 
