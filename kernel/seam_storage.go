@@ -133,7 +133,8 @@ type RecordLog interface {
 	// record's timestamp; ok is false when there is none.
 	OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error)
 	// MaxTimestamp returns the largest timestamp in the log and the offset of the batch
-	// that holds it (ListOffsets -3); ok is false for an empty log.
+	// that holds it; ok is false for an empty log. (ListOffsets -3 then finds the record
+	// with OffsetForTimestamp.)
 	MaxTimestamp() (timestamp, offset int64, ok bool)
 	// DeleteRecordsBefore moves the log start offset up to offset (<= LogEndOffset),
 	// deleting whole segments that fall below it. It never moves it down.

@@ -1,6 +1,7 @@
 // ListOffsets: v1-v11 (isolation level 1 bounds answers by the LSO; a replica id >= 0
-// sees the log end). The offset's leader epoch comes from the log's leader-epoch
-// cache. Not implemented: tiered storage (-4 earliest-local is the log start; -5
+// sees the log end). -3 answers the first record holding the largest timestamp, not
+// its batch's base offset (Kafka 3.8+). The offset's leader epoch comes from the log's
+// leader-epoch cache. Not implemented: tiered storage (-4 earliest-local is the log start; -5
 // latest-tiered and -6 earliest-pending-upload answer -1).
 
 package replication
@@ -82,8 +83,20 @@ func (m *Module) listOffset(tp kernel.TopicPartition, in *kmsg.ListOffsetsReques
 		out.Offset = bound
 		out.LeaderEpoch = p.latestEpoch()
 	case listMaxTimestamp:
-		if mts, off, ok := p.log.MaxTimestamp(); ok && off < bound {
-			out.Timestamp, out.Offset = mts, off
+		// The log knows the batch holding the largest timestamp; Kafka (3.8+,
+		// KAFKA-16310) answers the first record that holds it, which is the first
+		// record at or after that timestamp.
+		mts, _, ok := p.log.MaxTimestamp()
+		if !ok {
+			return
+		}
+		off, fts, ok, err := p.log.OffsetForTimestamp(mts)
+		if err != nil {
+			out.ErrorCode = errorCode(err)
+			return
+		}
+		if ok && off < bound {
+			out.Timestamp, out.Offset = fts, off
 			out.LeaderEpoch = p.epochForOffset(off)
 		}
 	case listLatestTiered, listEarliestPendingUpld:

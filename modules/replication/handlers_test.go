@@ -385,7 +385,7 @@ func TestListOffsetsDeleteRecordsEpochs(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		ts, off, stamp int64
-	}{{-2, 0, -1}, {-1, 6, -1}, {-3, 4, 3005}, {-4, 0, -1}, {-5, -1, -1}, {2000, 2, 2000}, {2003, 3, 2005}, {9999, -1, -1}} {
+	}{{-2, 0, -1}, {-1, 6, -1}, {-3, 5, 3005}, {-4, 0, -1}, {-5, -1, -1}, {2000, 2, 2000}, {2003, 3, 2005}, {9999, -1, -1}} {
 		got := list(11, tc.ts)
 		if got.ErrorCode != 0 || got.Offset != tc.off || got.Timestamp != tc.stamp {
 			t.Errorf("ts %d: offset %d timestamp %d err %d; want %d %d", tc.ts, got.Offset, got.Timestamp, got.ErrorCode, tc.off, tc.stamp)
