@@ -20,8 +20,8 @@
 # Environment:
 #   SLUICE_SKIP_INSTALL=1   skip every install step (local iteration)
 #   SLUICE_QUICK=1          skip the fuzz runs
-#   SLUICE_FUZZTIME=2s      time per fuzz target (32 targets, each also compiled with
-#                           fuzz instrumentation: about 3 minutes on 2 cores; set more
+#   SLUICE_FUZZTIME=2s      time per fuzz target (41 targets, two at a time, each compiled with
+#                           fuzz instrumentation: about 2 minutes on 2 cores; set more
 #                           for a deeper local run)
 #   SLUICE_INTEROP_BUILDFLAGS   go build flags for the broker the interop suite runs
 #                           (default -race; set it empty for a faster run)
@@ -268,40 +268,71 @@ module_dir() {
 	echo "$d"
 }
 
-# fuzz_all runs every target for $FUZZTIME. Go 1.26's fuzz coordinator can fail a run that
-# found nothing with a bare "context deadline exceeded" as -fuzztime expires (golang/go
-# issue 75804, fixed in Go 1.27); such a run fuzzed its full time and wrote no failing
-# input, so it is reported as a flake, not a failure. A real finding always writes a file
-# under testdata/fuzz/<Name>/.
+# fuzz_one DIR NAME LOG fuzzes one target for $FUZZTIME with one worker, its output in
+# LOG, and prints one status word: ok, flake or fail. Go 1.26's fuzz coordinator can
+# fail a run that found nothing with a bare "context deadline exceeded" as -fuzztime
+# expires (golang/go issue 75804, fixed in Go 1.27); such a run fuzzed its full time and
+# wrote no failing input, so it is a flake, not a failure. A real finding always writes
+# a file under testdata/fuzz/<Name>/.
+fuzz_one() {
+	local dir=$1 name=$2 log=$3 mod rel before after
+	mod=$(module_dir "$dir")
+	rel=./${dir#"$mod"}
+	rel=${rel/#.\/\//./}
+	before=$(ls "$dir/testdata/fuzz/$name" 2>/dev/null || true)
+	if (cd "$mod" && go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -parallel=1 -timeout=5m "$rel") >"$log" 2>&1; then
+		echo ok
+		return
+	fi
+	after=$(ls "$dir/testdata/fuzz/$name" 2>/dev/null || true)
+	if [ "$before" = "$after" ] && grep -q '^    context deadline exceeded$' "$log" &&
+		! grep -q 'Failing input written to' "$log"; then
+		echo flake
+		return
+	fi
+	echo fail
+}
+
+# fuzz_all runs every target for $FUZZTIME, two at a time with one worker each (on two
+# cores the compile and link of each target, not the fuzzing, was most of the step),
+# and prints each target's output and status in order.
 fuzz_all() {
-	local targets n=0 failed=0 flaked=0 dir name mod rel before after out
+	local targets n=0 failed=0 flaked=0 dir name tmp i status
 	targets=$(fuzz_targets)
 	if [ -z "$targets" ]; then
 		echo "no Fuzz targets found"
 		return 0
 	fi
-	out=$(mktemp)
+	tmp=$(mktemp -d)
+	i=0
 	while read -r dir name; do
+		i=$((i + 1))
+		while [ "$(jobs -rp | wc -l)" -ge 2 ]; do
+			wait -n || true
+		done
+		(fuzz_one "$dir" "$name" "$tmp/$i.log" >"$tmp/$i.status") &
+	done <<<"$targets"
+	wait
+	i=0
+	while read -r dir name; do
+		i=$((i + 1))
 		n=$((n + 1))
-		mod=$(module_dir "$dir")
-		rel=./${dir#"$mod"}
-		rel=${rel/#.\/\//./}
-		before=$(ls "$dir/testdata/fuzz/$name" 2>/dev/null || true)
 		echo "--- fuzz $name in $dir ($FUZZTIME)"
-		if (cd "$mod" && go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -timeout=5m "$rel") 2>&1 | tee "$out"; then
-			continue
-		fi
-		after=$(ls "$dir/testdata/fuzz/$name" 2>/dev/null || true)
-		if [ "$before" = "$after" ] && grep -q '^    context deadline exceeded$' "$out" &&
-			! grep -q 'Failing input written to' "$out"; then
+		cat "$tmp/$i.log"
+		status=$(cat "$tmp/$i.status")
+		case $status in
+		ok) ;;
+		flake)
 			echo "--- FLAKE: fuzz $name in $dir: context deadline exceeded at the end of -fuzztime, no failing input (golang/go issue 75804)"
 			flaked=$((flaked + 1))
-			continue
-		fi
-		echo "--- FAIL: fuzz $name in $dir (a failing input, if any, is saved under $dir/testdata/fuzz/$name)"
-		failed=$((failed + 1))
+			;;
+		*)
+			echo "--- FAIL: fuzz $name in $dir (a failing input, if any, is saved under $dir/testdata/fuzz/$name)"
+			failed=$((failed + 1))
+			;;
+		esac
 	done <<<"$targets"
-	rm -f "$out"
+	rm -rf "$tmp"
 	echo "fuzz: $n target(s), $failed failed, $flaked flaked"
 	[ "$failed" -eq 0 ]
 }
