@@ -131,6 +131,16 @@ func TestKafkaCommandsCluster(t *testing.T) {
 	// reassign: an RF 1 partition with data moves onto all three brokers, then onto
 	// one other broker alone; each command waits until the move is done.
 	mustCLI(t, all, "topic", "create", "moved", "-p", "1", "-r", "1")
+	// The create answers once the broker it asked has the topic; the others apply it
+	// a moment later, and the describes below may ask any of them.
+	for _, p := range procs {
+		poll(t, 10*time.Second, "broker "+p.Addr+" knows moved", func() string {
+			if rc, out, errs := cli(t, p.Addr, "topic", "describe", "moved"); rc != 0 {
+				return out + errs
+			}
+			return ""
+		})
+	}
 	perr.Reset()
 	if err := produceRun([]string{"moved", "--brokers", all}, strings.NewReader("x\ny\nz\n"), &bytes.Buffer{}, &perr); err != nil {
 		t.Fatalf("produce: %v %s", err, perr.String())

@@ -89,12 +89,4 @@ func TestDescribeTopicPartitions(t *testing.T) {
 			t.Errorf("%s: got %v next %q, want %v next %q", tc.what, got, next, tc.want, tc.next)
 		}
 	}
-	// Metadata v13 answers with its top-level error code 0.
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 13
-	vs := pinned(t, b, 3, 13)
-	resp, err := req.RequestWith(ctx, vs)
-	if err != nil || resp.ErrorCode != 0 || resp.GetVersion() != 13 || len(resp.Topics) < 3 {
-		t.Errorf("Metadata v13: %v, version %d, error %d, %d topics", err, resp.GetVersion(), resp.ErrorCode, len(resp.Topics))
-	}
 }
