@@ -29,29 +29,12 @@
 # default is "true false"). Needs go, python3.
 set -euo pipefail
 
-QUICK=0
-case "${1:-}" in
---quick) QUICK=1 ;;
-"") ;;
--h | --help)
-	sed -n '2,30p' "$0"
-	exit 0
-	;;
-*)
-	echo "bench-compaction.sh: unknown argument ${1} (want --quick or nothing)" >&2
-	exit 2
-	;;
-esac
-if [ $# -gt 1 ]; then
-	echo "bench-compaction.sh: too many arguments" >&2
-	exit 2
-fi
+# shellcheck source=scripts/lib/bench-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-args.sh"
+bench_args 30 "$@"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v python3 >/dev/null 2>&1 || {
-	echo "bench-compaction.sh: python3 is needed (the /metrics scrape and the table)" >&2
-	exit 1
-}
+bench_need "the /metrics scrape and the table" python3
 
 BENCH_NAME=bench-compaction.sh BENCH_KEEP="results.jsonl *.log *.metrics"
 # shellcheck source=scripts/lib/bench-common.sh

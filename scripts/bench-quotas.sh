@@ -36,29 +36,12 @@
 # (the table and the /metrics scrape).
 set -euo pipefail
 
-QUICK=0
-case "${1:-}" in
---quick) QUICK=1 ;;
-"") ;;
--h | --help)
-	sed -n '2,36p' "$0"
-	exit 0
-	;;
-*)
-	echo "bench-quotas.sh: unknown argument ${1} (want --quick or nothing)" >&2
-	exit 2
-	;;
-esac
-if [ $# -gt 1 ]; then
-	echo "bench-quotas.sh: too many arguments" >&2
-	exit 2
-fi
+# shellcheck source=scripts/lib/bench-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-args.sh"
+bench_args 36 "$@"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v python3 >/dev/null 2>&1 || {
-	echo "bench-quotas.sh: python3 is needed (the /metrics scrape and the table)" >&2
-	exit 1
-}
+bench_need "the /metrics scrape and the table" python3
 
 BENCH_NAME=bench-quotas.sh BENCH_KEEP="results.jsonl *.log *.metrics *.out"
 # shellcheck source=scripts/lib/bench-common.sh

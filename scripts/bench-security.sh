@@ -19,27 +19,12 @@
 # sluice-bench acls. Needs go, python3 (the table), openssl.
 set -euo pipefail
 
-QUICK=0
-case "${1:-}" in
---quick) QUICK=1 ;;
-"") ;;
--h | --help)
-	sed -n '2,19p' "$0"
-	exit 0
-	;;
-*)
-	echo "bench-security.sh: unknown argument ${1} (want --quick or nothing)" >&2
-	exit 2
-	;;
-esac
+# shellcheck source=scripts/lib/bench-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-args.sh"
+bench_args 19 "$@"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-for c in python3 openssl; do
-	command -v "$c" >/dev/null 2>&1 || {
-		echo "bench-security.sh: $c is needed" >&2
-		exit 1
-	}
-done
+bench_need "the table; openssl for the certificates" python3 openssl
 
 BENCH_NAME=bench-security.sh BENCH_KEEP="results.jsonl *.log"
 # shellcheck source=scripts/lib/bench-common.sh

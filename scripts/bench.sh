@@ -28,29 +28,12 @@
 # is removed). Needs go, python3 (to format the table).
 set -euo pipefail
 
-QUICK=0
-case "${1:-}" in
---quick) QUICK=1 ;;
-"") ;;
--h | --help)
-	sed -n '2,28p' "$0"
-	exit 0
-	;;
-*)
-	echo "bench.sh: unknown argument ${1} (want --quick or nothing)" >&2
-	exit 2
-	;;
-esac
-if [ $# -gt 1 ]; then
-	echo "bench.sh: too many arguments" >&2
-	exit 2
-fi
+# shellcheck source=scripts/lib/bench-args.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench-args.sh"
+bench_args 28 "$@"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v python3 >/dev/null 2>&1 || {
-	echo "bench.sh: python3 is needed to print the table" >&2
-	exit 1
-}
+bench_need "the table" python3
 
 BENCH_NAME=bench.sh BENCH_KEEP="results.jsonl *.log"
 # shellcheck source=scripts/lib/bench-common.sh
