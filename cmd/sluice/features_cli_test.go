@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -33,7 +34,7 @@ func TestClusterFeatureCommands(t *testing.T) {
 		}
 		return m
 	}
-	poll(t, 10e9, "the default levels", func() string {
+	poll(t, 10*time.Second, "the default levels", func() string {
 		if l := levels(); l["group.version"] != 1 || l["metadata.version"] != 27 {
 			return "not yet"
 		}

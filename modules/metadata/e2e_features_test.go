@@ -26,10 +26,16 @@ func pinned(t *testing.T, b *testbroker.Broker, key int16, v int16) *kgo.Client 
 	return b.Client(t, kgo.MaxVersions(vs))
 }
 
-// apiVersions sends ApiVersions at version v and returns the answer.
+// apiVersions sends ApiVersions at version v through a new client and returns the
+// answer.
 func apiVersions(t *testing.T, b *testbroker.Broker, v int16) *kmsg.ApiVersionsResponse {
 	t.Helper()
-	cl := pinned(t, b, 18, v)
+	return apiVersionsWith(t, pinned(t, b, 18, v), v)
+}
+
+// apiVersionsWith is apiVersions through cl, which must send ApiVersions at v.
+func apiVersionsWith(t *testing.T, cl *kgo.Client, v int16) *kmsg.ApiVersionsResponse {
+	t.Helper()
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = v
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "sluice-test", "1"
@@ -67,8 +73,9 @@ func finalized(t *testing.T, resp *kmsg.ApiVersionsResponse) map[string]int16 {
 // finalizes them just after it starts leading, which may be after b is ready.
 func waitDefaults(t *testing.T, b *testbroker.Broker) {
 	t.Helper()
+	cl := pinned(t, b, 18, 4) // one client for every poll
 	testbroker.WaitFor(t, 10*time.Second, "the default feature levels", func() string {
-		if f := finalized(t, apiVersions(t, b, 4)); f["share.version"] != 1 || f["metadata.version"] == 0 {
+		if f := finalized(t, apiVersionsWith(t, cl, 4)); f["share.version"] != 1 || f["metadata.version"] == 0 {
 			return fmt.Sprint(f)
 		}
 		return ""
