@@ -408,13 +408,16 @@ func TestShareGroupMembershipSurvivesRestart(t *testing.T) {
 	cl := b.Client(t)
 	createTopic(t, b.Admin(t), "sm", 2)
 	const group = "g-share-restart"
-	heartbeat := func(cl *kgo.Client, id string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
-		t.Helper()
+	tryHeartbeat := func(cl *kgo.Client, id string, epoch int32, topics []string) (*kmsg.ShareGroupHeartbeatResponse, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
 		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, id, epoch, topics
-		resp, err := req.RequestWith(ctx, cl)
+		return req.RequestWith(ctx, cl)
+	}
+	heartbeat := func(cl *kgo.Client, id string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		resp, err := tryHeartbeat(cl, id, epoch, topics)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,8 +435,14 @@ func TestShareGroupMembershipSurvivesRestart(t *testing.T) {
 	b.Restart(t)
 	cl = b.Client(t)
 	var after *kmsg.ShareGroupHeartbeatResponse
+	// The coordinator loads its state after the restart; until it has,
+	// FindCoordinator may answer COORDINATOR_NOT_AVAILABLE, which kgo
+	// hands back rather than retrying.
 	waitFor(t, 15*time.Second, "a heartbeat after the restart", func() string {
-		after = heartbeat(cl, a, ra.MemberEpoch, nil)
+		var err error
+		if after, err = tryHeartbeat(cl, a, ra.MemberEpoch, nil); err != nil {
+			return err.Error()
+		}
 		if after.ErrorCode != 0 {
 			return kerr.ErrorForCode(after.ErrorCode).Error()
 		}
@@ -458,7 +467,11 @@ func TestShareGroupMembershipSurvivesRestart(t *testing.T) {
 	b.Restart(t)
 	cl = b.Client(t)
 	waitFor(t, 15*time.Second, "one member after the second restart", func() string {
-		if d := describeShare(t, cl, group); d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberID != a {
+		d, err := tryDescribeShare(cl, group)
+		if err != nil {
+			return err.Error()
+		}
+		if d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberID != a {
 			return fmt.Sprintf("%+v", d)
 		}
 		return ""

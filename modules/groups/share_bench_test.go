@@ -154,13 +154,26 @@ func shareBenchRun(b *testing.B, kind string, n, i int) (float64, time.Duration)
 // describeShare returns group's ShareGroupDescribe.
 func describeShare(t testing.TB, cl *kgo.Client, group string) kmsg.ShareGroupDescribeResponseGroup {
 	t.Helper()
+	g, err := tryDescribeShare(cl, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// tryDescribeShare is describeShare for polling loops, where a
+// coordinator still loading is an answer to wait out, not a failure.
+func tryDescribeShare(cl *kgo.Client, group string) (kmsg.ShareGroupDescribeResponseGroup, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrShareGroupDescribeRequest()
 	req.GroupIDs = []string{group}
 	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || len(resp.Groups) != 1 {
-		t.Fatalf("ShareGroupDescribe %s: %v", group, err)
+	if err == nil && len(resp.Groups) != 1 {
+		err = fmt.Errorf("%d groups in the answer", len(resp.Groups))
 	}
-	return resp.Groups[0]
+	if err != nil {
+		return kmsg.ShareGroupDescribeResponseGroup{}, fmt.Errorf("ShareGroupDescribe %s: %w", group, err)
+	}
+	return resp.Groups[0], nil
 }
