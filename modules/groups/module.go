@@ -283,7 +283,7 @@ func (m *Module) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("groups: stop: %w", ctx.Err())
 		}
-		m.shares.remote.close()
+		m.shares.remote.peers.Close()
 	}
 	m.coord.Close()
 	if err := kernel.WaitGroup(ctx, &m.assigning); err != nil { // their shards' contexts are done

@@ -22,12 +22,14 @@ package groups
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
@@ -70,7 +72,8 @@ func newShareLeader(m *Module) *shareLeader {
 		m:        m,
 		sessions: newShareSessions(shareMaxSessions, set.session),
 		parts:    map[sharePartKey]*sharePart{},
-		remote:   shareRemote{m: m, conns: map[int32]*shareConn{}},
+		remote: shareRemote{m: m, peers: interbroker.NewPeers(m.interbroker, m.meta.Image,
+			fmt.Sprintf("sluice-share-%d", m.broker.NodeID))},
 	}
 }
 

@@ -2,13 +2,11 @@ package groups
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicehq/sluice/internal/kclient"
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/modules/groups/offsets"
 )
 
@@ -54,64 +52,14 @@ func (l *shareLeader) coordinatorOf(ctx context.Context, group string) (int32, b
 	return leader, leader == l.m.broker.NodeID, nil
 }
 
-// shareRemote sends share state RPCs to other brokers, one connection per broker.
+// shareRemote sends share state RPCs to other brokers' group coordinators.
 type shareRemote struct {
 	m     *Module
-	mu    sync.Mutex
-	conns map[int32]*shareConn
+	peers *interbroker.Peers
 }
 
-type shareConn struct {
-	conn *kclient.Conn
-	vers map[int16]int16
-}
-
-// request sends req to broker id, dialing (or redialing a broken connection) as
-// needed.
 func (r *shareRemote) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	r.mu.Lock()
-	c := r.conns[id]
-	r.mu.Unlock()
-	if c == nil {
-		conn, vers, err := r.m.interbroker.Dial(ctx, r.m.meta.Image(), id, fmt.Sprintf("sluice-share-%d", r.m.broker.NodeID), kclient.DefaultMaxResponseBytes)
-		if err != nil {
-			return nil, err
-		}
-		c = &shareConn{conn: conn, vers: vers}
-		r.mu.Lock()
-		if old := r.conns[id]; old != nil {
-			_ = conn.Close()
-			c = old
-		} else {
-			r.conns[id] = c
-		}
-		r.mu.Unlock()
-	}
-	max, ok := c.vers[req.Key()]
-	if !ok {
-		return nil, fmt.Errorf("broker %d does not serve %s", id, kmsg.NameForKey(req.Key()))
-	}
-	req.SetVersion(min(max, req.MaxVersion()))
-	resp, err := c.conn.Request(ctx, req)
-	if err != nil {
-		r.mu.Lock()
-		if r.conns[id] == c {
-			delete(r.conns, id)
-		}
-		r.mu.Unlock()
-		_ = c.conn.Close()
-	}
-	return resp, err
-}
-
-// close closes every connection.
-func (r *shareRemote) close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id, c := range r.conns {
-		_ = c.conn.Close()
-		delete(r.conns, id)
-	}
+	return r.peers.Request(ctx, id, req)
 }
 
 func (r *shareRemote) read(ctx context.Context, coord int32, k shareStateKey, leaderEpoch int32) (offsets.ShareState, bool, *kerr.Error) {
