@@ -114,4 +114,12 @@
 // without a leader never holds a worker; a job of an unloaded partition is dropped
 // (the next load resumes its transaction from the log). Stop unloads every
 // partition, then waits for the sweeper, writers, loaders and workers.
+//
+// # Several brokers
+//
+// A marker to a partition this broker leads goes through the replication module
+// (kernel.TxnMarkerWriter); the markers to the partitions another broker leads, as the
+// metadata image says, go to it in one WriteTxnMarkers request per broker and job
+// (interbroker.Peers, the inter-broker listener's security). A partition whose leader
+// moved answers NOT_LEADER_OR_FOLLOWER and is retried with the next image.
 package txn

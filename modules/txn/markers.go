@@ -3,8 +3,12 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -151,27 +155,9 @@ func (m *Module) runJob(j *markerJob) {
 		j.pending = j.parts
 		j.backoff = time.Duration(m.MarkerRetryBackoffMs) * time.Millisecond
 	}
-	results := make([]markerResult, len(j.pending))
-	if len(j.pending) == 1 {
-		results[0] = m.writeMarker(ctx, j, j.pending[0])
-	} else {
-		sem := make(chan struct{}, m.MarkerPartitionConcurrency)
-		var wg sync.WaitGroup
-		for i, tp := range j.pending {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				wg.Wait()
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				results[i] = m.writeMarker(ctx, j, tp)
-			}()
-		}
-		wg.Wait()
+	results, ok := m.writeJobMarkers(ctx, j)
+	if !ok {
+		return
 	}
 	var retry, done []kernel.TopicPartition
 	for i, r := range results {
@@ -210,29 +196,152 @@ const (
 	markerFenced                     // refused for good, or the shard was unloaded
 )
 
-// writeMarker writes the job's marker to tp once. A partition whose topic is gone is
-// skipped (done): there is nothing left to mark.
-func (m *Module) writeMarker(ctx context.Context, j *markerJob, tp kernel.TopicPartition) markerResult {
-	if m.meta.Image().Partition(tp.Topic, tp.Partition) == nil {
-		m.log.Info("skipping the transaction marker of a deleted partition", "transactional_id", j.id, "topic", tp.Topic, "partition", tp.Partition)
-		return markerDone
+// writeJobMarkers writes the job's pending markers once and returns each one's
+// outcome; ok is false when ctx ended first. A partition this broker leads (or whose
+// leader the image does not know yet) is written through the replication module, at
+// most MarkerPartitionConcurrency at once; the partitions another broker leads get one
+// WriteTxnMarkers request per broker, all brokers at once. A partition whose topic is
+// gone is done: there is nothing left to mark.
+func (m *Module) writeJobMarkers(ctx context.Context, j *markerJob) ([]markerResult, bool) {
+	im := m.meta.Image()
+	results := make([]markerResult, len(j.pending))
+	var local []int
+	remote := map[int32][]int{}
+	for i, tp := range j.pending {
+		p := im.Partition(tp.Topic, tp.Partition)
+		switch {
+		case p == nil:
+			m.log.Info("skipping the transaction marker of a deleted partition", "transactional_id", j.id, "topic", tp.Topic, "partition", tp.Partition)
+			results[i] = markerDone
+		case p.Leader >= 0 && p.Leader != m.broker.NodeID && m.peers != nil:
+			remote[p.Leader] = append(remote[p.Leader], i)
+		default:
+			local = append(local, i)
+		}
 	}
-	mk := kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.Epoch(), Commit: j.commit}
-	err := m.markers.WriteTxnMarker(ctx, tp, mk)
+	var wg sync.WaitGroup
+	for broker, idx := range remote {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.writeRemoteMarkers(ctx, j, broker, idx, results)
+		}()
+	}
+	sem := make(chan struct{}, m.MarkerPartitionConcurrency)
+	for _, i := range local {
+		if len(local) == 1 {
+			results[i] = m.writeMarker(ctx, j, j.pending[i])
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return nil, false
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = m.writeMarker(ctx, j, j.pending[i])
+		}()
+	}
+	wg.Wait()
+	return results, true
+}
+
+// marker is the job's marker as the partitions see it.
+func (j *markerJob) marker() kernel.TxnMarker {
+	return kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.Epoch(), Commit: j.commit}
+}
+
+// writeMarker writes the job's marker to tp, which this broker leads, once.
+func (m *Module) writeMarker(ctx context.Context, j *markerJob, tp kernel.TopicPartition) markerResult {
+	err := m.markers.WriteTxnMarker(ctx, tp, j.marker())
 	switch {
 	case err == nil:
 		return markerDone
 	case ctx.Err() != nil:
 		return markerFenced
 	case errors.Is(err, kernel.ErrInvalidProducerEpoch), errors.Is(err, kernel.ErrTxnCoordinatorFenced):
-		m.log.Warn("transaction marker refused: a newer coordinator or producer epoch took over; not completing",
-			"transactional_id", j.id, "producer_id", j.pid, "epoch", j.epoch, "coordinator_epoch", j.s.Epoch(),
-			"topic", tp.Topic, "partition", tp.Partition, "err", err)
+		m.markerRefused(j, tp, err)
 		return markerFenced
 	}
+	m.markerFailed(j, tp, err)
+	return markerRetry
+}
+
+// writeRemoteMarkers writes the job's marker to the partitions pending[idx], which
+// broker leads, with one WriteTxnMarkers request, and sets their results.
+func (m *Module) writeRemoteMarkers(ctx context.Context, j *markerJob, broker int32, idx []int, results []markerResult) {
+	mk := j.marker()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	rm := kmsg.NewWriteTxnMarkersRequestMarker()
+	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch
+	byTopic := map[string]int{}
+	for _, i := range idx {
+		tp := j.pending[i]
+		k, ok := byTopic[tp.Topic]
+		if !ok {
+			k = len(rm.Topics)
+			byTopic[tp.Topic] = k
+			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			rt.Topic = tp.Topic
+			rm.Topics = append(rm.Topics, rt)
+		}
+		rm.Topics[k].Partitions = append(rm.Topics[k].Partitions, tp.Partition)
+	}
+	req.Markers = append(req.Markers, rm)
+	codes := map[kernel.TopicPartition]int16{}
+	kresp, err := m.peers.Request(ctx, broker, req)
+	if err == nil {
+		for _, rm := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
+			for _, rt := range rm.Topics {
+				for _, rp := range rt.Partitions {
+					codes[kernel.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp.ErrorCode
+				}
+			}
+		}
+	}
+	for _, i := range idx {
+		tp := j.pending[i]
+		code, answered := codes[tp]
+		switch {
+		case ctx.Err() != nil:
+			results[i] = markerFenced
+		case err != nil:
+			m.markerFailed(j, tp, fmt.Errorf("broker %d: %w", broker, err))
+			results[i] = markerRetry
+		case !answered:
+			m.markerFailed(j, tp, fmt.Errorf("broker %d left the partition out of its answer", broker))
+			results[i] = markerRetry
+		case code == 0:
+			results[i] = markerDone
+		case code == kerr.InvalidProducerEpoch.Code || code == kerr.TransactionCoordinatorFenced.Code:
+			m.markerRefused(j, tp, fmt.Errorf("broker %d: %w", broker, kerr.ErrorForCode(code)))
+			results[i] = markerFenced
+		default:
+			// NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, ...: the
+			// next attempt finds the partition's leader in a newer image. A deleted
+			// topic is noticed there too (UNKNOWN_TOPIC_OR_PARTITION meanwhile).
+			m.markerFailed(j, tp, fmt.Errorf("broker %d: %w", broker, kerr.ErrorForCode(code)))
+			results[i] = markerRetry
+		}
+	}
+}
+
+// markerRefused logs a marker refused for good: a newer coordinator or producer epoch
+// took over, so this job writes nothing more.
+func (m *Module) markerRefused(j *markerJob, tp kernel.TopicPartition, err error) {
+	m.log.Warn("transaction marker refused: a newer coordinator or producer epoch took over; not completing",
+		"transactional_id", j.id, "producer_id", j.pid, "epoch", j.epoch, "coordinator_epoch", j.s.Epoch(),
+		"topic", tp.Topic, "partition", tp.Partition, "err", err)
+}
+
+// markerFailed logs a transient marker failure, once every 20 attempts of the job.
+func (m *Module) markerFailed(j *markerJob, tp kernel.TopicPartition, err error) {
 	if j.attempt%20 == 0 {
 		m.log.Warn("writing a transaction marker failed; retrying", "transactional_id", j.id,
 			"topic", tp.Topic, "partition", tp.Partition, "attempt", j.attempt+1, "err", err)
 	}
-	return markerRetry
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicehq/sluice/internal/coordinator"
+	"github.com/sluicehq/sluice/internal/interbroker"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -60,8 +61,12 @@ type Module struct {
 	creator kernel.TopicCreator
 	parts   kernel.Partitions
 	markers kernel.TxnMarkerWriter // nil until the replication module offers it
-	pids    *pidBlocks
-	now     func() time.Time
+	// peers reach the other brokers: markers for the partitions they lead, and
+	// partitions added by their produce path at this coordinator (nil in unit tests:
+	// every partition is written through markers).
+	peers *interbroker.Peers
+	pids  *pidBlocks
+	now   func() time.Time
 
 	settings atomic.Pointer[settings]
 	jobs     jobQueue
@@ -125,6 +130,11 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		return fmt.Errorf("txn: producer ids: %w", err)
 	}
 	m.pids = &pidBlocks{alloc: alloc}
+	sec, err := interbroker.New(m.broker, m.log.With("component", "tls"))
+	if err != nil {
+		return fmt.Errorf("txn: %w", err)
+	}
+	m.peers = interbroker.NewPeers(sec, m.meta.Image, fmt.Sprintf("sluice-txn-%d", m.broker.NodeID))
 	if w, err := kernel.LookupAs[kernel.TxnMarkerWriter](ctx, "replication"); err == nil {
 		m.markers = w
 	} else {
@@ -201,6 +211,9 @@ func (m *Module) Start(ctx context.Context) error {
 func (m *Module) Stop(ctx context.Context) error {
 	m.coord.Close()
 	m.jobs.close()
+	if m.peers != nil {
+		m.peers.Close() // fails the remote requests in flight, so the workers end
+	}
 	if err := m.coord.Wait(ctx); err != nil {
 		return fmt.Errorf("txn: stop: %w", err)
 	}
