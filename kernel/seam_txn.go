@@ -31,17 +31,23 @@ type TxnCoordinatorLocator interface {
 	TxnStatePartition(ctx context.Context, transactionalID string) (TopicPartition, error)
 }
 
-// TxnVerifier is an optional interface of the txn module (KIP-890 part 1): before the
-// first transactional batch of a producer's transaction in a partition is appended,
-// the replication module asks whether the partition was added to that transaction, so
-// a client bug or a zombie cannot leave a transaction open that no coordinator will
-// ever end (a "hanging transaction" that pins the last stable offset).
+// TxnVerifier is an optional interface of the txn module (KIP-890): before the first
+// transactional batch of a producer's transaction in a partition is appended, the
+// replication module asks whether the partition was added to that transaction, so a
+// client bug or a zombie cannot leave a transaction open that no coordinator will ever
+// end (a "hanging transaction" that pins the last stable offset). With transaction
+// version 2 (Produce v12+, TxnOffsetCommit v5+: part 2) it asks the coordinator to add
+// the partition instead, as the client no longer sends AddPartitionsToTxn.
 type TxnVerifier interface {
 	// VerifyTxnPartition returns nil when transactionalID's ongoing transaction, of
-	// producerID and epoch, includes tp. Otherwise an error wrapping a *kerr.Error
-	// (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, ...), or ErrNotCoordinator when this
-	// broker does not coordinate transactionalID (the caller then skips the check).
-	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp TopicPartition) error
+	// producerID and epoch, includes tp; with add, it first adds tp (starting the
+	// transaction if none is ongoing). The coordinator may be another broker.
+	// Otherwise an error wrapping a *kerr.Error (INVALID_TXN_STATE,
+	// INVALID_PRODUCER_EPOCH, CONCURRENT_TRANSACTIONS, ...), ErrNotCoordinator when
+	// no broker coordinates transactionalID (no transaction state topic, or a
+	// coordinator that cannot verify; a caller that only verifies then skips the
+	// check), or another error when the coordinator could not be asked.
+	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp TopicPartition, add bool) error
 }
 
 // TxnVerifierHook is implemented by the replication module: the txn module finds it with
@@ -60,6 +66,13 @@ type TxnMarker struct {
 	ProducerEpoch    int16
 	CoordinatorEpoch int32
 	Commit           bool
+	// TransactionVersion is the transaction's version (KIP-890 part 2). At 2 the
+	// coordinator bumped the epoch for the marker, so the partition refuses it
+	// (ErrInvalidProducerEpoch) unless its epoch is above the producer's data in an
+	// open transaction: a marker at the epoch of the producer's next transaction must
+	// not end that one. A retried marker (same epoch, no open transaction) is
+	// accepted. Below 2 the epoch may equal the data's.
+	TransactionVersion int16
 }
 
 // TxnMarkerWriter is an optional interface of the replication module: the transaction

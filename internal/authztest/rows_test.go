@@ -571,7 +571,7 @@ func rows() []row {
 				r := kmsg.NewPtrUpdateFeaturesRequest()
 				fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
 				// The level a new cluster has: allowed, it changes nothing.
-				fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", 1, 1
+				fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", 2, 1
 				r.FeatureUpdates = append(r.FeatureUpdates, fu)
 				return r
 			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.UpdateFeaturesResponse).ErrorCode }, caf, nil),

@@ -1,6 +1,7 @@
-// TxnOffsetCommit: v0-v4 (v3+ member id, generation and instance id, KIP-447). Not
-// implemented: v5 (KIP-890 part 2: the coordinator adds the group to the transaction
-// itself) and v6 (topic ids). See txn.go for how the offsets stay pending until the
+// TxnOffsetCommit: v0-v5 (v3+ member id, generation and instance id, KIP-447; v5
+// KIP-890 part 2: the group coordinator has the transaction coordinator add the
+// group's partition to the transaction, as the client sends no AddOffsetsToTxn). Not
+// implemented: v6 (topic ids). See txn.go for how the offsets stay pending until the
 // producer's marker.
 
 package groups
@@ -19,7 +20,7 @@ import (
 
 // txnOffsetCommitClaim claims the versions this file's header lists.
 func txnOffsetCommitClaim(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 4, Handler: kernel.Typed(m.handleTxnOffsetCommit)}
+	return kernel.Claim{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 5, Handler: kernel.Typed(m.handleTxnOffsetCommit)}
 }
 
 func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request, r *kmsg.TxnOffsetCommitRequest) (kernel.Response, error) {
@@ -112,16 +113,19 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 // transactional batch in it: a commit arriving after its transaction ended (a zombie,
 // a late retry) would otherwise open a transaction no marker ends, leaving the offsets
 // pending (UNSTABLE_OFFSET_COMMIT) forever. Skipped when the producer's transaction is
-// already open in the partition, when there is no verifier, and when this broker does
-// not coordinate the transactional id. The check and the append are not atomic (no
-// verification guard in the Log): a marker written in between still lets the batch
-// open a transaction.
+// already open in the partition, when there is no verifier, and when no coordinator
+// can verify. From v5 (KIP-890 part 2) the coordinator adds the partition itself (the
+// client sends no AddOffsetsToTxn), for every commit: the open transaction may be the
+// previous one, whose marker at the bumped epoch has not arrived yet. The check and
+// the append are not atomic (no verification guard in the Log): a marker written in
+// between still lets the batch open a transaction.
 func (m *Module) verifyTxn(ctx context.Context, s *shard, r *kmsg.TxnOffsetCommitRequest) *kerr.Error {
-	if m.txnVerifier == nil || s.hasOpenTxn(r.ProducerID) {
+	add := r.Version >= 5
+	if m.txnVerifier == nil || (!add && s.hasOpenTxn(r.ProducerID)) {
 		return nil
 	}
-	err := m.txnVerifier.VerifyTxnPartition(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, s.tp)
-	if err == nil || errors.Is(err, kernel.ErrNotCoordinator) {
+	err := m.txnVerifier.VerifyTxnPartition(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, s.tp, add)
+	if err == nil || (!add && errors.Is(err, kernel.ErrNotCoordinator)) {
 		return nil
 	}
 	var ke *kerr.Error
@@ -129,6 +133,13 @@ func (m *Module) verifyTxn(ctx context.Context, s *shard, r *kmsg.TxnOffsetCommi
 		if m.log.Enabled(ctx, slog.LevelDebug) {
 			m.log.Debug("TxnOffsetCommit refused by the transaction coordinator", "group", r.Group,
 				"transactional_id", r.TransactionalID, "producer_id", r.ProducerID, "err", err)
+		}
+		switch ke {
+		case kerr.NotCoordinator, kerr.ConcurrentTransactions:
+			// The transaction coordinator's answers, not the group's: a client
+			// would look up the group's coordinator again, or (Java) give up on
+			// CONCURRENT_TRANSACTIONS, where retrying is what it takes.
+			return kerr.CoordinatorLoadInProgress
 		}
 		return ke
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -31,6 +32,14 @@ type txnRaw struct {
 	id    string
 	pid   int64
 	epoch int16
+}
+
+// tv0Versions caps EndTxn and TxnOffsetCommit below KIP-890 part 2.
+func tv0Versions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 4)
+	v.SetMaxKeyVersion(kmsg.TxnOffsetCommit.Int16(), 4)
+	return v
 }
 
 // retriable codes of the transaction and group coordinators while they load or a
@@ -184,7 +193,9 @@ func waitStable(t *testing.T, cl *kgo.Client, group, topic string, want map[int3
 func TestTxnOffsetCommitE2E(t *testing.T) {
 	b := testbroker.Start(t, testbroker.WithConfig(txnGroupConfig))
 	createTopic(t, b.Admin(t), "in", 2)
-	cl := b.Client(t)
+	// Transaction version 0 requests (EndTxn and TxnOffsetCommit v4): the epoch stays,
+	// and AddOffsetsToTxn is the client's to send.
+	cl := b.Client(t, kgo.MaxVersions(tv0Versions()))
 	x := &txnRaw{t: t, cl: cl, id: "t-raw"}
 	x.init()
 

@@ -733,12 +733,16 @@ type fakeVerifier struct {
 	mu    sync.Mutex
 	err   error
 	calls int
+	adds  int // calls asking to add the partition (TxnOffsetCommit v5+)
 }
 
-func (f *fakeVerifier) VerifyTxnPartition(_ context.Context, id string, pid int64, epoch int16, tp kernel.TopicPartition) error {
+func (f *fakeVerifier) VerifyTxnPartition(_ context.Context, id string, pid int64, epoch int16, tp kernel.TopicPartition, add bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	if add {
+		f.adds++
+	}
 	if id != "tx" || tp != offsetsTP {
 		return fmt.Errorf("unexpected verification of %q in %v: %w", id, tp, kerr.UnknownServerError)
 	}
@@ -779,6 +783,31 @@ func TestTxnOffsetCommitVerified(t *testing.T) {
 	v.mu.Unlock()
 	if calls != 0 {
 		t.Fatalf("verified %d times with the transaction open in the partition", calls)
+	}
+	r.endTxn(7, 0, true)
+	r.want("g", map[int32]int64{0: 10, 1: 11})
+}
+
+// TxnOffsetCommit v5 (KIP-890 part 2): the transaction coordinator adds the group's
+// partition, for every commit (the open transaction may be the previous one, its
+// marker at the bumped epoch still on the way); its CONCURRENT_TRANSACTIONS reaches
+// the client as the retriable COORDINATOR_LOAD_IN_PROGRESS.
+func TestTxnOffsetCommitV5Adds(t *testing.T) {
+	r := newTxnRig(t)
+	v := &fakeVerifier{}
+	r.m.txnVerifier = v
+	v5 := func(req *kmsg.TxnOffsetCommitRequest) { req.Version = 5 }
+	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{0: 10}, v5))
+	codesOK(t, r.txnCommit("g", 7, 0, map[int32]int64{1: 11}, v5))
+	v.mu.Lock()
+	calls, adds := v.calls, v.adds
+	v.err = fmt.Errorf("ending: %w", kerr.ConcurrentTransactions)
+	v.mu.Unlock()
+	if calls != 2 || adds != 2 {
+		t.Fatalf("%d calls, %d adds; want 2 adds", calls, adds)
+	}
+	if c := r.txnCommit("g", 7, 1, map[int32]int64{0: 12}, v5); c[0] != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("while the previous transaction ends: %v, want COORDINATOR_LOAD_IN_PROGRESS", kerr.ErrorForCode(c[0]))
 	}
 	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 10, 1: 11})

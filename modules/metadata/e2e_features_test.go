@@ -94,12 +94,12 @@ func TestFeatureLevels(t *testing.T) {
 	waitDefaults(t, b)
 	v4 := apiVersions(t, b, 4)
 	wantSupported := map[string][2]int16{
-		"metadata.version": {7, 27}, "group.version": {0, 1}, "share.version": {0, 1}, "transaction.version": {0, 1},
+		"metadata.version": {7, 27}, "group.version": {0, 1}, "share.version": {0, 1}, "transaction.version": {0, 2},
 	}
 	if got := supported(v4); !maps.Equal(got, wantSupported) {
 		t.Errorf("supported features %v, want %v", got, wantSupported)
 	}
-	wantFinal := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "transaction.version": 1}
+	wantFinal := map[string]int16{"metadata.version": 27, "group.version": 1, "share.version": 1, "transaction.version": 2}
 	if got := finalized(t, v4); !maps.Equal(got, wantFinal) {
 		t.Errorf("finalized features %v, want %v", got, wantFinal)
 	}
@@ -206,7 +206,7 @@ func TestFeatureLevels(t *testing.T) {
 		req := kmsg.NewPtrUpdateFeaturesRequest()
 		req.Version = v
 		fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
-		fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", 1, 1
+		fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", 2, 1
 		req.FeatureUpdates = append(req.FeatureUpdates, fu)
 		resp, err := req.RequestWith(ctx, pinned(t, b, 57, v))
 		if err != nil {

@@ -1,6 +1,8 @@
-// WriteTxnMarkers: v0-v1. Not implemented: v2 (KIP-1228 transaction version per
-// marker). Markers are written one batch per partition per marker, all partitions
-// appended before waiting for the HW to pass them.
+// WriteTxnMarkers: v0-v2. v2 carries each marker's transaction version (KIP-890 part
+// 2): at 2 the partition refuses a marker whose epoch is not above the data of the
+// producer's open transaction (kernel.TxnMarker). Markers are written one batch per
+// partition per marker, all partitions appended before waiting for the HW to pass
+// them.
 
 package replication
 
@@ -15,7 +17,7 @@ import (
 
 // writeTxnMarkersClaim claims the versions this file's header lists.
 func writeTxnMarkersClaim(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.WriteTxnMarkers, Min: 0, Max: 1, Handler: kernel.Typed(m.handleWriteTxnMarkers)}
+	return kernel.Claim{Key: kmsg.WriteTxnMarkers, Min: 0, Max: 2, Handler: kernel.Typed(m.handleWriteTxnMarkers)}
 }
 
 // handleWriteTxnMarkers writes COMMIT/ABORT markers for a transaction coordinator (a
@@ -61,7 +63,8 @@ func (m *Module) handleWriteTxnMarkers(ctx context.Context, req *kernel.Request,
 					ws = append(ws, markerWrite{
 						tp: kernel.TopicPartition{Topic: t.Topic, Partition: part},
 						m: kernel.TxnMarker{ProducerID: in.ProducerID, ProducerEpoch: in.ProducerEpoch,
-							CoordinatorEpoch: in.CoordinatorEpoch, Commit: in.Committed},
+							CoordinatorEpoch: in.CoordinatorEpoch, Commit: in.Committed,
+							TransactionVersion: int16(in.TransactionVersion)},
 					})
 					slots = append(slots, slot{mi, ti, pi})
 				}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/sluicehq/sluice/kernel"
 )
@@ -28,18 +31,44 @@ func TestClusterTransactions(t *testing.T) {
 	if len(leaders) < 2 {
 		t.Fatalf("the partitions' leaders are %v: the test needs several", leaders)
 	}
-	runClusterTxns(t, c, topic, parts)
+	// Transaction version 2, which kgo uses once the cluster finalized it (a new
+	// cluster does): produce adds each partition at the coordinator, wherever it is,
+	// and every EndTxn bumps the epoch.
+	runClusterTxns(t, c, topic, parts, "tv2")
+	wantEpochs(t, c, 4, "tv2-a", "tv2-b")
+	// Version 0 clients (EndTxn capped at v4): AddPartitionsToTxn, one epoch.
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), 4)
+	runClusterTxns(t, c, topic, parts, "tv0", kgo.MaxVersions(v))
+	wantEpochs(t, c, 0, "tv0-a", "tv0-b")
+}
+
+// wantEpochs checks the transactional ids' producer epochs.
+func wantEpochs(t *testing.T, c *rcluster, epoch int16, ids ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ds, err := kadm.NewClient(c.client()).DescribeTransactions(ctx, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		d, ok := ds[id]
+		if !ok || d.Err != nil || d.ProducerEpoch != epoch {
+			t.Errorf("%s: %+v, want epoch %d", id, d, epoch)
+		}
+	}
 }
 
 // runClusterTxns runs transactions of one record per partition, committing every
 // other one, from two producers whose transactional ids hash to different
 // coordinators, and checks what read_committed sees.
-func runClusterTxns(t *testing.T, c *rcluster, topic string, parts int32, opts ...kgo.Opt) {
+func runClusterTxns(t *testing.T, c *rcluster, topic string, parts int32, prefix string, opts ...kgo.Opt) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var want []string
-	for _, id := range []string{"ctxn-a", "ctxn-b"} {
+	for _, id := range []string{prefix + "-a", prefix + "-b"} {
 		cl := c.client(append([]kgo.Opt{kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(20 * time.Second)}, opts...)...)
 		for n := range 4 {
@@ -72,7 +101,11 @@ func runClusterTxns(t *testing.T, c *rcluster, topic string, parts int32, opts .
 			t.Fatalf("read_committed consumed %d of %d records", len(got), len(want))
 		}
 		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if strings.HasPrefix(string(r.Value), prefix+"-") {
+				got = append(got, string(r.Value))
+			}
+		})
 	}
 	slices.Sort(got)
 	slices.Sort(want)

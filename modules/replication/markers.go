@@ -97,11 +97,11 @@ func (m *Module) writeMarkers(ctx context.Context, ws []markerWrite, timeout tim
 		}
 		batch := recordbatch.BuildMarker(w.m.ProducerID, w.m.ProducerEpoch,
 			recordbatch.Marker{Commit: w.m.Commit, CoordinatorEpoch: w.m.CoordinatorEpoch}, now)
-		var queue *kernel.TxnMarker
+		mk := &markerAppend{m: w.m}
 		if t := im.Topic(w.tp.Topic); hooks && t != nil && t.Internal {
-			queue, w.hook = &w.m, true
+			mk.queue, w.hook = true, true
 		}
-		res, epoch, err := w.p.appendLocked(batch, nil, true, queue)
+		res, epoch, err := w.p.appendLocked(batch, nil, true, mk)
 		if err != nil {
 			w.err, w.hook = err, false
 			continue

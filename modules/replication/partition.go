@@ -354,11 +354,31 @@ func (p *Partition) appendProducer(records []byte, seq kernel.SeqRange, acksAll 
 	return p.appendLocked(records, &seq, acksAll, nil)
 }
 
+// markerAppend is the COMMIT/ABORT marker a records batch of appendLocked holds.
+type markerAppend struct {
+	m     kernel.TxnMarker
+	queue bool // for the TxnMarkerHook listeners
+}
+
+// checkLocked applies the transaction version 2 rule of kernel.TxnMarker (the
+// producer-state rules of every version are the Log's). Call with p.mu held.
+func (mk *markerAppend) checkLocked(l kernel.Log) error {
+	if mk.m.TransactionVersion < 2 {
+		return nil
+	}
+	st, ok := l.Producer(mk.m.ProducerID)
+	if !ok || st.Epoch < mk.m.ProducerEpoch || (st.Epoch == mk.m.ProducerEpoch && st.TxnStartOffset < 0) {
+		return nil
+	}
+	return fmt.Errorf("%w: transaction version 2 marker of producer %d at epoch %d, the producer is at %d (open transaction: %v)",
+		kernel.ErrInvalidProducerEpoch, mk.m.ProducerID, mk.m.ProducerEpoch, st.Epoch, st.TxnStartOffset >= 0)
+}
+
 // appendLocked is the leader append under Partition.mu: AppendLeader when seq is
-// nil, else AppendProducer. A non-nil marker (a COMMIT/ABORT the caller built) is
-// queued for the TxnMarkerHook listeners at its offset under the same lock, so the
-// queue is in log order.
-func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll bool, marker *kernel.TxnMarker) (kernel.AppendResult, int32, error) {
+// nil, else AppendProducer. A marker's records (mk non-nil, built by the caller) are
+// checked first, and queued for the TxnMarkerHook listeners at their offset under the
+// same lock when mk.queue, so the queue is in log order.
+func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll bool, mk *markerAppend) (kernel.AppendResult, int32, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -373,6 +393,12 @@ func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll b
 	if acksAll && int32(len(pl.isr)) < pl.cfg.MinInsyncReplicas {
 		p.mu.Unlock()
 		return kernel.AppendResult{}, -1, ErrNotEnoughReplicas
+	}
+	if mk != nil {
+		if err := mk.checkLocked(p.log); err != nil {
+			p.mu.Unlock()
+			return kernel.AppendResult{}, -1, err
+		}
 	}
 	for b := records; len(b) >= recordbatch.HeaderSize; {
 		n := int(binary.BigEndian.Uint32(b[recordbatch.OffBatchLength:])) + recordbatch.LogOverhead
@@ -401,8 +427,8 @@ func (p *Partition) appendLocked(records []byte, seq *kernel.SeqRange, acksAll b
 		p.mu.Unlock()
 		return res, pl.epoch, nil
 	}
-	if marker != nil {
-		p.markers = append(p.markers, queuedMarker{m: *marker, offset: res.BaseOffset})
+	if mk != nil && mk.queue {
+		p.markers = append(p.markers, queuedMarker{m: mk.m, offset: res.BaseOffset})
 	}
 	p.advanceHWLocked()
 	p.mu.Unlock()

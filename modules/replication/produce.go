@@ -289,7 +289,9 @@ func (pc *produceCtx) ctxOrBackground() context.Context {
 // checkProducerBatch checks the records of a producer (validate found a producer id):
 // exactly one batch, a base sequence >= 0, and for the first transactional batch of
 // a transaction in this partition, that the coordinator added the partition to it
-// (KIP-890, when a txn module verifies). It returns a Kafka code and message, or 0.
+// (KIP-890 part 1), or, from Produce v12 on, has the coordinator add it (part 2: the
+// client no longer sends AddPartitionsToTxn). It returns a Kafka code and message, or
+// 0.
 func (pc *produceCtx) checkProducerBatch(tp kernel.TopicPartition, p *Partition) (int16, string) {
 	h := &pc.first
 	switch {
@@ -303,23 +305,34 @@ func (pc *produceCtx) checkProducerBatch(tp kernel.TopicPartition, p *Partition)
 		// (A transactional batch without a transactional id was refused already.)
 		return 0, ""
 	}
-	if st, ok := p.log.Producer(h.ProducerID); ok && st.TxnStartOffset >= 0 {
-		return 0, "" // the producer's transaction is already open in this partition
+	if st, ok := p.log.Producer(h.ProducerID); ok && st.TxnStartOffset >= 0 && st.Epoch == h.ProducerEpoch {
+		// The producer's transaction is already open in this partition. (One at
+		// another epoch is not this batch's: with transaction version 2 the next
+		// transaction's first batch may come before the previous one's marker, and
+		// the coordinator answers it CONCURRENT_TRANSACTIONS until the marker is in.)
+		return 0, ""
 	}
 	v := pc.m.txnVerifier()
 	if v == nil {
 		return 0, ""
 	}
-	err := v.VerifyTxnPartition(pc.ctxOrBackground(), *pc.txnID, h.ProducerID, h.ProducerEpoch, tp)
-	if err == nil || errors.Is(err, kernel.ErrNotCoordinator) {
+	add := pc.version >= 12
+	err := v.VerifyTxnPartition(pc.ctxOrBackground(), *pc.txnID, h.ProducerID, h.ProducerEpoch, tp, add)
+	if err == nil || (!add && errors.Is(err, kernel.ErrNotCoordinator)) {
 		return 0, ""
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable, kerr.NotCoordinator:
+			// As Kafka: codes a producer does not expect from Produce become the
+			// retriable NOT_ENOUGH_REPLICAS; the producer retries after its backoff.
+			return kerr.NotEnoughReplicas.Code, "transaction verification: " + err.Error()
+		}
 		return ke.Code, err.Error()
 	}
-	// A verification that could not complete (coordinator loading, cancelled): as
-	// Kafka, a retriable code the producer retries.
+	// A verification that could not complete (no coordinator, cancelled): as Kafka,
+	// a retriable code the producer retries.
 	pc.m.log.Warn("verify transaction partition", "topic", tp.Topic, "partition", tp.Partition, "producer_id", h.ProducerID, "err", err)
 	return kerr.NotEnoughReplicas.Code, "transaction verification failed: " + err.Error()
 }

@@ -132,13 +132,15 @@ func TestIdempotentDuplicateLogAppendTime(t *testing.T) {
 type fakeVerifier struct {
 	mu    sync.Mutex
 	calls []kernel.TopicPartition
+	adds  []bool // per call: asked to add the partition (Produce v12+)
 	err   error
 }
 
-func (f *fakeVerifier) VerifyTxnPartition(_ context.Context, txnID string, pid int64, epoch int16, tp kernel.TopicPartition) error {
+func (f *fakeVerifier) VerifyTxnPartition(_ context.Context, txnID string, pid int64, epoch int16, tp kernel.TopicPartition, add bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, tp)
+	f.adds = append(f.adds, add)
 	return f.err
 }
 
@@ -629,5 +631,59 @@ func TestIdempotentConcurrentRetries(t *testing.T) {
 	}
 	if n != producers*batches {
 		t.Fatalf("stored %d records, want %d", n, producers*batches)
+	}
+}
+
+// Transaction version 2 (KIP-890 part 2) on the partition side: Produce v12+ asks the
+// coordinator to add the partition; a version 2 marker must be above the epoch of the
+// producer's open transaction, so it cannot end the next transaction's data; a retried
+// one is accepted; data of the ended epoch is refused.
+func TestTransactionVersion2Partition(t *testing.T) {
+	h := newHarness(t, nil, topicSpec{name: "t", id: 1, parts: 1})
+	fv := &fakeVerifier{}
+	h.m.SetTxnVerifier(fv)
+	txn := "tx"
+	tp := h.part("t", 0).tp
+	produce := func(version int16, records []byte) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		r := produceReq(-1, "t", 1, 0, records)
+		r.TransactionID = &txn
+		resp, err := h.do(context.Background(), version, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Msg.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	marker := func(epoch int16, tv int16) error {
+		return h.m.WriteTxnMarker(context.Background(), tp, kernel.TxnMarker{ProducerID: 11, ProducerEpoch: epoch,
+			CoordinatorEpoch: 1, Commit: true, TransactionVersion: tv})
+	}
+	testcheck.WantCode(t, "v11 first batch", produce(11, pidBatch(10, 0, 0, true, "a")).ErrorCode, nil)
+	testcheck.WantCode(t, "v12 first batch", produce(12, pidBatch(11, 0, 0, true, "b")).ErrorCode, nil)
+	fv.mu.Lock()
+	adds := slices.Clone(fv.adds)
+	fv.mu.Unlock()
+	if !slices.Equal(adds, []bool{false, true}) {
+		t.Fatalf("verifier asked to add: %v, want [false true] (v11 verifies, v12 adds)", adds)
+	}
+	if err := marker(0, 2); !errors.Is(err, kernel.ErrInvalidProducerEpoch) {
+		t.Fatalf("version 2 marker at the data's epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if err := marker(1, 2); err != nil {
+		t.Fatalf("version 2 marker at the bumped epoch: %v", err)
+	}
+	if err := marker(1, 2); err != nil {
+		t.Fatalf("retried version 2 marker: %v", err)
+	}
+	testcheck.WantCode(t, "late batch of the ended epoch", produce(12, pidBatch(11, 0, 1, true, "late")).ErrorCode, kerr.InvalidProducerEpoch)
+	testcheck.WantCode(t, "next transaction", produce(12, pidBatch(11, 1, 0, true, "c")).ErrorCode, nil)
+	if err := marker(1, 2); !errors.Is(err, kernel.ErrInvalidProducerEpoch) {
+		t.Fatalf("version 2 marker at the next transaction's epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if err := marker(1, 0); err != nil {
+		t.Fatalf("version 0 marker at the data's epoch: %v", err)
+	}
+	if _, lso := h.part("t", 0).stableOffsets(); lso != 0 {
+		t.Fatalf("LSO %d, want 0 (producer 10's transaction, at offset 0, is still open)", lso)
 	}
 }

@@ -1,8 +1,9 @@
 // AddPartitionsToTxn: v0-v5. v0-v3 are the client form (one transaction); v4+ the
 // broker-batched form (KIP-890 part 1: several transactions, VerifyOnly), which needs
 // CLUSTER_ACTION on the cluster. v2+ answers PRODUCER_FENCED where older versions get
-// INVALID_PRODUCER_EPOCH. v5 only adds TRANSACTION_ABORTABLE, which Sluice never
-// answers.
+// INVALID_PRODUCER_EPOCH. v5 without VerifyOnly is a broker adding the partition of a
+// KIP-890 part 2 produce: the transaction it starts runs under transaction version 2.
+// TRANSACTION_ABORTABLE (v5) is never answered.
 
 package txn
 
@@ -161,10 +162,20 @@ func (m *Module) addPartitions(ctx context.Context, req *kernel.Request, tx *kms
 		return
 	}
 	if e := s.retryConcurrent(ctx, func() *kerr.Error {
-		return s.addPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, order)
+		return s.addPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, order, addTV(req.Version))
 	}); e != nil {
 		set(e)
 	}
+}
+
+// addTV is the transaction version of partitions added by an AddPartitionsToTxn of
+// version v, as Kafka: v5+ comes from a broker adding the partition of a KIP-890 part 2
+// produce (or TxnOffsetCommit), older versions from clients and brokers before it.
+func addTV(v int16) int16 {
+	if v >= 5 {
+		return 2
+	}
+	return 0
 }
 
 // isInternal reports whether topic is an internal topic (__consumer_offsets,

@@ -37,7 +37,7 @@ func (m *Module) addOffsets(ctx context.Context, req *kernel.Request, r *kmsg.Ad
 	}
 	return m.onCoordinator(ctx, m.coordinatorFor, r.TransactionalID, func(s *shard) *kerr.Error {
 		tp := m.offsetsPartition(r.Group)
-		return s.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []kernel.TopicPartition{tp})
+		return s.addPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []kernel.TopicPartition{tp}, 0)
 	})
 }
 

@@ -74,10 +74,11 @@ func (s *shard) initProducerID(ctx context.Context, id string, timeoutMs int32, 
 }
 
 // addPartitions is AddPartitionsToTxn (and AddOffsetsToTxn, with the group's
-// __consumer_offsets partition).
-func (s *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, ps []kernel.TopicPartition) *kerr.Error {
+// __consumer_offsets partition) under transaction version tv (2 when a broker adds
+// the partition for its produce, KIP-890 part 2).
+func (s *shard) addPartitions(ctx context.Context, id string, pid int64, epoch int16, ps []kernel.TopicPartition, tv int16) *kerr.Error {
 	_, e := s.transitExisting(ctx, id, func(t *txnMeta, nowMs int64) (*txnData, *kerr.Error) {
-		return t.addPartitionsTransit(pid, epoch, ps, nowMs)
+		return t.addPartitionsTransit(pid, epoch, ps, tv, nowMs)
 	})
 	return e
 }
@@ -109,17 +110,24 @@ func (s *shard) transitExisting(ctx context.Context, id string, fn func(t *txnMe
 	return next, nil
 }
 
-// endTxn is EndTxn: it writes PrepareCommit/PrepareAbort, answers, and leaves the
-// markers and the Complete* record to a marker worker.
-func (s *shard) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) *kerr.Error {
+// endTxn is EndTxn under transaction version tv: it writes PrepareCommit/PrepareAbort,
+// answers, and leaves the markers and the Complete* record to a marker worker. It
+// returns the producer id and epoch to answer (EndTxn v5+).
+func (s *shard) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool, tv int16) (pidEpoch, *kerr.Error) {
+	answer := pidEpoch{id: -1, epoch: -1}
+	newID := func() (int64, *kerr.Error) { return s.m.newProducerID(ctx) }
 	next, e := s.transitExisting(ctx, id, func(t *txnMeta, nowMs int64) (*txnData, *kerr.Error) {
-		return t.endTransit(pid, epoch, commit, nowMs)
+		next, a, e := t.endTransit(pid, epoch, commit, tv, newID, nowMs)
+		answer = a
+		return next, e
 	})
-	if e != nil || next == nil {
-		return e
+	if e != nil {
+		return pidEpoch{id: -1, epoch: -1}, e
 	}
-	s.m.jobs.push(s.jobFor(id, next))
-	return nil
+	if next != nil {
+		s.m.jobs.push(s.jobFor(id, next))
+	}
+	return answer, nil
 }
 
 // complete writes Complete* for a transaction whose markers are all written, if the id

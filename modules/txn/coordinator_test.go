@@ -524,13 +524,13 @@ func TestVerify(t *testing.T) {
 	e := newEnv(t)
 	pid, epoch := e.initOK("a")
 	ctx := context.Background()
-	if err := e.m.VerifyTxnPartition(ctx, "a", pid, epoch, tp("t", 0)); !errIs(err, kerr.InvalidTxnState) {
+	if err := e.m.VerifyTxnPartition(ctx, "a", pid, epoch, tp("t", 0), false); !errIs(err, kerr.InvalidTxnState) {
 		t.Fatalf("empty txn: %v", err)
 	}
 	if err := e.addOne("a", pid, epoch, tp("t", 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.m.VerifyTxnPartition(ctx, "a", pid, epoch, tp("t", 0)); err != nil {
+	if err := e.m.VerifyTxnPartition(ctx, "a", pid, epoch, tp("t", 0), false); err != nil {
 		t.Fatalf("added: %v", err)
 	}
 	for _, tc := range []struct {
@@ -547,13 +547,15 @@ func TestVerify(t *testing.T) {
 		{"unknown id", "zz", pid, epoch, tp("t", 0), kerr.InvalidProducerIDMapping},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := e.m.VerifyTxnPartition(ctx, tc.id, tc.pid, tc.epoch, tc.tp); !errIs(err, tc.want) {
+			if err := e.m.VerifyTxnPartition(ctx, tc.id, tc.pid, tc.epoch, tc.tp, false); !errIs(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
 	}
+	// Between leadership changes (the image still names this broker): a retriable
+	// NOT_COORDINATOR.
 	e.c.setLeader(e.txnTP("a"), false, 0)
-	if err := e.m.VerifyTxnPartition(ctx, "a", pid, epoch, tp("t", 0)); !errIs(err, kernel.ErrNotCoordinator) {
+	if err := e.m.VerifyTxnPartition(ctx, "a", pid, epoch, tp("t", 0), false); !errIs(err, kerr.NotCoordinator) {
 		t.Fatalf("not coordinator: %v", err)
 	}
 	e.c.setLeader(e.txnTP("a"), true, 1)

@@ -39,6 +39,18 @@
 //	Ongoing         ─transaction.timeout.ms──────► PrepareAbort, epoch+1
 //	Empty, Complete*─transactional.id.expiration.ms idle─► tombstone (forgotten)
 //
+// Transaction version 2 (KIP-890 part 2; EndTxn v5+, and partitions added by
+// Produce v12+ and TxnOffsetCommit v5+ through AddPartitionsToTxn v5 from the
+// partition's broker): EndTxn writes Prepare* at epoch+1 and answers the next
+// transaction's producer id and epoch, so the markers are above every batch of the
+// ended transaction and a late one is refused by its partition. A retry comes at the
+// old epoch (answered as before); an abort with no ongoing transaction writes an
+// empty PrepareAbort (a client cannot know whether a failed produce added its
+// partition). When the bump reaches MaxInt16, a new producer id is reserved, kept in
+// Prepare* (the value's NextProducerID) and made current, at epoch 0, by Complete*;
+// until then requests with it get CONCURRENT_TRANSACTIONS. The request's version
+// decides, as in Kafka; clients use 2 only once transaction.version 2 is finalized.
+//
 // Refusals: another producer id INVALID_PRODUCER_ID_MAPPING; another epoch
 // PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for old request versions); a transition
 // still being written, or Prepare* for anything but the opposite EndTxn,
@@ -69,10 +81,12 @@
 //	value = version int16 (0) | producer_id int64 | producer_epoch int16 |
 //	        timeout_ms int32 | state int8 | partitions [topic string, [int32]] (null
 //	        when Empty) | last_update_ms int64 | start_ms int64
+//	        (version 1, flexible: + tagged previous_producer_id (0),
+//	        next_producer_id (1), client_transaction_version (2))
 //	tombstone (null value) = the id expired
 //
-// (kmsg.TxnMetadataKey / kmsg.TxnMetadataValue.) Version 0 values are written, 0 and
-// 1 are read; keys of another version are skipped on replay (they are not
+// (kmsg.TxnMetadataKey / kmsg.TxnMetadataValue.) Version 0 values are written for
+// transaction version 0, version 1 for version 2; both are read; keys of another version are skipped on replay (they are not
 // transaction records), undecodable records are logged and skipped.
 //
 // # Loading

@@ -204,9 +204,11 @@ func TestE2ECommitAndAbort(t *testing.T) {
 	endTxn(t, cl, kgo.TryAbort, "abort")
 	produceTxn(t, cl, "c4")
 	endTxn(t, cl, kgo.TryCommit, "commit 2")
+	// kgo uses transaction version 2 (finalized on a new cluster): every EndTxn
+	// bumped the epoch.
 	d := waitTxnState(t, b, "tx-1", "CompleteCommit")
-	if d.ProducerID < 0 || d.ProducerEpoch != 0 {
-		t.Fatalf("described %+v", d)
+	if d.ProducerID < 0 || d.ProducerEpoch != 3 {
+		t.Fatalf("described %+v, want epoch 3 after three transactions", d)
 	}
 	writeEnds(t, b, "out", 2)
 	if got, want := readAll(t, b, "out", 2, kgo.ReadCommitted()), []string{"c1", "c2", "c3", "c4"}; !slices.Equal(got, want) {

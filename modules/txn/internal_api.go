@@ -81,7 +81,7 @@ func (m *Module) AddPartitionsToTxn(ctx context.Context, transactionalID string,
 		}
 	}
 	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
-		return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, tps)
+		return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, tps, 0)
 	})
 	return internalErr("add partitions", transactionalID, e)
 }
@@ -94,7 +94,7 @@ func (m *Module) AddOffsetsToTxn(ctx context.Context, transactionalID string, pe
 	}
 	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
 		tp := m.offsetsPartition(group)
-		return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, []kernel.TopicPartition{tp})
+		return s.addPartitions(ctx, transactionalID, pe.ID, pe.Epoch, []kernel.TopicPartition{tp}, 0)
 	})
 	return internalErr("add offsets", transactionalID, e)
 }
@@ -104,7 +104,8 @@ func (m *Module) AddOffsetsToTxn(ctx context.Context, transactionalID string, pe
 // id's next AddPartitionsToTxn waits for them (CONCURRENT_TRANSACTIONS meanwhile).
 func (m *Module) EndTxn(ctx context.Context, transactionalID string, pe kernel.ProducerIDEpoch, commit bool) error {
 	e := m.onCoordinator(ctx, m.internalCoordinator, transactionalID, func(s *shard) *kerr.Error {
-		return s.endTxn(ctx, transactionalID, pe.ID, pe.Epoch, commit)
+		_, e := s.endTxn(ctx, transactionalID, pe.ID, pe.Epoch, commit, 0)
+		return e
 	})
 	return internalErr("end transaction", transactionalID, e)
 }

@@ -24,6 +24,7 @@ type markerJob struct {
 	pid    int64
 	epoch  int16
 	commit bool
+	tv     int16 // the transaction's version: 2 has the partitions check the bump
 	parts  []kernel.TopicPartition
 
 	pending []kernel.TopicPartition // nil: not started (all of parts)
@@ -252,7 +253,8 @@ func (m *Module) writeJobMarkers(ctx context.Context, j *markerJob) ([]markerRes
 
 // marker is the job's marker as the partitions see it.
 func (j *markerJob) marker() kernel.TxnMarker {
-	return kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.Epoch(), Commit: j.commit}
+	return kernel.TxnMarker{ProducerID: j.pid, ProducerEpoch: j.epoch, CoordinatorEpoch: j.s.Epoch(), Commit: j.commit,
+		TransactionVersion: j.tv}
 }
 
 // writeMarker writes the job's marker to tp, which this broker leads, once.
@@ -278,6 +280,7 @@ func (m *Module) writeRemoteMarkers(ctx context.Context, j *markerJob, broker in
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch
+	rm.TransactionVersion = int8(mk.TransactionVersion) // v2+; an older broker checks as for version 0
 	byTopic := map[string]int{}
 	for _, i := range idx {
 		tp := j.pending[i]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/coordinator"
 	"github.com/sluicehq/sluice/internal/interbroker"
@@ -300,19 +301,21 @@ func (m *Module) TxnStatePartition(ctx context.Context, transactionalID string) 
 }
 
 // VerifyTxnPartition reports whether transactionalID's ongoing transaction, of
-// producerID and epoch, includes tp (kernel.TxnVerifier, KIP-890 part 1). Errors wrap
-// a *kerr.Error with the produce path's codes: INVALID_PRODUCER_ID_MAPPING,
-// INVALID_PRODUCER_EPOCH, CONCURRENT_TRANSACTIONS (the transaction is ending),
-// INVALID_TXN_STATE (no ongoing transaction, or tp is not in it),
-// COORDINATOR_LOAD_IN_PROGRESS; or kernel.ErrNotCoordinator.
-func (m *Module) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp kernel.TopicPartition) error {
+// producerID and epoch, includes tp, adding it first with add (kernel.TxnVerifier,
+// KIP-890 parts 1 and 2). Another broker's coordinator is asked with
+// AddPartitionsToTxn v4+ (VerifyOnly unless add). Errors wrap a *kerr.Error with the
+// produce path's codes: INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH,
+// CONCURRENT_TRANSACTIONS (the transaction is ending), INVALID_TXN_STATE (no ongoing
+// transaction, or tp is not in it), COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR; or
+// kernel.ErrNotCoordinator; or the failure to reach the coordinator.
+func (m *Module) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, epoch int16, tp kernel.TopicPartition, add bool) error {
 	p, ok := m.coord.PartitionOf(transactionalID)
 	if !ok {
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kernel.ErrNotCoordinator)
 	}
 	s, e := m.coord.Shard(p)
 	if e != nil {
-		return fmt.Errorf("txn: verify %q: %w", transactionalID, kernel.ErrNotCoordinator)
+		return m.verifyRemote(ctx, p, transactionalID, producerID, epoch, tp, add)
 	}
 	if !s.Loading().IsReady() {
 		if s.Loading().Failed() {
@@ -320,14 +323,83 @@ func (m *Module) VerifyTxnPartition(ctx context.Context, transactionalID string,
 		}
 		return fmt.Errorf("txn: verify %q: %w", transactionalID, kerr.CoordinatorLoadInProgress)
 	}
-	e = s.verify(transactionalID, producerID, epoch, tp)
+	if add {
+		e = s.retryConcurrent(ctx, func() *kerr.Error {
+			return s.addPartitions(ctx, transactionalID, producerID, epoch, []kernel.TopicPartition{tp}, 2)
+		})
+	} else {
+		e = s.verify(transactionalID, producerID, epoch, tp)
+	}
+	return verifyErr(transactionalID, producerID, epoch, tp, e)
+}
+
+// verifyErr wraps a coordinator's answer to a verification as VerifyTxnPartition
+// returns it: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH, which produce clients
+// of every version know.
+func verifyErr(id string, pid int64, epoch int16, tp kernel.TopicPartition, e *kerr.Error) error {
 	if e == kerr.ProducerFenced {
 		e = kerr.InvalidProducerEpoch
 	}
 	if e != nil {
-		return fmt.Errorf("txn: verify %q producer %d epoch %d in %s: %w", transactionalID, producerID, epoch, tp, e)
+		return fmt.Errorf("txn: verify %q producer %d epoch %d in %s: %w", id, pid, epoch, tp, e)
 	}
 	return nil
+}
+
+// verifyRemote is VerifyTxnPartition through the broker that leads the id's
+// __transaction_state partition p. A coordinator too old for the broker form of
+// AddPartitionsToTxn (v4, KIP-890 part 1) is kernel.ErrNotCoordinator.
+func (m *Module) verifyRemote(ctx context.Context, p int32, id string, pid int64, epoch int16, tp kernel.TopicPartition, add bool) error {
+	pi := m.meta.Image().Partition(TxnTopic, p)
+	switch {
+	case pi == nil || pi.Leader < 0:
+		return fmt.Errorf("txn: verify %q: %w", id, kerr.CoordinatorNotAvailable)
+	case pi.Leader == m.broker.NodeID:
+		return fmt.Errorf("txn: verify %q: %w", id, kerr.NotCoordinator) // this broker is between leadership changes
+	case m.peers == nil:
+		return fmt.Errorf("txn: verify %q: %w", id, kernel.ErrNotCoordinator) // unit tests: no other broker to ask
+	}
+	if v, err := m.peers.MaxVersion(ctx, pi.Leader, kmsg.AddPartitionsToTxn.Int16()); err != nil {
+		return fmt.Errorf("txn: verify %q at broker %d: %w", id, pi.Leader, err)
+	} else if v < 4 {
+		return fmt.Errorf("txn: verify %q: broker %d serves AddPartitionsToTxn up to v%d: %w", id, pi.Leader, v, kernel.ErrNotCoordinator)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, !add
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = tp.Topic, []int32{tp.Partition}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	kresp, err := m.peers.Request(ctx, pi.Leader, req)
+	if err != nil {
+		return fmt.Errorf("txn: verify %q at broker %d: %w", id, pi.Leader, err)
+	}
+	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return verifyErr(id, pid, epoch, tp, kerrOf(resp.ErrorCode))
+	}
+	for _, rt := range resp.Transactions {
+		for _, t := range rt.Topics {
+			for _, rp := range t.Partitions {
+				if rt.TransactionalID == id && t.Topic == tp.Topic && rp.Partition == tp.Partition {
+					if rp.ErrorCode == 0 {
+						return nil
+					}
+					return verifyErr(id, pid, epoch, tp, kerrOf(rp.ErrorCode))
+				}
+			}
+		}
+	}
+	return fmt.Errorf("txn: verify %q: broker %d left %s out of its answer", id, pi.Leader, tp)
+}
+
+// kerrOf is the *kerr.Error of a code (UNKNOWN_SERVER_ERROR for one kerr does not know).
+func kerrOf(code int16) *kerr.Error {
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e
+	}
+	return kerr.UnknownServerError
 }
 
 var (

@@ -21,9 +21,15 @@ import (
 // ours and are skipped on replay.
 const keyVersion = 0
 
-// valueVersion is the value version written: 0, the highest non-flexible version,
-// which every Kafka since 0.11 reads. Versions 0 and 1 are read.
-const valueVersion = 0
+// Value versions: 0, the highest non-flexible version, which every Kafka since 0.11
+// reads, is written for transactions of version 0; 1 (flexible, Kafka 4.0+) for those
+// of transaction version 2, with its tagged fields: the previous producer id, the
+// next one (a rotation in Prepare*) and the client's transaction version. Both are
+// read.
+const (
+	valueVersion   = 0
+	valueVersionV2 = 1
+)
 
 // errBadRecord: a __transaction_state record that does not decode.
 var errBadRecord = errors.New("txn: undecodable __transaction_state record")
@@ -41,6 +47,14 @@ func encodeKey(id string) []byte {
 func encodeValue(d *txnData) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = valueVersion
+	if d.ClientTV >= 2 || d.Next != nil {
+		v.Version = valueVersionV2
+		v.PreviousProducerID = d.LastProducerID
+		if d.Next != nil {
+			v.NextProducerID = d.Next.id
+		}
+		v.ClientTransactionVersion = d.ClientTV
+	}
 	v.ProducerID = d.ProducerID
 	v.ProducerEpoch = d.Epoch
 	v.TimeoutMillis = d.TimeoutMs
@@ -104,8 +118,14 @@ func decodeValue(b []byte) (txnData, error) {
 		StartMs:        v.StartTimestamp,
 		UpdateMs:       v.LastUpdateTimestamp,
 	}
-	if v.Version >= 1 && v.PreviousProducerID >= 0 {
-		d.LastProducerID = v.PreviousProducerID
+	if v.Version >= 1 {
+		if v.PreviousProducerID >= 0 {
+			d.LastProducerID = v.PreviousProducerID
+		}
+		d.ClientTV = v.ClientTransactionVersion
+		if v.NextProducerID >= 0 && st.isPrepare() && d.ClientTV >= 2 {
+			d.Next = &pidEpoch{id: v.NextProducerID, epoch: 0}
+		}
 	}
 	if st != stEmpty {
 		for _, t := range v.Topics {

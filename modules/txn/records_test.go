@@ -34,6 +34,11 @@ func TestRecordRoundTrip(t *testing.T) {
 			Partitions: []kernel.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 2}, {Topic: "b", Partition: 1}}, StartMs: 5, UpdateMs: 99},
 		{ProducerID: 1 << 40, LastProducerID: -1, Epoch: 32767, LastEpoch: -1, TimeoutMs: 1, State: stPrepareCommit,
 			Partitions: []kernel.TopicPartition{{Topic: "__consumer_offsets", Partition: 49}}, StartMs: 5, UpdateMs: 6},
+		// Transaction version 2 (value version 1): the client's version, the previous
+		// producer id, and a rotation's next producer id in Prepare*.
+		{ProducerID: 7, LastProducerID: 4, Epoch: 12, LastEpoch: -1, TimeoutMs: 60000, State: stCompleteCommit, StartMs: 5, UpdateMs: 99, ClientTV: 2},
+		{ProducerID: 7, LastProducerID: -1, Epoch: 32767, LastEpoch: -1, TimeoutMs: 60000, State: stPrepareAbort,
+			Partitions: []kernel.TopicPartition{{Topic: "a", Partition: 0}}, StartMs: 5, UpdateMs: 99, ClientTV: 2, Next: &pidEpoch{id: 8}},
 	} {
 		got, err := decodeValue(encodeValue(&d))
 		if err != nil {

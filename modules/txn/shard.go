@@ -187,6 +187,7 @@ func (s *shard) jobFor(id string, d *txnData) *markerJob {
 		s: s, id: id,
 		pid: d.ProducerID, epoch: d.Epoch,
 		commit: d.State == stPrepareCommit,
+		tv:     d.ClientTV,
 		parts:  d.Partitions,
 	}
 }

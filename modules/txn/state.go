@@ -59,6 +59,15 @@ type txnData struct {
 	Partitions     []kernel.TopicPartition // sorted, unique; empty unless Ongoing or Prepare*
 	StartMs        int64                   // first AddPartitions of the transaction; -1 when none
 	UpdateMs       int64
+	// ClientTV is the transaction version the transaction runs under: 2 when its
+	// client uses KIP-890 part 2 (EndTxn v5+ bumps the epoch; partitions are added
+	// by the produce path), else 0. Set when a transaction starts and by EndTxn, so in
+	// Prepare* and Complete* it is the version of the EndTxn that ended it.
+	ClientTV int16
+	// Next is set in a Prepare* state of version 2 whose epoch bump used up the
+	// epochs (Prepare* at MaxInt16): the producer id, at epoch 0, that the Complete*
+	// record switches to and that EndTxn already answered. nil otherwise.
+	Next *pidEpoch
 }
 
 func (d txnData) clone() txnData {
@@ -208,6 +217,8 @@ func (t *txnMeta) initTransit(timeoutMs int32, expected *pidEpoch, newID func() 
 // ones and that no transition is being written.
 func (t *txnMeta) checkProducer(pid int64, epoch int16) *kerr.Error {
 	switch {
+	case t.early(pid, epoch):
+		return kerr.ConcurrentTransactions
 	case t.cur.ProducerID != pid:
 		return kerr.InvalidProducerIDMapping
 	case t.cur.Epoch != epoch:
@@ -218,10 +229,31 @@ func (t *txnMeta) checkProducer(pid int64, epoch int16) *kerr.Error {
 	return nil
 }
 
-// addPartitionsTransit adds ps to the transaction (starting one if none is ongoing). A
-// nil next with a nil error means nothing to write: the partitions are already in the
-// ongoing transaction.
-func (t *txnMeta) addPartitionsTransit(pid int64, epoch int16, ps []kernel.TopicPartition, nowMs int64) (*txnData, *kerr.Error) {
+// early reports whether a request comes with the producer id and epoch that the
+// id's ending transaction (version 2, Prepare* with a new producer id) handed out in
+// its EndTxn answer before its markers were written: the client's next transaction
+// arriving before this one completed. It is answered CONCURRENT_TRANSACTIONS, so the
+// client retries once the Complete* record makes that id current.
+func (t *txnMeta) early(pid int64, epoch int16) bool {
+	n := t.cur.Next
+	return n != nil && t.cur.State.isPrepare() && pid == n.id && epoch == n.epoch
+}
+
+// answer is the producer id and epoch an EndTxn v5+ answers for a transaction in
+// state d: those of the Complete* state d leads to (the new producer id at epoch 0
+// when d rotates it).
+func (d *txnData) answer() pidEpoch {
+	if d.Next != nil {
+		return *d.Next
+	}
+	return pidEpoch{id: d.ProducerID, epoch: d.Epoch}
+}
+
+// addPartitionsTransit adds ps to the transaction (starting one if none is ongoing),
+// which runs under transaction version tv when it starts here. A nil next with a nil
+// error means nothing to write: the partitions are already in the ongoing
+// transaction.
+func (t *txnMeta) addPartitionsTransit(pid int64, epoch int16, ps []kernel.TopicPartition, tv int16, nowMs int64) (*txnData, *kerr.Error) {
 	if e := t.checkProducer(pid, epoch); e != nil {
 		return nil, e
 	}
@@ -241,6 +273,7 @@ func (t *txnMeta) addPartitionsTransit(pid int64, epoch int16, ps []kernel.Topic
 	if cur.State != stOngoing {
 		n.StartMs = nowMs
 		n.Partitions = nil
+		n.ClientTV = tv
 	}
 	n.addPartitions(ps)
 	n.State = stOngoing
@@ -248,37 +281,106 @@ func (t *txnMeta) addPartitionsTransit(pid int64, epoch int16, ps []kernel.Topic
 	return &n, nil
 }
 
-// endTransit is EndTxn. A nil next with a nil error means the transaction already
-// ended this way (a retried EndTxn): answer OK.
-func (t *txnMeta) endTransit(pid int64, epoch int16, commit bool, nowMs int64) (*txnData, *kerr.Error) {
-	if e := t.checkProducer(pid, epoch); e != nil {
-		return nil, e
-	}
+// endTransit is EndTxn under transaction version tv (2 for EndTxn v5+, else 0). It
+// returns the state to write (nil with a nil error: the transaction already ended
+// this way, a retried EndTxn, answered OK) and the producer id and epoch to answer.
+// newID is called only when a version 2 epoch bump uses up the epochs.
+//
+// Version 2 (KIP-890 part 2): every EndTxn bumps the epoch, and the markers are
+// written at the bumped epoch, so a produce of the ended transaction that arrives
+// late is refused by its partition (its epoch is older) instead of opening a
+// transaction no coordinator knows. A retried EndTxn is recognised by the epoch: it
+// comes at the epoch before the bump (or, after a rotation, with the previous
+// producer id at its last epoch). An abort with no ongoing transaction is legal and
+// bumps the epoch too: a client cannot know whether a failed produce added its
+// partition. Two departures from Kafka, both answers a retry would get anyway: a
+// request with the epoch an ending transaction already answered gets
+// CONCURRENT_TRANSACTIONS (Kafka answers PRODUCER_FENCED), and so does one with the
+// new producer id of a rotation still being completed.
+func (t *txnMeta) endTransit(pid int64, epoch int16, commit bool, tv int16, newID func() (int64, *kerr.Error), nowMs int64) (*txnData, pidEpoch, *kerr.Error) {
+	none := pidEpoch{id: -1, epoch: -1}
 	cur := &t.cur
-	same := func(commitState, abortState txnState, ok *kerr.Error) (*txnData, *kerr.Error) {
-		if (commit && cur.State == commitState) || (!commit && cur.State == abortState) {
-			return nil, ok
-		}
-		return nil, kerr.InvalidTxnState
+	v2 := cur.ClientTV >= 2
+	retryOnBump := v2 && pid == cur.ProducerID && epoch+1 == cur.Epoch
+	retryOnRotate := v2 && cur.State.isComplete() && pid != cur.ProducerID && pid == cur.LastProducerID &&
+		epoch == math.MaxInt16-1 && cur.Epoch == 0
+	retry := retryOnBump || retryOnRotate
+	switch {
+	case t.early(pid, epoch) || (v2 && cur.State.isPrepare() && pid == cur.ProducerID && epoch == cur.Epoch):
+		return nil, none, kerr.ConcurrentTransactions
+	case pid != cur.ProducerID && !retryOnRotate:
+		return nil, none, kerr.InvalidProducerIDMapping
+	case v2 && cur.State.isPrepare() && !retryOnBump,
+		v2 && cur.State.isComplete() && !retry && epoch != cur.Epoch,
+		!(v2 && (cur.State.isPrepare() || cur.State.isComplete())) && epoch != cur.Epoch:
+		return nil, none, kerr.ProducerFenced
+	case t.pending != nil:
+		return nil, none, kerr.ConcurrentTransactions
 	}
+	current := pidEpoch{id: cur.ProducerID, epoch: cur.Epoch}
 	switch cur.State {
 	case stOngoing:
-		n := cur.clone()
-		n.State = stPrepareAbort
-		if commit {
-			n.State = stPrepareCommit
-		}
-		n.UpdateMs = nowMs
-		return &n, nil
+		return t.prepareEnd(commit, tv, newID, nowMs)
 	case stCompleteCommit, stCompleteAbort:
-		return same(stCompleteCommit, stCompleteAbort, nil)
+		same := (cur.State == stCompleteCommit) == commit
+		switch {
+		case retry:
+			if same {
+				return nil, current, nil
+			}
+		case tv >= 2 && !commit:
+			return t.prepareEnd(false, tv, newID, nowMs) // an empty transaction's abort
+		case same && tv < 2:
+			return nil, current, nil // a version 0 retry: the same epoch
+		}
+		return nil, none, kerr.InvalidTxnState
 	case stPrepareCommit, stPrepareAbort:
-		return same(stPrepareCommit, stPrepareAbort, kerr.ConcurrentTransactions)
+		if (cur.State == stPrepareCommit) == commit {
+			return nil, none, kerr.ConcurrentTransactions
+		}
+		return nil, none, kerr.InvalidTxnState
 	case stEmpty:
-		return nil, kerr.InvalidTxnState
+		if tv >= 2 && !commit {
+			return t.prepareEnd(false, tv, newID, nowMs)
+		}
+		return nil, none, kerr.InvalidTxnState
 	default:
-		return nil, kerr.ConcurrentTransactions
+		return nil, none, kerr.ConcurrentTransactions
 	}
+}
+
+// prepareEnd returns the Prepare* state that ends the id's transaction (an empty one
+// when it is not Ongoing) under transaction version tv, and the producer id and
+// epoch to answer.
+func (t *txnMeta) prepareEnd(commit bool, tv int16, newID func() (int64, *kerr.Error), nowMs int64) (*txnData, pidEpoch, *kerr.Error) {
+	none := pidEpoch{id: -1, epoch: -1}
+	cur := &t.cur
+	n := cur.clone()
+	n.State = stPrepareAbort
+	if commit {
+		n.State = stPrepareCommit
+	}
+	if cur.State != stOngoing {
+		n.Partitions = nil
+		n.StartMs = nowMs
+	}
+	n.ClientTV = tv
+	n.Next = nil
+	n.UpdateMs = nowMs
+	if tv >= 2 {
+		if cur.Epoch == math.MaxInt16 {
+			return nil, none, kerr.ProducerFenced // never handed out: rotation happens first
+		}
+		if epochExhausted(cur.Epoch) {
+			id, e := newID()
+			if e != nil {
+				return nil, none, e
+			}
+			n.Next = &pidEpoch{id: id, epoch: 0}
+		}
+		n.Epoch, n.LastEpoch = cur.Epoch+1, cur.Epoch
+	}
+	return &n, n.answer(), nil
 }
 
 // completeTransit ends a transaction whose markers are all written. ok is false when
@@ -300,6 +402,12 @@ func (t *txnMeta) completeTransit(pid int64, epoch int16, commit bool, nowMs int
 	}
 	n.Partitions = nil
 	n.UpdateMs = nowMs
+	if cur.Next != nil {
+		// The epochs are used up: the next transaction runs under the new producer
+		// id, and a retried EndTxn is recognised by the previous one.
+		n.LastProducerID, n.ProducerID, n.Epoch = cur.ProducerID, cur.Next.id, cur.Next.epoch
+		n.Next = nil
+	}
 	return &n, true
 }
 
@@ -330,6 +438,8 @@ func (t *txnMeta) expired(nowMs, expirationMs int64) bool {
 func (t *txnMeta) verify(pid int64, epoch int16, tp kernel.TopicPartition) *kerr.Error {
 	cur := &t.cur
 	switch {
+	case t.early(pid, epoch):
+		return kerr.ConcurrentTransactions
 	case cur.ProducerID != pid:
 		return kerr.InvalidProducerIDMapping
 	case cur.Epoch != epoch:
