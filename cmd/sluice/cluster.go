@@ -23,6 +23,9 @@ commands:
   upgrade FEATURE=LEVEL...      raise finalized levels (--dry-run: only check)
   downgrade FEATURE=LEVEL...    lower them, 0 turns a feature off (--unsafe, --dry-run)
   unregister BROKER_ID...       remove stopped brokers' registrations for good
+  quorum   the metadata quorum: the controller, voters and observers, their lag
+  add-voter NODE_ID...          make brokers that follow the log voters (KIP-853)
+  remove-voter NODE_ID...       take voters out of the quorum; live ones stay observers
 
 ` + kafkaHelp
 
@@ -34,6 +37,9 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 		{[]string{"upgrade"}, cliRun("sluice cluster upgrade", clusterUpgrade)},
 		{[]string{"downgrade"}, cliRun("sluice cluster downgrade", clusterDowngrade)},
 		{[]string{"unregister"}, cliRun("sluice cluster unregister", clusterUnregister)},
+		{[]string{"quorum"}, cliRun("sluice cluster quorum", clusterQuorum)},
+		{[]string{"add-voter"}, cliRun("sluice cluster add-voter", clusterAddVoter)},
+		{[]string{"remove-voter"}, cliRun("sluice cluster remove-voter", clusterRemoveVoter)},
 	})
 }
 

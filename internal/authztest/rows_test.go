@@ -566,6 +566,25 @@ func rows() []row {
 				r.BrokerID = 4242 // allowed: BROKER_ID_NOT_REGISTERED, nothing changes
 				return r
 			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.UnregisterBrokerResponse).ErrorCode }, caf, nil),
+		// KIP-853: the allowed requests name a node that is not a broker and change nothing.
+		codeRow("AddRaftVoter: Alter on the cluster", kmsg.AddRaftVoter, d(cluster(alter)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrAddRaftVoterRequest()
+				r.VoterID = 4242
+				return r
+			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.AddRaftVoterResponse).ErrorCode }, caf, nil),
+		codeRow("RemoveRaftVoter: Alter on the cluster", kmsg.RemoveRaftVoter, d(cluster(alter)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrRemoveRaftVoterRequest()
+				r.VoterID = 4242
+				return r
+			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode }, caf, nil),
+		codeRow("UpdateRaftVoter: ClusterAction on the cluster", kmsg.UpdateRaftVoter, d(cluster(action)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrUpdateRaftVoterRequest()
+				r.VoterID = 4242
+				return r
+			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode }, caf, nil),
 		codeRow("UpdateFeatures: Alter on the cluster", kmsg.UpdateFeatures, d(cluster(alter)), -1,
 			func(*fixture) kmsg.Request {
 				r := kmsg.NewPtrUpdateFeaturesRequest()

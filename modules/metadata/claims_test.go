@@ -30,6 +30,9 @@ func TestClaims(t *testing.T) {
 		kmsg.DescribeTopicPartitions:    {0, 0},
 		kmsg.UnregisterBroker:           {0, 0},
 		kmsg.ListConfigResources:        {0, 1},
+		kmsg.AddRaftVoter:               {0, 1},
+		kmsg.RemoveRaftVoter:            {0, 0},
+		kmsg.UpdateRaftVoter:            {0, 0},
 	}
 	fc := newFakeContext(t, 1, t.TempDir())
 	m := Info().New().(*Module)

@@ -74,7 +74,9 @@
 // is not among them, and sets raft_listen to an address the voters can reach (port 0
 // picks one). On Start it asks the controller to add it to the raft configuration as a
 // non-voter (raft AddNonvoter; AddObserver below), receives the log, then registers.
-// Its node id must not be a voter's.
+// Its node id must not be a voter's. AddRaftVoter and RemoveRaftVoter (KIP-853,
+// voters.go) change the voter set of a running log; from then on the log's raft
+// configuration, not the voters setting, says who votes (docs/quorum.md).
 //
 // # Controller RPC
 //
@@ -96,7 +98,8 @@
 //	response: | size i32 | correlation_id i32 | tagged fields (uvarint 0) | body |
 //
 // Kafka's APIs where Kafka has one, bodies encoded by kmsg: BrokerRegistration (62, v4),
-// BrokerHeartbeat (63, v1), DescribeQuorum (55, v2). Sluice's own (keys from 32000,
+// BrokerHeartbeat (63, v1), DescribeQuorum (55, v2), AddRaftVoter (80, v1),
+// RemoveRaftVoter (81, v0), UpdateRaftVoter (82, v0). Sluice's own (keys from 32000,
 // frozen; big endian; str16 = | len i16 | bytes |):
 //
 //	32000 Forward v0:     | timeout_ms i32 | count i32 | count × (len i32 | log entry) |

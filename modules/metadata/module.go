@@ -55,25 +55,29 @@ func Info() kernel.ModuleInfo {
 // DESIGN.md ("Lock order"); groupConfigsMu, the only lock declared on Module itself,
 // is taken before any other.
 type Module struct {
-	// Voters is the static voter set, "id@host:port" each. Default: this node alone.
+	// Voters is the voter set a new metadata log starts with, "id@host:port" each, and
+	// the servers a broker not yet in the log asks to join; once the log exists its
+	// voters change only with AddRaftVoter/RemoveRaftVoter (docs/quorum.md). Default:
+	// this node alone.
 	Voters []string `yaml:"voters"`
 	// RaftListen is host:port for raft's TCP transport. Empty with a single voter that
 	// has no address: raft's in-memory transport.
 	RaftListen string `yaml:"raft_listen"`
 	// HeartbeatTimeout is how long a follower goes without hearing from the raft
-	// leader before it stands for election. Zero: 50ms for a single voter, raft's 1s
-	// with more. (The raft timeouts' zero defaults: raftConfig.)
+	// leader before it stands for election. Zero: 50ms for a single voter without a
+	// raft address, raft's 1s otherwise. (The raft timeouts' zero defaults:
+	// raftConfig.)
 	HeartbeatTimeout time.Duration `yaml:"heartbeat_timeout"`
 	// ElectionTimeout is how long a candidate waits for votes before it tries again.
-	// Zero: 50ms for a single voter, raft's 1s with more.
+	// Zero: 50ms for a single voter without a raft address, raft's 1s otherwise.
 	ElectionTimeout time.Duration `yaml:"election_timeout"`
 	// LeaseTimeout is how long a raft leader keeps leading without a quorum's
-	// contact; at most HeartbeatTimeout. Zero: 50ms for a single voter, raft's 500ms
-	// with more.
+	// contact; at most HeartbeatTimeout. Zero: 50ms for a single voter without a raft
+	// address, raft's 500ms otherwise.
 	LeaseTimeout time.Duration `yaml:"lease_timeout"`
 	// CommitTimeout is how long an idle leader waits before telling followers what
 	// committed: the metadata propagation delay to other brokers. Zero: 5ms for a
-	// single voter, 10ms with more.
+	// single voter without a raft address, 10ms otherwise.
 	CommitTimeout time.Duration `yaml:"commit_timeout"`
 	// SnapshotThreshold is how many entries since the last snapshot trigger a new one
 	// (default 8192).
@@ -212,6 +216,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 		claimListConfigResources(m),
 		claimAlterPartitionReassignments(m),
 		claimListPartitionReassignments(m),
+		claimAddRaftVoter(m),
+		claimRemoveRaftVoter(m),
+		claimUpdateRaftVoter(m),
 	); err != nil {
 		return err
 	}
@@ -339,7 +346,11 @@ func (m *Module) raftSettings(nodeID int32, voters []voter) *raft.Config {
 	c := raft.DefaultConfig()
 	c.LocalID = raft.ServerID(strconv.FormatInt(int64(nodeID), 10))
 	hb, el, lease, commit := 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond, 5*time.Millisecond
-	if _, isVoter := selfIn(voters, nodeID); len(voters) > 1 || !isVoter {
+	// A single voter with a raft address may be joined by others (AddRaftVoter): it
+	// runs with the cluster's timeouts from the start, since raft cannot change the
+	// leader lease later (a 50ms lease would make a leader of several voters step
+	// down between heartbeats).
+	if me, isVoter := selfIn(voters, nodeID); len(voters) > 1 || !isVoter || me.Addr != "" || m.RaftListen != "" {
 		// Raft's own timeouts, except the commit timeout: a follower learns that an
 		// entry committed with the leader's next AppendEntries, which an idle leader
 		// sends only after CommitTimeout (raft's default 50ms). That delay is the

@@ -18,6 +18,12 @@ func (c *controller) handleRPC(ctx context.Context, msg any) []byte {
 		return c.ctlHeartbeat(req).AppendTo(nil)
 	case *kmsg.DescribeQuorumRequest:
 		return c.describeQuorumLocal(req).AppendTo(nil)
+	case *kmsg.AddRaftVoterRequest:
+		return c.addRaftVoterLocal(ctx, req).AppendTo(nil)
+	case *kmsg.RemoveRaftVoterRequest:
+		return c.removeRaftVoterLocal(ctx, req).AppendTo(nil)
+	case *kmsg.UpdateRaftVoterRequest:
+		return c.updateRaftVoterLocal(ctx, req).AppendTo(nil)
 	case *rpc.ForwardRequest:
 		return c.serveForward(ctx, req).AppendTo(nil)
 	case *rpc.AddObserverRequest:

@@ -251,7 +251,11 @@ func (c *controller) ctlAddObserver(ctx context.Context, req *rpc.AddObserverReq
 	}
 	for _, s := range f.Configuration().Servers {
 		if s.ID == id && s.Suffrage == raft.Voter {
-			c.log.Warn("refused non-voter: node id is a voter", "node", req.NodeID, "address", req.Address)
+			if s.Address == raft.ServerAddress(req.Address) {
+				return resp // a voter added by AddRaftVoter, restarted: it follows as a voter
+			}
+			c.log.Warn("refused non-voter: node id is a voter at another address", "node", req.NodeID,
+				"address", req.Address, "voter_address", s.Address)
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp
 		}

@@ -27,6 +27,9 @@ const (
 	rpcKeyDescribeQuorum     int16 = 55 // kmsg.DescribeQuorum
 	rpcKeyBrokerRegistration int16 = 62 // kmsg.BrokerRegistration
 	KeyBrokerHeartbeat       int16 = 63 // kmsg.BrokerHeartbeat
+	rpcKeyAddRaftVoter       int16 = 80 // kmsg.AddRaftVoter
+	rpcKeyRemoveRaftVoter    int16 = 81 // kmsg.RemoveRaftVoter
+	rpcKeyUpdateRaftVoter    int16 = 82 // kmsg.UpdateRaftVoter
 	KeyForward               int16 = 32000
 	KeyAddObserver           int16 = 32001
 )
@@ -38,6 +41,9 @@ const (
 	VerBrokerHeartbeat    int16 = 1
 	VerForward            int16 = 0
 	VerAddObserver        int16 = 0
+	VerAddRaftVoter       int16 = 1
+	VerRemoveRaftVoter    int16 = 0
+	VerUpdateRaftVoter    int16 = 0
 )
 
 // maxFrame bounds one frame: a forwarded Extension entry of kernel's
@@ -358,7 +364,8 @@ func decodeRequest(b []byte) (header, any, error) {
 		return h, nil, err
 	}
 	switch h.key {
-	case rpcKeyDescribeQuorum, rpcKeyBrokerRegistration, KeyBrokerHeartbeat:
+	case rpcKeyDescribeQuorum, rpcKeyBrokerRegistration, KeyBrokerHeartbeat,
+		rpcKeyAddRaftVoter, rpcKeyRemoveRaftVoter, rpcKeyUpdateRaftVoter:
 		req := kmsg.RequestForKey(h.key)
 		if h.version < 0 || h.version > req.MaxVersion() {
 			return h, nil, fmt.Errorf("%w: %s version %d", ErrFrame, kmsg.NameForKey(h.key), h.version)
