@@ -5,8 +5,7 @@
 // all of them, in Kafka's order: groups with configs, client metrics subscriptions,
 // brokers as loggers, brokers (the live ones reachable on the request's listener),
 // topics. A type v1 does not know fails the whole request with UNSUPPORTED_VERSION,
-// as Kafka answers. Sluice has no client metrics subscriptions (KIP-714) yet, so that
-// type lists nothing. Not implemented: nothing known.
+// as Kafka answers. Not implemented: nothing known.
 
 package metadata
 
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/clientmetrics"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -77,6 +77,8 @@ func (m *Module) listConfigResources(ctx context.Context, req *kernel.Request, r
 		switch t {
 		case kmsg.ConfigResourceTypeGroupConfig:
 			add(t, slices.Sorted(maps.Keys(im.Extensions[GroupConfigsNamespace])))
+		case kmsg.ConfigResourceTypeClientMetrics:
+			add(t, slices.Sorted(maps.Keys(im.Extensions[clientmetrics.Namespace])))
 		case kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeBroker:
 			add(t, brokers)
 		case kmsg.ConfigResourceTypeTopic:

@@ -111,6 +111,8 @@ func (m *Module) describeResource(ctx context.Context, req *kernel.Request, im *
 		return nil, nil // no per-logger levels yet: an empty list
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return m.describeGroupConfigs(ctx, req, im, static, name)
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return describeClientMetrics(ctx, req, im, name)
 	}
 	return nil, opErr(kerr.InvalidRequest, "unsupported resource type %d", typ)
 }
@@ -223,6 +225,8 @@ func (m *Module) planConfigEdit(ctx context.Context, req *kernel.Request, im *ke
 		return nil, opErr(kerr.InvalidRequest, "altering broker logger levels is not supported")
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return m.planGroupConfigEdit(ctx, req, im, name, ops, replace)
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return planClientMetricsEdit(ctx, req, im, name, ops, replace)
 	}
 	return nil, opErr(kerr.InvalidRequest, "unsupported resource type %d", typ)
 }
@@ -362,9 +366,12 @@ type alterResource struct {
 // resource in request order, as AlterConfigs does; IncrementalAlterConfigs' answers
 // have the same fields and convert.
 func (m *Module) alterResources(ctx context.Context, req *kernel.Request, res []alterResource, replace, validateOnly bool) []kmsg.AlterConfigsResponseResource {
-	// A group's configs are one extension value, rewritten whole from the image: edits
-	// of group configs run one at a time, each reading the image its predecessor left.
-	if !validateOnly && slices.ContainsFunc(res, func(r alterResource) bool { return r.typ == kmsg.ConfigResourceTypeGroupConfig }) {
+	// A group's (or a client metrics subscription's) configs are one extension value,
+	// rewritten whole from the image: such edits run one at a time, each reading the
+	// image its predecessor left.
+	if !validateOnly && slices.ContainsFunc(res, func(r alterResource) bool {
+		return r.typ == kmsg.ConfigResourceTypeGroupConfig || r.typ == kmsg.ConfigResourceTypeClientMetrics
+	}) {
 		m.groupConfigsMu.Lock()
 		defer m.groupConfigsMu.Unlock()
 	}

@@ -82,7 +82,7 @@ func TestDescribeConfigsHandler(t *testing.T) {
 		{"other broker", kmsg.ConfigResourceTypeBroker, "2", kerr.InvalidRequest},
 		{"not a number", kmsg.ConfigResourceTypeBroker, "one", kerr.InvalidRequest},
 		{"empty group", kmsg.ConfigResourceTypeGroupConfig, "", kerr.InvalidRequest},
-		{"client metrics", kmsg.ConfigResourceTypeClientMetrics, "m", kerr.InvalidRequest},
+		{"empty client metrics name", kmsg.ConfigResourceTypeClientMetrics, "", kerr.InvalidRequest},
 	} {
 		if got := describeConfigs(t, fc, tc.typ, tc.res); got.ErrorCode != tc.want.Code {
 			t.Errorf("%s: code %d, want %v", tc.name, got.ErrorCode, tc.want)
