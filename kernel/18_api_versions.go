@@ -49,8 +49,21 @@ func (k *Kernel) apiVersions(_ context.Context, req *Request, r *kmsg.ApiVersion
 	if req.Version >= 3 && (r.ClientSoftwareName == "" || r.ClientSoftwareVersion == "") {
 		// Kafka validates these (KIP-511); empty is INVALID_REQUEST.
 		resp.ErrorCode = kerr.InvalidRequest.Code
+	} else if req.Version >= 3 && req.Conn != nil {
+		req.Conn.ClientSoftwareName = truncate(r.ClientSoftwareName, MaxClientSoftwareLen)
+		req.Conn.ClientSoftwareVersion = truncate(r.ClientSoftwareVersion, MaxClientSoftwareLen)
 	}
 	return Reply(resp), nil
+}
+
+// MaxClientSoftwareLen bounds the client software name and version a connection keeps.
+const MaxClientSoftwareLen = 128
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // addFeatures fills the feature fields of a v3+ response.

@@ -93,6 +93,7 @@ func defaultModules() map[string]string {
 		"txn":         "coordinator",
 		"console":     "web",
 		"quotas":      "window",
+		"telemetry":   "otlp",
 	}
 }
 

@@ -50,6 +50,10 @@ type ConnInfo struct {
 	// TLS is the connection's TLS state after the handshake; nil on a plaintext
 	// listener.
 	TLS *tls.ConnectionState
+	// ClientSoftwareName and ClientSoftwareVersion are what the client said in its
+	// last ApiVersions v3+ (KIP-511), at most MaxClientSoftwareLen bytes each; empty
+	// before it. Client telemetry (KIP-714) selects subscriptions on them.
+	ClientSoftwareName, ClientSoftwareVersion string
 	// host caches Host() (set by the kernel when it accepts the connection).
 	host string
 }

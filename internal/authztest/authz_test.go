@@ -35,6 +35,9 @@ func TestWhatEachAPIChecks(t *testing.T) {
 			qs := f.rec.questions()
 			f.rec.set()
 			r.verify(t, f, resp)
+			if r.asksNothing && len(qs) > 0 {
+				t.Errorf("an API without ACLs asked %v", qs)
+			}
 			for _, c := range r.deny {
 				if !r.mayNotAsk && !askedFor(qs, c) {
 					t.Errorf("%s was never asked (asked: %v)", c, qs)

@@ -566,6 +566,21 @@ func rows() []row {
 				r.BrokerID = 4242 // allowed: BROKER_ID_NOT_REGISTERED, nothing changes
 				return r
 			}, func(resp kmsg.Response) int16 { return resp.(*kmsg.UnregisterBrokerResponse).ErrorCode }, caf, nil),
+		// KIP-714: no ACL, as in Kafka; any client may ask and push.
+		{name: "GetTelemetrySubscriptions: no ACL", key: kmsg.GetTelemetrySubscriptions, maxV: -1, asksNothing: true,
+			req: func(*fixture) kmsg.Request { return kmsg.NewPtrGetTelemetrySubscriptionsRequest() },
+			verify: func(t *testing.T, _ *fixture, resp kmsg.Response) {
+				wantCode(t, "GetTelemetrySubscriptions", resp.(*kmsg.GetTelemetrySubscriptionsResponse).ErrorCode, &kerr.Error{})
+			}},
+		{name: "PushTelemetry: no ACL", key: kmsg.PushTelemetry, maxV: -1, asksNothing: true,
+			req: func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrPushTelemetryRequest()
+				r.ClientInstanceID = [16]byte{1} // unknown here: UNKNOWN_SUBSCRIPTION_ID, nothing kept
+				return r
+			},
+			verify: func(t *testing.T, _ *fixture, resp kmsg.Response) {
+				wantCode(t, "PushTelemetry", resp.(*kmsg.PushTelemetryResponse).ErrorCode, kerr.UnknownSubscriptionID)
+			}},
 		// KIP-853: the allowed requests name a node that is not a broker and change nothing.
 		codeRow("AddRaftVoter: Alter on the cluster", kmsg.AddRaftVoter, d(cluster(alter)), -1,
 			func(*fixture) kmsg.Request {

@@ -475,6 +475,8 @@ var brokerOnlyDefs = []brokerDef{
 		"Principals allowed every operation whatever the ACLs say, semicolon separated (User:admin;User:broker)."}},
 	{def: def{"allow.everyone.if.no.acl.found", TypeBoolean, ptr("false"), nil,
 		"Whether a resource no ACL matches is open to everyone (true) or to no one but super users (false)."}},
+	{def: def{"telemetry.max.bytes", TypeInt, ptr("1048576"), atLeast(1),
+		"Largest metrics payload a client may push (PushTelemetry, KIP-714), compressed; larger pushes answer TELEMETRY_TOO_LARGE."}},
 	{def: def{"transaction.max.timeout.ms", TypeInt, ptr("900000"), atLeast(1),
 		"Largest transaction timeout a producer may ask for."}},
 	{def: def{"transaction.state.log.min.isr", TypeInt, ptr("1"), atLeast(1),

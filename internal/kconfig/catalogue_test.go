@@ -228,6 +228,7 @@ func TestBrokerCatalogue(t *testing.T) {
 		{"ssl.truststore.password", TypePassword, null, false},
 		{"ssl.truststore.type", TypeString, "PEM", false},
 		{"super.users", TypeString, null, false},
+		{"telemetry.max.bytes", TypeInt, "1048576", false},
 		{"transaction.max.timeout.ms", TypeInt, "900000", false},
 		{"transaction.state.log.min.isr", TypeInt, "1", false},
 		{"transaction.state.log.num.partitions", TypeInt, "50", false},

@@ -207,6 +207,8 @@ type Broker struct {
 	ProducerIDExpirationMs               int64 // producer.id.expiration.ms
 	TransactionStateLogSegmentBytes      int64 // transaction.state.log.segment.bytes
 
+	TelemetryMaxBytes int64 // telemetry.max.bytes
+
 	GroupInitialRebalanceDelayMs      int64  // group.initial.rebalance.delay.ms
 	GroupMinSessionTimeoutMs          int64  // group.min.session.timeout.ms
 	GroupMaxSessionTimeoutMs          int64  // group.max.session.timeout.ms
@@ -305,6 +307,8 @@ func ResolveBroker(merged map[string]string) Broker {
 		TransactionalIDExpirationMs:          n("transactional.id.expiration.ms"),
 		ProducerIDExpirationMs:               n("producer.id.expiration.ms"),
 		TransactionStateLogSegmentBytes:      n("transaction.state.log.segment.bytes"),
+
+		TelemetryMaxBytes: n("telemetry.max.bytes"),
 
 		GroupInitialRebalanceDelayMs:      n("group.initial.rebalance.delay.ms"),
 		GroupMinSessionTimeoutMs:          n("group.min.session.timeout.ms"),

@@ -337,6 +337,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		TransactionalIDExpirationMs:              604800000,
 		ProducerIDExpirationMs:                   86400000,
 		TransactionStateLogSegmentBytes:          104857600,
+		TelemetryMaxBytes:                        1048576,
 		GroupInitialRebalanceDelayMs:             3000,
 		GroupMinSessionTimeoutMs:                 6000,
 		GroupMaxSessionTimeoutMs:                 1800000,

@@ -77,6 +77,20 @@ func putDecompressor(d *decompressor) {
 	decompressors.Put(d)
 }
 
+// Decompress decodes src, compressed with codec (CodecGzip..CodecZstd, Kafka's
+// compression ids), into a new slice of at most limit bytes; more is an error wrapping
+// ErrTooLarge, a corrupt input one wrapping ErrCodec. For payloads other than record
+// batches that Kafka compresses with the same codecs (KIP-714's pushed metrics).
+func Decompress(codec int, src []byte, limit int) ([]byte, error) {
+	d := getDecompressor()
+	defer putDecompressor(d)
+	out, err := d.decompress(codec, src, nil, limit)
+	if err == nil && len(out) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes once decompressed", ErrTooLarge, limit)
+	}
+	return out, err
+}
+
 // decompress decodes src (a records section compressed with codec) into dst[:0],
 // growing dst as needed but never beyond limit+1 bytes, and returns the result.
 func (d *decompressor) decompress(codec int, src, dst []byte, limit int) ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/modules/replication"
 	"github.com/sluicehq/sluice/modules/storage/memory"
 	"github.com/sluicehq/sluice/modules/storage/segmentlog"
+	"github.com/sluicehq/sluice/modules/telemetry"
 	"github.com/sluicehq/sluice/modules/txn"
 	"github.com/sluicehq/sluice/transforms"
 )
@@ -33,4 +34,5 @@ func Register(reg *kernel.Registry) {
 	reg.Register(txn.Info())
 	reg.Register(console.Info())
 	reg.Register(quotas.Info())
+	reg.Register(telemetry.Info())
 }
