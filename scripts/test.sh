@@ -10,7 +10,7 @@
 # against a real broker).
 #
 # The repository has several Go modules (the broker at the root, sdk-wasm,
-# plugins/assignor, bench), tied together by the committed go.work. Every go step runs in
+# plugins/assignor, bench, interop/rdkafkago), tied together by the committed go.work. Every go step runs in
 # every module's directory (the root's ./... does not reach the others, go.work or not),
 # in workspace mode as a developer's checkout is; the tidy step also builds each module
 # with GOWORK=off, as a user's go get sees it.
@@ -93,6 +93,7 @@ install_apt() {
 	command -v openssl >/dev/null 2>&1 || missing+=(openssl)          # bench-security.sh's certificates
 	command -v curl >/dev/null 2>&1 || missing+=(curl)                # the README's commands
 	command -v chromium >/dev/null 2>&1 || missing+=(chromium)        # the console's browser test
+	command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)        # cgo: interop/rdkafkago (confluent-kafka-go)
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		missing+=(nodejs npm)
 	fi
