@@ -12,7 +12,6 @@ package metadata
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -25,24 +24,13 @@ func claimAddRaftVoter(m *Module) kernel.Claim {
 }
 
 func (c *controller) addRaftVoter(ctx context.Context, req *kernel.Request, r *kmsg.AddRaftVoterRequest) *kmsg.AddRaftVoterResponse {
-	resp := r.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	switch {
-	case !req.Allowed(ctx, kernel.OpAlter, kernel.ResCluster, kernel.ClusterResourceName):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp
-	case r.ClusterID != nil && *r.ClusterID != c.hub.image().ClusterID:
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
-		return resp
-	}
 	fwd := *r
-	out, err := c.onControllerKmsg(ctx, &fwd, rpc.VerAddRaftVoter,
-		func(ctx context.Context) kmsg.Response { return c.addRaftVoterLocal(ctx, r) },
-		func(r kmsg.Response) int16 { return r.(*kmsg.AddRaftVoterResponse).ErrorCode })
-	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = errCode(err)
-		return resp
-	}
-	resp = out.(*kmsg.AddRaftVoterResponse)
-	resp.Version = r.Version
-	return resp
+	return voterRequest(ctx, c, req, kernel.OpAlter, r.ClusterID, &fwd, rpc.VerAddRaftVoter,
+		func(ctx context.Context) *kmsg.AddRaftVoterResponse { return c.addRaftVoterLocal(ctx, r) },
+		func(resp *kmsg.AddRaftVoterResponse) int16 { return resp.ErrorCode },
+		func(code int16, msg *string) *kmsg.AddRaftVoterResponse {
+			resp := r.ResponseKind().(*kmsg.AddRaftVoterResponse)
+			resp.ErrorCode, resp.ErrorMessage = code, msg
+			return resp
+		})
 }

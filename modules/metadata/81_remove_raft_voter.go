@@ -10,7 +10,6 @@ package metadata
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -24,24 +23,13 @@ func claimRemoveRaftVoter(m *Module) kernel.Claim {
 }
 
 func (c *controller) removeRaftVoter(ctx context.Context, req *kernel.Request, r *kmsg.RemoveRaftVoterRequest) *kmsg.RemoveRaftVoterResponse {
-	resp := r.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	switch {
-	case !req.Allowed(ctx, kernel.OpAlter, kernel.ResCluster, kernel.ClusterResourceName):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp
-	case r.ClusterID != nil && *r.ClusterID != c.hub.image().ClusterID:
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
-		return resp
-	}
 	fwd := *r
-	out, err := c.onControllerKmsg(ctx, &fwd, rpc.VerRemoveRaftVoter,
-		func(ctx context.Context) kmsg.Response { return c.removeRaftVoterLocal(ctx, r) },
-		func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode })
-	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = errCode(err)
-		return resp
-	}
-	resp = out.(*kmsg.RemoveRaftVoterResponse)
-	resp.Version = r.Version
-	return resp
+	return voterRequest(ctx, c, req, kernel.OpAlter, r.ClusterID, &fwd, rpc.VerRemoveRaftVoter,
+		func(ctx context.Context) *kmsg.RemoveRaftVoterResponse { return c.removeRaftVoterLocal(ctx, r) },
+		func(resp *kmsg.RemoveRaftVoterResponse) int16 { return resp.ErrorCode },
+		func(code int16, msg *string) *kmsg.RemoveRaftVoterResponse {
+			resp := r.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+			resp.ErrorCode, resp.ErrorMessage = code, msg
+			return resp
+		})
 }

@@ -10,7 +10,6 @@ package metadata
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/kernel"
@@ -24,24 +23,13 @@ func claimUpdateRaftVoter(m *Module) kernel.Claim {
 }
 
 func (c *controller) updateRaftVoter(ctx context.Context, req *kernel.Request, r *kmsg.UpdateRaftVoterRequest) *kmsg.UpdateRaftVoterResponse {
-	resp := r.ResponseKind().(*kmsg.UpdateRaftVoterResponse)
-	switch {
-	case !req.Allowed(ctx, kernel.OpClusterAction, kernel.ResCluster, kernel.ClusterResourceName):
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		return resp
-	case r.ClusterID != nil && *r.ClusterID != c.hub.image().ClusterID:
-		resp.ErrorCode = kerr.InconsistentClusterID.Code
-		return resp
-	}
 	fwd := *r
-	out, err := c.onControllerKmsg(ctx, &fwd, rpc.VerUpdateRaftVoter,
-		func(ctx context.Context) kmsg.Response { return c.updateRaftVoterLocal(ctx, r) },
-		func(r kmsg.Response) int16 { return r.(*kmsg.UpdateRaftVoterResponse).ErrorCode })
-	if err != nil {
-		resp.ErrorCode, _ = errCode(err)
-		return resp
-	}
-	resp = out.(*kmsg.UpdateRaftVoterResponse)
-	resp.Version = r.Version
-	return resp
+	return voterRequest(ctx, c, req, kernel.OpClusterAction, r.ClusterID, &fwd, rpc.VerUpdateRaftVoter,
+		func(ctx context.Context) *kmsg.UpdateRaftVoterResponse { return c.updateRaftVoterLocal(ctx, r) },
+		func(resp *kmsg.UpdateRaftVoterResponse) int16 { return resp.ErrorCode },
+		func(code int16, _ *string) *kmsg.UpdateRaftVoterResponse {
+			resp := r.ResponseKind().(*kmsg.UpdateRaftVoterResponse)
+			resp.ErrorCode = code // the response has no message
+			return resp
+		})
 }

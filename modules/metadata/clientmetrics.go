@@ -2,7 +2,6 @@ package metadata
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"strings"
 
@@ -107,17 +106,7 @@ func planClientMetricsEdit(ctx context.Context, req *kernel.Request, im *kernel.
 			return nil, opErr(kerr.InvalidRequest, "unknown operation %d for config %s", o.op, o.name)
 		}
 	}
-	rec := &image.ExtensionRecord{Namespace: clientmetrics.Namespace, Key: name}
-	if len(after) == 0 {
-		rec.Delete = true
-		return rec, nil
-	}
-	v, err := json.Marshal(after) // keys sorted: equal configs give equal bytes
-	if err != nil {
-		return nil, err
-	}
-	rec.Value = v
-	return rec, nil
+	return configsRecord(clientmetrics.Namespace, name, after)
 }
 
 // clientMetricsErr is INVALID_CONFIG with the validation's message.

@@ -267,7 +267,13 @@ func (m *Module) planGroupConfigEdit(ctx context.Context, req *kernel.Request, i
 	if err := m.checkGroupHeartbeat(im, after); err != nil {
 		return nil, err
 	}
-	rec := &image.ExtensionRecord{Namespace: GroupConfigsNamespace, Key: group}
+	return configsRecord(GroupConfigsNamespace, group, after)
+}
+
+// configsRecord is the extension record that stores a resource's configs as one JSON
+// object (a group's, a client metrics subscription's); none left deletes the key.
+func configsRecord(namespace, key string, after map[string]string) (image.Record, error) {
+	rec := &image.ExtensionRecord{Namespace: namespace, Key: key}
 	if len(after) == 0 {
 		rec.Delete = true
 		return rec, nil

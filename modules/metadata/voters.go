@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
 
@@ -73,6 +74,31 @@ func (c *controller) onControllerKmsg(ctx context.Context, req kmsg.Request, ver
 		return false, nil
 	})
 	return out, err
+}
+
+// voterRequest is the handler of one KIP-853 request: op on the cluster, else
+// CLUSTER_AUTHORIZATION_FAILED; a cluster id that is not this cluster's,
+// INCONSISTENT_CLUSTER_ID; then local on the controller or forwarded to it at version
+// ver. codeOf reads an answer's code, failed builds the answer of a refusal.
+func voterRequest[R kmsg.Response](ctx context.Context, c *controller, req *kernel.Request, op kernel.Operation,
+	clusterID *string, fwd kmsg.Request, ver int16, local func(context.Context) R, codeOf func(R) int16,
+	failed func(code int16, msg *string) R,
+) R {
+	switch {
+	case !req.Allowed(ctx, op, kernel.ResCluster, kernel.ClusterResourceName):
+		return failed(kerr.ClusterAuthorizationFailed.Code, nil)
+	case clusterID != nil && *clusterID != c.hub.image().ClusterID:
+		return failed(kerr.InconsistentClusterID.Code, nil)
+	}
+	out, err := c.onControllerKmsg(ctx, fwd, ver,
+		func(ctx context.Context) kmsg.Response { return local(ctx) },
+		func(r kmsg.Response) int16 { return codeOf(r.(R)) })
+	if err != nil {
+		return failed(errCode(err))
+	}
+	r := out.(R)
+	r.SetVersion(req.Version)
+	return r
 }
 
 // voterConfig returns the raft leader and its configuration, or the code to answer.
