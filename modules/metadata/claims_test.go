@@ -14,7 +14,7 @@ import (
 // and each key's NN_name.go file opens with the range its claim literal holds.
 func TestClaims(t *testing.T) {
 	want := map[kmsg.Key][2]int16{
-		kmsg.Metadata:                   {0, 12},
+		kmsg.Metadata:                   {0, 13},
 		kmsg.CreateTopics:               {0, 7},
 		kmsg.DeleteTopics:               {0, 6},
 		kmsg.DescribeConfigs:            {0, 4},

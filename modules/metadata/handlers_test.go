@@ -170,6 +170,10 @@ func TestMetadataHandler(t *testing.T) {
 	if len(all.Topics) != 2 || *all.Topics[0].Topic != "a" || all.Topics[0].TopicID != im.Topic("a").ID {
 		t.Fatalf("all topics: %+v", all.Topics)
 	}
+	// v13 (KIP-1102): the same answer with a top-level error code, never set.
+	if v13 := call[*kmsg.MetadataResponse](t, fc, nil, metadataReq(13)); v13.ErrorCode != 0 || len(v13.Topics) != 2 {
+		t.Fatalf("v13: error %d, %d topics", v13.ErrorCode, len(v13.Topics))
+	}
 	if *all.ClusterID != im.ClusterID || all.ControllerID != 1 || len(all.Brokers) != 1 || all.Brokers[0].Port != 9092 {
 		t.Errorf("cluster: %v %d %+v", *all.ClusterID, all.ControllerID, all.Brokers)
 	}
