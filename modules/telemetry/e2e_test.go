@@ -68,15 +68,16 @@ func TestKgoPushesMetrics(t *testing.T) {
 	subscribe(t, adm, "producers", "metrics", "org.apache.kafka.producer.", "interval.ms", "1000", "match", "client_id=tele-.*")
 	cl := b.Client(t, kgo.ClientID("tele-producer"), kgo.DefaultProduceTopic("tele"))
 	other := b.Client(t, kgo.ClientID("quiet"), kgo.DefaultProduceTopic("tele"))
-	for i := range 20 {
+	// Both keep producing, so that every push has latencies to report.
+	var ms metricstest.Samples
+	i := 0
+	waitFor(t, 30*time.Second, "the producer's pushed metrics in /metrics", func() string {
 		for _, c := range []*kgo.Client{cl, other} {
 			if err := c.ProduceSync(testCtx(t), &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
-				t.Fatal(err)
+				return err.Error()
 			}
 		}
-	}
-	var ms metricstest.Samples
-	waitFor(t, 30*time.Second, "the producer's pushed metrics in /metrics", func() string {
+		i++
 		var err error
 		if ms, err = metricstest.TryScrape(b.AdminAddr); err != nil {
 			return err.Error()

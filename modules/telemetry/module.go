@@ -25,7 +25,7 @@ func Info() kernel.ModuleInfo {
 
 // New returns a module with default settings.
 func New() *Module {
-	return &Module{MaxClients: 10_000, MaxSeries: 10_000, MaxDecompressedBytes: 16 << 20, now: time.Now}
+	return &Module{MaxClients: 10_000, MaxSeries: 10_000, MaxDecompressedBytes: 4 << 20, now: time.Now}
 }
 
 // Module is the "telemetry.otlp" module (see doc.go).
@@ -35,7 +35,8 @@ type Module struct {
 	// MaxSeries bounds the sluice_client_metric series of all clients (default
 	// 10,000).
 	MaxSeries int `yaml:"max_series"`
-	// MaxDecompressedBytes bounds one push's metrics once decompressed (default 16 MiB).
+	// MaxDecompressedBytes bounds one push's metrics once decompressed (default 4 MiB:
+	// clients push kilobytes, and decoding allocates a few times the payload).
 	MaxDecompressedBytes int `yaml:"max_decompressed_bytes"`
 
 	log    *slog.Logger
