@@ -40,7 +40,7 @@ func (m *Module) getTelemetrySubscriptions(_ context.Context, req *kernel.Reques
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.lookupLocked(id, info, now)
+	c, _ := m.lookupLocked(id, info, now)
 	c.info = info
 	next := subs.subscriptionFor(info)
 	interval := time.Duration(c.sub.intervalMs) * time.Millisecond

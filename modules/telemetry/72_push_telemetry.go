@@ -40,16 +40,16 @@ func (m *Module) push(req *kernel.Request, r *kmsg.PushTelemetryRequest) int16 {
 	if r.ClientInstanceID == ([16]byte{}) {
 		return kerr.InvalidRequest.Code
 	}
-	subs := m.subscriptions()
 	info := clientInfo(req, r.ClientInstanceID)
+	current := m.subscriptions().subscriptionFor(info)
 	now := m.now()
 	m.mu.Lock()
-	c := m.lookupLocked(r.ClientInstanceID, info, now)
-	if c.sub.id == 0 && c.lastGet.IsZero() {
+	c, created := m.lookupLocked(r.ClientInstanceID, info, now)
+	if created {
 		// A client that asked another broker: the subscriptions are the cluster's.
-		c.sub = subs.subscriptionFor(info)
+		c.sub = current
 	}
-	code := m.checkPushLocked(c, r, subs.subscriptionFor(info), now)
+	code := m.checkPushLocked(c, r, current, now)
 	c.lastErr = code
 	if code == 0 {
 		c.lastPush = now

@@ -199,11 +199,11 @@ func formatUUID(id [16]byte) string {
 }
 
 // lookupLocked returns the client instance id, creating it (and making room) when
-// absent. Call with m.mu held.
-func (m *Module) lookupLocked(id [16]byte, info clientmetrics.Client, now time.Time) *client {
+// absent; created says it was. Call with m.mu held.
+func (m *Module) lookupLocked(id [16]byte, info clientmetrics.Client, now time.Time) (c *client, created bool) {
 	if c := m.clients[id]; c != nil {
 		c.seen = now
-		return c
+		return c, false
 	}
 	if len(m.clients) >= m.MaxClients {
 		m.expireLocked(now)
@@ -217,9 +217,9 @@ func (m *Module) lookupLocked(id [16]byte, info clientmetrics.Client, now time.T
 		}
 		m.dropLocked(oldest)
 	}
-	c := &client{id: id, info: info, seen: now, series: map[seriesKey]float64{}}
+	c = &client{id: id, info: info, seen: now, series: map[seriesKey]float64{}}
 	m.clients[id] = c
-	return c
+	return c, true
 }
 
 // expireLocked forgets the instances not heard from for three push intervals.
