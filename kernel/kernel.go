@@ -374,9 +374,14 @@ func (k *Kernel) Start(ctx context.Context) (err error) {
 	}
 	for name, v := range map[string]string{
 		"node.id": strconv.Itoa(int(k.cfg.NodeID)), "broker.id": strconv.Itoa(int(k.cfg.NodeID)),
-		"log.dirs": abs, "listeners": strings.Join(lsn, ","),
+		"listeners": strings.Join(lsn, ","),
 	} {
 		k.info.StaticConfigs[name] = v
+	}
+	// log.dirs set in `configs:` places partition data (several dirs: JBOD); the
+	// data dir otherwise.
+	if k.info.StaticConfigs["log.dirs"] == "" {
+		k.info.StaticConfigs["log.dirs"] = abs
 	}
 	aln, err := net.Listen("tcp", k.cfg.AdminListen)
 	if err != nil {

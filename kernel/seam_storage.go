@@ -52,7 +52,10 @@ func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic,
 
 // LogDir is one log directory as DescribeLogDirs reports it.
 type LogDir struct {
-	Path        string
+	Path string
+	// Err is why the directory is offline (DescribeLogDirs answers it with
+	// KAFKA_STORAGE_ERROR and no partitions); nil while it serves.
+	Err         error
 	TotalBytes  int64
 	UsableBytes int64
 	Partitions  []LogDirPartition
@@ -62,6 +65,10 @@ type LogDir struct {
 type LogDirPartition struct {
 	TP   TopicPartition
 	Size int64
+	// IsFuture: a copy being made by a replica move (AlterReplicaLogDirs); OffsetLag
+	// is then how far its log end is behind the current log's.
+	IsFuture  bool
+	OffsetLag int64
 }
 
 // LogConfig is the per-partition configuration storage honours, resolved from topic
@@ -363,6 +370,15 @@ var (
 	ErrInvalidOffset = errors.New("invalid offset")
 	// ErrLogOffline: the log found a corrupt batch among bytes it had stored (a failing
 	// disk, not bad input): it refuses reads and appends until Truncate cuts the damage
-	// off (KAFKA_STORAGE_ERROR).
-	ErrLogOffline = errors.New("log offline: corrupt stored batch")
+	// off; or its log dir failed (JBOD: only that dir's logs), and it refuses every
+	// call until the broker restarts with the dir healthy (KAFKA_STORAGE_ERROR).
+	ErrLogOffline = errors.New("log offline")
 )
+
+// OfflineLog is the optional side of a Log that says whether it is offline without a
+// call failing: the replication module asks its led partitions periodically, so a
+// leader whose log dir failed while the partition was idle resigns too.
+type OfflineLog interface {
+	// Offline returns an error wrapping ErrLogOffline while the log is offline.
+	Offline() error
+}

@@ -635,6 +635,25 @@ func rows() []row {
 		codeRow("DescribeLogDirs: Describe on the cluster", kmsg.DescribeLogDirs, d(cluster(describe)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.DescribeLogDirsResponse).ErrorCode }, caf, nil),
+		codesRow("AlterReplicaLogDirs: Alter on the cluster", kmsg.AlterReplicaLogDirs, d(cluster(alter)), -1,
+			func(*fixture) kmsg.Request {
+				r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+				dir := kmsg.NewAlterReplicaLogDirsRequestDir()
+				dir.Dir = "/no/such/log/dir" // allowed: LOG_DIR_NOT_FOUND, nothing moves
+				dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				dt.Topic, dt.Partitions = topicT, []int32{0}
+				dir.Topics = append(dir.Topics, dt)
+				r.Dirs = append(r.Dirs, dir)
+				return r
+			}, func(resp kmsg.Response) []int16 {
+				var out []int16
+				for _, t := range resp.(*kmsg.AlterReplicaLogDirsResponse).Topics {
+					for _, p := range t.Partitions {
+						out = append(out, p.ErrorCode)
+					}
+				}
+				return out
+			}, caf, nil),
 		codeRow("DescribeClientQuotas: DescribeConfigs on the cluster", kmsg.DescribeClientQuotas, d(cluster(descCfg)), -1,
 			func(*fixture) kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() },
 			func(resp kmsg.Response) int16 { return resp.(*kmsg.DescribeClientQuotasResponse).ErrorCode }, caf, nil),

@@ -346,7 +346,7 @@ var brokerOnlyDefs = []brokerDef{
 	{def: def{"log.cleaner.threads", TypeInt, ptr("1"), atLeast(0),
 		"Number of background threads that clean compacted logs."}},
 	{def: def{"log.dirs", TypeString, nil, nil,
-		"Comma-separated directories that hold partition data."}},
+		"Comma-separated directories that hold partition data (JBOD): each partition lives in one of them, a new one in the directory holding the fewest, and a failed directory takes only its own partitions offline. Default: data_dir. Read at start."}},
 	{def: def{"log.retention.check.interval.ms", TypeLong, ptr("300000"), atLeast(1),
 		"How often the broker looks for segments to delete under the retention limits."}},
 	{def: def{"sluice.memory.limit.bytes", TypeLong, ptr("0"), atLeast(-1),

@@ -48,7 +48,7 @@
 //     never lists, whose value is the one JAAS shape ParseJAAS reads.
 //   - remote.storage.enable and local.retention.* are accepted and reported but have no
 //     effect.
-//   - log.dir is not a config; log.dirs is (the kernel fills it from data_dir).
+//   - log.dir is not a config; log.dirs is (the kernel fills it from data_dir when `configs:` does not set it).
 //   - sluice.data.dir.reserve.bytes is Sluice's own (static): the free space kept on
 //     the data dir (kernel/diskguard); Kafka has no such config.
 //   - A broker entry's value and source are those of the config itself, and its

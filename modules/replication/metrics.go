@@ -104,7 +104,7 @@ func (m *Module) registerMetrics(mt *kernel.Metrics) {
 		underMinISR: prometheus.NewDesc("sluice_under_min_isr_partitions",
 			"Partitions this broker leads whose ISR is below min.insync.replicas (acks=all produces fail).", nil, nil),
 		offline: prometheus.NewDesc("sluice_offline_replicas",
-			"Replicas on this broker whose log is offline (a corrupt stored batch; KAFKA_STORAGE_ERROR).", nil, nil),
+			"Replicas on this broker whose log is offline (a corrupt stored batch or a failed log dir; KAFKA_STORAGE_ERROR).", nil, nil),
 		topicBytesIn: prometheus.NewDesc("sluice_topic_bytes_in_total",
 			"Record batch bytes appended to a topic on this broker as leader.", topic, nil),
 		topicRecordsIn: prometheus.NewDesc("sluice_topic_records_in_total",

@@ -543,6 +543,9 @@ func (p *Partition) maybeShrink(nowMs, lagMs int64) *kernel.AlterPartitionReques
 	if p.closed || pl.leader != p.self || !p.env.alter || p.pending != nil || nowMs < p.isrRetryMs {
 		return nil
 	}
+	if ol, ok := p.log.(kernel.OfflineLog); ok && !p.offline.Load() && ol.Offline() != nil {
+		p.offline.Store(true) // found idle: its log dir failed (JBOD)
+	}
 	if p.offline.Load() {
 		// Not a shrink: the leader's own log is offline (offline.go).
 		return p.resignLocked(pl, nowMs)

@@ -1,7 +1,7 @@
-// DescribeLogDirs: v1-v4. Not implemented: v0 (pre-flexible, below the kmsg floor we
-// advertise), v5 cordoned log dirs (KIP-1066), future replicas (AlterReplicaLogDirs), so
-// is_future is always false; offset_lag is 0 because storage does not know the high
-// watermark.
+// DescribeLogDirs: v1-v4. Every log dir (log.dirs), a failed one with
+// KAFKA_STORAGE_ERROR and no partitions; a replica move's copy (AlterReplicaLogDirs)
+// in its destination with is_future and its offset lag. Not implemented: v0 (removed
+// in Kafka 4.0), v5 cordoned log dirs (KIP-1066); offset_lag of current replicas is 0.
 
 package segmentlog
 
@@ -26,7 +26,7 @@ func (m *Module) describeLogDirs(ctx context.Context, req *kernel.Request, r *km
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return kernel.Reply(resp), nil
 	}
-	resp.Dirs = describeDirs(m.store.Dirs(), r.Topics)
+	resp.Dirs = describeDirs(m.dirs.Dirs(), r.Topics)
 	return kernel.Reply(resp), nil
 }
 
@@ -47,6 +47,11 @@ func describeDirs(dirs []kernel.LogDir, topics []kmsg.DescribeLogDirsRequestTopi
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path
 		rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.UsableBytes
+		if d.Err != nil {
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			out = append(out, rd)
+			continue
+		}
 		byTopic := map[string]int{}
 		for _, p := range d.Partitions {
 			if want != nil && !want[p.TP] {
@@ -61,7 +66,7 @@ func describeDirs(dirs []kernel.LogDir, topics []kmsg.DescribeLogDirsRequestTopi
 				rd.Topics = append(rd.Topics, t)
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition, rp.Size = p.TP.Partition, p.Size
+			rp.Partition, rp.Size, rp.IsFuture, rp.OffsetLag = p.TP.Partition, p.Size, p.IsFuture, p.OffsetLag
 			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
 		}
 		out = append(out, rd)

@@ -189,6 +189,9 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	if l.closed {
 		return kernel.ErrLogClosed
 	}
+	if err := l.dirOfflineErr(); err != nil {
+		return err
+	}
 	if epoch < 0 || epoch <= l.epochs.LatestEpoch() {
 		return nil
 	}

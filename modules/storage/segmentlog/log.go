@@ -80,6 +80,10 @@ type Log struct {
 	logStart atomic.Int64
 	leo      atomic.Int64
 
+	// truncs counts Truncate and Reset calls: a move's copy (move.go) that sees it
+	// change starts over, since records it copied may be gone or replaced.
+	truncs atomic.Uint64
+
 	// offline is the first corrupt batch a read found (verify.go): while set, reads and
 	// appends fail with kernel.ErrLogOffline; Truncate cuts it off.
 	offline atomic.Pointer[damage]
@@ -106,6 +110,7 @@ func (l *Log) append(records []byte, mode producers.Mode, seq *kernel.SeqRange) 
 	if err == nil && flush {
 		err = l.Flush()
 	}
+	l.store.noteErr(err)
 	return res, err
 }
 
@@ -506,6 +511,9 @@ func (l *Log) MaxTimestamp() (int64, int64, bool) {
 // DeleteRecordsBefore implements kernel.Log. The new log start offset is checkpointed
 // before it returns.
 func (l *Log) DeleteRecordsBefore(offset int64) error {
+	if err := l.dirOfflineErr(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -535,6 +543,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 // ones, as Kafka does: the log is then empty from its log end offset on, and the
 // checkpoints are written before it returns.
 func (l *Log) EnforceRetention(now time.Time) error {
+	if err := l.dirOfflineErr(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -642,8 +653,12 @@ func (l *Log) deleteOldest(n int) error {
 // returns when the recovery point went down: otherwise a crash after new (unflushed)
 // appends would make the next open trust segments past the cut that were never synced.
 func (l *Log) Truncate(offset int64) error {
+	if err := l.dirOfflineErr(); err != nil {
+		return err // a truncation repairs a corrupt batch, not a lost directory
+	}
 	l.flushMu.Lock()
 	l.mu.Lock()
+	l.truncs.Add(1)
 	rp, leo := l.recoveryPoint, l.leo.Load()
 	err := l.truncateLocked(offset)
 	if !l.closed && l.leo.Load() < leo {
@@ -809,6 +824,9 @@ func (l *Log) SetConfig(cfg kernel.LogConfig) {
 // Flush implements kernel.Log: it fsyncs every segment from the one holding the
 // recovery point on, then moves the recovery point to the log end.
 func (l *Log) Flush() error {
+	if err := l.dirOfflineErr(); err != nil {
+		return err
+	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()

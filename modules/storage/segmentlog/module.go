@@ -24,7 +24,8 @@ func Info() kernel.ModuleInfo {
 
 // Module is the segment-log storage module. Its exported fields are its config section.
 type Module struct {
-	// Dir is the log directory (log.dirs, one directory). Default: the broker's data_dir.
+	// Dir is the one log directory, when set. Default: the broker config log.dirs
+	// (comma-separated: several directories, JBOD), itself defaulting to data_dir.
 	Dir string `yaml:"dir"`
 	// RetentionCheckIntervalMs is how often retention runs (log.retention.check.interval.ms).
 	RetentionCheckIntervalMs int64 `yaml:"retention_check_interval_ms"`
@@ -41,7 +42,8 @@ type Module struct {
 	// Default (0): the broker config log.flush.offset.checkpoint.interval.ms (60000).
 	RecoveryCheckpointIntervalMs int64 `yaml:"recovery_checkpoint_interval_ms"`
 
-	store   *Store
+	dirs    *dirSet
+	paths   []string // the log dirs, absolute
 	logger  *slog.Logger
 	cleaner *compact.Cleaner // nil when log.cleaner.enable is false
 	cancel  context.CancelFunc
@@ -53,21 +55,30 @@ func New() *Module {
 	return &Module{RetentionCheckIntervalMs: 300000, FlushCheckIntervalMs: 1000}
 }
 
-// Provision opens the log directory and claims DescribeLogDirs.
+// Provision opens the log directories and claims DescribeLogDirs.
 func (m *Module) Provision(ctx kernel.Context) error {
 	m.logger = ctx.Logger()
-	if m.Dir == "" {
-		m.Dir = ctx.Broker().DataDir
-	}
-	if m.Dir == "" {
-		return errors.New("storage.segmentlog: no dir and no broker data_dir")
-	}
-	abs, err := filepath.Abs(m.Dir)
-	if err != nil {
-		return fmt.Errorf("storage.segmentlog: %w", err)
-	}
-	m.Dir = abs
 	b := kconfig.ResolveBroker(kconfig.MergeBroker(ctx.Broker().StaticConfigs, nil, nil))
+	paths := b.LogDirs
+	if m.Dir != "" {
+		paths = []string{m.Dir}
+	}
+	if len(paths) == 0 && ctx.Broker().DataDir != "" {
+		paths = []string{ctx.Broker().DataDir}
+	}
+	if len(paths) == 0 {
+		return errors.New("storage.segmentlog: no dir, no log.dirs and no broker data_dir")
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("storage.segmentlog: %w", err)
+		}
+		m.paths = append(m.paths, abs)
+	}
+	if m.Dir != "" {
+		m.Dir = m.paths[0]
+	}
 	if m.HighWatermarkCheckpointIntervalMs == 0 {
 		m.HighWatermarkCheckpointIntervalMs = b.ReplicaHighWatermarkCheckpointIntervalMs
 	}
@@ -77,12 +88,29 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	if m.store, err = OpenStore(m.Dir, m.logger); err != nil {
+	var err error
+	if m.dirs, err = openDirSet(m.paths, m.logger); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
-	m.store.SetOpenFilesBudget(int(b.SluiceLogOpenFilesMax))
-	m.logger.Info("segment file handle budget", "open_files_max", m.store.files.budget)
-	if err := kernel.ClaimAll(ctx, describeLogDirsClaim(m)); err != nil {
+	for _, p := range m.paths {
+		// The disk guard samples the data dir; a log dir elsewhere (another disk) too.
+		if err := ctx.Broker().WatchDisk(p); err != nil {
+			return fmt.Errorf("storage.segmentlog: %w", err)
+		}
+	}
+	ctx.Metrics().Collect("sluice_log_dir_offline", "1 for a log dir that failed (its partitions are offline), 0 for one that serves.",
+		kernel.KindGauge, []string{"dir"}, func(emit func(float64, ...string)) {
+			for path, err := range m.dirs.status() {
+				v := 0.0
+				if err != nil {
+					v = 1
+				}
+				emit(v, path)
+			}
+		})
+	m.dirs.files.setBudget(int(b.SluiceLogOpenFilesMax))
+	m.logger.Info("segment file handle budget", "open_files_max", m.dirs.files.budget, "log_dirs", m.paths)
+	if err := kernel.ClaimAll(ctx, describeLogDirsClaim(m), alterReplicaLogDirsClaim(m)); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
 	if b.LogCleanerEnable {
@@ -103,7 +131,7 @@ func (m *Module) Provision(ctx kernel.Context) error {
 // is dirty enough) and its per-partition metrics: a log of another cleanup.policy
 // would only add series of zeros.
 func (m *Module) cleanableLogs() []compact.Log {
-	logs := m.store.openLogs()
+	logs := m.dirs.openLogs()
 	out := make([]compact.Log, 0, len(logs))
 	for _, l := range logs {
 		if l.compacted() {
@@ -136,7 +164,7 @@ func (m *Module) Validate() error {
 
 // Start starts the retention, flush and high-watermark checkpoint loops.
 func (m *Module) Start(context.Context) error {
-	if m.store == nil || m.HighWatermarkCheckpointIntervalMs <= 0 {
+	if m.dirs == nil || m.HighWatermarkCheckpointIntervalMs <= 0 {
 		return errors.New("storage.segmentlog: not provisioned")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,29 +194,43 @@ func (m *Module) loop(ctx context.Context, every time.Duration, fn func(time.Tim
 }
 
 func (m *Module) retentionPass(now time.Time) {
-	for _, l := range m.store.openLogs() {
+	for _, l := range m.dirs.openLogs() {
 		if err := l.EnforceRetention(now); err != nil && !errors.Is(err, kernel.ErrLogClosed) {
+			l.store.noteErr(err)
 			m.logger.Warn("retention failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "err", err)
 		}
 	}
 }
 
+// flushPass flushes what is due, checks that every log dir is still there, and
+// writes the checkpoints of the dirs that are due. A dir failed by any of it is left
+// out of the next passes.
 func (m *Module) flushPass(now time.Time) {
-	for _, l := range m.store.openLogs() {
+	for _, s := range m.dirs.healthy() {
+		s.probe()
+	}
+	for _, l := range m.dirs.openLogs() {
 		if err := l.maybeFlush(now.UnixMilli()); err != nil && !errors.Is(err, kernel.ErrLogClosed) {
+			l.store.noteErr(err)
 			m.logger.Warn("flush failed", "topic", l.tp.Topic, "partition", l.tp.Partition, "err", err)
 		}
 	}
-	if m.store.checkpointsDue(now, time.Duration(m.RecoveryCheckpointIntervalMs)*time.Millisecond) {
-		if err := m.store.writeCheckpoints(); err != nil {
-			m.logger.Warn("checkpoint failed", "err", err)
+	for _, s := range m.dirs.healthy() {
+		if s.checkpointsDue(now, time.Duration(m.RecoveryCheckpointIntervalMs)*time.Millisecond) {
+			if err := s.writeCheckpoints(); err != nil {
+				s.noteErr(err)
+				m.logger.Warn("checkpoint failed", "dir", s.dir, "err", err)
+			}
 		}
 	}
 }
 
 func (m *Module) hwPass(time.Time) {
-	if err := m.store.writeHWCheckpoint(); err != nil {
-		m.logger.Warn("high watermark checkpoint failed", "err", err)
+	for _, s := range m.dirs.healthy() {
+		if err := s.writeHWCheckpoint(); err != nil {
+			s.noteErr(err)
+			m.logger.Warn("high watermark checkpoint failed", "dir", s.dir, "err", err)
+		}
 	}
 }
 
@@ -204,10 +246,10 @@ func (m *Module) Stop(ctx context.Context) error {
 	if m.cleaner != nil {
 		m.cleaner.Stop() // a pass in progress is abandoned: the log stays as it was
 	}
-	if m.store == nil {
+	if m.dirs == nil {
 		return nil
 	}
-	return m.store.Close()
+	return m.dirs.Close()
 }
 
 // Cleanup closes the store if Stop did not (it is idempotent); it is safe after a
@@ -220,26 +262,26 @@ func (m *Module) Cleanup() error {
 	if m.cleaner != nil {
 		m.cleaner.Stop()
 	}
-	if m.store == nil {
+	if m.dirs == nil {
 		return nil
 	}
-	return m.store.Close()
+	return m.dirs.Close()
 }
 
 // Open implements kernel.Storage.
 func (m *Module) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
-	return m.store.Open(tp, topicID, cfg)
+	return m.dirs.Open(tp, topicID, cfg)
 }
 
 // Remove implements kernel.Storage.
-func (m *Module) Remove(tp kernel.TopicPartition) error { return m.store.Remove(tp) }
+func (m *Module) Remove(tp kernel.TopicPartition) error { return m.dirs.Remove(tp) }
 
 // Dirs implements kernel.Storage.
-func (m *Module) Dirs() []kernel.LogDir { return m.store.Dirs() }
+func (m *Module) Dirs() []kernel.LogDir { return m.dirs.Dirs() }
 
 // RemoveStrays implements kernel.StrayRemover.
 func (m *Module) RemoveStrays(clusterID string, nodeID int32, keep func(kernel.TopicPartition, [16]byte) bool) (kernel.StrayResult, error) {
-	return m.store.RemoveStrays(clusterID, nodeID, keep)
+	return m.dirs.RemoveStrays(clusterID, nodeID, keep)
 }
 
 var (

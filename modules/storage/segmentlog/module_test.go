@@ -99,8 +99,8 @@ func TestModuleLifecycle(t *testing.T) {
 	// start; a recovery point that moved alone waits for this interval.
 	m.RecoveryCheckpointIntervalMs = 10
 	fc := startModule(t, m, dataDir)
-	if m.Dir != dataDir {
-		t.Fatalf("dir %q, want the data dir %q", m.Dir, dataDir)
+	if len(m.paths) != 1 || m.paths[0] != dataDir {
+		t.Fatalf("log dirs %q, want the data dir %q", m.paths, dataDir)
 	}
 	if v := fc.versions[35]; v != [2]int16{1, 4} {
 		t.Fatalf("DescribeLogDirs claimed %v", v)
@@ -120,7 +120,7 @@ func TestModuleLifecycle(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "size retention by the loop", func() bool { return l.LogStartOffset() == 3 })
 	waitFor(t, 5*time.Second, "flush.ms by the loop", func() bool {
-		rp, _ := l.(*Log).offsets()
+		rp, _ := l.(*handle).cur.Load().offsets()
 		return rp == 5
 	})
 	waitFor(t, 5*time.Second, "checkpoint by the loop", func() bool {

@@ -22,6 +22,9 @@ import (
 func openLog(s *Store, tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, ckpt checkpointed) (_ *Log, err error) {
 	recoveryPoint, clean, ckptLogStart, ckptHW := ckpt.recoveryPoint, ckpt.clean, ckpt.logStart, ckpt.hw
 	dir := filepath.Join(s.dir, tp.String())
+	if ckpt.dir != "" {
+		dir = ckpt.dir
+	}
 	if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		// A new partition. Checkpoint entries for it are left from a removed
 		// incarnation (a crash between the Remove and its checkpoint write): not ours.
@@ -211,8 +214,9 @@ type checkpointed struct {
 	recoveryPoint int64
 	clean         bool // the recovery point can be trusted (clean shutdown)
 	logStart      int64
-	hw            int64 // -1: none
-	firstDirty    int64 // the cleaner's progress; 0: none
+	hw            int64  // -1: none
+	firstDirty    int64  // the cleaner's progress; 0: none
+	dir           string // the directory, when not the partition's own (a move's copy)
 }
 
 // listSegments removes leftovers (*.deleted, *.tmp, indexes without a log) and returns

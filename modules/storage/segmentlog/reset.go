@@ -45,6 +45,9 @@ func (l *Log) Reset(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: reset to %d", kernel.ErrInvalidOffset, offset)
 	}
+	if err := l.dirOfflineErr(); err != nil {
+		return err
+	}
 	l.flushMu.Lock()
 	l.mu.Lock()
 	if l.closed {
@@ -52,6 +55,7 @@ func (l *Log) Reset(offset int64) error {
 		l.flushMu.Unlock()
 		return kernel.ErrLogClosed
 	}
+	l.truncs.Add(1)
 	err := l.resetLocked(offset)
 	l.mu.Unlock()
 	l.flushMu.Unlock()

@@ -84,6 +84,13 @@ type Store struct {
 	fs      *fsSync
 	mixedFS atomic.Bool
 
+	// found lists the partition directories OpenStore saw (for the dir set's
+	// placement, which takes and clears it).
+	found []kernel.TopicPartition
+
+	// failure is set once the directory failed (dirfail.go); never cleared.
+	failure atomic.Pointer[dirFailure]
+
 	// crashAt, set by tests only, stops a clean at a named point as a crash would
 	// (see clean.go). Nil in production.
 	crashAt func(point string) bool
@@ -97,16 +104,21 @@ type Store struct {
 // OpenStore opens (creating if needed) the log directory dir. It reads the checkpoint
 // files and consumes the clean-shutdown marker: until the store is closed cleanly
 // again, a crash makes the next open recover every partition from its recovery point.
-func OpenStore(dir string, logger *slog.Logger) (_ *Store, err error) {
+func OpenStore(dir string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	return openStore(dir, logger, newFileCache(0, logger))
+}
+
+// openStore is OpenStore with the segment-file budget shared with the other log dirs.
+func openStore(dir string, logger *slog.Logger, files *fileCache) (_ *Store, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	s := &Store{
 		dir: dir, logger: logger, now: time.Now,
-		files:   newFileCache(0, logger),
+		files:   files,
 		logs:    map[kernel.TopicPartition]*Log{},
 		opening: map[kernel.TopicPartition]*pendingOpen{},
 		removed: map[kernel.TopicPartition]struct{}{},
@@ -157,16 +169,20 @@ func OpenStore(dir string, logger *slog.Logger) (_ *Store, err error) {
 		return nil, fmt.Errorf("list log dir: %w", err)
 	}
 	for _, e := range ents {
-		if e.IsDir() && strings.HasSuffix(e.Name(), deleteDirSuffix) {
+		if e.IsDir() && (strings.HasSuffix(e.Name(), deleteDirSuffix) || isFutureDir(e.Name())) {
 			// A Remove that did not finish: the directory was renamed away, so no
-			// partition owns it any more.
+			// partition owns it any more. Or a move's copy whose swap did not
+			// happen (move.go): the partition is still where it was.
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return nil, fmt.Errorf("remove leftover %s: %w", e.Name(), err)
 			}
 			continue
 		}
-		if tp, ok := parsePartitionDir(e); ok && !clean {
-			s.unclean[tp] = true
+		if tp, ok := parsePartitionDir(e); ok {
+			s.found = append(s.found, tp)
+			if !clean {
+				s.unclean[tp] = true
+			}
 		}
 	}
 	return s, nil
@@ -186,6 +202,17 @@ type pendingOpen struct{ done chan struct{} }
 // Open implements kernel.Storage. Opens of different partitions run in parallel; a
 // second Open of a partition being opened waits for the first and returns its log.
 func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
+	l, err := s.openWith(tp, topicID, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// openWith is Open; with moved set it opens a partition directory a move just
+// renamed into the store (move.go) with the offsets given, and refuses when the
+// partition is open here already.
+func (s *Store) openWith(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig, moved *checkpointed) (*Log, error) {
 	if !validTopic(tp.Topic) || tp.Partition < 0 {
 		return nil, fmt.Errorf("open %v: invalid topic partition", tp)
 	}
@@ -197,6 +224,9 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 		}
 		if l, ok := s.logs[tp]; ok {
 			s.mu.Unlock()
+			if moved != nil {
+				return nil, fmt.Errorf("move %v: already open in %s", tp, s.dir)
+			}
 			l.SetConfig(cfg)
 			return l, nil
 		}
@@ -224,6 +254,9 @@ func (s *Store) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogC
 		hw = -1
 	}
 	ckpt := checkpointed{recoveryPoint: rp, clean: hasRP && !s.unclean[tp], logStart: s.logStarts[tp], hw: hw, firstDirty: s.cleanerOffsets[tp]}
+	if moved != nil {
+		ckpt = *moved
+	}
 	s.mu.Unlock()
 
 	// Nothing else touches tp's directory meanwhile: other Opens and Remove wait.
@@ -355,6 +388,9 @@ func (s *Store) renameAway(tp kernel.TopicPartition) (string, error) {
 // Dirs implements kernel.Storage: the log dir with every partition directory in it.
 func (s *Store) Dirs() []kernel.LogDir {
 	d := kernel.LogDir{Path: s.dir, TotalBytes: -1, UsableBytes: -1}
+	if d.Err = s.failed(); d.Err != nil {
+		return []kernel.LogDir{d}
+	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(s.dir, &st); err == nil {
 		d.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
@@ -467,6 +503,14 @@ func (s *Store) Close() error {
 		}
 	})
 	err := errors.Join(errs...)
+	if ferr := s.failed(); ferr != nil {
+		// Nothing more is written to a failed dir: no checkpoints, no marker, so
+		// the next start recovers its partitions as after a crash.
+		if err != nil {
+			s.logger.Warn("closed the logs of a failed log dir", "dir", s.dir, "err", err)
+		}
+		return nil
+	}
 	if err == nil && deferSync {
 		if err = s.fs.sync(); err == nil {
 			for _, l := range logs {

@@ -286,6 +286,9 @@ func (l *Log) goOffline(s *segment, d Damage) error {
 // Damage in a segment that left the log since (retention, DeleteRecords, Reset, a
 // truncation that copied the segment) no longer counts.
 func (l *Log) offlineErr() error {
+	if err := l.dirOfflineErr(); err != nil {
+		return err
+	}
 	d := l.offline.Load()
 	if d == nil {
 		return nil
