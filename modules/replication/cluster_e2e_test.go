@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,7 @@ type clusterOpts struct {
 	listeners   string   // the YAML listeners list (default one PLAINTEXT listener)
 	modules     string   // extra lines of the modules section ("  auth: {use: acl}\n")
 	dirs        []string // dirs[i] is broker i+1's data dir (default: a fresh temp dir)
+	jbod        bool     // each broker has two log dirs, <data dir>/d0 and /d1 (log.dirs)
 }
 
 // clusterConfigs are the broker configs every test cluster gets; a test adds its own.
@@ -125,6 +127,9 @@ func (c *rcluster) start(nd *cnode) error {
 	var cfgs strings.Builder
 	for k, v := range c.configs {
 		fmt.Fprintf(&cfgs, "  %s: %q\n", k, v)
+	}
+	if c.opts.jbod {
+		fmt.Fprintf(&cfgs, "  log.dirs: %q\n", filepath.Join(nd.dir, "d0")+","+filepath.Join(nd.dir, "d1"))
 	}
 	quoted := make([]string, len(c.voters))
 	for i, v := range c.voters {
