@@ -26,6 +26,11 @@ type Options struct {
 	PartitionLeaderEpoch int32
 	// Codec is CodecNone..CodecZstd.
 	Codec int
+	// Level is the compression level in Kafka's terms (compression.gzip.level 1-9,
+	// compression.lz4.level 1-17, compression.zstd.level -131072-22); 0 (or -1 for
+	// gzip) is the codec's default. lz4 levels above 9 compress as 9 (the encoder's
+	// highest). Ignored by snappy and uncompressed batches.
+	Level int
 	// SnappyXerial writes snappy data in the xerial framing of the Java client instead of
 	// one raw block (librdkafka and franz-go style). Only used with CodecSnappy.
 	SnappyXerial  bool
@@ -104,6 +109,8 @@ type Builder struct {
 	gz   *gzip.Writer
 	lz   *lz4.Writer
 	zs   *zstd.Encoder
+	// the levels gz and zs were made with (a Reset to another level makes new ones)
+	gzLevel, zsLevel int
 }
 
 // NewBuilder returns a Builder for a batch with opts.
@@ -216,8 +223,15 @@ func (b *Builder) compress() ([]byte, error) {
 	var err error
 	switch b.opts.Codec {
 	case CodecGzip:
-		if b.gz == nil {
-			b.gz = gzip.NewWriter(&b.comp)
+		if b.gz == nil || b.gzLevel != b.opts.Level {
+			level := b.opts.Level
+			if level == 0 {
+				level = gzip.DefaultCompression
+			}
+			if b.gz, err = gzip.NewWriterLevel(&b.comp, level); err != nil {
+				return nil, fmt.Errorf("recordbatch: build: gzip level %d: %w", b.opts.Level, err)
+			}
+			b.gzLevel = b.opts.Level
 		} else {
 			b.gz.Reset(&b.comp)
 		}
@@ -251,14 +265,26 @@ func (b *Builder) compress() ([]byte, error) {
 		} else {
 			b.lz.Reset(&b.comp)
 		}
+		level := lz4.Fast
+		if l := b.opts.Level; l > 0 {
+			level = lz4.Level1 << (min(l, 9) - 1)
+		}
+		if err := b.lz.Apply(lz4.CompressionLevelOption(level)); err != nil {
+			return nil, fmt.Errorf("recordbatch: build: lz4 level %d: %w", b.opts.Level, err)
+		}
 		if _, err = b.lz.Write(b.recs); err == nil {
 			err = b.lz.Close()
 		}
 	case CodecZstd:
-		if b.zs == nil {
-			if b.zs, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1)); err != nil {
+		if b.zs == nil || b.zsLevel != b.opts.Level {
+			opts := []zstd.EOption{zstd.WithEncoderConcurrency(1)}
+			if b.opts.Level != 0 {
+				opts = append(opts, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(b.opts.Level)))
+			}
+			if b.zs, err = zstd.NewWriter(nil, opts...); err != nil {
 				return nil, err
 			}
+			b.zsLevel = b.opts.Level
 		}
 		b.out = b.zs.EncodeAll(b.recs, b.out[:0])
 		return b.out, nil

@@ -3,9 +3,10 @@
 // atomically with the append (Log.AppendProducer), producer-epoch and transaction-state
 // checks, KIP-890 verification of a transaction's first batch in a partition (when a
 // txn module verifies), records without a key refused on compacted topics
-// (INVALID_RECORD with record errors, as Kafka). Not implemented: recompression to a
-// topic's compression.type; per-record indices for errors of compressed batches; one
-// batch per partition for producers without a producer id (several accepted).
+// (INVALID_RECORD with record errors, as Kafka), batches rewritten into the topic's
+// compression.type at its compression.*.level when that names a codec. Not
+// implemented: per-record indices for errors of compressed batches; one batch per
+// partition for producers without a producer id (several accepted).
 
 package replication
 

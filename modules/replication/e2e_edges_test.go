@@ -2,6 +2,7 @@ package replication_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,5 +312,57 @@ func TestE2EFetchInCompactedGap(t *testing.T) {
 	off, _ := listOffset(t, cl, topic, 0, 1000, 0)
 	if !kept[off] {
 		t.Fatalf("ListOffsets at the first timestamp: offset %d was removed", off)
+	}
+}
+
+// TestE2ETopicCompressionType: a topic's compression.type other than producer makes
+// the broker store (and serve) its batches in that codec, whatever the producer
+// sent, with every record, key, header and producer sequence intact; a level too.
+func TestE2ETopicCompressionType(t *testing.T) {
+	b := testbroker.Start(t)
+	// Long and repetitive, so that every codec shrinks it (clients send a batch
+	// uncompressed when compressing would not).
+	value := func(i int) string { return strings.Repeat(fmt.Sprintf("value %d ", i), 40) }
+	for _, tc := range []struct {
+		topic, ctype, level string
+		producer            kgo.CompressionCodec
+		want                int8
+	}{
+		{"to-zstd", "zstd", "7", kgo.SnappyCompression(), 4},
+		{"to-gzip", "gzip", "9", kgo.NoCompression(), 1},
+		{"to-lz4", "lz4", "12", kgo.ZstdCompression(), 3},
+		{"to-none", "uncompressed", "", kgo.GzipCompression(), 0},
+		{"as-sent", "producer", "", kgo.Lz4Compression(), 3},
+	} {
+		t.Run(tc.ctype, func(t *testing.T) {
+			cfgs := map[string]*string{"compression.type": str(tc.ctype)}
+			if tc.level != "" {
+				cfgs["compression."+tc.ctype+".level"] = str(tc.level)
+			}
+			createTopic(t, b, tc.topic, 1, cfgs)
+			cl := b.Client(t, kgo.DefaultProduceTopic(tc.topic), kgo.ProducerBatchCompression(tc.producer), kgo.ProducerLinger(0))
+			for i := range 20 {
+				produceSync(t, cl, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(value(i)),
+					Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(fmt.Sprint(i))}}})
+			}
+			p := fetchOne(t, cl, topicID(t, b, tc.topic), tc.topic, 0, nil)
+			if p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+				t.Fatalf("fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+			}
+			for rest := p.RecordBatches; len(rest) >= 61; {
+				size := int(uint32(rest[8])<<24|uint32(rest[9])<<16|uint32(rest[10])<<8|uint32(rest[11])) + 12
+				if codec := int8(rest[22] & 7); codec != tc.want {
+					t.Fatalf("stored codec %d, want %d", codec, tc.want)
+				}
+				rest = rest[size:]
+			}
+			got := consumeN(t, b, tc.topic, 20)
+			for i, r := range got {
+				if string(r.Key) != fmt.Sprint(i) || string(r.Value) != value(i) ||
+					len(r.Headers) != 1 || string(r.Headers[0].Value) != fmt.Sprint(i) || r.Offset != int64(i) {
+					t.Fatalf("record %d: %+v", i, r)
+				}
+			}
+		})
 	}
 }

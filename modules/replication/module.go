@@ -78,6 +78,9 @@ type Module struct {
 	// dbudget bounds decompressed output across produce requests
 	// (queued.max.decompressed.bytes); set once by the first setBrokerLimits.
 	dbudget atomic.Pointer[recordbatch.DecompressBudget]
+	// recompressors keeps *recordbatch.Recompressor between produce requests: an
+	// encoder at a high zstd level costs milliseconds to make.
+	recompressors sync.Pool
 	// rcfg is the replica.* configuration, refreshed from every image.
 	rcfg atomic.Pointer[replicaConfig]
 	// rthrottle measures the replication throttles' rates (throttle.go).

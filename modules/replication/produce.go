@@ -241,6 +241,10 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 			return nil
 		}
 	}
+	if records, code = pc.recompress(records, cfg, out); code != 0 {
+		out.ErrorCode = code
+		return nil
+	}
 	var res kernel.AppendResult
 	var err error
 	if producer {
@@ -416,6 +420,63 @@ func (pc *produceCtx) transform(tp kernel.TopicPartition, p *Partition, cfg *kco
 		return nil, false
 	}
 	return res, true
+}
+
+// recompress rewrites records into the topic's compression.type, when it names a
+// codec (not producer), as Kafka's broker does: batches in another codec are rebuilt
+// at the topic's compression.*.level, producer fields, timestamps and record deltas
+// kept. The rewritten batches must still fit max.message.bytes (MESSAGE_TOO_LARGE)
+// and segment.bytes (RECORD_LIST_TOO_LARGE), checked as Kafka does after the
+// recompression.
+func (pc *produceCtx) recompress(records []byte, cfg *kconfig.Topic, out *kmsg.ProduceResponseTopicPartition) ([]byte, int16) {
+	codec, level := -1, 0
+	switch cfg.CompressionType {
+	case "uncompressed":
+		codec = recordbatch.CodecNone
+	case "gzip":
+		codec, level = recordbatch.CodecGzip, int(cfg.CompressionGzipLevel)
+		if level < 0 {
+			level = 0
+		}
+	case "snappy":
+		codec = recordbatch.CodecSnappy
+	case "lz4":
+		codec, level = recordbatch.CodecLZ4, int(cfg.CompressionLz4Level)
+	case "zstd":
+		codec, level = recordbatch.CodecZstd, int(cfg.CompressionZstdLevel)
+	}
+	if codec < 0 {
+		return records, 0
+	}
+	rc, _ := pc.m.recompressors.Get().(*recordbatch.Recompressor)
+	if rc == nil {
+		rc = new(recordbatch.Recompressor)
+	}
+	res, err := rc.Recompress(records, codec, level, 0)
+	pc.m.recompressors.Put(rc)
+	if err != nil {
+		pc.setMessage(out, "recompress to "+cfg.CompressionType+": "+err.Error())
+		return nil, batchErrorCode(err)
+	}
+	if int64(len(res)) > cfg.SegmentBytes {
+		pc.setMessage(out, fmt.Sprintf("records recompressed to %s are %d bytes, over segment.bytes", cfg.CompressionType, len(res)))
+		return nil, kerr.RecordListTooLarge.Code
+	}
+	if &res[0] != &records[0] { // rebuilt: the batches' sizes changed
+		code := int16(0)
+		_ = recordbatch.Split(res, func(_ recordbatch.Header, batch []byte) error {
+			if int64(len(batch)) > cfg.MaxMessageBytes {
+				pc.setMessage(out, fmt.Sprintf("a batch recompressed to %s is %d bytes, max.message.bytes is %d", cfg.CompressionType, len(batch), cfg.MaxMessageBytes))
+				code = kerr.MessageTooLarge.Code
+				return errStopSplit
+			}
+			return nil
+		})
+		if code != 0 {
+			return nil, code
+		}
+	}
+	return res, 0
 }
 
 func (pc *produceCtx) setMessage(out *kmsg.ProduceResponseTopicPartition, msg string) {
