@@ -175,6 +175,35 @@ func (c *Config) applyDefaults() error {
 	if c.Configs == nil {
 		c.Configs = map[string]string{}
 	}
+	return c.applyAdvertisedListeners()
+}
+
+// applyAdvertisedListeners takes Kafka's advertised.listeners from `configs:`
+// ("NAME://host:port,..."): each entry gives its listener's advertised address, as
+// a listener's own `advertised` does. An entry for a listener that is not defined, or
+// one that disagrees with the listener's `advertised`, is an error.
+func (c *Config) applyAdvertisedListeners() error {
+	raw := strings.TrimSpace(c.Configs["advertised.listeners"])
+	if raw == "" {
+		return nil
+	}
+	for _, e := range strings.Split(raw, ",") {
+		name, addr, ok := strings.Cut(strings.TrimSpace(e), "://")
+		if !ok || name == "" {
+			return fmt.Errorf("config: advertised.listeners: %q is not NAME://host:port", e)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("config: advertised.listeners: %q: %w", e, err)
+		}
+		i := slices.IndexFunc(c.Listeners, func(l ListenerConfig) bool { return strings.EqualFold(l.Name, name) })
+		switch {
+		case i < 0:
+			return fmt.Errorf("config: advertised.listeners names listener %q, which listeners does not define", name)
+		case c.Listeners[i].Advertised != "" && c.Listeners[i].Advertised != addr:
+			return fmt.Errorf("config: listener %q is advertised as %q and, in advertised.listeners, as %q", name, c.Listeners[i].Advertised, addr)
+		}
+		c.Listeners[i].Advertised = addr
+	}
 	return nil
 }
 

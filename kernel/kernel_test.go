@@ -124,6 +124,9 @@ func TestConfigStrict(t *testing.T) {
 		{"bad listener", "listeners: [{name: A, address: nope}]\n", "address"},
 		{"bad request max", "configs: {socket.request.max.bytes: abc}\n", "not an integer"},
 		{"idle time overflowing nanoseconds", "configs: {connections.max.idle.ms: \"18446744073710\"}\n", "connections.max.idle.ms"},
+		{"advertised listener not defined", "configs: {advertised.listeners: \"OTHER://h:1\"}\n", `names listener "OTHER"`},
+		{"advertised listener twice, differently", "listeners: [{name: A, address: \"127.0.0.1:0\", advertised: \"a:1\"}]\nconfigs: {advertised.listeners: \"A://b:2\"}\n", "is advertised as"},
+		{"advertised listener without port", "configs: {advertised.listeners: \"PLAINTEXT://host\"}\n", "advertised.listeners"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := kernel.ParseConfig([]byte(tc.yaml))
@@ -134,6 +137,16 @@ func TestConfigStrict(t *testing.T) {
 				t.Fatalf("got %v, want error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAdvertisedListenersConfig: Kafka's advertised.listeners in `configs:` gives the
+// listeners' advertised addresses, which Metadata hands to clients.
+func TestAdvertisedListenersConfig(t *testing.T) {
+	k, _ := newKernel(t, "configs: {advertised.listeners: \"PLAINTEXT://broker.example:19092\"}\n"+echoConfig)
+	info := k.Info()
+	if len(info.Listeners) != 1 || info.Listeners[0].Host != "broker.example" || info.Listeners[0].Port != 19092 {
+		t.Fatalf("listeners %+v", info.Listeners)
 	}
 }
 

@@ -46,8 +46,12 @@
 //     known: listener.name.<listener>.<mechanism>.sasl.jaas.config (ListenerJAASConfig;
 //     PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), static only, a password that DescribeBroker
 //     never lists, whose value is the one JAAS shape ParseJAAS reads.
-//   - remote.storage.enable and local.retention.* are accepted and reported but have no
-//     effect.
+//   - Every catalogued config takes effect, or its description says "No effect in
+//     Sluice" and why (reported, validated, changing nothing: preallocate,
+//     file.delete.delay.ms, local.retention.*, message.downconversion.enable,
+//     log.cleaner.io.buffer.size and their broker defaults), or a value other than
+//     its default is refused with INVALID_CONFIG (remote.storage.enable). The config
+//     audit test (audit_test.go) walks the catalogue to keep it so.
 //   - log.dir is not a config; log.dirs is (the kernel fills it from data_dir when `configs:` does not set it).
 //   - sluice.data.dir.reserve.bytes is Sluice's own (static): the free space kept on
 //     the data dir (kernel/diskguard); Kafka has no such config.

@@ -75,6 +75,14 @@ func New(configs map[string]string, log *slog.Logger) (*Store, error) {
 			return nil, fmt.Errorf("%s: %q is not supported (only PEM)", k, v)
 		}
 	}
+	// Kafka's own refusals for PEM stores (the only kind here): a PEM key store's
+	// key is protected by ssl.key.password alone, and a PEM trust store has none.
+	if get("ssl.keystore.password") != "" {
+		return nil, errors.New("ssl.keystore.password: SSL key store password cannot be specified with PEM format, only key password (ssl.key.password) may be specified")
+	}
+	if get("ssl.truststore.password") != "" {
+		return nil, errors.New("ssl.truststore.password: SSL trust store password cannot be specified for PEM format")
+	}
 	switch v := get("ssl.client.auth"); strings.ToLower(v) {
 	case "", "none":
 		s.clientAuth = tls.NoClientCert

@@ -167,6 +167,8 @@ func TestStoreErrors(t *testing.T) {
 		want string
 	}{
 		{"jks", map[string]string{"ssl.keystore.type": "JKS"}, "only PEM"},
+		{"key store password with PEM", map[string]string{"ssl.keystore.password": "x"}, "only key password"},
+		{"trust store password with PEM", map[string]string{"ssl.truststore.password": "x"}, "cannot be specified for PEM"},
 		{"client auth", map[string]string{"ssl.client.auth": "maybe"}, "ssl.client.auth"},
 		{"old tls", map[string]string{"ssl.enabled.protocols": "TLSv1.1,TLSv1.2"}, "below the TLSv1.2 minimum"},
 		{"unknown protocol", map[string]string{"ssl.enabled.protocols": "QUIC"}, "unknown protocol"},

@@ -2,10 +2,12 @@ package metadata_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -34,5 +36,35 @@ func TestConfigAuditRefusesTieredStorage(t *testing.T) {
 	}
 	if !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("alter to remote.storage.enable=true: %v, want INVALID_CONFIG", err)
+	}
+}
+
+// TestConfigAuditNoEffectIsVisible: a config Sluice accepts without acting on it
+// (Kafka clients and tools set them) is taken, and DescribeConfigs' documentation
+// says so, with the reason, to the client that asks.
+func TestConfigAuditNoEffectIsVisible(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx := testCtx(t)
+	on := "true"
+	res, err := b.Admin(t).CreateTopic(ctx, 1, 1, map[string]*string{"preallocate": &on}, "prealloc")
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatalf("create with preallocate=true: %v", err)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeDocumentation = true
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, "prealloc", []string{"preallocate"}
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, b.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := resp.Resources[0].Configs
+	if len(cs) != 1 || cs[0].Value == nil || *cs[0].Value != "true" || cs[0].Documentation == nil ||
+		!strings.Contains(*cs[0].Documentation, "No effect in Sluice") {
+		t.Fatalf("preallocate described as %+v", cs)
 	}
 }

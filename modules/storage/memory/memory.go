@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/internal/recordbatch"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/storage/internal/batches"
@@ -29,7 +30,8 @@ func Info() kernel.ModuleInfo {
 
 // Module is the in-memory storage module.
 type Module struct {
-	// RetentionCheckIntervalMs is how often retention runs (log.retention.check.interval.ms).
+	// RetentionCheckIntervalMs is how often retention runs. Default (0): the broker
+	// config log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64 `yaml:"retention_check_interval_ms"`
 
 	store  *Store
@@ -40,19 +42,23 @@ type Module struct {
 
 // New returns a Module with defaults.
 func New() *Module {
-	return &Module{RetentionCheckIntervalMs: 300000, store: NewStore()}
+	return &Module{store: NewStore()}
 }
 
-// Provision gets the logger.
+// Provision gets the logger and the broker's retention check interval.
 func (m *Module) Provision(ctx kernel.Context) error {
 	m.logger = ctx.Logger()
+	if m.RetentionCheckIntervalMs == 0 {
+		b := kconfig.ResolveBroker(kconfig.MergeBroker(ctx.Broker().StaticConfigs, nil, nil))
+		m.RetentionCheckIntervalMs = b.LogRetentionCheckIntervalMs
+	}
 	return nil
 }
 
 // Validate checks the settings.
 func (m *Module) Validate() error {
-	if m.RetentionCheckIntervalMs <= 0 {
-		return fmt.Errorf("retention_check_interval_ms must be > 0, got %d", m.RetentionCheckIntervalMs)
+	if m.RetentionCheckIntervalMs < 0 {
+		return fmt.Errorf("retention_check_interval_ms must be >= 0 (0: the broker config), got %d", m.RetentionCheckIntervalMs)
 	}
 	return nil
 }
@@ -64,7 +70,11 @@ func (m *Module) Start(context.Context) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		t := time.NewTicker(time.Duration(m.RetentionCheckIntervalMs) * time.Millisecond)
+		every := m.RetentionCheckIntervalMs
+		if every <= 0 { // not provisioned (a test): Kafka's default
+			every = 300000
+		}
+		t := time.NewTicker(time.Duration(every) * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {

@@ -27,7 +27,8 @@ type Module struct {
 	// Dir is the one log directory, when set. Default: the broker config log.dirs
 	// (comma-separated: several directories, JBOD), itself defaulting to data_dir.
 	Dir string `yaml:"dir"`
-	// RetentionCheckIntervalMs is how often retention runs (log.retention.check.interval.ms).
+	// RetentionCheckIntervalMs is how often retention runs. Default (0): the broker
+	// config log.retention.check.interval.ms (300000).
 	RetentionCheckIntervalMs int64 `yaml:"retention_check_interval_ms"`
 	// FlushCheckIntervalMs is how often flush.ms deadlines and rolled-but-unflushed
 	// segments are checked, and dirty checkpoints written (log.flush.scheduler.interval.ms).
@@ -52,7 +53,7 @@ type Module struct {
 
 // New returns a Module with defaults.
 func New() *Module {
-	return &Module{RetentionCheckIntervalMs: 300000, FlushCheckIntervalMs: 1000}
+	return &Module{FlushCheckIntervalMs: 1000}
 }
 
 // Provision opens the log directories and claims DescribeLogDirs.
@@ -78,6 +79,9 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	}
 	if m.Dir != "" {
 		m.Dir = m.paths[0]
+	}
+	if m.RetentionCheckIntervalMs == 0 {
+		m.RetentionCheckIntervalMs = b.LogRetentionCheckIntervalMs
 	}
 	if m.HighWatermarkCheckpointIntervalMs == 0 {
 		m.HighWatermarkCheckpointIntervalMs = b.ReplicaHighWatermarkCheckpointIntervalMs
@@ -147,8 +151,8 @@ func (m *Module) Check(kernel.CheckContext) error { return m.Validate() }
 
 // Validate checks the settings.
 func (m *Module) Validate() error {
-	if m.RetentionCheckIntervalMs <= 0 {
-		return fmt.Errorf("storage.segmentlog: retention_check_interval_ms must be > 0, got %d", m.RetentionCheckIntervalMs)
+	if m.RetentionCheckIntervalMs < 0 {
+		return fmt.Errorf("storage.segmentlog: retention_check_interval_ms must be >= 0 (0: the broker config), got %d", m.RetentionCheckIntervalMs)
 	}
 	if m.FlushCheckIntervalMs <= 0 {
 		return fmt.Errorf("storage.segmentlog: flush_check_interval_ms must be > 0, got %d", m.FlushCheckIntervalMs)
@@ -164,7 +168,7 @@ func (m *Module) Validate() error {
 
 // Start starts the retention, flush and high-watermark checkpoint loops.
 func (m *Module) Start(context.Context) error {
-	if m.dirs == nil || m.HighWatermarkCheckpointIntervalMs <= 0 {
+	if m.dirs == nil || m.HighWatermarkCheckpointIntervalMs <= 0 || m.RetentionCheckIntervalMs <= 0 {
 		return errors.New("storage.segmentlog: not provisioned")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
