@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -57,5 +58,42 @@ func ProduceFlush(t testing.TB, ctx context.Context, cl *kgo.Client, n int, valu
 	}
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ExpectExactlyOnce checks that topic holds every value of acked once and nothing
+// else: its end offsets sum to len(acked) (the topic has no other records), and a
+// consumer from the start, seeded with seeds, reads each value exactly once.
+func ExpectExactlyOnce(t testing.TB, ctx context.Context, seeds []string, topic string, acked map[string]bool) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != int64(len(acked)) {
+		t.Fatalf("%d records in %s, %d acknowledged", total, topic, len(acked))
+	}
+	seen := map[string]bool{}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for len(seen) < len(acked) && cctx.Err() == nil {
+		cl.PollFetches(cctx).EachRecord(func(r *kgo.Record) {
+			if seen[string(r.Value)] {
+				t.Fatalf("record %s twice", r.Value)
+			}
+			seen[string(r.Value)] = true
+		})
+	}
+	for v := range acked {
+		if !seen[v] {
+			t.Fatalf("acknowledged record %s lost", v)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/testbroker"
 	"github.com/sluicehq/sluice/kernel"
 )
 
@@ -137,30 +138,9 @@ func TestClusterJBODDirFailure(t *testing.T) {
 	})
 
 	// Every acknowledged record, once.
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
+	var seeds []string
+	for _, nd := range c.running() {
+		seeds = append(seeds, nd.k.Addrs()[0].String())
 	}
-	var total int64
-	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
-	if total != int64(len(acked)) {
-		t.Fatalf("%d records in the log, %d acknowledged", total, len(acked))
-	}
-	cons := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	seen := map[string]bool{}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for len(seen) < len(acked) && cctx.Err() == nil {
-		cons.PollFetches(cctx).EachRecord(func(r *kgo.Record) {
-			if seen[string(r.Value)] {
-				t.Fatalf("record %s twice", r.Value)
-			}
-			seen[string(r.Value)] = true
-		})
-	}
-	for v := range acked {
-		if !seen[v] {
-			t.Fatalf("acknowledged record %s lost", v)
-		}
-	}
+	testbroker.ExpectExactlyOnce(t, ctx, seeds, topic, acked)
 }
