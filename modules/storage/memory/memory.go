@@ -585,6 +585,10 @@ func (l *Log) Truncate(offset int64) error {
 		return kernel.ErrLogClosed
 	}
 	if offset >= p.leo() {
+		// Nothing to cut, but an epoch entry at the log end goes, as in Kafka: a
+		// former leader that assigned its epoch and appended nothing would otherwise
+		// keep fetching with that epoch and diverge at every fetch.
+		p.epochs.TruncateFromEnd(p.leo())
 		return nil
 	}
 	defer func() {

@@ -674,6 +674,12 @@ func (l *Log) Truncate(offset int64) error {
 		}
 		l.lowerHW(l.leo.Load())
 	}
+	if !l.closed && l.leo.Load() >= leo && l.epochs.TruncateFromEnd(l.leo.Load()) {
+		// Nothing was cut, but an epoch entry at the log end goes, as in Kafka: a
+		// former leader that assigned its epoch and appended nothing would otherwise
+		// keep fetching with that epoch and be told it diverged at every fetch.
+		l.epochsChanged()
+	}
 	l.firstDirty = min(l.firstDirty, l.leo.Load())
 	lowered := l.recoveryPoint < rp
 	l.mu.Unlock()

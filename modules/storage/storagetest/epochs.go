@@ -237,6 +237,22 @@ func testEpochsTruncate(t *testing.T, s kernel.Storage) {
 	if l.LogStartOffset() != 9 || l.LogEndOffset() != 9 {
 		t.Fatalf("start %d end %d, want 9 9", l.LogStartOffset(), l.LogEndOffset())
 	}
+	// A former leader that assigned its epoch at the log end and appended nothing is
+	// truncated at its log end when it diverges: nothing is cut, but that epoch goes
+	// (Kafka's truncateTo), or its fetches would name it and diverge forever.
+	mustLeader(t, l, epochBatch(6, 1)) // 9
+	mustAssign(t, l, 8, 10)
+	wantEpochs(t, "epoch assigned at the log end", l, 6, 9, 8, 10)
+	if err := l.Truncate(10); err != nil {
+		t.Fatal(err)
+	}
+	wantEpochs(t, "truncated at the log end", l, 6, 9)
+	if l.LogEndOffset() != 10 {
+		t.Fatalf("log end %d after a truncation at it, want 10", l.LogEndOffset())
+	}
+	if err := l.Truncate(9); err != nil { // back to the state the rest expects
+		t.Fatal(err)
+	}
 
 	re, ok := l.(RetentionEnforcer)
 	if !ok {
