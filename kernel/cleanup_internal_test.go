@@ -5,10 +5,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // plainKernel returns an unstarted kernel of config yaml with one PLAINTEXT listener
@@ -69,5 +72,54 @@ func TestShutdownAbandonsStuckCleanup(t *testing.T) {
 	}
 	if !cleaned.Load() {
 		t.Fatal("the other module was not cleaned up")
+	}
+}
+
+// parkedModule answers ListGroups only when the request's context ends, as a
+// JoinGroup parked for its rebalance does.
+type parkedModule struct{ parked chan struct{} }
+
+func (m *parkedModule) Provision(ctx Context) error {
+	return ctx.Handle(kmsg.ListGroups.Int16(), 0, 4, func(rctx context.Context, _ *Request) (Response, error) {
+		close(m.parked)
+		<-rctx.Done()
+		return Response{}, rctx.Err()
+	})
+}
+
+// A request parked past the drain grace is cancelled: Shutdown does not spend the
+// modules' share of its deadline waiting for it.
+func TestShutdownCancelsParkedRequests(t *testing.T) {
+	m := &parkedModule{parked: make(chan struct{})}
+	reg := NewRegistry()
+	reg.Register(ModuleInfo{ID: "echo.parked", New: func() Module { return m }})
+	k := plainKernel(t, reg, "modules: {echo: {use: parked}}\n")
+	k.drainGrace = 100 * time.Millisecond
+	if err := k.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", k.Addrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req := kmsg.NewPtrListGroupsRequest()
+	req.SetVersion(4)
+	if _, err := nc.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.parked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request did not reach its handler")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := k.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Shutdown took %v with a parked request; the drain grace is 100ms", took)
 	}
 }

@@ -78,6 +78,8 @@ type Kernel struct {
 	tlsTimeout time.Duration
 	// cleanupGrace: see defaultCleanupGrace (tests shorten it).
 	cleanupGrace time.Duration
+	// drainGrace: see requestDrainGrace (tests shorten it).
+	drainGrace time.Duration
 
 	readyFns  []func() bool
 	started   atomic.Bool
@@ -250,6 +252,7 @@ func New(cfg *Config, reg *Registry, log *slog.Logger) (*Kernel, error) {
 
 		writeTimeout: defaultWriteTimeout,
 		cleanupGrace: defaultCleanupGrace,
+		drainGrace:   requestDrainGrace,
 		tlsTimeout:   tlsHandshakeTimeout,
 	}
 	mods, err := newModules(secs, reg, cfg.NodeID)
@@ -489,8 +492,16 @@ func (k *Kernel) Ready() bool {
 	return true
 }
 
-// Shutdown stops accepting, lets in-flight requests finish (bounded by ctx), then stops
-// modules in reverse provision order and cleans them up.
+// requestDrainGrace bounds how long Shutdown lets in-flight requests finish before it
+// cancels them: a produce waiting for its acks or a long-poll fetch ends within it,
+// while a request parked for up to a client's timeout (a JoinGroup waiting for its
+// rebalance, with kafka-go's 30 s) must not eat the modules' share of the shutdown
+// deadline.
+const requestDrainGrace = 5 * time.Second
+
+// Shutdown stops accepting, lets in-flight requests finish (for requestDrainGrace,
+// bounded by ctx; then they are cancelled), then stops modules in reverse provision
+// order and cleans them up.
 func (k *Kernel) Shutdown(ctx context.Context) error {
 	if !k.stopping.CompareAndSwap(false, true) {
 		return nil
@@ -504,8 +515,16 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	k.conns.Range(func(c, _ any) bool { c.(*conn).stopReading(); return true })
 	done := make(chan struct{})
 	go func() { k.connWG.Wait(); close(done) }()
+	drain := time.NewTimer(k.drainGrace)
+	defer drain.Stop()
 	select {
 	case <-done:
+	case <-drain.C:
+		k.log.Warn("shutdown: in-flight requests did not finish in time; cancelling them and closing connections",
+			"grace", k.drainGrace)
+		k.cancelAll()
+		k.conns.Range(func(c, _ any) bool { c.(*conn).nc.Close(); return true })
+		<-done
 	case <-ctx.Done():
 		k.log.Warn("shutdown: in-flight requests did not finish in time; closing connections")
 		k.cancelAll()
