@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
 	github.com/redpanda-data/redpanda/src/transform-sdk/go/transform v1.1.0
+	github.com/segmentio/kafka-go v0.4.51
 	github.com/sluicehq/sluice/plugins/assignor v0.0.0-00010101000000-000000000000
 	github.com/sluicehq/sluice/sdk-wasm v0.0.0-00010101000000-000000000000
 	github.com/tetratelabs/wazero v1.12.0

@@ -206,11 +206,17 @@ func startBroker(t *testing.T) *broker {
 // the flags still set the data dir and both listeners.
 func startBrokerConfig(t *testing.T, configYAML string) *broker {
 	t.Helper()
+	return startBrokerAt(t, fmt.Sprintf("127.0.0.1:%d", freePort(t)), configYAML)
+}
+
+// startBrokerAt is startBrokerConfig with the client listener on addr.
+func startBrokerAt(t *testing.T, addr, configYAML string) *broker {
+	t.Helper()
 	needBroker(t)
 	b := &broker{
 		t:         t,
 		dataDir:   filepath.Join(t.TempDir(), "data"),
-		addr:      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		addr:      addr,
 		adminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		stderr:    &syncBuffer{},
 	}

@@ -58,6 +58,8 @@ type clusterOpt struct {
 	// listeners, when set, returns YAML for the broker's listeners key (the first one
 	// is replaced by --listen, the client listener).
 	listeners func(id int32) string
+	// rack, when set, gives the broker's rack.
+	rack func(id int32) string
 }
 
 // newCluster prepares n brokers, the first nvoters of them raft voters, without
@@ -131,6 +133,9 @@ func (c *cluster) addNode(id int32, voterList func(c *cluster, id int32) []strin
 	listeners := ""
 	if c.opt.listeners != nil {
 		listeners = "listeners: " + c.opt.listeners(id) + "\n"
+	}
+	if c.opt.rack != nil {
+		listeners += fmt.Sprintf("rack: %q\n", c.opt.rack(id))
 	}
 	cfg := fmt.Sprintf(`node_id: %d
 %sconfigs:

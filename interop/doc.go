@@ -82,6 +82,18 @@
 // and checks that each of three brokers holds a producer writing to a partition it
 // leads to Q, so the client makes 3Q in all.
 //
+// Other clients' own suites run against Sluice from the module cache:
+// TestSaramaSuite runs sarama's functional tests (build tag functional) on five broker
+// processes (three raft voters, racks 1-5) set up as sarama's docker-compose sets up
+// Kafka, each reached through a toxiproxy proxy it advertises on 127.0.0.1:2909N;
+// a "docker" script first on the suite's PATH carries out the tests' docker compose
+// stop, start and logs on the brokers. TestKafkaGoSuite runs every package of kafka-go
+// against one broker set up as kafka-go's docker-compose sets up Kafka (PLAINTEXT on
+// localhost:9092, SASL_PLAINTEXT on :9093 with its PLAIN and SCRAM users). Each lists
+// the tests expected to fail with why; any other failure fails the test. CI runs a
+// short form of each (SLUICE_CLIENT_SUITES=full runs them whole). TestFranzGroupSuite
+// and the SCRAM test run franz-go's own kgo tests the same way.
+//
 // The package holds only tests. TestMain builds ./cmd/sluice once into a temporary
 // directory; each test starts its own broker on free 127.0.0.1 ports with a temporary data
 // directory, waits for GET /readyz on the admin listener, and stops it with SIGTERM in
@@ -104,9 +116,11 @@
 //
 // # Invariants
 //
-//   - Only TestReadmeCommands uses the default ports 127.0.0.1:9092 and :9644; it
-//     does not run in parallel with anything, and it fails (rather than talk to a stranger)
-//     when something else already listens there.
+//   - Only TestReadmeCommands and TestKafkaGoSuite use the default ports
+//     127.0.0.1:9092 (and :9644, :9093); TestReadmeCommands does not run in parallel
+//     with anything, and both fail or skip (rather than talk to a stranger) when
+//     something else already listens there. TestSaramaSuite alone uses
+//     127.0.0.1:29091-29095, as sarama's tests require.
 //   - Every process a test starts is killed and waited for in t.Cleanup, in its own
 //     process group, so a broker's children go with it.
 //

@@ -25,6 +25,8 @@
 #                           for a deeper local run)
 #   SLUICE_INTEROP_BUILDFLAGS   go build flags for the broker the interop suite runs
 #                           (default -race; set it empty for a faster run)
+#   SLUICE_CLIENT_SUITES=full   run sarama's and kafka-go's own suites whole in the
+#                           interop suite (default: their short forms)
 #
 # Runs as root on Debian 12 (CI: fresh clone, CI=true, no stdin). Keep it under ~20 minutes
 # on 2 cores.
