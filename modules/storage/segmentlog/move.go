@@ -63,6 +63,21 @@ type move struct {
 	done   chan struct{}
 	future atomic.Pointer[Log] // the copy, once created (DescribeLogDirs lists it)
 	lag    atomic.Int64        // the current log end minus the copy's
+	// prev is the move of the same partition this one replaced (canceled): it starts
+	// only once prev's goroutine has removed its copy, so waiting for the newest move
+	// of a partition waits for all of them.
+	prev *move
+	// canceled: cancel was closed (under dirSet.mu). A canceled move stays in
+	// dirSet.moves until its goroutine ends, so Remove and Close wait for its clean-up.
+	canceled bool
+}
+
+// cancelLocked cancels mv once (d.mu held).
+func (mv *move) cancelLocked() {
+	if !mv.canceled {
+		mv.canceled = true
+		close(mv.cancel)
+	}
 }
 
 var errMoveCanceled = errors.New("move canceled")
@@ -95,10 +110,10 @@ func (d *dirSet) alter(tp kernel.TopicPartition, dest string) int16 {
 	if d.stopped {
 		return kerr.KafkaStorageError.Code
 	}
-	mv := d.moves[tp]
-	if mv != nil && mv.to != to {
-		close(mv.cancel) // its goroutine cleans up and forgets it
-		delete(d.moves, tp)
+	prev := d.moves[tp]
+	mv := prev
+	if mv != nil && (mv.canceled || mv.to != to) {
+		mv.cancelLocked() // its goroutine cleans up and forgets it
 		mv = nil
 	}
 	h := d.handles[tp]
@@ -120,7 +135,7 @@ func (d *dirSet) alter(tp kernel.TopicPartition, dest string) int16 {
 		// might have a copy in it.
 		return kerr.KafkaStorageError.Code
 	}
-	mv = &move{tp: tp, to: to, cancel: make(chan struct{}), done: make(chan struct{})}
+	mv = &move{tp: tp, to: to, cancel: make(chan struct{}), done: make(chan struct{}), prev: prev}
 	d.moves[tp] = mv
 	d.wg.Add(1)
 	go d.runMove(mv, h)
@@ -131,6 +146,9 @@ func (d *dirSet) alter(tp kernel.TopicPartition, dest string) int16 {
 func (d *dirSet) runMove(mv *move, h *handle) {
 	defer d.wg.Done()
 	defer close(mv.done)
+	if mv.prev != nil {
+		<-mv.prev.done
+	}
 	from := h.cur.Load().store
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -409,9 +427,8 @@ func isFutureDir(name string) bool { return strings.HasSuffix(name, futureDirSuf
 func (d *dirSet) stopMoves() {
 	d.mu.Lock()
 	d.stopped = true
-	for tp, mv := range d.moves {
-		close(mv.cancel)
-		delete(d.moves, tp)
+	for _, mv := range d.moves {
+		mv.cancelLocked()
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
@@ -422,11 +439,10 @@ func (d *dirSet) cancelMove(tp kernel.TopicPartition) {
 	d.mu.Lock()
 	mv := d.moves[tp]
 	if mv != nil {
-		close(mv.cancel)
-		delete(d.moves, tp)
+		mv.cancelLocked()
 	}
 	d.mu.Unlock()
 	if mv != nil {
-		<-mv.done
+		<-mv.done // and, through prev, every earlier move of tp
 	}
 }
