@@ -51,13 +51,19 @@ type m848 struct {
 
 func hb848(t testing.TB, cl *kgo.Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := tryHB848(cl, req)
 	if err != nil {
 		t.Fatalf("ConsumerGroupHeartbeat %s/%s epoch %d: %v", req.Group, req.MemberID, req.MemberEpoch, err)
 	}
 	return resp
+}
+
+// tryHB848 is hb848 returning the client's error (a coordinator still coming back
+// after a restart) instead of failing the test.
+func tryHB848(cl *kgo.Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return req.RequestWith(ctx, cl)
 }
 
 // rawHB848 sends a ConsumerGroupHeartbeat at the version it carries over rc, once
@@ -161,6 +167,13 @@ func (m *m848) apply(resp *kmsg.ConsumerGroupHeartbeatResponse) {
 // no owned list) and applies a successful response.
 func (m *m848) beat(owned tps848) *kmsg.ConsumerGroupHeartbeatResponse {
 	m.t.Helper()
+	resp := hb848(m.t, m.cl, m.beatRequest(owned))
+	m.apply(resp)
+	return resp
+}
+
+// beatRequest is the heartbeat beat sends.
+func (m *m848) beatRequest(owned tps848) *kmsg.ConsumerGroupHeartbeatRequest {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = m.group, m.id, m.epoch, m.instance
 	if owned != nil {
@@ -171,9 +184,7 @@ func (m *m848) beat(owned tps848) *kmsg.ConsumerGroupHeartbeatResponse {
 			req.Topics = append(req.Topics, rt)
 		}
 	}
-	resp := hb848(m.t, m.cl, req)
-	m.apply(resp)
-	return resp
+	return req
 }
 
 // ack heartbeats owning exactly what the member was last assigned (so it
