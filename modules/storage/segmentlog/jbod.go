@@ -36,9 +36,11 @@ type dirSet struct {
 	stores []*Store        // the directories that opened, in log.dirs order
 	down   []kernel.LogDir // the directories that failed to open (Err set)
 
-	// swapMu: Open and Remove hold it shared, a move's swap exclusively, so no open
-	// or removal sees a partition half moved (move.go).
-	swapMu sync.RWMutex
+	// swapMus: Open and Remove of a partition hold its stripe (swapMu) shared, a
+	// move's swap exclusively, so no open or removal sees a partition half moved
+	// (move.go). Striped, so a swap's fsyncs hold up only the partitions that share
+	// its stripe, not every open and removal of the broker.
+	swapMus [swapStripes]sync.RWMutex
 
 	mu        sync.Mutex
 	where     map[kernel.TopicPartition]*Store
@@ -152,10 +154,23 @@ func (d *dirSet) closeAll() {
 	}
 }
 
+// swapStripes is how many locks the partitions' opens, removals and swaps share.
+const swapStripes = 64
+
+// swapMu returns tp's stripe of swapMus.
+func (d *dirSet) swapMu(tp kernel.TopicPartition) *sync.RWMutex {
+	h := uint32(2166136261) // FNV-1a over the topic, then the partition mixed in
+	for i := 0; i < len(tp.Topic); i++ {
+		h = (h ^ uint32(tp.Topic[i])) * 16777619
+	}
+	return &d.swapMus[(h^uint32(tp.Partition)*0x9e3779b1)%swapStripes]
+}
+
 // Open implements kernel.Storage.
 func (d *dirSet) Open(tp kernel.TopicPartition, topicID [16]byte, cfg kernel.LogConfig) (kernel.Log, error) {
-	d.swapMu.RLock()
-	defer d.swapMu.RUnlock()
+	mu := d.swapMu(tp)
+	mu.RLock()
+	defer mu.RUnlock()
 	s, err := d.place(tp)
 	if err != nil {
 		return nil, err
@@ -259,8 +274,9 @@ func (d *dirSet) storeOf(tp kernel.TopicPartition) *Store {
 // the operator, deletes it).
 func (d *dirSet) Remove(tp kernel.TopicPartition) error {
 	d.cancelMove(tp)
-	d.swapMu.RLock()
-	defer d.swapMu.RUnlock()
+	mu := d.swapMu(tp)
+	mu.RLock()
+	defer mu.RUnlock()
 	s := d.storeOf(tp)
 	d.mu.Lock()
 	delete(d.preferred, tp)

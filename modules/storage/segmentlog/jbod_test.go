@@ -517,3 +517,35 @@ func copyDir(t *testing.T, from, to string) {
 		}
 	}
 }
+
+// TestJBODSwapHoldsOnlyItsStripe: a replica move's swap (which fsyncs) holds up the
+// opens and removals of the partitions sharing its lock stripe only; a partition in
+// another stripe opens and is removed meanwhile.
+func TestJBODSwapHoldsOnlyItsStripe(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	m := jbodModule(t, a, b)
+	moving := jtp(0)
+	other := jtp(1)
+	for m.dirs.swapMu(other) == m.dirs.swapMu(moving) {
+		other.Partition++
+	}
+	mu := m.dirs.swapMu(moving)
+	mu.Lock() // as swap holds it
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Open(other, [16]byte{}, storagetest.DefaultConfig())
+		if err == nil {
+			err = m.Remove(other)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an open in another stripe waited for the swap")
+	}
+	mu.Unlock()
+}

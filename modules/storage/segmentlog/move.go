@@ -21,8 +21,8 @@ import (
 // "<topic>-<partition>.<32 hex>-future", while the partition keeps serving from its
 // current log: batches are read from the current log and appended to the copy (a
 // follower append: offsets, producer state and transaction index come with them)
-// until the copy has caught up. Then the swap, holding the set's swapMu (no open or
-// removal of any partition meanwhile) and the current log's flushMu and mu (no
+// until the copy has caught up. Then the swap, holding the partition's swapMu stripe
+// (no open or removal of it meanwhile) and the current log's flushMu and mu (no
 // append, truncation or flush of it):
 //
 //  1. the last batches are copied; the copy takes the current log's producer state,
@@ -259,8 +259,9 @@ func (d *dirSet) moveOnce(mv *move, h *handle) (err error) {
 
 // swap is the move's steps 1-4 (see above).
 func (d *dirSet) swap(mv *move, h *handle, src, future *Log, gen uint64, topicID [16]byte) error {
-	d.swapMu.Lock()
-	defer d.swapMu.Unlock()
+	mu := d.swapMu(mv.tp)
+	mu.Lock()
+	defer mu.Unlock()
 	select {
 	case <-mv.cancel:
 		return errMoveCanceled
