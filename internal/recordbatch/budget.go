@@ -95,6 +95,18 @@ func (b *DecompressBudget) acquire(ctx context.Context, n int64) error {
 	}
 }
 
+// Reserve reserves n bytes (at most the limit) for work outside this package that
+// holds decompressed output (recompression), waiting as validation does (ErrBudget
+// when no room comes in time); release gives them back, once.
+func (b *DecompressBudget) Reserve(ctx context.Context, n int64) (release func(), err error) {
+	n = max(n, 0)
+	if err := b.acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.release(n) }) }, nil
+}
+
 func (b *DecompressBudget) release(n int64) {
 	n = min(n, b.limit)
 	b.mu.Lock()

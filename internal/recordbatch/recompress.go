@@ -19,12 +19,8 @@ type Recompressor struct {
 // it is; when none needs rebuilding, records itself is returned. Decompression is
 // bounded as in Decoder (maxUncompressed <= 0: the default for the batch's size).
 func (rc *Recompressor) Recompress(records []byte, codec, level, maxUncompressed int) ([]byte, error) {
-	need := false
-	if err := Split(records, func(h Header, _ []byte) error {
-		need = need || h.Codec() != codec
-		return nil
-	}); err != nil || !need {
-		return records, err
+	if !NeedsRecompress(records, codec) {
+		return records, nil
 	}
 	if rc.b == nil {
 		rc.b = new(Builder)
@@ -63,4 +59,18 @@ func (rc *Recompressor) Recompress(records []byte, codec, level, maxUncompressed
 		return nil, err
 	}
 	return out, nil
+}
+
+// NeedsRecompress reports whether Recompress would rebuild a batch of records (one
+// not in codec); false for records that do not split into batches, which Recompress
+// returns as they are.
+func NeedsRecompress(records []byte, codec int) bool {
+	need := false
+	if err := Split(records, func(h Header, _ []byte) error {
+		need = need || h.Codec() != codec
+		return nil
+	}); err != nil {
+		return false
+	}
+	return need
 }

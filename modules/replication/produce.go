@@ -169,9 +169,11 @@ type produceCtx struct {
 	txnID *string
 
 	// Set by validate for the records it checked: the number of batches, how many
-	// carry a producer id (>= 0), and the first batch's header.
+	// carry a producer id (>= 0), the first batch's header, and the largest records
+	// section after decompression (what recompress reserves for).
 	batches, producerBatches int
 	first                    recordbatch.Header
+	maxUncompressed          int
 }
 
 // appendPartition validates and appends one partition's records, filling out. It
@@ -427,7 +429,10 @@ func (pc *produceCtx) transform(tp kernel.TopicPartition, p *Partition, cfg *kco
 // at the topic's compression.*.level, producer fields, timestamps and record deltas
 // kept. The rewritten batches must still fit max.message.bytes (MESSAGE_TOO_LARGE)
 // and segment.bytes (RECORD_LIST_TOO_LARGE), checked as Kafka does after the
-// recompression.
+// recompression. The work draws on the broker's decompression budget
+// (queued.max.decompressed.bytes) as validation does: one batch's records decoded
+// and rebuilt (twice the largest section validate measured, which also bounds the
+// decoder) and the output (the input's size), waiting for room as validation does.
 func (pc *produceCtx) recompress(records []byte, cfg *kconfig.Topic, out *kmsg.ProduceResponseTopicPartition) ([]byte, int16) {
 	codec, level := -1, 0
 	switch cfg.CompressionType {
@@ -448,11 +453,26 @@ func (pc *produceCtx) recompress(records []byte, cfg *kconfig.Topic, out *kmsg.P
 	if codec < 0 {
 		return records, 0
 	}
+	if !recordbatch.NeedsRecompress(records, codec) {
+		return records, 0
+	}
+	if b := pc.m.dbudget.Load(); b != nil {
+		ctx := pc.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		release, err := b.Reserve(ctx, 2*int64(pc.maxUncompressed)+int64(len(records)))
+		if err != nil {
+			pc.setMessage(out, "recompress to "+cfg.CompressionType+": "+err.Error())
+			return nil, batchErrorCode(err)
+		}
+		defer release()
+	}
 	rc, _ := pc.m.recompressors.Get().(*recordbatch.Recompressor)
 	if rc == nil {
 		rc = new(recordbatch.Recompressor)
 	}
-	res, err := rc.Recompress(records, codec, level, 0)
+	res, err := rc.Recompress(records, codec, level, pc.maxUncompressed+1)
 	pc.m.recompressors.Put(rc)
 	if err != nil {
 		pc.setMessage(out, "recompress to "+cfg.CompressionType+": "+err.Error())
@@ -495,7 +515,7 @@ func (pc *produceCtx) validate(tp kernel.TopicPartition, records []byte, cfg *kc
 	compact := cfg.Compact()
 	code, msg := int16(0), ""
 	idx := 0
-	pc.batches, pc.producerBatches = 0, 0
+	pc.batches, pc.producerBatches, pc.maxUncompressed = 0, 0, 0
 	err := recordbatch.Split(records, func(h recordbatch.Header, batch []byte) error {
 		defer func() { idx++ }()
 		if pc.batches == 0 {
@@ -514,6 +534,7 @@ func (pc *produceCtx) validate(tp kernel.TopicPartition, records []byte, cfg *kc
 			code, msg = batchErrorCode(err), fmt.Sprintf("batch %d: %v", idx, err)
 			return errStopSplit
 		}
+		pc.maxUncompressed = max(pc.maxUncompressed, info.UncompressedBytes)
 		switch {
 		case h.IsControl():
 			code, msg = kerr.InvalidRecord.Code, "control batches may not be produced by clients"
