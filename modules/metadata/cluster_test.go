@@ -458,3 +458,29 @@ func TestClusterUnregisterBroker(t *testing.T) {
 		return b != nil && !b.Fenced
 	})
 }
+
+// TestClusterAutoCreateLeadersElsewhere: a Metadata request that creates a topic
+// whose partitions other brokers lead answers LEADER_NOT_AVAILABLE, as Kafka does
+// (those leaders may not have applied the creation yet); asked again, it lists them.
+func TestClusterAutoCreateLeadersElsewhere(t *testing.T) {
+	c := newClusterWith(t, 3, map[string]string{"num.partitions": "6"})
+	c.waitAll(10*time.Second, "three unfenced brokers", func(im *kernel.Image) bool {
+		return len(liveBrokers(im)) == 3
+	})
+	nd := c.follower()
+	resp := call[*kmsg.MetadataResponse](t, nd.fc, nil, req2(12, "spread"))
+	topic := nd.m.Image().Topic("spread")
+	if topic == nil {
+		t.Fatal("not created")
+	}
+	if ledHere(topic, nd.id) {
+		t.Fatalf("all six partitions led by %d: %v", nd.id, leaders(topic))
+	}
+	if got := resp.Topics[0]; got.ErrorCode != kerr.LeaderNotAvailable.Code || len(got.Partitions) != 0 || got.TopicID != topic.ID {
+		t.Fatalf("first answer: code %d, %d partitions, id %x", got.ErrorCode, len(got.Partitions), got.TopicID)
+	}
+	resp = call[*kmsg.MetadataResponse](t, nd.fc, nil, req2(12, "spread"))
+	if got := resp.Topics[0]; got.ErrorCode != 0 || len(got.Partitions) != 6 {
+		t.Fatalf("second answer: code %d, %d partitions", got.ErrorCode, len(got.Partitions))
+	}
+}

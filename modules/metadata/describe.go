@@ -74,6 +74,16 @@ func partitionMetadata(im *kernel.Image, p *kernel.PartitionImage, listener stri
 	return mp
 }
 
+// ledHere reports whether broker id leads every partition of t.
+func ledHere(t *kernel.TopicImage, id int32) bool {
+	for _, p := range t.Partitions {
+		if p.Leader != id {
+			return false
+		}
+	}
+	return true
+}
+
 func topicError(name *string, id [16]byte, code int16) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.ErrorCode = name, id, code
@@ -176,6 +186,15 @@ func (m *Module) metadata(ctx context.Context, req *kernel.Request, r *kmsg.Meta
 				mt := topicError(strPtr(tr.Name), [16]byte{}, 0)
 				if t := im.Topic(tr.Name); t != nil { // created, by us or concurrently
 					mt = topicMetadata(im, t, listener, r.Version)
+					if !ledHere(t, m.node.nodeID) {
+						// As Kafka answers a topic its Metadata request creates: the
+						// other leaders may not have applied the creation yet, and a
+						// client sent to one at once would be told the partition does not
+						// exist (kafka-go's Conn does not retry that). A client asks
+						// again after its backoff, when they have. Partitions led here
+						// are known here, so a single broker answers them at once.
+						mt = topicError(strPtr(tr.Name), t.ID, kerr.LeaderNotAvailable.Code)
+					}
 				} else {
 					mt.ErrorCode, _ = errCode(errs[i])
 					if mt.ErrorCode == kerr.NotController.Code || mt.ErrorCode == kerr.RequestTimedOut.Code {
