@@ -1,10 +1,14 @@
-// ApiVersions: v0-v4. Built from the handlers modules claimed, so the broker never
+// ApiVersions: v0-v5. Built from the handlers modules claimed, so the broker never
 // advertises an API it does not implement. v3+ carries the feature levels
 // (seam_features.go): the modules' supported features, and the cluster's finalized
 // levels with the metadata image's version as their epoch (it grows with every change,
 // as Kafka's metadata offset does, and clients keep the map of the highest epoch they
 // saw). As Kafka (KAFKA-17011), v3 leaves out supported features whose minimum level is
-// 0, which clients before v4 misread; ZkMigrationReady is always false.
+// 0, which clients before v4 misread; ZkMigrationReady is always false. v5 (KIP-1242):
+// a client that names the cluster and broker it means to reach (both or neither:
+// one alone is INVALID_REQUEST) is told REBOOTSTRAP_REQUIRED, with no keys, when this
+// broker is another (a stale address after a restart moved brokers around); a broker
+// that has not learned its cluster id yet cannot tell and answers as usual.
 
 package kernel
 
@@ -18,7 +22,7 @@ import (
 
 // apiVersionsClaim is the one key the kernel serves itself.
 func (k *Kernel) apiVersionsClaim() Claim {
-	return Claim{Key: kmsg.ApiVersions, Min: 0, Max: 4, Handler: Typed(k.apiVersions)}
+	return Claim{Key: kmsg.ApiVersions, Min: 0, Max: 5, Handler: Typed(k.apiVersions)}
 }
 
 func (k *Kernel) registerAPIVersions() error {
@@ -42,6 +46,12 @@ func (k *Kernel) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 
 func (k *Kernel) apiVersions(_ context.Context, req *Request, r *kmsg.ApiVersionsRequest) (Response, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()
+	if req.Version >= 5 {
+		if code := k.misrouted(r); code != 0 {
+			resp.ErrorCode = code
+			return Reply(resp), nil
+		}
+	}
 	resp.ApiKeys = k.apiKeys()
 	if req.Version >= 3 {
 		k.addFeatures(resp, req.Version)
@@ -54,6 +64,25 @@ func (k *Kernel) apiVersions(_ context.Context, req *Request, r *kmsg.ApiVersion
 		req.Conn.ClientSoftwareVersion = truncate(r.ClientSoftwareVersion, MaxClientSoftwareLen)
 	}
 	return Reply(resp), nil
+}
+
+// misrouted checks a v5 request's cluster and node ids against this broker's.
+func (k *Kernel) misrouted(r *kmsg.ApiVersionsRequest) int16 {
+	if (r.ClusterID == nil) != (r.NodeID < 0) {
+		return kerr.InvalidRequest.Code
+	}
+	if r.ClusterID == nil {
+		return 0 // bootstrapping: the client does not know yet
+	}
+	if r.NodeID != k.cfg.NodeID {
+		return kerr.RebootstrapRequired.Code
+	}
+	if k.meta != nil {
+		if im := k.meta.Image(); im != nil && im.ClusterID != "" && im.ClusterID != *r.ClusterID {
+			return kerr.RebootstrapRequired.Code
+		}
+	}
+	return 0
 }
 
 // MaxClientSoftwareLen bounds the client software name and version a connection keeps.

@@ -637,6 +637,44 @@ func TestApiVersionsClientSoftware(t *testing.T) {
 	}
 }
 
+// ApiVersions v5 (KIP-1242): a client naming a broker other than this one is told
+// REBOOTSTRAP_REQUIRED with no keys; naming only one of cluster and node is
+// INVALID_REQUEST; naming neither (bootstrapping) or this broker is answered as usual.
+// The cluster id is checked in modules/metadata (TestE2EApiVersionsMisrouted).
+func TestApiVersionsMisrouted(t *testing.T) {
+	k, _ := newKernel(t, echoConfig)
+	for _, tc := range []struct {
+		name    string
+		cluster *string
+		node    int32
+		want    int16
+	}{
+		{"bootstrap", nil, -1, 0},
+		{"this broker", kmsg.StringPtr("any"), k.Info().NodeID, 0},
+		{"another broker", kmsg.StringPtr("any"), k.Info().NodeID + 1, kerr.RebootstrapRequired.Code},
+		{"node alone", nil, k.Info().NodeID, kerr.InvalidRequest.Code},
+		{"cluster alone", kmsg.StringPtr("any"), -1, kerr.InvalidRequest.Code},
+	} {
+		c := dial(t, k)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "1"
+		req.ClusterID, req.NodeID = tc.cluster, tc.node
+		c.send(req, 5, 7)
+		_, body, err := c.recv()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(5)
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != tc.want || (len(resp.ApiKeys) == 0) != (tc.want != 0) {
+			t.Errorf("%s: code %d (want %d), %d keys", tc.name, resp.ErrorCode, tc.want, len(resp.ApiKeys))
+		}
+	}
+}
+
 // The profiler is served only when admin_pprof is set.
 func TestAdminPprof(t *testing.T) {
 	for _, on := range []bool{false, true} {

@@ -118,3 +118,36 @@ func TestListConfigResources(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EApiVersionsMisrouted: ApiVersions v5 naming this broker's node id with
+// another cluster's id is REBOOTSTRAP_REQUIRED (KIP-1242); with its own, the keys.
+// kgo sends both on every connection to a broker it learned from metadata, so every
+// other kgo test runs the matching path.
+func TestE2EApiVersionsMisrouted(t *testing.T) {
+	b := testbroker.Start(t)
+	ctx := testCtx(t)
+	cl := b.Client(t)
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil || md.ClusterID == nil || *md.ClusterID == "" {
+		t.Fatalf("metadata: %v %+v", err, md)
+	}
+	for _, tc := range []struct {
+		cluster string
+		want    error
+	}{
+		{*md.ClusterID, nil},
+		{"another-cluster", kerr.RebootstrapRequired},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 5
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+		req.ClusterID, req.NodeID = kmsg.StringPtr(tc.cluster), md.Brokers[0].NodeID
+		resp, err := req.RequestWith(ctx, cl.Broker(int(md.Brokers[0].NodeID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kerr.ErrorForCode(resp.ErrorCode); got != tc.want || (len(resp.ApiKeys) > 0) != (tc.want == nil) {
+			t.Errorf("cluster %q: %v with %d keys, want %v", tc.cluster, got, len(resp.ApiKeys), tc.want)
+		}
+	}
+}
