@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/testbroker"
 )
@@ -145,6 +147,14 @@ func TestClassicAdmin(t *testing.T) {
 	// DeleteGroups: not while members are in it.
 	if err := deleteGroup(t, ctx, adm, live); !errors.Is(err, kerr.NonEmptyGroup) {
 		t.Errorf("DeleteGroups(live group) = %v, want NON_EMPTY_GROUP", err)
+	}
+	// v3 says why.
+	dreq := kmsg.NewPtrDeleteGroupsRequest()
+	dreq.Version, dreq.Groups = 3, []string{live}
+	if dresp, err := dreq.RequestWith(ctx, b.Client(t)); err != nil || len(dresp.Groups) != 1 ||
+		dresp.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code || dresp.Groups[0].ErrorMessage == nil ||
+		!strings.Contains(*dresp.Groups[0].ErrorMessage, "has members") {
+		t.Errorf("DeleteGroups v3 (live group) = %v %+v", err, dresp)
 	}
 	wantDeleted(t, ctx, adm, empty, "empty group")
 	if lg, err := adm.ListGroups(ctx); err != nil {
