@@ -1,8 +1,8 @@
-// TxnOffsetCommit: v0-v5 (v3+ member id, generation and instance id, KIP-447; v5
+// TxnOffsetCommit: v0-v6 (v3+ member id, generation and instance id, KIP-447; v5
 // KIP-890 part 2: the group coordinator has the transaction coordinator add the
-// group's partition to the transaction, as the client sends no AddOffsetsToTxn). Not
-// implemented: v6 (topic ids). See txn.go for how the offsets stay pending until the
-// producer's marker.
+// group's partition to the transaction, as the client sends no AddOffsetsToTxn; v6
+// names topics by id, as OffsetCommit v10 does: an unknown id is UNKNOWN_TOPIC_ID).
+// See txn.go for how the offsets stay pending until the producer's marker.
 
 package groups
 
@@ -20,7 +20,7 @@ import (
 
 // txnOffsetCommitClaim claims the versions this file's header lists.
 func txnOffsetCommitClaim(m *Module) kernel.Claim {
-	return kernel.Claim{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 5, Handler: kernel.Typed(m.handleTxnOffsetCommit)}
+	return kernel.Claim{Key: kmsg.TxnOffsetCommit, Min: 0, Max: 6, Handler: kernel.Typed(m.handleTxnOffsetCommit)}
 }
 
 func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request, r *kmsg.TxnOffsetCommitRequest) (kernel.Response, error) {
@@ -28,8 +28,17 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 	im := m.meta.Image()
 	// codes[i][j] answers r.Topics[i].Partitions[j]; 0 means "commit it".
 	codes := make(commitCodes, len(r.Topics))
+	names := make([]string, len(r.Topics))
 	for i := range r.Topics {
-		codes[i] = make([]int16, len(r.Topics[i].Partitions))
+		t := &r.Topics[i]
+		codes[i] = make([]int16, len(t.Partitions))
+		names[i] = t.Topic
+		if r.Version >= 6 {
+			names[i] = ""
+			if ti := im.TopicByID(t.TopicID); ti != nil {
+				names[i] = ti.Name
+			}
+		}
 	}
 	// Kafka's order: the transactional id (WRITE), then the group (READ), then each
 	// topic (READ) and its existence.
@@ -64,8 +73,11 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 	var recs []kv
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		ti := im.Topic(t.Topic)
-		topicCode := commitTopicCode(ctx, req, t.Topic, ti)
+		ti := im.Topic(names[i])
+		topicCode := kerr.UnknownTopicID.Code
+		if names[i] != "" || r.Version < 6 {
+			topicCode = commitTopicCode(ctx, req, names[i], ti)
+		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			if !codes.commits(i, j, topicCode, ti, p.Partition, p.Metadata, set.metadataMax) {
@@ -75,7 +87,7 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 			if r.Version >= 2 {
 				c.LeaderEpoch = p.LeaderEpoch
 			}
-			recs = append(recs, commitRecord(r.Group, t.Topic, p.Partition, c, p.Metadata))
+			recs = append(recs, commitRecord(r.Group, names[i], p.Partition, c, p.Metadata))
 		}
 	}
 	// One transactional batch, all or nothing (maxFlushRecords does not apply: a
@@ -96,7 +108,7 @@ func (m *Module) handleTxnOffsetCommit(ctx context.Context, req *kernel.Request,
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for j := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = t.Partitions[j].Partition, codes[i][j]

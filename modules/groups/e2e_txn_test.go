@@ -233,7 +233,7 @@ func TestTxnOffsetCommitE2E(t *testing.T) {
 		t.Fatalf("TxnOffsetCommit: %v", kerr.ErrorForCode(c))
 	}
 	b.Restart(t)
-	cl = b.Client(t)
+	cl = b.Client(t, kgo.MaxVersions(tv0Versions()))
 	x.cl = cl
 	if _, codes := fetchStable(t, cl, "g1", "in", 0); codes[0] != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("after the restart: code %v, want UNSTABLE_OFFSET_COMMIT", kerr.ErrorForCode(codes[0]))
@@ -241,7 +241,7 @@ func TestTxnOffsetCommitE2E(t *testing.T) {
 	x.end(true)
 	waitStable(t, cl, "g1", "in", map[int32]int64{0: 12, 1: 6})
 	b.Restart(t) // and after the marker: the replay agrees
-	cl = b.Client(t)
+	cl = b.Client(t, kgo.MaxVersions(tv0Versions()))
 	x.cl = cl
 	waitStable(t, cl, "g1", "in", map[int32]int64{0: 12, 1: 6})
 

@@ -828,3 +828,33 @@ func TestTxnOffsetCommitExpirySkipsPending(t *testing.T) {
 	r.endTxn(7, 0, true)
 	r.want("g", map[int32]int64{0: 5, 1: -1})
 }
+
+// TestTxnOffsetCommitTopicIDs: v6 names topics by id; the offsets land under the
+// topic's name, and an unknown id is UNKNOWN_TOPIC_ID (the response echoes the ids).
+func TestTxnOffsetCommitTopicIDs(t *testing.T) {
+	r := newTxnRig(t)
+	id := r.m.meta.Image().Topic("t").ID
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 6
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", "g", 7, 0
+	for _, tid := range [][16]byte{id, {0xee}} {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 1, 42
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := callHandler[*kmsg.TxnOffsetCommitResponse](t, r.m.handleTxnOffsetCommit, req, nil)
+	if len(resp.Topics) != 2 || resp.Topics[0].TopicID != id || resp.Topics[1].TopicID != [16]byte{0xee} {
+		t.Fatalf("topics: %+v", resp.Topics)
+	}
+	if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Errorf("known id: %v", kerr.ErrorForCode(c))
+	}
+	if c := resp.Topics[1].Partitions[0].ErrorCode; c != kerr.UnknownTopicID.Code {
+		t.Errorf("unknown id: %v, want UNKNOWN_TOPIC_ID", kerr.ErrorForCode(c))
+	}
+	r.endTxn(7, 0, true)
+	r.want("g", map[int32]int64{1: 42})
+}
