@@ -60,6 +60,10 @@ type clusterOpt struct {
 	listeners func(id int32) string
 	// rack, when set, gives the broker's rack.
 	rack func(id int32) string
+	// addr, when set, gives the broker's client listener address ("" for a free port).
+	addr func(id int32) string
+	// modules is more YAML under modules: (two-space indented lines), after metadata.
+	modules string
 }
 
 // newCluster prepares n brokers, the first nvoters of them raft voters, without
@@ -105,11 +109,18 @@ func (c *cluster) addNode(id int32, voterList func(c *cluster, id int32) []strin
 		c.raftAddrs = append(c.raftAddrs, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	}
 	dir := t.TempDir()
+	addr := ""
+	if c.opt.addr != nil {
+		addr = c.opt.addr(id)
+	}
+	if addr == "" {
+		addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
 	n := &clusterNode{
 		broker: &broker{
 			t:         t,
 			dataDir:   filepath.Join(dir, "data"),
-			addr:      fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			addr:      addr,
 			adminAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			config:    filepath.Join(dir, "sluice.yaml"),
 			stderr:    &syncBuffer{},
@@ -146,7 +157,7 @@ func (c *cluster) addNode(id int32, voterList func(c *cluster, id int32) []strin
     use: raft
     raft_listen: %q
     voters: [%s]
-`, id, listeners, clusterSessionTimeout.Milliseconds(), extra.String(), n.raftAddr, strings.Join(quoted, ", "))
+%s`, id, listeners, clusterSessionTimeout.Milliseconds(), extra.String(), n.raftAddr, strings.Join(quoted, ", "), c.opt.modules)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

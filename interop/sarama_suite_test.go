@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,30 +107,6 @@ func TestSaramaSuite(t *testing.T) {
 	runErr := shim.serve(done)
 	log := out.String()
 	checkSuite(t, "sarama", log, time.Since(start), runErr, saramaExpectedFailures)
-}
-
-// goTestResults maps each test (and subtest) of go test -v output to PASS, FAIL or
-// SKIP.
-func goTestResults(log string) map[string]string {
-	out := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): (\S+)`).FindAllStringSubmatch(log, -1) {
-		out[m[2]] = m[1]
-	}
-	return out
-}
-
-// testOutput is the last lines of go test -v output between name's RUN and its
-// result.
-func testOutput(log, name string, n int) string {
-	i := strings.Index(log, "=== RUN   "+name+"\n")
-	if i < 0 {
-		return ""
-	}
-	rest := log[i:]
-	if j := strings.Index(rest, "--- FAIL: "+name+" "); j >= 0 {
-		rest = rest[:j+len(name)+40]
-	}
-	return tail(rest, n)
 }
 
 // toxiproxy is a toxiproxy server process.
