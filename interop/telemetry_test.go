@@ -41,13 +41,7 @@ func setSubscription(t *testing.T, addr, name string, kv ...string) {
 func TestLibrdkafkaTelemetry(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t)
-	bin := filepath.Join(t.TempDir(), "rdkafkago")
-	build := exec.Command("go", "build", "-o", bin, "./interop/rdkafkago")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		need(t, "building interop/rdkafkago (confluent-kafka-go needs cgo and gcc): %v\n%s", err, out)
-		return
-	}
+	bin := buildRdkafkago(t)
 	createTopic(t, b.addr, "tele", 1)
 	setSubscription(t, b.addr, "rdk", "metrics", "org.apache.kafka.producer.", "interval.ms", "1000",
 		"match", "client_id=rdk-.*")
@@ -136,4 +130,17 @@ func (f fileText) String() string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// buildRdkafkago builds interop/rdkafkago (a librdkafka 2.11 client) and returns the
+// binary; it skips the test (or fails it where required) when cgo cannot build it.
+func buildRdkafkago(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rdkafkago")
+	build := exec.Command("go", "build", "-o", bin, "./interop/rdkafkago")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		need(t, "building interop/rdkafkago (confluent-kafka-go needs cgo and gcc): %v\n%s", err, out)
+	}
+	return bin
 }
