@@ -168,7 +168,7 @@ func TestLifecycleAndApiVersions(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{18: {0, 4}, 60: {0, 1}, 1: {4, 4}, 0: {3, 9}, 16: {0, 4}}
+	want := map[int16][2]int16{18: {0, 5}, 60: {0, 1}, 1: {4, 4}, 0: {3, 9}, 16: {0, 4}}
 	if len(got) != len(want) {
 		t.Fatalf("advertised %v, want %v", got, want)
 	}

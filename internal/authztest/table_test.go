@@ -445,7 +445,7 @@ func txnOffsetCommitReq(f *fixture) kmsg.Request {
 	r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = txnTX, groupG, f.pid, f.epoch
 	r.Generation = -1
 	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = topicT
+	rt.Topic, rt.TopicID = topicT, f.topicID // v6 names it by id
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	rp.Offset, rp.LeaderEpoch = 2, -1
 	rt.Partitions = append(rt.Partitions, rp)
