@@ -228,7 +228,13 @@ modules:
 		if err := runTxn(ctx, fresh, id+"-fresh", kgo.TryCommit); err != nil {
 			t.Fatalf("%s new instance: %v", id, err)
 		}
-		if d := describeTxn(t, b, id); d.ProducerID != before[id].ProducerID || d.ProducerEpoch != before[id].ProducerEpoch+1 {
+		// InitProducerId bumps the epoch; under transaction version 2 the commit bumps
+		// it again. A fresh kgo client was seen to end its first transaction with
+		// EndTxn v4 although every ApiVersions answer listed transaction.version 2
+		// (kgo reads the features from the answers it has when it decides), so
+		// either is right here.
+		if d := describeTxn(t, b, id); d.ProducerID != before[id].ProducerID ||
+			(d.ProducerEpoch != before[id].ProducerEpoch+1 && d.ProducerEpoch != before[id].ProducerEpoch+2) {
 			t.Fatalf("%s new instance %+v, before the restart %+v", id, d, before[id])
 		}
 		err := runTxn(ctx, clients[i], id+"-zombie", kgo.TryCommit)
