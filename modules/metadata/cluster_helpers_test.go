@@ -31,6 +31,8 @@ type tcluster struct {
 	nodes  map[int32]*tnode
 	// static broker configs every node gets (heartbeat and session settings).
 	configs map[string]string
+	// features every node supports.
+	features []kernel.SupportedFeature
 }
 
 // Test lifecycle settings: fast heartbeats, a session that survives a loaded -race
@@ -50,10 +52,17 @@ func newCluster(t *testing.T, n int, racks ...string) *tcluster {
 // newClusterWith is newCluster with static broker configs added to the test ones.
 func newClusterWith(t *testing.T, n int, configs map[string]string, racks ...string) *tcluster {
 	t.Helper()
+	return newClusterFeatures(t, n, configs, nil, racks...)
+}
+
+// newClusterFeatures is newClusterWith with every node supporting features (feature
+// levels, KIP-584), as the kernel would tell it from its modules.
+func newClusterFeatures(t *testing.T, n int, configs map[string]string, features []kernel.SupportedFeature, racks ...string) *tcluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
-	c := &tcluster{t: t, nodes: map[int32]*tnode{}, configs: maps.Clone(testClusterConfigs)}
+	c := &tcluster{t: t, nodes: map[int32]*tnode{}, configs: maps.Clone(testClusterConfigs), features: features}
 	maps.Copy(c.configs, configs)
 	for i := 1; i <= n; i++ {
 		nd := &tnode{id: int32(i), dir: t.TempDir(), addr: testcheck.FreeAddr(t)}
@@ -108,6 +117,7 @@ func (c *tcluster) start(nd *tnode) error {
 	if err := m.Provision(fc); err != nil {
 		return err
 	}
+	m.SetSupportedFeatures(c.features)
 	if err := m.Validate(); err != nil {
 		_ = m.Cleanup()
 		return err

@@ -252,3 +252,49 @@ func TestFeatureLevelRefusesBroker(t *testing.T) {
 		t.Fatalf("start without share groups once share.version is 0: %v", err)
 	}
 }
+
+// TestUpdateFeaturesSerialised: updates of one feature are checked and committed one
+// request at a time by the controller, so a concurrent lower upgrade cannot undo a
+// higher one it was never checked against: from transaction.version 0, "upgrade to
+// 1" and "upgrade to 2" sent at once end at 2, the first refused when it comes
+// second (INVALID_UPDATE_VERSION: it would be a downgrade).
+func TestUpdateFeaturesSerialised(t *testing.T) {
+	b := testbroker.Start(t)
+	waitDefaults(t, b)
+	ctx := testCtx(t)
+	admins := [2]*kadm.Client{b.Admin(t), b.Admin(t)}
+	update := func(adm *kadm.Client, level int16, typ int8) error {
+		res, err := adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: level, UpgradeType: typ})
+		if err == nil {
+			err = res["transaction.version"].Err
+		}
+		return err
+	}
+	for round := range 30 {
+		if err := update(admins[0], 0, 2); err != nil {
+			t.Fatalf("round %d: safe downgrade to 0: %v", round, err)
+		}
+		errs := make(chan error, 2)
+		start := make(chan struct{})
+		for i, level := range []int16{1, 2} {
+			go func() {
+				<-start
+				err := update(admins[i], level, 1)
+				errs <- fmt.Errorf("upgrade to %d: %w", level, err)
+			}()
+		}
+		close(start)
+		for range 2 {
+			err := <-errs
+			switch {
+			case errors.Unwrap(err) == nil:
+			case strings.HasPrefix(err.Error(), "upgrade to 1") && errors.Is(err, kerr.InvalidUpdateVersion):
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if got := finalized(t, apiVersions(t, b, 4))["transaction.version"]; got != 2 {
+			t.Fatalf("round %d: transaction.version %d after upgrades to 1 and 2, want 2", round, got)
+		}
+	}
+}

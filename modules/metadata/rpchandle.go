@@ -24,6 +24,8 @@ func (c *controller) handleRPC(ctx context.Context, msg any) []byte {
 		return c.removeRaftVoterLocal(ctx, req).AppendTo(nil)
 	case *kmsg.UpdateRaftVoterRequest:
 		return c.updateRaftVoterLocal(ctx, req).AppendTo(nil)
+	case *kmsg.UpdateFeaturesRequest:
+		return c.updateFeaturesLocal(ctx, req).AppendTo(nil)
 	case *rpc.ForwardRequest:
 		return c.serveForward(ctx, req).AppendTo(nil)
 	case *rpc.AddObserverRequest:

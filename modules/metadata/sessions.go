@@ -49,6 +49,9 @@ type controller struct {
 	mu       sync.Mutex
 	sessions map[int32]*brokerSession
 	kick     chan struct{}
+	// featuresMu makes UpdateFeatures one request at a time on the controller
+	// (57_update_features.go).
+	featuresMu sync.Mutex
 }
 
 func newController(n *node) *controller {

@@ -25,6 +25,7 @@ var Magic = [4]byte{'S', 'L', 'C', 1}
 // messages use keys from 32000 (Kafka's keys are far below). Frozen.
 const (
 	rpcKeyDescribeQuorum     int16 = 55 // kmsg.DescribeQuorum
+	rpcKeyUpdateFeatures     int16 = 57 // kmsg.UpdateFeatures
 	rpcKeyBrokerRegistration int16 = 62 // kmsg.BrokerRegistration
 	KeyBrokerHeartbeat       int16 = 63 // kmsg.BrokerHeartbeat
 	rpcKeyAddRaftVoter       int16 = 80 // kmsg.AddRaftVoter
@@ -44,6 +45,7 @@ const (
 	VerAddRaftVoter       int16 = 1
 	VerRemoveRaftVoter    int16 = 0
 	VerUpdateRaftVoter    int16 = 0
+	VerUpdateFeatures     int16 = 2
 )
 
 // maxFrame bounds one frame: a forwarded Extension entry of kernel's
@@ -365,7 +367,7 @@ func decodeRequest(b []byte) (header, any, error) {
 	}
 	switch h.key {
 	case rpcKeyDescribeQuorum, rpcKeyBrokerRegistration, KeyBrokerHeartbeat,
-		rpcKeyAddRaftVoter, rpcKeyRemoveRaftVoter, rpcKeyUpdateRaftVoter:
+		rpcKeyAddRaftVoter, rpcKeyRemoveRaftVoter, rpcKeyUpdateRaftVoter, rpcKeyUpdateFeatures:
 		req := kmsg.RequestForKey(h.key)
 		if h.version < 0 || h.version > req.MaxVersion() {
 			return h, nil, fmt.Errorf("%w: %s version %d", ErrFrame, kmsg.NameForKey(h.key), h.version)
