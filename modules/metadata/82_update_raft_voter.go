@@ -1,7 +1,8 @@
 // UpdateRaftVoter: v0. KIP-853: a voter's new raft address (its first listener):
 // CLUSTER_ACTION on CLUSTER (voters send it); INCONSISTENT_CLUSTER_ID for another
 // cluster's id; any broker answers, forwarding to the controller. Not a voter:
-// VOTER_NOT_FOUND. CurrentLeaderEpoch and the kraft.version range are not checked:
+// VOTER_NOT_FOUND. A Sluice voter sends it itself at start when its address moved
+// (announceAddress, voters.go). CurrentLeaderEpoch and the kraft.version range are not checked:
 // the controller's raft term is not a Kafka leader epoch, and Sluice has one version
 // of its voter records. See voters.go.
 

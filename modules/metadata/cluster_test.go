@@ -3,14 +3,18 @@ package metadata
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/internal/testcheck"
 	"github.com/sluicehq/sluice/kernel"
 	"github.com/sluicehq/sluice/modules/metadata/rpc"
 )
@@ -482,5 +486,79 @@ func TestClusterAutoCreateLeadersElsewhere(t *testing.T) {
 	resp = call[*kmsg.MetadataResponse](t, nd.fc, nil, req2(12, "spread"))
 	if got := resp.Topics[0]; got.ErrorCode != 0 || len(got.Partitions) != 6 {
 		t.Fatalf("second answer: code %d, %d partitions", got.ErrorCode, len(got.Partitions))
+	}
+}
+
+// TestClusterUpdateFeaturesForwarded: UpdateFeatures sent to brokers that are not
+// the controller is decided there, one request at a time: two followers upgrading
+// transaction.version to 1 and to 2 at once end at 2 on every broker, the lower one
+// refused when it comes second; a refusal carries the controller's reason.
+func TestClusterUpdateFeaturesForwarded(t *testing.T) {
+	c := newClusterFeatures(t, 3, nil, []kernel.SupportedFeature{{Name: "transaction.version", Min: 0, Max: 2, Default: 0}})
+	a := c.follower()
+	b := c.third(c.leader(), a)
+	update := func(nd *tnode, level int16, typ int8) *kmsg.UpdateFeaturesResponse {
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.Version, req.TimeoutMillis = 1, 10000
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", level, typ
+		req.FeatureUpdates = append(req.FeatureUpdates, u)
+		return call[*kmsg.UpdateFeaturesResponse](t, nd.fc, nil, req)
+	}
+	if resp := update(a, 3, 1); resp.ErrorCode != kerr.InvalidUpdateVersion.Code || resp.ErrorMessage == nil ||
+		!strings.Contains(*resp.ErrorMessage, "only supports versions 0-2") {
+		t.Fatalf("past the supported level: %+v", resp)
+	}
+	for round := range 10 {
+		if resp := update(a, 0, 2); resp.ErrorCode != 0 {
+			t.Fatalf("round %d: downgrade to 0: %+v", round, resp)
+		}
+		codes := make(chan [2]int16, 2)
+		for _, u := range []struct {
+			nd    *tnode
+			level int16
+		}{{a, 1}, {b, 2}} {
+			go func() { codes <- [2]int16{u.level, update(u.nd, u.level, 1).ErrorCode} }()
+		}
+		for range 2 {
+			got := <-codes
+			if got[1] != 0 && (got[0] != 1 || got[1] != kerr.InvalidUpdateVersion.Code) {
+				t.Fatalf("round %d: upgrade to %d: %v", round, got[0], kerr.ErrorForCode(got[1]))
+			}
+		}
+		c.waitAll(10*time.Second, "transaction.version 2", func(im *kernel.Image) bool { return im.Feature("transaction.version") == 2 })
+	}
+}
+
+// TestClusterVoterMovesAddress: a voter restarted on another raft address (its
+// raft_listen and its own voters entry changed) announces it (UpdateRaftVoter, as
+// Kafka's voters do at start): it catches up and registers, the controller's
+// configuration names the new address, and the quorum counts it there: with the
+// third voter stopped, the leader and the moved voter still commit.
+func TestClusterVoterMovesAddress(t *testing.T) {
+	c := newCluster(t, 3)
+	mover := c.follower()
+	other := c.third(c.leader(), mover)
+	c.stop(mover.id)
+	old := mover.addr
+	mover.addr = testcheck.FreeAddr(t)
+	for i, v := range c.voters {
+		if strings.HasPrefix(v, fmt.Sprintf("%d@", mover.id)) {
+			c.voters[i] = fmt.Sprintf("%d@%s", mover.id, mover.addr)
+		}
+	}
+	c.restart(mover.id) // returns once registered, so it caught up
+	want := raft.ServerAddress(mover.addr)
+	waitFor(t, 20*time.Second, func() bool {
+		f := c.leader().m.node.raft.Load().GetConfiguration()
+		if f.Error() != nil {
+			return false
+		}
+		me, _ := findServer(f.Configuration(), mover.id)
+		return me != nil && me.Suffrage == raft.Voter && me.Address == want
+	})
+	c.stop(other.id)
+	if rt := createTopicOn(t, mover, "after-move", 1, 1, nil); rt.ErrorCode != 0 {
+		t.Fatalf("create with voter %d moved from %s to %s and voter %d stopped: %v", mover.id, old, mover.addr, other.id, kerr.ErrorForCode(rt.ErrorCode))
 	}
 }

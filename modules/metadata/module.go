@@ -466,6 +466,11 @@ func (m *Module) Start(ctx context.Context) error {
 	if !m.node.goTracked(func() { m.ctl.leaderLoop(loopCtx, r) }) {
 		return ErrNotRunning
 	}
+	// Before registering: a voter whose address moved is not caught up until the
+	// controller knows where it is.
+	if addr := m.voterAddr(trans); addr != "" && !m.node.goTracked(func() { m.ctl.announceAddress(loopCtx, r, addr) }) {
+		return ErrNotRunning
+	}
 	if !m.node.isVoter() {
 		if err := m.life.joinAsObserver(ctx); err != nil {
 			return fmt.Errorf("join the metadata quorum as non-voter %d: %w", m.node.nodeID, err)
@@ -480,6 +485,20 @@ func (m *Module) Start(ctx context.Context) error {
 	im := m.node.hub.image()
 	m.node.log.Info("metadata ready", "cluster_id", im.ClusterID, "version", im.Version, "topics", im.NumTopics())
 	return nil
+}
+
+// voterAddr is the raft address this node announces as a voter: its own entry in
+// the voters setting (what the operator wrote, a host name kept as such), else its
+// transport's address (what it joined with as an observer before being promoted);
+// "" without a network transport.
+func (m *Module) voterAddr(trans raft.Transport) string {
+	if !m.node.networked() {
+		return ""
+	}
+	if me, ok := m.node.self(); ok && me.Addr != "" {
+		return me.Addr
+	}
+	return string(trans.LocalAddr())
 }
 
 func closeTransport(t raft.Transport) {

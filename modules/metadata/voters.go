@@ -272,3 +272,52 @@ func (c *controller) updateRaftVoterLocal(ctx context.Context, r *kmsg.UpdateRaf
 	c.log.Info("moved metadata voter", "node", r.VoterID, "from", cur.Address, "to", addr)
 	return resp
 }
+
+// announceAddress keeps this voter's raft address current in the quorum's
+// configuration, as Kafka's voters send UpdateRaftVoter at start (KIP-853): a voter
+// restarted on a new raft address is unreachable at the old one, so it tells the
+// controller (over the controller RPC, which it dials itself) until its own
+// configuration, which the controller then reaches it with, holds addr. It returns
+// at once for a node that is not a voter or already has addr, and when ctx ends.
+func (c *controller) announceAddress(ctx context.Context, rf *raft.Raft, addr string) {
+	host, portStr, err := net.SplitHostPort(addr)
+	port, perr := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || perr != nil {
+		return
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		f := rf.GetConfiguration()
+		if c.await(ctx, f) == nil {
+			me, _ := findServer(f.Configuration(), c.nodeID)
+			if me == nil || me.Suffrage != raft.Voter || string(me.Address) == addr {
+				return
+			}
+			req := kmsg.NewPtrUpdateRaftVoterRequest()
+			req.VoterID = c.nodeID
+			l := kmsg.NewUpdateRaftVoterRequestListener()
+			l.Name, l.Host, l.Port = "raft", host, uint16(port)
+			req.Listeners = append(req.Listeners, l)
+			out, err := c.onControllerKmsg(ctx, req, rpc.VerUpdateRaftVoter,
+				func(ctx context.Context) kmsg.Response { return c.updateRaftVoterLocal(ctx, req) },
+				func(r kmsg.Response) int16 { return r.(*kmsg.UpdateRaftVoterResponse).ErrorCode })
+			code := int16(0)
+			if err == nil {
+				code = out.(*kmsg.UpdateRaftVoterResponse).ErrorCode
+			}
+			if err == nil && code == 0 {
+				c.log.Info("announced this voter's new raft address", "from", me.Address, "to", addr)
+				backoff = 100 * time.Millisecond
+			} else if !c.isStopped() {
+				c.log.Warn("announcing this voter's new raft address failed; retrying", "from", me.Address, "to", addr,
+					"code", code, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
