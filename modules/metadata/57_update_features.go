@@ -110,6 +110,8 @@ func (c *controller) updateFeaturesLocal(ctx context.Context, r *kmsg.UpdateFeat
 	return resp
 }
 
+// commitFeatures checks every update against the controller's image and, unless
+// validate-only, commits them (featuresMu held).
 func (c *controller) commitFeatures(ctx context.Context, r *kmsg.UpdateFeaturesRequest) error {
 	updates := make([]featureUpdate, len(r.FeatureUpdates))
 	for i, fu := range r.FeatureUpdates {
