@@ -35,6 +35,18 @@ type StrayRemover interface {
 	RemoveStrays(clusterID string, nodeID int32, keep func(tp TopicPartition, topicID [16]byte) bool) (StrayResult, error)
 }
 
+// SpaceLog is the optional side of a Log whose directory is held to the free-space
+// reserve on its own (sluice.data.dir.reserve.bytes, as BrokerInfo.AdmitWrite holds
+// the data dir): with log.dirs on several file systems, one full disk refuses
+// writes to its own partitions only. The replication module asks before a client's
+// produce (KAFKA_STORAGE_ERROR) and a follower's append (the partition waits).
+type SpaceLog interface {
+	// AdmitWrite counts n bytes about to be written to the log and returns nil, or an
+	// error wrapping ErrDiskFull when its directory is below the reserve. A few atomic
+	// operations, no I/O.
+	AdmitWrite(n int64) error
+}
+
 // StrayResult is what one RemoveStrays did.
 type StrayResult struct {
 	Kept, Removed, MovedAside int

@@ -491,7 +491,7 @@ var brokerOnlyDefs = []brokerDef{
 		"How long the coordinator keeps a transactional id it has not heard from."}},
 	// Sluice's own: not a Kafka config (Kafka lets a full disk take the log dir offline).
 	{def: def{"sluice.data.dir.reserve.bytes", TypeLong, ptr("1073741824"), atLeast(0),
-		"Free space the broker keeps on its data dir's file system. Below it, produce answers KAFKA_STORAGE_ERROR and offset commits NOT_COORDINATOR, while reads, DeleteTopics and DeleteRecords keep working; writes resume by themselves when space returns. Below half of it the broker does not start. 0 turns the check off. The default covers a second of writes, the metadata log and the offsets store's files."}},
+		"Free space the broker keeps on its data dir's file system. Below it, produce answers KAFKA_STORAGE_ERROR and offset commits NOT_COORDINATOR, while reads, DeleteTopics and DeleteRecords keep working; writes resume by themselves when space returns. Below half of it the broker does not start. 0 turns the check off. The default covers a second of writes, the metadata log and the offsets store's files. Each log dir (log.dirs) is held to it on its own: one below it refuses produce to its own partitions (KAFKA_STORAGE_ERROR) and holds back the follower appends of its own replicas, while the other dirs take writes."}},
 }
 
 const math16 = 1<<15 - 1

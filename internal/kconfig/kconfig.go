@@ -168,6 +168,7 @@ type Broker struct {
 
 	LogRetentionCheckIntervalMs int64 // log.retention.check.interval.ms
 	SluiceLogOpenFilesMax       int32 // sluice.log.open.files.max (0: half of RLIMIT_NOFILE)
+	SluiceDataDirReserveBytes   int64 // sluice.data.dir.reserve.bytes (each log dir's too)
 	SluiceMetricsPartitions     bool  // sluice.metrics.partition.series
 	ReplicaLagTimeMaxMs         int64 // replica.lag.time.max.ms
 
@@ -270,6 +271,7 @@ func ResolveBroker(merged map[string]string) Broker {
 
 		LogRetentionCheckIntervalMs: n("log.retention.check.interval.ms"),
 		SluiceLogOpenFilesMax:       int32(n("sluice.log.open.files.max")),
+		SluiceDataDirReserveBytes:   n("sluice.data.dir.reserve.bytes"),
 		SluiceMetricsPartitions:     eff["sluice.metrics.partition.series"].bool(),
 		ReplicaLagTimeMaxMs:         n("replica.lag.time.max.ms"),
 

@@ -305,6 +305,7 @@ func TestResolveBrokerDefaults(t *testing.T) {
 		MessageMaxBytes:                          1048588,
 		QueuedMaxDecompressedBytes:               256 << 20,
 		LogRetentionCheckIntervalMs:              300000,
+		SluiceDataDirReserveBytes:                1 << 30,
 		SluiceMetricsPartitions:                  true,
 		ReplicaLagTimeMaxMs:                      30000,
 		LogCleanerEnable:                         true,

@@ -650,6 +650,10 @@ func (f *fetcher) handlePart(sp *sentPart, rp *kmsg.FetchResponseTopicPartition,
 		// The disk went below the reserve during the fetch: drop the answer; the run
 		// loop stops fetching (fetcherSet.diskFull) until space is back.
 		f.delay(fl, diskRecheck)
+	case code == 0 && len(rp.RecordBatches) > 0 && p.admitWrite(int64(len(rp.RecordBatches))) != nil:
+		// This partition's log dir is below its reserve (log.dirs on several disks):
+		// drop the answer and try it again later; the other partitions go on.
+		f.delay(fl, diskRecheck)
 	case code == 0:
 		if sp.throttled {
 			f.m.rthrottle.record(followerSide, cfg, int64(len(rp.RecordBatches)), f.m.now())

@@ -71,11 +71,19 @@ func (c *rcluster) pauseFollowers(leader int32) []int32 {
 // returns the partition's error code.
 func clusterProduce(t *testing.T, c *rcluster, id int32, topic string, acks int16, timeoutMs int32) int16 {
 	t.Helper()
+	return clusterProduceTo(t, c, id, kernel.TopicPartition{Topic: topic}, acks, timeoutMs)
+}
+
+// clusterProduceTo is clusterProduce to any partition.
+func clusterProduceTo(t *testing.T, c *rcluster, id int32, tp kernel.TopicPartition, acks int16, timeoutMs int32) int16 {
+	t.Helper()
+	topic := tp.Topic
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, timeoutMs
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = topic, c.image(id).Topic(topic).ID // by name or ID: whichever version kgo picks
 	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = tp.Partition
 	rp.Records = recordbatch.Build(recordbatch.Options{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: time.Now().UnixMilli()},
 		recordbatch.Record{Value: []byte("raw")})
 	rt.Partitions = append(rt.Partitions, rp)

@@ -188,6 +188,15 @@ func (p *Partition) stableOffsets() (hw, lso int64) {
 // Config is the partition's resolved topic configuration.
 func (p *Partition) Config() *kconfig.Topic { return p.place.Load().cfg }
 
+// admitWrite is the free-space check of the log's own directory (kernel.SpaceLog:
+// log.dirs on several disks), nil for storage without one.
+func (p *Partition) admitWrite(n int64) error {
+	if sl, ok := p.log.(kernel.SpaceLog); ok {
+		return sl.AdmitWrite(n)
+	}
+	return nil
+}
+
 // ISR returns the in-sync replicas. The caller must not modify the slice.
 func (p *Partition) ISR() []int32 { return p.place.Load().isr }
 

@@ -193,6 +193,12 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		pc.setMessage(out, err.Error())
 		return nil
 	}
+	// And the partition's own log dir's, with log.dirs on several disks.
+	if err := p.admitWrite(int64(len(records))); err != nil {
+		out.ErrorCode = kerr.KafkaStorageError.Code
+		pc.setMessage(out, err.Error())
+		return nil
+	}
 	cfg := p.Config()
 	size := int64(len(records))
 	if size > *budget || size > cfg.SegmentBytes {

@@ -26,8 +26,9 @@ import (
 //     directory (unmounted, removed, replaced by a file), which the flush loop also
 //     checks once a pass, so an idle directory's loss is seen too.
 //
-// ENOSPC is not a failure: a full disk is the disk guard's (produce refused, reads
-// and deletes go on, writes resume by themselves).
+// ENOSPC is not a failure: a full disk is the directory's disk guard's (Store.guard,
+// kernel.SpaceLog: produce to its partitions refused and their follower appends held
+// back, reads and deletes go on, writes resume by themselves).
 
 // dirFailure is why a Store failed.
 type dirFailure struct{ err error }

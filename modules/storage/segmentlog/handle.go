@@ -55,6 +55,9 @@ func (h *handle) set(fn func(*Log)) {
 	}
 }
 
+// AdmitWrite implements kernel.SpaceLog: the current log's directory's reserve.
+func (h *handle) AdmitWrite(n int64) error { return h.cur.Load().store.admit(n) }
+
 func (h *handle) AppendLeader(records []byte) (kernel.AppendResult, error) {
 	return retry(h, func(l *Log) (kernel.AppendResult, error) { return l.AppendLeader(records) })
 }
@@ -134,3 +137,5 @@ var (
 	_ kernel.Log        = (*handle)(nil)
 	_ kernel.OfflineLog = (*handle)(nil)
 )
+
+var _ kernel.SpaceLog = (*handle)(nil)

@@ -1,6 +1,7 @@
 package segmentlog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -9,8 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/kernel/diskguard"
 )
 
 // dirSet is the module's log directories (log.dirs, JBOD): one Store per directory,
@@ -404,4 +407,41 @@ func (s *Store) holds(tp kernel.TopicPartition) bool {
 	}
 	fi, err := os.Stat(filepath.Join(s.dir, tp.String()))
 	return err == nil && fi.IsDir()
+}
+
+// admit is kernel.SpaceLog's AdmitWrite for a log of s: nil without a guard.
+func (s *Store) admit(n int64) error {
+	if s.guard == nil {
+		return nil
+	}
+	if err := s.guard.Admit(n); err != nil {
+		return fmt.Errorf("log dir %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// guardDirs gives each directory that opened a free-space guard at reserve (0: none)
+// and samples it once; run keeps sampling them (diskguard.Run) until ctx ends.
+func (d *dirSet) guardDirs(reserve int64, logger *slog.Logger) {
+	if reserve <= 0 {
+		return
+	}
+	for _, s := range d.stores {
+		g := diskguard.New(s.dir, reserve, logger.With("log_dir", s.dir))
+		if _, err := g.Sample(); err != nil {
+			logger.Warn("sample a log dir's free space", "dir", s.dir, "err", err)
+		}
+		s.guard = g
+	}
+}
+
+// runGuards samples every directory's guard each interval until ctx ends.
+func (d *dirSet) runGuards(ctx context.Context, interval time.Duration) {
+	var wg sync.WaitGroup
+	for _, s := range d.stores {
+		if s.guard != nil {
+			wg.Go(func() { s.guard.Run(ctx, interval) })
+		}
+	}
+	wg.Wait()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -548,4 +549,52 @@ func TestJBODSwapHoldsOnlyItsStripe(t *testing.T) {
 		t.Fatal("an open in another stripe waited for the swap")
 	}
 	mu.Unlock()
+}
+
+// TestJBODDirReserve: each log dir is held to the free-space reserve on its own: a
+// log in a dir below it refuses writes (kernel.SpaceLog, wrapping ErrDiskFull and
+// naming the dir), a log in the other dir does not, and the refusal ends with the
+// space back.
+func TestJBODDirReserve(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	m := Info().New().(*Module)
+	m.FlushCheckIntervalMs = 10
+	startModuleWith(t, m, &fakeContext{dataDir: t.TempDir(), configs: map[string]string{
+		"log.dirs": a + "," + b, "sluice.data.dir.reserve.bytes": "1000"}})
+	free := map[string]*atomic.Int64{a: new(atomic.Int64), b: new(atomic.Int64)}
+	for _, s := range m.dirs.stores {
+		f := free[s.dir]
+		f.Store(1 << 40)
+		s.guard.SetStatfs(func(string) (int64, error) { return f.Load(), nil })
+	}
+	cfg := storagetest.DefaultConfig()
+	logs := map[string]kernel.Log{}
+	for p := range int32(2) {
+		l, err := m.Open(jtp(p), [16]byte{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[dirOf(t, jtp(p), a, b)] = l
+	}
+	sample := func() {
+		for _, s := range m.dirs.stores {
+			if _, err := s.guard.Sample(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	free[a].Store(10)
+	sample()
+	err := logs[a].(kernel.SpaceLog).AdmitWrite(1)
+	if !errors.Is(err, kernel.ErrDiskFull) || !strings.Contains(err.Error(), a) {
+		t.Fatalf("log in the low dir: %v, want ErrDiskFull naming %s", err, a)
+	}
+	if err := logs[b].(kernel.SpaceLog).AdmitWrite(1); err != nil {
+		t.Fatalf("log in the other dir: %v", err)
+	}
+	free[a].Store(1 << 40)
+	sample()
+	if err := logs[a].(kernel.SpaceLog).AdmitWrite(1); err != nil {
+		t.Fatalf("with the space back: %v", err)
+	}
 }

@@ -96,12 +96,10 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	if m.dirs, err = openDirSet(m.paths, m.logger); err != nil {
 		return fmt.Errorf("storage.segmentlog: %w", err)
 	}
-	for _, p := range m.paths {
-		// The disk guard samples the data dir; a log dir elsewhere (another disk) too.
-		if err := ctx.Broker().WatchDisk(p); err != nil {
-			return fmt.Errorf("storage.segmentlog: %w", err)
-		}
-	}
+	// Each log dir is held to the free-space reserve on its own (kernel.SpaceLog), not
+	// through the broker's guard, so one full disk refuses writes to its partitions
+	// only; the broker's guard keeps the data dir (metadata log, offsets store).
+	m.dirs.guardDirs(b.SluiceDataDirReserveBytes, m.logger)
 	ctx.Metrics().Collect("sluice_log_dir_offline", "1 for a log dir that failed (its partitions are offline), 0 for one that serves.",
 		kernel.KindGauge, []string{"dir"}, func(emit func(float64, ...string)) {
 			for path, err := range m.dirs.status() {
@@ -173,7 +171,11 @@ func (m *Module) Start(context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	m.wg.Add(3)
+	m.wg.Add(4)
+	go func() {
+		defer m.wg.Done()
+		m.dirs.runGuards(ctx, time.Second)
+	}()
 	go m.loop(ctx, time.Duration(m.RetentionCheckIntervalMs)*time.Millisecond, m.retentionPass)
 	go m.loop(ctx, time.Duration(m.FlushCheckIntervalMs)*time.Millisecond, m.flushPass)
 	go m.loop(ctx, time.Duration(m.HighWatermarkCheckpointIntervalMs)*time.Millisecond, m.hwPass)

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/kernel/diskguard"
 )
 
 // Store is the segment-log kernel.Storage over one log directory.
@@ -29,6 +30,9 @@ type Store struct {
 	dir    string
 	logger *slog.Logger
 	now    func() time.Time
+	// guard holds the directory to the free-space reserve on its own (set by the
+	// module before the first open, nil when it has none): admit.
+	guard *diskguard.Guard
 
 	ckptMu sync.Mutex // serializes checkpoint writes; taken before mu
 
