@@ -216,6 +216,30 @@ func runKafkaGoSuite(t *testing.T, goBin, addr string, short kafkaGoForm, expect
 		}
 	}
 
+	// A fresh cluster creates __consumer_offsets and __transaction_state at their first
+	// use and answers COORDINATOR_NOT_AVAILABLE while it loads them, as Kafka does;
+	// kafka-go's tests expect a broker that has served groups and transactions, and
+	// some check a group's first generation at once.
+	var lastErr error
+	if !pollUntil(60*time.Second, func() bool {
+		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer wcancel()
+		// Enough keys to reach most partitions of both topics.
+		keys := make([]string, 64)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("kafka-go-warmup-%d", i)
+		}
+		for _, resps := range []kadm.FindCoordinatorResponses{adm.FindGroupCoordinators(wctx, keys...), adm.FindTxnCoordinators(wctx, keys...)} {
+			if err := resps.Error(); err != nil {
+				lastErr = err
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the group and transaction coordinators did not come up: %v", lastErr)
+	}
+
 	timeout := 15 * time.Minute
 	cctx, ccancel := context.WithTimeout(context.Background(), timeout)
 	defer ccancel()
