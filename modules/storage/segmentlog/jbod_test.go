@@ -1,11 +1,13 @@
 package segmentlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -559,8 +561,23 @@ func TestJBODDirReserve(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	m := Info().New().(*Module)
 	m.FlushCheckIntervalMs = 10
-	startModuleWith(t, m, &fakeContext{dataDir: t.TempDir(), configs: map[string]string{
-		"log.dirs": a + "," + b, "sluice.data.dir.reserve.bytes": "1000"}})
+	fc := &fakeContext{dataDir: t.TempDir(), configs: map[string]string{
+		"log.dirs": a + "," + b, "sluice.data.dir.reserve.bytes": "1000"}}
+	startModuleWith(t, m, fc)
+	writable := func() string {
+		var buf bytes.Buffer
+		if err := fc.metrics.WriteText(&buf); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if strings.HasPrefix(l, "sluice_log_dir_writable{") {
+				lines = append(lines, strings.ReplaceAll(strings.ReplaceAll(l, a, "a"), b, "b"))
+			}
+		}
+		slices.Sort(lines)
+		return strings.Join(lines, "; ")
+	}
 	free := map[string]*atomic.Int64{a: new(atomic.Int64), b: new(atomic.Int64)}
 	for _, s := range m.dirs.stores {
 		f := free[s.dir]
@@ -585,6 +602,9 @@ func TestJBODDirReserve(t *testing.T) {
 	}
 	free[a].Store(10)
 	sample()
+	if got, want := writable(), `sluice_log_dir_writable{dir="a"} 0; sluice_log_dir_writable{dir="b"} 1`; got != want {
+		t.Errorf("metric: %s, want %s", got, want)
+	}
 	err := logs[a].(kernel.SpaceLog).AdmitWrite(1)
 	if !errors.Is(err, kernel.ErrDiskFull) || !strings.Contains(err.Error(), a) {
 		t.Fatalf("log in the low dir: %v, want ErrDiskFull naming %s", err, a)

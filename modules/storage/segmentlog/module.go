@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kconfig"
 	"github.com/sluicehq/sluice/kernel"
+	"github.com/sluicehq/sluice/kernel/diskguard"
 	"github.com/sluicehq/sluice/modules/storage/internal/compact"
 )
 
@@ -100,6 +101,19 @@ func (m *Module) Provision(ctx kernel.Context) error {
 	// through the broker's guard, so one full disk refuses writes to its partitions
 	// only; the broker's guard keeps the data dir (metadata log, offsets store).
 	m.dirs.guardDirs(b.SluiceDataDirReserveBytes, m.logger)
+	ctx.Metrics().Collect("sluice_log_dir_writable", "1 while a log dir's free space is at or above sluice.data.dir.reserve.bytes; 0 while produce to its partitions is refused and its follower appends are held back.",
+		kernel.KindGauge, []string{"dir"}, func(emit func(float64, ...string)) {
+			for _, s := range m.dirs.stores {
+				if s.guard == nil {
+					continue
+				}
+				v := 0.0
+				if s.guard.State() == diskguard.Writable {
+					v = 1
+				}
+				emit(v, s.dir)
+			}
+		})
 	ctx.Metrics().Collect("sluice_log_dir_offline", "1 for a log dir that failed (its partitions are offline), 0 for one that serves.",
 		kernel.KindGauge, []string{"dir"}, func(emit func(float64, ...string)) {
 			for path, err := range m.dirs.status() {

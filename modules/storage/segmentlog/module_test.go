@@ -25,6 +25,7 @@ type fakeContext struct {
 	configs  map[string]string // the broker's static configs
 	handlers map[int16]kernel.Handler
 	versions map[int16][2]int16
+	metrics  *kernel.Metrics // what the module registered (made at the first call)
 }
 
 func (c *fakeContext) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -33,7 +34,12 @@ func (c *fakeContext) Broker() kernel.BrokerInfo {
 }
 func (c *fakeContext) Lookup(string) (kernel.Module, error) { return nil, nil }
 func (c *fakeContext) HandleHTTP(string, http.Handler)      {}
-func (c *fakeContext) Metrics() *kernel.Metrics             { return kernel.NewMetrics() }
+func (c *fakeContext) Metrics() *kernel.Metrics {
+	if c.metrics == nil {
+		c.metrics = kernel.NewMetrics()
+	}
+	return c.metrics
+}
 func (c *fakeContext) Handle(key, minV, maxV int16, h kernel.Handler) error {
 	if c.handlers == nil {
 		c.handlers = map[int16]kernel.Handler{}
