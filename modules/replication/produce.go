@@ -186,15 +186,9 @@ func (pc *produceCtx) appendPartition(tp kernel.TopicPartition, im *kernel.Image
 		out.ErrorCode = code
 		return nil
 	}
-	// The data dir's free-space reserve (kernel/diskguard): below it client writes
-	// are refused before any work; the guard logs the state, not each refusal.
-	if err := m.broker.AdmitWrite(int64(len(records))); err != nil {
-		out.ErrorCode = kerr.KafkaStorageError.Code
-		pc.setMessage(out, err.Error())
-		return nil
-	}
-	// And the partition's own log dir's, with log.dirs on several disks.
-	if err := p.admitWrite(int64(len(records))); err != nil {
+	// Below a free-space reserve client writes are refused before any work; the
+	// guards log their state, not each refusal.
+	if err := pc.admit(p, int64(len(records))); err != nil {
 		out.ErrorCode = kerr.KafkaStorageError.Code
 		pc.setMessage(out, err.Error())
 		return nil
@@ -428,6 +422,15 @@ func (pc *produceCtx) transform(tp kernel.TopicPartition, p *Partition, cfg *kco
 		return nil, false
 	}
 	return res, true
+}
+
+// admit is the free-space check of a client write of n bytes to p: the data dir's
+// reserve (kernel/diskguard), then p's own log dir's (log.dirs on several disks).
+func (pc *produceCtx) admit(p *Partition, n int64) error {
+	if err := pc.m.broker.AdmitWrite(n); err != nil {
+		return err
+	}
+	return p.admitWrite(n)
 }
 
 // recompress rewrites records into the topic's compression.type, when it names a
